@@ -1,0 +1,85 @@
+package tare
+
+import (
+	"context"
+	"time"
+)
+
+// Result is one request or job as the load engine saw it. A failed request is
+// a measurement, not an error: it is recorded in Err and counted by stats.
+//
+// The clocks:
+//
+//	Scheduled ──send lag──▶ Sent ──────────service──────────▶ Done
+//	    └───────────────────────latency─────────────────────────┘
+//
+// Latency is measured from Scheduled, never from Sent, so a stalled target
+// or a lagging generator cannot hide queueing delay (coordinated omission).
+type Result struct {
+	Seq       uint64    // arrival number, from 0
+	Scheduled time.Time // when the arrival process said it should start
+	Sent      time.Time // when the request actually left (job enqueued)
+	FirstByte time.Time // first response byte, or first content token; zero if none
+	Done      time.Time // when the response (or job result) was complete
+	Dropped   bool      // never sent: the in-flight cap was reached
+
+	Status   int    // HTTP status code, 0 when there was none
+	Err      string // error kind ("timeout", "refused", "http 503", …); "" when ok
+	BytesIn  int64  // response body bytes read
+	BytesOut int64  // request body bytes written
+
+	// Queue jobs only.
+	Started    time.Time // when a worker began the job; zero otherwise
+	Worker     string    // which worker did it
+	Deliveries int       // how many times the job was delivered (1 = once)
+
+	// Model calls only.
+	OutputTokens int    // generated tokens
+	TokenSource  string // where OutputTokens came from: "usage" or "counted"
+}
+
+// OK reports whether the request was sent and succeeded.
+func (r *Result) OK() bool { return !r.Dropped && r.Err == "" }
+
+// Latency is Done − Scheduled: what the user of the system waited.
+func (r *Result) Latency() time.Duration { return r.Done.Sub(r.Scheduled) }
+
+// Service is Done − Sent: what a closed-loop tool would have reported.
+func (r *Result) Service() time.Duration { return r.Done.Sub(r.Sent) }
+
+// SendLag is Sent − Scheduled: how late the generator was. A lagging
+// generator is itself a symptom of a starved host.
+func (r *Result) SendLag() time.Duration { return r.Sent.Sub(r.Scheduled) }
+
+// QueueWait is Started − Sent for queue jobs, and 0 for anything else.
+func (r *Result) QueueWait() time.Duration {
+	if r.Started.IsZero() {
+		return 0
+	}
+	return r.Started.Sub(r.Sent)
+}
+
+// TTFT is FirstByte − Sent, the time to the first byte or token; 0 when the
+// response had none.
+func (r *Result) TTFT() time.Duration {
+	if r.FirstByte.IsZero() {
+		return 0
+	}
+	return r.FirstByte.Sub(r.Sent)
+}
+
+// Target is something tare sends load to: an HTTP endpoint, a model
+// endpoint, a job queue.
+type Target interface {
+	// Do performs one request. The engine has set Seq, Scheduled and Sent;
+	// Do sets Done and whatever else it measured. A failed request is
+	// recorded in res.Err, never returned or panicked. Do must return
+	// promptly once ctx is cancelled.
+	Do(ctx context.Context, res *Result)
+}
+
+// TargetFunc adapts a function to Target.
+type TargetFunc func(ctx context.Context, res *Result)
+
+// Do calls f(ctx, res).
+func (f TargetFunc) Do(ctx context.Context, res *Result) { f(ctx, res) }

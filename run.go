@@ -1,0 +1,54 @@
+package tare
+
+import "time"
+
+// Tick is one interval of the run's timeline: the load it carried and the
+// host interference during the very same seconds.
+type Tick struct {
+	Start time.Time
+	End   time.Time
+
+	Arrivals    int // arrivals scheduled in the tick
+	Completions int // requests that finished in the tick
+	Errors      int // of which failed
+	Dropped     int // arrivals dropped at the in-flight cap
+	InFlight    int // requests outstanding at the end of the tick
+
+	// Latency percentiles of the requests that completed in the tick; zero
+	// when Completions is 0.
+	P50, P95, P99 time.Duration
+
+	QueueDepth *float64    // mean queue depth over the tick; nil for non-queue targets
+	Host       *HostSample // nil when the host was not sampled
+}
+
+// RunStatus says how a run ended.
+type RunStatus string
+
+// The ways a run ends.
+const (
+	StatusRunning     RunStatus = "running"
+	StatusComplete    RunStatus = "complete"
+	StatusInterrupted RunStatus = "interrupted"
+	StatusFailed      RunStatus = "failed"
+)
+
+// Run identifies one load window and how it went.
+type Run struct {
+	ID        string    `json:"id"`
+	Label     string    `json:"label"`
+	Window    string    `json:"window"`  // "peak", "offpeak", "mid", or "" outside the protocol
+	Target    string    `json:"target"`  // what was loaded, secrets redacted
+	Arrival   string    `json:"arrival"` // the arrival process, e.g. "poisson 200/s"
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Status    RunStatus `json:"status"`
+}
+
+// Window is a daily time-of-day window of the three-window protocol.
+type Window struct {
+	Name    string        // "peak", "offpeak", "mid"
+	From    time.Duration // offset from local midnight
+	To      time.Duration
+	Purpose string
+}

@@ -1,0 +1,133 @@
+package tare
+
+// SummarySchema names the version of the Summary JSON contract.
+const SummarySchema = "tare.summary/v1"
+
+// Summary is the machine-readable summary of one run (`--json`), the
+// contract of DESIGN.md: keys may be added, never renamed. Times are
+// milliseconds, shares are percent, counts are integers, and a figure that
+// could not be measured is nil (JSON null), never 0.
+type Summary struct {
+	Schema       string             `json:"schema"`
+	Run          Run                `json:"run"`
+	Env          Env                `json:"env"`
+	Requests     Requests           `json:"requests"`
+	Rate         Rate               `json:"rate"`
+	Latency      LatencyMS          `json:"latency_ms"`
+	Service      PercentilesMS      `json:"service_ms"`
+	SendLag      LagMS              `json:"send_lag_ms"`
+	Generator    Generator          `json:"generator"`
+	Queue        *QueueSummary      `json:"queue"`
+	Model        *ModelSummary      `json:"model"`
+	Host         HostSummary        `json:"host"`
+	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
+	Verdict      Verdict            `json:"verdict"`
+	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
+	StatusCodes  map[string]int     `json:"status_codes,omitempty"` // HTTP status → count
+	Thresholds   map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
+}
+
+// Requests counts what happened to every arrival.
+type Requests struct {
+	Total   int `json:"total"` // arrivals
+	OK      int `json:"ok"`
+	Errors  int `json:"errors"`
+	Dropped int `json:"dropped"` // arrivals never sent: the in-flight cap was reached
+}
+
+// Rate is offered against achieved load.
+type Rate struct {
+	Offered  *float64 `json:"offered_per_s"`  // arrivals per second of the arrival window
+	Achieved *float64 `json:"achieved_per_s"` // completions per second of wall time
+}
+
+// LatencyMS are latency figures measured from the scheduled time.
+type LatencyMS struct {
+	Avg *float64 `json:"avg"`
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
+}
+
+// PercentilesMS are the usual tail percentiles and the maximum.
+type PercentilesMS struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
+}
+
+// LagMS is the send lag: actual send − scheduled.
+type LagMS struct {
+	P50 *float64 `json:"p50"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
+}
+
+// Generator is tare's own use of the machine: a generator near its limit
+// invents latency.
+type Generator struct {
+	CPUPct      *float64 `json:"cpu_pct"`       // share of one core
+	RunDelayPct *float64 `json:"run_delay_pct"` // its own wait for a CPU, share of wall time
+}
+
+// QueueSummary are the figures of a queue target.
+type QueueSummary struct {
+	Wait  WaitMS     `json:"wait_ms"`
+	Depth DepthStats `json:"depth"`
+}
+
+// WaitMS is the queue wait: worker start − enqueue.
+type WaitMS struct {
+	Avg *float64 `json:"avg"`
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// DepthStats is the queue depth over the run.
+type DepthStats struct {
+	Mean *float64 `json:"mean"`
+	Max  *float64 `json:"max"`
+}
+
+// ModelSummary are the figures of a model endpoint.
+type ModelSummary struct {
+	TTFT         PercentilesMS `json:"ttft_ms"`
+	TPOT         PercentilesMS `json:"tpot_ms"`
+	OutputTokens int           `json:"output_tokens"`
+	TokensPerS   *float64      `json:"tokens_per_s"`
+}
+
+// HostSummary is the host's interference over the run.
+type HostSummary struct {
+	CPUBusyPct       *float64   `json:"cpu_busy_pct"`
+	Steal            StealStats `json:"steal_pct"`
+	PollutedTicksPct *float64   `json:"polluted_ticks_pct"`
+	PSISomePct       *float64   `json:"psi_some_pct"`
+	ThrottledPct     *float64   `json:"throttled_pct"`
+	RunDelayPct      *float64   `json:"run_delay_pct"`
+	Ticks            int        `json:"ticks"`
+}
+
+// StealStats is steal over the run: the mean and worst tick of the
+// aggregate, and the worst tick of any single CPU.
+type StealStats struct {
+	Mean   *float64 `json:"mean"`
+	Max    *float64 `json:"max"`
+	MaxCPU *float64 `json:"max_cpu"`
+}
+
+// CleanLatency are latency percentiles over the requests that lived
+// entirely in clean ticks: an estimate of what the code does on a quiet host.
+type CleanLatency struct {
+	P50      *float64 `json:"p50"`
+	P95      *float64 `json:"p95"`
+	P99      *float64 `json:"p99"`
+	Requests int      `json:"requests"`
+}
+
+// Float returns a pointer to v, for the optional figures of a Summary.
+func Float(v float64) *float64 { return &v }

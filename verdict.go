@@ -1,0 +1,29 @@
+package tare
+
+// Level is how far a run's figures can be trusted to describe the code under
+// test rather than the host.
+type Level string
+
+// The verdict levels, from trustworthy to not.
+const (
+	Clean    Level = "clean"    // no signal fired: the figures describe the system under test
+	Suspect  Level = "suspect"  // contention inside the guest, or latency moving alone
+	Polluted Level = "polluted" // the host (or tare itself) was starved: the figures describe the neighbours
+)
+
+// Signal is one test of the run against a threshold.
+type Signal struct {
+	Name      string  `json:"name"`
+	Fired     bool    `json:"fired"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Detail    string  `json:"detail"` // a sentence a person can act on
+}
+
+// Verdict is the judgement of one run.
+type Verdict struct {
+	Level    Level    `json:"level"`
+	Signals  []Signal `json:"signals"`
+	Advice   []string `json:"advice"`
+	Warnings []string `json:"warnings,omitempty"` // non-fatal findings, shown next to the numbers
+}
