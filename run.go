@@ -43,6 +43,10 @@ type Run struct {
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
 	Status    RunStatus `json:"status"`
+
+	Protocol string            `json:"protocol,omitempty"` // protocol id, when the run is one window of one
+	Version  string            `json:"version,omitempty"`  // tare version that measured it
+	Config   map[string]string `json:"config,omitempty"`   // the full configuration, secrets redacted
 }
 
 // Window is a daily time-of-day window of the three-window protocol.

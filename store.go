@@ -1,0 +1,47 @@
+package tare
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps runs, their ticks and their raw records. Writes stream while
+// a run goes, so a run killed mid-way is readable and marked interrupted.
+type Store interface {
+	// CreateRun records a new run with status running. The run's ID must be
+	// set and unique.
+	CreateRun(ctx context.Context, run Run, env Env) error
+	// AppendResults adds raw records to a run.
+	AppendResults(ctx context.Context, runID string, results []Result) error
+	// AppendTicks adds timeline ticks to a run.
+	AppendTicks(ctx context.Context, runID string, ticks []Tick) error
+	// FinishRun stores the run's final status and summary.
+	FinishRun(ctx context.Context, summary Summary) error
+	// FindRuns lists runs matching the filter, newest first.
+	FindRuns(ctx context.Context, filter RunFilter) ([]Run, error)
+	// FindSummary returns the stored summary of a run. A run that never
+	// finished has a summary built from its run row with status
+	// interrupted. An unknown id is an *Error with code ENOTFOUND.
+	FindSummary(ctx context.Context, runID string) (Summary, error)
+	// FindTicks returns a run's ticks in time order.
+	FindTicks(ctx context.Context, runID string) ([]Tick, error)
+	// StreamResults calls fn for each raw record of a run in arrival order,
+	// without loading them all; it stops at fn's first error and returns it.
+	StreamResults(ctx context.Context, runID string, fn func(*Result) error) error
+	// DeleteRun removes a run and everything recorded for it. An unknown id
+	// is an *Error with code ENOTFOUND.
+	DeleteRun(ctx context.Context, runID string) error
+	// Close releases the store.
+	Close() error
+}
+
+// RunFilter selects runs; zero fields match everything.
+type RunFilter struct {
+	ID       string
+	Label    string
+	Window   string
+	Target   string // substring match
+	Protocol string
+	Since    time.Time
+	Limit    int
+}
