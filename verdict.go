@@ -13,17 +13,26 @@ const (
 
 // Signal is one test of the run against a threshold.
 type Signal struct {
-	Name      string  `json:"name"`
-	Fired     bool    `json:"fired"`
-	Value     float64 `json:"value"`
-	Threshold float64 `json:"threshold"`
-	Detail    string  `json:"detail"` // a sentence a person can act on
+	Name      string   `json:"name"`
+	Fired     bool     `json:"fired"`
+	Value     *float64 `json:"value"` // nil when the source was unavailable
+	Threshold float64  `json:"threshold"`
+	Detail    string   `json:"detail"` // a sentence a person can act on
 }
 
 // Verdict is the judgement of one run.
 type Verdict struct {
-	Level    Level    `json:"level"`
-	Signals  []Signal `json:"signals"`
-	Advice   []string `json:"advice"`
-	Warnings []string `json:"warnings,omitempty"` // non-fatal findings, shown next to the numbers
+	Level    Level      `json:"level"`
+	Signals  []Signal   `json:"signals"`
+	Advice   []string   `json:"advice"`
+	Warnings []string   `json:"warnings,omitempty"` // non-fatal findings, shown next to the numbers
+	SLO      []SLOCheck `json:"slo,omitempty"`
+}
+
+// SLOCheck is one objective of a service-level objective checked against a run.
+type SLOCheck struct {
+	Objective string   `json:"objective"` // as the user wrote it, e.g. "p95<=2s"
+	Met       bool     `json:"met"`
+	Value     *float64 `json:"value_ms"` // the run's figure; nil when it could not be measured
+	LimitMS   float64  `json:"limit_ms"`
 }
