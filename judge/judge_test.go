@@ -1,0 +1,287 @@
+package judge
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// articleRuns is testdata/article-runs.json, the seed's two runs (a copy of
+// shared/fixtures/article-runs.json).
+type articleRuns struct {
+	Runs []struct {
+		Label    string `json:"label"`
+		Requests int    `json:"requests"`
+		Latency  struct {
+			Avg, P95, P99 float64
+		} `json:"latency_s"`
+		CPUBusy     float64 `json:"cpu_busy_pct"`
+		StealPerSec []struct {
+			At    string  `json:"at"`
+			Steal float64 `json:"steal"`
+		} `json:"steal_pct_per_second"`
+		StealMean *float64 `json:"steal_pct_mean"`
+	} `json:"runs"`
+	StealThreshold float64 `json:"steal_threshold_pct"`
+}
+
+func loadArticle(t *testing.T) articleRuns {
+	t.Helper()
+	b, err := os.ReadFile("testdata/article-runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a articleRuns
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// run builds a summary and timeline from per-tick steal, with a flat load.
+func run(steal []float64, perCPU ...[]float64) (*tare.Summary, []tare.Tick) {
+	start := time.Date(2026, 11, 29, 3, 47, 0, 0, time.UTC)
+	var ticks []tare.Tick
+	sum, worst := 0.0, 0.0
+	for i, st := range steal {
+		h := &tare.HostSample{Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second)}
+		h.CPU = tare.CPUShares{CPU: -1, Steal: st, Idle: 100 - st}
+		for c, cpu := range perCPU {
+			h.PerCPU = append(h.PerCPU, tare.CPUShares{CPU: c, Steal: cpu[i], Idle: 100 - cpu[i]})
+		}
+		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 10, P95: 100 * time.Millisecond, InFlight: 2, Host: h})
+		sum += st
+		worst = max(worst, h.MaxCPUSteal())
+	}
+	s := &tare.Summary{}
+	s.Host.Ticks = len(steal)
+	if len(steal) > 0 {
+		s.Host.Steal.Mean = tare.Float(sum / float64(len(steal)))
+		s.Host.Steal.MaxCPU = tare.Float(worst)
+	}
+	s.SendLag.P99 = tare.Float(0.3)
+	return s, ticks
+}
+
+func TestArticleRuns(t *testing.T) {
+	a := loadArticle(t)
+	th := DefaultThresholds()
+	if th.Steal != a.StealThreshold {
+		t.Fatalf("default steal threshold %g, fixture says %g", th.Steal, a.StealThreshold)
+	}
+
+	var busy []float64
+	for _, s := range a.Runs[0].StealPerSec {
+		busy = append(busy, s.Steal)
+	}
+	s, ticks := run(busy)
+	v := Judge(s, ticks, th, nil)
+	if v.Level != tare.Polluted {
+		t.Errorf("run 1: level %s, want polluted", v.Level)
+	}
+	sig := find(t, v, SignalSteal)
+	if !sig.Fired || *sig.Value < 51.03 || *sig.Value > 51.05 {
+		t.Errorf("run 1: steal signal %+v, want fired at mean 51.04", sig)
+	}
+	for _, line := range v.Advice {
+		if strings.Contains(strings.ToLower(line), "scale up") && !strings.HasPrefix(line, "Do not") {
+			t.Errorf("polluted run advises scaling: %q", line)
+		}
+	}
+
+	quiet := make([]float64, 10)
+	for i := range quiet {
+		quiet[i] = *a.Runs[1].StealMean
+	}
+	s, ticks = run(quiet)
+	v = Judge(s, ticks, th, nil)
+	if sig := find(t, v, SignalSteal); sig.Fired {
+		t.Errorf("run 2: steal signal fired at 4 %%: %+v", sig)
+	}
+	if v.Level != tare.Clean {
+		t.Errorf("run 2: level %s, want clean", v.Level)
+	}
+}
+
+func TestSteal(t *testing.T) {
+	tests := []struct {
+		name   string
+		steal  []float64
+		perCPU [][]float64
+		fired  bool
+		detail string
+	}{
+		{"quiet", []float64{1, 2, 1, 0, 3, 1, 2, 1, 0, 1}, nil, false, "averaged 1.2 %"},
+		{"mean above", []float64{12, 11, 13, 12}, nil, true, "averaged 12.0 %"},
+		{"bursts", []float64{0, 0, 0, 0, 0, 0, 0, 0, 30, 30}, nil, true, "in 20 % of ticks"},
+		{"exactly 10 % of ticks is not more than 10 %", []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 50}, nil, false, "in 1 of 10 ticks"},
+		{"one starved vCPU", []float64{8, 8, 8, 8}, [][]float64{{0, 0, 0, 0}, {16, 16, 16, 16}}, true, "CPU 1 alone averaged 16.0 %"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ticks := run(tt.steal, tt.perCPU...)
+			sig := find(t, Judge(s, ticks, DefaultThresholds(), nil), SignalSteal)
+			if sig.Fired != tt.fired || !strings.Contains(sig.Detail, tt.detail) {
+				t.Errorf("fired %v detail %q; want fired %v and %q", sig.Fired, sig.Detail, tt.fired, tt.detail)
+			}
+		})
+	}
+}
+
+func TestUnmeasuredIsNotZero(t *testing.T) {
+	s, ticks := run(nil)
+	v := Judge(s, ticks, DefaultThresholds(), nil)
+	for _, name := range []string{SignalSteal, SignalThrottling, SignalRunDelay} {
+		sig := find(t, v, name)
+		if sig.Fired || sig.Value != nil || !strings.Contains(sig.Detail, "not measured") {
+			t.Errorf("%s: %+v, want unfired, null value, 'not measured'", name, sig)
+		}
+	}
+	if len(v.Warnings) == 0 || !strings.Contains(v.Warnings[0], "not sampled") {
+		t.Errorf("warnings %q, want one saying the host was not sampled", v.Warnings)
+	}
+}
+
+func TestLevels(t *testing.T) {
+	pct := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name  string
+		edit  func(*tare.Summary, []tare.Tick)
+		level tare.Level
+		fired string
+	}{
+		{"clean", func(*tare.Summary, []tare.Tick) {}, tare.Clean, ""},
+		{"throttled", func(s *tare.Summary, ticks []tare.Tick) {
+			for i := range ticks {
+				ticks[i].Host.Throttled = pct(0)
+			}
+			ticks[3].Host.Throttled = pct(40)
+		}, tare.Polluted, SignalThrottling},
+		{"run delay", func(s *tare.Summary, _ []tare.Tick) { s.Host.RunDelayPct = pct(12) }, tare.Suspect, SignalRunDelay},
+		{"send lag", func(s *tare.Summary, _ []tare.Tick) { s.SendLag.P99 = pct(25) }, tare.Polluted, SignalGenerator},
+		{"generator run delay", func(s *tare.Summary, _ []tare.Tick) { s.Generator.RunDelayPct = pct(9) }, tare.Polluted, SignalGenerator},
+		{"latency moves, in-flight flat", func(s *tare.Summary, ticks []tare.Tick) {
+			for _, i := range []int{2, 5, 7} {
+				ticks[i].P95 = 400 * time.Millisecond
+			}
+		}, tare.Suspect, SignalLatencyAlone},
+		{"latency moves with in-flight", func(s *tare.Summary, ticks []tare.Tick) {
+			for _, i := range []int{2, 5, 7} {
+				ticks[i].P95 = 400 * time.Millisecond
+				ticks[i].InFlight = 20
+			}
+		}, tare.Clean, ""},
+		{"latency moves, queue flat", func(s *tare.Summary, ticks []tare.Tick) {
+			for i := range ticks {
+				ticks[i].QueueDepth = pct(30)
+				ticks[i].InFlight = 1
+			}
+			for _, i := range []int{1, 4, 8} {
+				ticks[i].P95 = time.Second
+				ticks[i].InFlight = 50 // in-flight is ignored when the queue is known
+			}
+		}, tare.Suspect, SignalLatencyAlone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ticks := run(make([]float64, 10))
+			tt.edit(s, ticks)
+			v := Judge(s, ticks, DefaultThresholds(), nil)
+			var fired []string
+			for _, sig := range Fired(v) {
+				fired = append(fired, sig.Name)
+			}
+			want := []string{}
+			if tt.fired != "" {
+				want = []string{tt.fired}
+			}
+			if v.Level != tt.level || strings.Join(fired, ",") != strings.Join(want, ",") {
+				t.Errorf("level %s fired %v; want %s %v", v.Level, fired, tt.level, want)
+			}
+		})
+	}
+}
+
+func TestSLOAdvice(t *testing.T) {
+	slo, err := ParseSLO("p95<=200ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ticks := run([]float64{0, 1, 0, 2, 0, 14, 0, 1, 0, 0})
+	s.Latency.P95 = tare.Float(250)
+	s.Host.Steal.Max = tare.Float(14)
+	v := Judge(s, ticks, DefaultThresholds(), slo)
+	if Met(v.SLO) || len(v.SLO) != 1 || *v.SLO[0].Value != 250 {
+		t.Fatalf("SLO checks %+v, want p95 250 > 200 not met", v.SLO)
+	}
+	all := strings.Join(v.Advice, "\n")
+	for _, want := range []string{"failed on a quiet host", "cannot guarantee a hard SLO"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("advice lacks %q:\n%s", want, all)
+		}
+	}
+}
+
+func TestParseSLO(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "p95<=2s", want: "p95<=2s"},
+		{in: " P99 < 800ms , avg<=300ms", want: "p99<=800ms,avg<=300ms"},
+		{in: "ttft<=500ms,tpot<=50ms", want: "ttft<=500ms,tpot<=50ms"},
+		{in: "p95>=2s", err: "must look like p95<=2s"},
+		{in: "p95", err: "must look like p95<=2s"},
+		{in: "p42<=1s", err: `unknown figure "p42"`},
+		{in: "p95<=fast", err: `got "fast"`},
+		{in: "p95<=-1s", err: "positive duration"},
+		{in: ",", err: "at least one objective"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			slo, err := ParseSLO(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || tare.ErrorCode(err) != tare.EINVALID {
+					t.Fatalf("err %v, want EINVALID containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || slo.String() != tt.want {
+				t.Fatalf("got %q, %v; want %q", slo, err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseSLO(f *testing.F) {
+	for _, s := range []string{"p95<=2s", "p99<800ms,avg<=1s", "ttft<=500ms", "", "<=", "p95<=1h2m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		slo, err := ParseSLO(s)
+		if err != nil {
+			if tare.ErrorCode(err) != tare.EINVALID {
+				t.Fatalf("error %v is not EINVALID", err)
+			}
+			return
+		}
+		again, err := ParseSLO(slo.String())
+		if err != nil || again.String() != slo.String() {
+			t.Fatalf("round trip of %q: %q, %v", slo.String(), again, err)
+		}
+	})
+}
+
+func find(t *testing.T, v tare.Verdict, name string) tare.Signal {
+	t.Helper()
+	for _, s := range v.Signals {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no signal %q in %+v", name, v.Signals)
+	return tare.Signal{}
+}

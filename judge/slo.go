@@ -1,0 +1,114 @@
+package judge
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// SLO is a service-level objective: every objective must hold.
+type SLO []Objective
+
+// Objective is one limit on one figure, e.g. p95<=2s.
+type Objective struct {
+	Metric string        // avg, p50, p90, p95, p99, max (latency from the scheduled time); ttft, tpot (their p95)
+	Limit  time.Duration // inclusive upper bound
+	text   string
+}
+
+// ParseSLO parses objectives like "p95<=2s" or "p99<=800ms,avg<=300ms".
+// Only upper bounds make sense for latency, so "<=" and "<" are accepted
+// and both mean at most.
+func ParseSLO(s string) (SLO, error) {
+	var slo SLO
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		metric, limit, ok := strings.Cut(part, "<=")
+		if !ok {
+			metric, limit, ok = strings.Cut(part, "<")
+		}
+		metric = strings.ToLower(strings.TrimSpace(metric))
+		if !ok || metric == "" {
+			return nil, tare.Errorf(tare.EINVALID, "SLO objective must look like p95<=2s or avg<=300ms; got %q", part)
+		}
+		if _, known := sloMetrics[metric]; !known {
+			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: unknown figure %q; use one of avg, p50, p90, p95, p99, max, ttft, tpot", part, metric)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(limit))
+		if err != nil || d <= 0 {
+			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: limit must be a positive duration like 2s or 800ms; got %q", part, strings.TrimSpace(limit))
+		}
+		slo = append(slo, Objective{Metric: metric, Limit: d, text: metric + "<=" + d.String()})
+	}
+	if len(slo) == 0 {
+		return nil, tare.Errorf(tare.EINVALID, "SLO must name at least one objective, like p95<=2s; got %q", s)
+	}
+	return slo, nil
+}
+
+// String returns the objectives in canonical form.
+func (s SLO) String() string {
+	parts := make([]string, len(s))
+	for i, o := range s {
+		parts[i] = o.text
+	}
+	return strings.Join(parts, ",")
+}
+
+// String returns the objective in canonical form.
+func (o Objective) String() string { return o.text }
+
+var sloMetrics = map[string]func(*tare.Summary) *float64{
+	"avg": func(s *tare.Summary) *float64 { return s.Latency.Avg },
+	"p50": func(s *tare.Summary) *float64 { return s.Latency.P50 },
+	"p90": func(s *tare.Summary) *float64 { return s.Latency.P90 },
+	"p95": func(s *tare.Summary) *float64 { return s.Latency.P95 },
+	"p99": func(s *tare.Summary) *float64 { return s.Latency.P99 },
+	"max": func(s *tare.Summary) *float64 { return s.Latency.Max },
+	"ttft": func(s *tare.Summary) *float64 {
+		if s.Model == nil {
+			return nil
+		}
+		return s.Model.TTFT.P95
+	},
+	"tpot": func(s *tare.Summary) *float64 {
+		if s.Model == nil {
+			return nil
+		}
+		return s.Model.TPOT.P95
+	},
+}
+
+// Check tests every objective against a run. A figure that was not
+// measured does not meet its objective.
+func (s SLO) Check(sum *tare.Summary) []tare.SLOCheck {
+	var out []tare.SLOCheck
+	for _, o := range s {
+		v := sloMetrics[o.Metric](sum)
+		limit := ms(o.Limit)
+		out = append(out, tare.SLOCheck{Objective: o.text, Value: v, LimitMS: limit, Met: v != nil && *v <= limit})
+	}
+	return out
+}
+
+// Met reports whether every objective was met; true when there were none.
+func Met(checks []tare.SLOCheck) bool {
+	for _, c := range checks {
+		if !c.Met {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(c tare.SLOCheck) string {
+	if c.Value == nil {
+		return fmt.Sprintf("%s: not measured", c.Objective)
+	}
+	return fmt.Sprintf("%s: %.0f ms", c.Objective, *c.Value)
+}

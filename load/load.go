@@ -1,0 +1,200 @@
+// Package load is tare's open-loop engine: it fires each arrival at its
+// scheduled time, whatever is still outstanding, and streams a tare.Result
+// for every arrival, sent or dropped.
+//
+// Open loop means the schedule owns the clock. One pacer goroutine sleeps
+// until each arrival's absolute offset from the start and offers it to an
+// idle worker without blocking; if none is idle it starts another, up to
+// MaxInFlight. At the cap the arrival is recorded as dropped, never delayed:
+// delaying it would hide the very queueing the test exists to see.
+package load
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxInFlight = 10000
+	DefaultDrain       = 10 * time.Second
+)
+
+// Schedule yields arrival offsets from the start of the run, in order;
+// arrival.Process satisfies it.
+type Schedule interface {
+	Next() (at time.Duration, ok bool)
+}
+
+// Config tunes a Runner; its zero value means the defaults.
+type Config struct {
+	MaxInFlight int           // concurrent requests at most; further arrivals are dropped
+	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early
+}
+
+// Runner drives one target with one schedule.
+type Runner struct {
+	target tare.Target
+	cfg    Config
+
+	sent    atomic.Int64 // requests handed to the target
+	done    atomic.Int64 // requests the target finished
+	dropped atomic.Int64
+	workers atomic.Int64
+}
+
+// New returns a Runner for target.
+func New(target tare.Target, cfg Config) *Runner {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = DefaultDrain
+	}
+	return &Runner{target: target, cfg: cfg}
+}
+
+// Usage is what the generator itself cost.
+type Usage struct {
+	Wall    time.Duration // from start to the last result
+	CPU     time.Duration // user + system time of this process over the run
+	Workers int           // worker goroutines started (the in-flight high-water mark)
+}
+
+// CPUPct is the generator's CPU as a share of one core, in percent.
+func (u Usage) CPUPct() float64 {
+	if u.Wall <= 0 {
+		return 0
+	}
+	return 100 * u.CPU.Seconds() / u.Wall.Seconds()
+}
+
+// Progress is a live view of the engine for a progress line.
+type Progress struct {
+	Sent, Done, Dropped, InFlight int64
+}
+
+// Progress returns the engine's counters; it is safe to call concurrently
+// with Run.
+func (r *Runner) Progress() Progress {
+	s, d := r.sent.Load(), r.done.Load()
+	return Progress{Sent: s, Done: d, Dropped: r.dropped.Load(), InFlight: s - d}
+}
+
+type arrival struct {
+	seq       uint64
+	scheduled time.Time
+}
+
+// Run fires the schedule from start and sends one Result per arrival to out,
+// closing out when every result has been sent. Cancelling ctx stops the
+// arrivals; requests in flight then get up to Config.Drain to finish before
+// their own context is cancelled. Run blocks until out is closed.
+func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result) Usage {
+	cpu0 := processCPU()
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+
+	// Shutdown is a fixed sequence: the pacer closes arrivals, the workers
+	// drain it and exit, then out is closed.
+	arrivals := make(chan arrival)
+	var wg sync.WaitGroup
+	r.pace(ctx, start, sched, arrivals, out, func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(reqCtx, arrivals, out)
+		}()
+	})
+	close(arrivals)
+
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	if ctx.Err() != nil {
+		drain := time.NewTimer(r.cfg.Drain)
+		select {
+		case <-finished:
+		case <-drain.C:
+			cancelRequests()
+			<-finished
+		}
+		drain.Stop()
+	} else {
+		<-finished
+	}
+	close(out)
+	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.workers.Load())}
+}
+
+// pace owns the clock: it waits for each arrival's absolute time and offers
+// it without blocking, starting a worker when none is idle.
+func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- tare.Result, spawn func()) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for seq := uint64(0); ; seq++ {
+		at, ok := sched.Next()
+		if !ok {
+			return
+		}
+		scheduled := start.Add(at)
+		if wait := time.Until(scheduled); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		a := arrival{seq: seq, scheduled: scheduled}
+		select {
+		case arrivals <- a:
+			continue
+		default:
+		}
+		if r.workers.Load() < int64(r.cfg.MaxInFlight) {
+			r.workers.Add(1)
+			spawn()
+			arrivals <- a // the new worker is idle and takes it
+			continue
+		}
+		// Every worker is busy and no more may start: the arrival is dropped,
+		// recorded, and the schedule goes on.
+		select {
+		case arrivals <- a:
+		default:
+			r.dropped.Add(1)
+			out <- tare.Result{Seq: seq, Scheduled: scheduled, Dropped: true}
+		}
+	}
+}
+
+func (r *Runner) work(ctx context.Context, arrivals <-chan arrival, out chan<- tare.Result) {
+	var res tare.Result // reused: one allocation per worker, not per request
+	for a := range arrivals {
+		res = tare.Result{Seq: a.seq, Scheduled: a.scheduled, Sent: time.Now()}
+		r.sent.Add(1)
+		r.target.Do(ctx, &res)
+		if res.Done.IsZero() {
+			res.Done = time.Now()
+		}
+		r.done.Add(1)
+		out <- res
+	}
+}
+
+// processCPU is the user plus system time this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
