@@ -56,7 +56,7 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 		}
 	}
 	if st := s.Host.Steal; st.Max != nil && (*st.Max > th.Steal || (st.Mean != nil && *st.Mean >= 1)) {
-		a = append(a, fmt.Sprintf("A shared host cannot guarantee a hard SLO: steal reached %.0f %% in a tick of this run. Only dedicated CPU makes the SLO a promise.", *st.Max))
+		a = append(a, fmt.Sprintf("A shared host cannot guarantee a hard SLO: steal reached %.0f%% in a tick of this run. Only dedicated CPU makes the SLO a promise.", *st.Max))
 	}
 	return a
 }

@@ -141,15 +141,15 @@ func steal(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Signal 
 	switch {
 	case *mean > th.Steal:
 		sig.Fired = true
-		sig.Detail = fmt.Sprintf("steal averaged %.1f %% (threshold %g %%): the hypervisor ran other tenants on this VM's CPUs during the test", *mean, th.Steal)
+		sig.Detail = fmt.Sprintf("steal averaged %.1f%% (threshold %g%%): the hypervisor ran other tenants on this VM's CPUs during the test", *mean, th.Steal)
 	case abovePct > th.StealTicks:
 		sig.Fired = true
-		sig.Detail = fmt.Sprintf("steal exceeded %g %% in %.0f %% of ticks (%d of %d; threshold %g %% of ticks): the host was busy in bursts", th.Steal, abovePct, above, len(host), th.StealTicks)
+		sig.Detail = fmt.Sprintf("steal exceeded %g%% in %.0f%% of ticks (%d of %d; threshold %g%% of ticks): the host was busy in bursts", th.Steal, abovePct, above, len(host), th.StealTicks)
 	case worstMean > th.Steal:
 		sig.Fired = true
-		sig.Detail = fmt.Sprintf("CPU %d alone averaged %.1f %% steal (threshold %g %%): one starved vCPU the aggregate hides", worstCPU, worstMean, th.Steal)
+		sig.Detail = fmt.Sprintf("CPU %d alone averaged %.1f%% steal (threshold %g%%): one starved vCPU the aggregate hides", worstCPU, worstMean, th.Steal)
 	default:
-		sig.Detail = fmt.Sprintf("steal averaged %.1f %%, above %g %% in %d of %d ticks", *mean, th.Steal, above, len(host))
+		sig.Detail = fmt.Sprintf("steal averaged %.1f%%, above %g%% in %d of %d ticks", *mean, th.Steal, above, len(host))
 	}
 	return sig
 }
@@ -173,7 +173,7 @@ func throttling(host []*tare.HostSample, th Thresholds) tare.Signal {
 	pct := 100 * float64(throttled) / float64(measured)
 	sig.Value = tare.Float(pct)
 	sig.Fired = pct > th.ThrottledTicks
-	sig.Detail = fmt.Sprintf("the measured cgroup was throttled in %.0f %% of ticks (%d of %d; threshold %g %%)", pct, throttled, measured, th.ThrottledTicks)
+	sig.Detail = fmt.Sprintf("the measured cgroup was throttled in %.0f%% of ticks (%d of %d; threshold %g%%)", pct, throttled, measured, th.ThrottledTicks)
 	if sig.Fired {
 		sig.Detail += ": it ran out of CPU quota, so latency reflects the limit, not the code"
 	}
@@ -189,7 +189,7 @@ func runDelay(s *tare.Summary, th Thresholds) tare.Signal {
 	}
 	sig.Value = tare.Float(*d)
 	sig.Fired = *d > th.RunDelay
-	sig.Detail = fmt.Sprintf("the measured processes waited on a run queue %.1f %% of the time (threshold %g %%)", *d, th.RunDelay)
+	sig.Detail = fmt.Sprintf("the measured processes waited on a run queue %.1f%% of the time (threshold %g%%)", *d, th.RunDelay)
 	if sig.Fired {
 		sig.Detail += ": something else in this machine competes for the same CPUs"
 	}
@@ -227,7 +227,7 @@ func latencyAlone(ticks []tare.Tick, th Thresholds) tare.Signal {
 	share := 100 * float64(n) / float64(len(live))
 	sig.Value = tare.Float(float64(n))
 	sig.Fired = n >= th.LatencyTicks || share >= th.LatencyShare && n > 0
-	sig.Detail = fmt.Sprintf("%d of %d ticks had p95 ≥ %g× the median tick p95 (%.0f ms) while %s stayed within +20 %% / +1 of its median (%.1f)",
+	sig.Detail = fmt.Sprintf("%d of %d ticks had p95 ≥ %g× the median tick p95 (%.0f ms) while %s stayed within +20%% / +1 of its median (%.1f)",
 		n, len(live), th.LatencyFactor, medP95/1e6, depthName(ticks), medDepth)
 	if sig.Fired {
 		sig.Detail += ": latency moved without more work to do, which points at the host"
@@ -269,11 +269,11 @@ func generator(s *tare.Summary, th Thresholds) tare.Signal {
 		sig.Fired = true
 		sig.Threshold = th.GeneratorDelay
 		sig.Value = tare.Float(*delay)
-		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f %% of the time (threshold %g %%): the load generator was short of CPU", *delay, th.GeneratorDelay)
+		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f%% of the time (threshold %g%%): the load generator was short of CPU", *delay, th.GeneratorDelay)
 	case lag != nil:
 		sig.Detail = fmt.Sprintf("send lag p99 was %.2f ms (threshold %g ms)", *lag, ms(th.SendLagP99))
 	default:
-		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f %% of the time (threshold %g %%)", *delay, th.GeneratorDelay)
+		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f%% of the time (threshold %g%%)", *delay, th.GeneratorDelay)
 	}
 	return sig
 }
@@ -289,7 +289,7 @@ func warnings(s *tare.Summary, host []*tare.HostSample) []string {
 		w = append(w, fmt.Sprintf("%d of %d arrivals were dropped at the in-flight cap: the target could not keep up, or --max-inflight is too low", s.Requests.Dropped, s.Requests.Total))
 	}
 	if c := s.Generator.CPUPct; c != nil && *c > 80 {
-		w = append(w, fmt.Sprintf("tare used %.0f %% of a core: a generator near its limit invents latency", *c))
+		w = append(w, fmt.Sprintf("tare used %.0f%% of a core: a generator near its limit invents latency", *c))
 	}
 	return w
 }

@@ -115,11 +115,11 @@ func TestSteal(t *testing.T) {
 		fired  bool
 		detail string
 	}{
-		{"quiet", []float64{1, 2, 1, 0, 3, 1, 2, 1, 0, 1}, nil, false, "averaged 1.2 %"},
-		{"mean above", []float64{12, 11, 13, 12}, nil, true, "averaged 12.0 %"},
-		{"bursts", []float64{0, 0, 0, 0, 0, 0, 0, 0, 30, 30}, nil, true, "in 20 % of ticks"},
+		{"quiet", []float64{1, 2, 1, 0, 3, 1, 2, 1, 0, 1}, nil, false, "averaged 1.2%"},
+		{"mean above", []float64{12, 11, 13, 12}, nil, true, "averaged 12.0%"},
+		{"bursts", []float64{0, 0, 0, 0, 0, 0, 0, 0, 30, 30}, nil, true, "in 20% of ticks"},
 		{"exactly 10 % of ticks is not more than 10 %", []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 50}, nil, false, "in 1 of 10 ticks"},
-		{"one starved vCPU", []float64{8, 8, 8, 8}, [][]float64{{0, 0, 0, 0}, {16, 16, 16, 16}}, true, "CPU 1 alone averaged 16.0 %"},
+		{"one starved vCPU", []float64{8, 8, 8, 8}, [][]float64{{0, 0, 0, 0}, {16, 16, 16, 16}}, true, "CPU 1 alone averaged 16.0%"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

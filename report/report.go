@@ -1,0 +1,190 @@
+// Package report renders runs for people and machines: the human text
+// summary with its verdict block, and the tare.summary/v1 JSON.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/tare-dev/tare"
+)
+
+// JSON writes s as one indented tare.summary/v1 object.
+func JSON(w io.Writer, s *tare.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("write summary json: %w", err)
+	}
+	return nil
+}
+
+// Text writes the human summary of a run, ending with its verdict.
+func Text(w io.Writer, s *tare.Summary) error {
+	p := &printer{w: w}
+	r := s.Run
+	head := []string{r.Target}
+	if r.Arrival != "" {
+		head = append(head, r.Arrival)
+	}
+	if r.Label != "" {
+		head = append(head, "label "+r.Label)
+	}
+	if r.Window != "" {
+		head = append(head, "window "+r.Window)
+	}
+	head = append(head, string(r.Status))
+	p.line("%s", strings.Join(head, "  ·  "))
+	if !r.StartedAt.IsZero() {
+		p.line("  %s → %s (%s)%s", r.StartedAt.Format("2006-01-02 15:04:05"), r.EndedAt.Format("15:04:05"),
+			r.EndedAt.Sub(r.StartedAt).Round(100_000_000), idSuffix(r.ID))
+	}
+	p.line("")
+
+	q := s.Requests
+	p.row("requests", "%d total   %d ok   %d errors   %d dropped%s", q.Total, q.OK, q.Errors, q.Dropped, counts("errors: ", s.ErrorKinds))
+	if len(s.StatusCodes) > 0 {
+		p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
+	}
+	p.row("rate", "offered %s   achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))
+	l := s.Latency
+	p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",
+		ms(l.Avg), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.Max))
+	sv := s.Service
+	p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (from the actual send: what a closed-loop tool reports)",
+		ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max))
+	p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+	if q := s.Queue; q != nil {
+		p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
+		p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
+	}
+	if m := s.Model; m != nil {
+		p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
+		p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
+		p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
+	}
+	p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
+	h := s.Host
+	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
+		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
+	p.row("", "psi some %s   throttled %s   run delay %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))
+	if c := s.CleanLatency; c != nil {
+		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
+	}
+	p.line("")
+	Verdict(p.w, s.Verdict)
+	return p.err
+}
+
+// Verdict writes the verdict block: the level, each fired signal in one
+// line, the SLO checks, the advice and the warnings.
+func Verdict(w io.Writer, v tare.Verdict) error {
+	p := &printer{w: w}
+	p.line("verdict: %s", strings.ToUpper(string(v.Level)))
+	for _, sig := range v.Signals {
+		if sig.Fired {
+			p.line("  ✗ %s: %s", sig.Name, sig.Detail)
+		}
+	}
+	for _, c := range v.SLO {
+		mark := "✓"
+		if !c.Met {
+			mark = "✗"
+		}
+		p.line("  %s slo %s (measured %s)", mark, c.Objective, ms(c.Value))
+	}
+	for _, a := range v.Advice {
+		p.line("  → %s", a)
+	}
+	for _, warn := range v.Warnings {
+		p.line("  ! %s", warn)
+	}
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error // the first write error; later writes are skipped
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+func (p *printer) row(name, format string, args ...any) {
+	p.line("  %-12s "+format, append([]any{name}, args...)...)
+}
+
+func idSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "  run " + id
+}
+
+// ms formats milliseconds with three significant figures, switching to
+// seconds at one second; "n/a" when not measured.
+func ms(v *float64) string {
+	switch {
+	case v == nil:
+		return "n/a"
+	case *v >= 1000:
+		return fmt.Sprintf("%.3gs", *v/1000)
+	case *v >= 100:
+		return fmt.Sprintf("%.0fms", *v)
+	case *v >= 10:
+		return fmt.Sprintf("%.1fms", *v)
+	default:
+		return fmt.Sprintf("%.2fms", *v)
+	}
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", *v)
+}
+
+func rate(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f/s", *v)
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
+
+// counts formats a tally as "a 3, b 1", largest first.
+func counts(prefix string, m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return "  (" + prefix + strings.Join(parts, ", ") + ")"
+}

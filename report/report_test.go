@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// fixture is a run of 10 ticks with a flat load; steal, run delay and
+// p95 per tick come from the case.
+func fixture(steal []float64, runDelay *float64, slowTicks ...int) (*tare.Summary, []tare.Tick) {
+	f := tare.Float
+	start := time.Date(2026, 11, 29, 14, 5, 0, 0, time.UTC)
+	s := &tare.Summary{
+		Schema: tare.SummarySchema,
+		Run: tare.Run{ID: "0192f3a4-0000-7000-8000-000000000001", Label: "checkout", Target: "GET http://127.0.0.1:8080/checkout",
+			Arrival: "poisson 100/s", StartedAt: start, EndedAt: start.Add(10 * time.Second), Status: tare.StatusComplete},
+		Env:         tare.Env{Hostname: "vm-1", VCPUs: 2, Kernel: "6.1.0", ClkTck: 100, Cgroup: "v2", PSI: true},
+		Requests:    tare.Requests{Total: 1000, OK: 996, Errors: 3, Dropped: 1},
+		ErrorKinds:  map[string]int{"timeout": 2, "http 503": 1},
+		StatusCodes: map[string]int{"200": 996, "503": 1},
+		Rate:        tare.Rate{Offered: f(100), Achieved: f(99.6)},
+		Latency:     tare.LatencyMS{Avg: f(12.4), P50: f(8.1), P90: f(21), P95: f(33.3), P99: f(180), Max: f(2400)},
+		Service:     tare.PercentilesMS{P50: f(7.9), P95: f(30.2), P99: f(95), Max: f(2100)},
+		SendLag:     tare.LagMS{P50: f(0.08), P99: f(0.9), Max: f(3.1)},
+		Generator:   tare.Generator{CPUPct: f(6.5), RunDelayPct: f(0.4)},
+		Host:        tare.HostSummary{CPUBusyPct: f(41), PSISomePct: f(2.5), RunDelayPct: runDelay, Ticks: len(steal)},
+	}
+	var ticks []tare.Tick
+	sum, worst := 0.0, 0.0
+	polluted := 0
+	for i, st := range steal {
+		h := &tare.HostSample{Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second),
+			CPU: tare.CPUShares{CPU: -1, Steal: st, Idle: 59 - st}}
+		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 100, P95: 30 * time.Millisecond, InFlight: 2, Host: h})
+		sum += st
+		worst = max(worst, st)
+		if st > 10 {
+			polluted++
+		}
+	}
+	for _, i := range slowTicks {
+		ticks[i].P95 = 300 * time.Millisecond
+	}
+	s.Host.Steal = tare.StealStats{Mean: f(sum / float64(len(steal))), Max: f(worst), MaxCPU: f(worst)}
+	s.Host.PollutedTicksPct = f(100 * float64(polluted) / float64(len(steal)))
+	s.CleanLatency = &tare.CleanLatency{P50: f(7.7), P95: f(25), P99: f(60), Requests: 100 * (len(steal) - polluted)}
+	return s, ticks
+}
+
+func TestTextGolden(t *testing.T) {
+	slo, err := judge.ParseSLO("p95<=50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		steal     []float64
+		runDelay  *float64
+		slowTicks []int
+	}{
+		{"clean", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(0.3), nil},
+		{"suspect", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(7.5), []int{2, 5, 8}},
+		{"polluted", []float64{38.5, 71.2, 12.0, 89.4, 44.1, 3, 2, 1, 0, 0}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ticks := fixture(tt.steal, tt.runDelay, tt.slowTicks...)
+			s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), slo)
+			var buf bytes.Buffer
+			if err := Text(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name+".golden.txt", buf.Bytes())
+			buf.Reset()
+			if err := JSON(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name+".golden.json", buf.Bytes())
+		})
+	}
+}
+
+func TestNullsStayNull(t *testing.T) {
+	var buf bytes.Buffer
+	s := &tare.Summary{Schema: tare.SummarySchema}
+	if err := Text(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("0.0%")) {
+		t.Errorf("an unmeasured figure printed as zero:\n%s", buf.Bytes())
+	}
+	buf.Reset()
+	JSON(&buf, s)
+	for _, key := range []string{`"steal_pct": {`, `"mean": null`, `"p99": null`, `"queue": null`, `"clean_latency_ms": null`} {
+		if !bytes.Contains(buf.Bytes(), []byte(key)) {
+			t.Errorf("summary json lacks %s:\n%s", key, buf.Bytes())
+		}
+	}
+}
