@@ -26,6 +26,7 @@ type Thresholds struct {
 	LatencyFactor  float64       // a tick's p95 at least this many times the median tick p95 (2)
 	LatencyTicks   int           // that many such ticks fire (3)
 	LatencyShare   float64       // or that share of ticks (10)
+	LatencyFloor   time.Duration // and the tick's p95 exceeds the median by at least this (1ms): below it, scheduler noise on a fast service is not a signal
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
 	GeneratorDelay float64       // tare's own run delay, share of wall time (5)
 }
@@ -40,6 +41,7 @@ func DefaultThresholds() Thresholds {
 		LatencyFactor:  2,
 		LatencyTicks:   3,
 		LatencyShare:   10,
+		LatencyFloor:   time.Millisecond,
 		SendLagP99:     10 * time.Millisecond,
 		GeneratorDelay: 5,
 	}
@@ -220,7 +222,8 @@ func latencyAlone(ticks []tare.Tick, th Thresholds) tare.Signal {
 	flat := max(medDepth*1.2, medDepth+1)
 	n := 0
 	for _, t := range live {
-		if float64(t.P95) >= th.LatencyFactor*medP95 && depth(t) <= flat {
+		p95 := float64(t.P95)
+		if p95 >= th.LatencyFactor*medP95 && p95-medP95 >= float64(th.LatencyFloor) && depth(t) <= flat {
 			n++
 		}
 	}

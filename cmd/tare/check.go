@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+)
+
+func newCheckCmd() *cobra.Command {
+	var (
+		host  hostFlags
+		judge judgeFlags
+		span  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "check [--for 10s]",
+		Short: "Say whether the host is quiet enough to measure now",
+		Long: `Sample the host for a while, sending no load, and say whether now is quiet
+enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
+--cgroup), run delay of --pid processes, with the same thresholds and
+verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
+		Example: `  tare check
+  tare check --for 30s --json
+  tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if span <= 0 {
+				return tare.Errorf(tare.EINVALID, "--for must be a positive duration, like 10s; got %s", span)
+			}
+			j, err := judge.judging()
+			if err != nil {
+				return err
+			}
+			// The measured processes are those named with --pid; without
+			// any, tare itself stands for the load to come, so throttling
+			// is read from its cgroup.
+			cfg, err := host.config(os.Getpid())
+			if err != nil {
+				return err
+			}
+			cfg.Descendants = false
+			if len(host.pids) > 0 {
+				cfg.PIDs = host.pids
+			}
+			stop := make(chan struct{})
+			timer := time.AfterFunc(span, func() { close(stop) })
+			defer timer.Stop()
+			s, err := observe(cmd.Context(), cfg, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
+				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
+			if err != nil {
+				return err
+			}
+			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
+				return err
+			}
+			return verdictStatus(&s, j.failOn)
+		},
+	}
+	cmd.Flags().DurationVar(&span, "for", 10*time.Second, "how long to sample")
+	host.register(cmd.Flags())
+	judge.register(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tare-dev/tare"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// tare runs the command line in-process and returns its exit status and
+// what it printed.
+func tareCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code = exitCode(err, &errb)
+	return code, out.String(), errb.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/tare -update creates it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// TestGoldenCLI pins the output of the invocations whose output does not
+// depend on the machine: help, version and usage errors.
+func TestGoldenCLI(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"help", []string{"--help"}, 0},
+		{"run-help", []string{"help", "run"}, 0},
+		{"demo-help", []string{"demo", "--help"}, 0},
+		{"check-help", []string{"check", "--help"}, 0},
+		{"watch-help", []string{"watch", "--help"}, 0},
+		{"version", []string{"version"}, 0},
+		{"bad-rate", []string{"run", "--url", "http://127.0.0.1:1/", "--rate", "fast"}, 2},
+		{"unknown-command", []string{"fly"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := tareCmd(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			golden(t, tt.name+".stdout", stdout)
+			golden(t, tt.name+".stderr", stderr)
+		})
+	}
+}
+
+// TestBadInput: every bad value exits 2 with a message naming the flag, the
+// value and what would be accepted, before any load is sent.
+func TestBadInput(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	url := srv.URL + "/"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rate word", []string{"run", "--url", url, "--rate", "fast"}, `--rate must look like 200/s, 12/m or 3/h; got "fast"`},
+		{"rate zero", []string{"run", "--url", url, "--rate", "0/s"}, "--rate must be positive"},
+		{"duration", []string{"run", "--url", url, "--duration", "soon"}, `--duration must be a duration like 30s, 1m30s or 250ms; got "soon"`},
+		{"negative duration", []string{"run", "--url", url, "--duration", "-5s"}, "--duration must be 0 or more"},
+		{"no end", []string{"run", "--url", url, "--duration", "0"}, "give --jobs N, --duration D, or both"},
+		{"jobs", []string{"run", "--url", url, "--jobs", "many"}, `--jobs must be a whole number; got "many"`},
+		{"no url", []string{"run"}, "needs a target: give --url"},
+		{"url scheme", []string{"run", "--url", "ftp://127.0.0.1/"}, "ftp://127.0.0.1/"},
+		{"url garbage", []string{"run", "--url", "::not a url"}, "::not a url"},
+		{"header", []string{"run", "--url", url, "-H", "NoColonHere"}, `--header`},
+		{"body file", []string{"run", "--url", url, "--body", "@/nonexistent/body.json"}, "/nonexistent/body.json"},
+		{"arrival", []string{"run", "--url", url, "--arrival", "bursty"}, `--arrival must be poisson, gamma or constant; got "bursty"`},
+		{"burstiness", []string{"run", "--url", url, "--arrival", "gamma", "--burstiness", "-1"}, "--burstiness must be a positive number"},
+		{"tick", []string{"run", "--url", url, "--tick", "10ms"}, "--tick must be 100ms or more; got 10ms"},
+		{"slo", []string{"run", "--url", url, "--slo", "p95 under 2s"}, "--slo: SLO objective must look like p95<=2s"},
+		{"fail-on", []string{"run", "--url", url, "--fail-on", "always"}, `--fail-on must be polluted, suspect or slo; got "always"`},
+		{"fail-on slo without slo", []string{"run", "--url", url, "--fail-on", "slo"}, "--fail-on slo needs an --slo"},
+		{"window", []string{"run", "--url", url, "--window", "noon"}, `--window must be peak, offpeak or mid; got "noon"`},
+		{"threshold", []string{"run", "--url", url, "--steal-threshold", "150"}, "--steal-threshold must be a percentage from 0 to 100; got 150"},
+		{"max-inflight", []string{"run", "--url", url, "--max-inflight", "0"}, "--max-inflight must be at least 1"},
+		{"timeout", []string{"run", "--url", url, "--timeout", "0s"}, "--timeout must be positive"},
+		{"pid", []string{"run", "--url", url, "--pid", "999999999"}, "--pid 999999999: no such process"},
+		{"unknown flag", []string{"run", "--url", url, "--rps", "5"}, "unknown flag: --rps"},
+		{"check for", []string{"check", "--for", "0s"}, "--for must be a positive duration"},
+		{"watch nothing", []string{"watch"}, "requires at least 1 arg"},
+		{"watch missing command", []string{"watch", "--", "/nonexistent/loadtool"}, `cannot run "/nonexistent/loadtool"`},
+		{"demo work", []string{"demo", "--work", "-1"}, "--work must be 0 or more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := tareCmd(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr: %s", code, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.want)
+			}
+			if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
+				t.Errorf("stderr has a stack trace: %s", stderr)
+			}
+		})
+	}
+	if hits != 0 {
+		t.Errorf("bad input sent %d requests; want none", hits)
+	}
+}
+
+// TestRunRefusedTargetIsAMeasurement: a target that refuses connections is
+// measured, not an error: every request counted as refused, exit 0.
+func TestRunRefusedTargetIsAMeasurement(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL + "/"
+	srv.Close() // nothing listens there now
+	code, stdout, stderr := tareCmd(t, "run", "--url", url, "--rate", "100/s", "--jobs", "20", "--quiet", "--json", "--tick", "100ms")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary json: %v\n%s", err, stdout)
+	}
+	if s.Requests.Total != 20 || s.Requests.Errors != 20 || s.ErrorKinds["refused"] != 20 {
+		t.Errorf("requests %+v kinds %v; want 20 refused", s.Requests, s.ErrorKinds)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		if r.Header.Get("X-Test") != "yes" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "-H", "X-Test: yes", "-H", "Authorization: Bearer s3cret-token",
+		"--rate", "200/s", "--jobs", "100", "--arrival", "constant", "--quiet", "--json", "--tick", "100ms", "--label", "json-test")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary json: %v\n%s", err, stdout)
+	}
+	if s.Schema != tare.SummarySchema || s.Run.Label != "json-test" || s.Run.Status != tare.StatusComplete {
+		t.Errorf("schema %q run %+v", s.Schema, s.Run)
+	}
+	if s.Requests.Total != 100 || s.Requests.OK != 100 || hits != 100 {
+		t.Errorf("requests %+v, server saw %d; want 100 ok", s.Requests, hits)
+	}
+	if s.Latency.P99 == nil || s.Service.P99 == nil || s.SendLag.P99 == nil || s.Host.Steal.Mean == nil {
+		t.Errorf("missing figures: latency %+v service %+v lag %+v steal %+v", s.Latency, s.Service, s.SendLag, s.Host.Steal)
+	}
+	if *s.Latency.P99 < *s.Service.P50 {
+		t.Errorf("latency p99 %v below service p50 %v", *s.Latency.P99, *s.Service.P50)
+	}
+	if strings.Contains(stdout, "s3cret-token") || strings.Contains(stderr, "s3cret-token") {
+		t.Errorf("the Authorization header leaked into the output")
+	}
+	if s.Run.Config["header"] == "" || !strings.Contains(s.Run.Config["header"], "Authorization: REDACTED") {
+		t.Errorf("config %q: want the header recorded with its value redacted", s.Run.Config["header"])
+	}
+}

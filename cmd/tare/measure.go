@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+)
+
+// measurement is one load window: what to send, how, and what to watch.
+type measurement struct {
+	run      tare.Run
+	target   tare.Target
+	schedule arrival.Process
+	rate     float64 // offered arrivals per second, for the arrival span
+	engine   load.Config
+	sampler  host.Config
+	judging  judging
+	progress *progress
+}
+
+// judging is what the verdict is measured against.
+type judging struct {
+	thresholds judge.Thresholds
+	slo        judge.SLO
+	failOn     string // "", "polluted", "suspect", "slo"
+}
+
+// measure runs one load window with the host sampled during the very same
+// seconds, and returns its summary and timeline. A cancelled ctx stops the
+// arrivals and yields a summary marked interrupted: nothing measured is lost.
+func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, error) {
+	sampler, err := host.NewSampler(m.sampler)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	own, err := host.NewSampler(host.Config{ProcRoot: m.sampler.ProcRoot, PIDs: []int{os.Getpid()}, Tick: m.sampler.Tick})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+
+	start := time.Now()
+	own.Sample(start) // the baseline of tare's own run delay
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+
+	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSampling()
+	samples := make(chan tare.HostSample, 16)
+	go sampler.Run(sampleCtx, samples)
+
+	sched := &lastOffset{Process: m.schedule}
+	results := make(chan tare.Result, 1024)
+	engine := load.New(m.target, m.engine)
+	usage := make(chan load.Usage, 1)
+	go func() { usage <- engine.Run(ctx, start, sched, results) }()
+
+	// One consumer feeds the recorder, so stats need no locks.
+	var refresh <-chan time.Time
+	if m.progress != nil {
+		t := time.NewTicker(m.progress.every)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				continue
+			}
+			rec.AddResult(&res)
+		case s := <-samples:
+			rec.AddHost(s)
+		case now := <-refresh:
+			m.progress.show(rec.Snapshot(now), engine.Progress())
+		}
+	}
+	end := time.Now()
+	u := <-usage
+	stopSampling()
+	for s := range samples {
+		rec.AddHost(s)
+	}
+	// The sampler has stopped: one last reading covers the tail of the run.
+	if last, err := sampler.Sample(end); err == nil {
+		rec.AddHost(last)
+	}
+	if m.progress != nil {
+		m.progress.done()
+	}
+
+	span := sched.span(m.rate)
+	status := tare.StatusComplete
+	if ctx.Err() != nil {
+		status = tare.StatusInterrupted
+		span = min(span, end.Sub(start))
+	}
+	s := rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = m.run
+	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
+	s.Env = sampler.Env()
+	s.Generator.CPUPct = tare.Float(u.CPUPct())
+	if mine, err := own.Sample(end); err == nil && mine.RunDelay != nil {
+		s.Generator.RunDelayPct = mine.RunDelay
+	}
+	ticks := rec.Ticks()
+	s.Verdict = judge.Judge(&s, ticks, m.judging.thresholds, m.judging.slo)
+	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
+	for _, w := range sampler.Warnings() {
+		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
+	}
+	s.Thresholds = m.judging.thresholds.Map()
+	return s, ticks, nil
+}
+
+// lastOffset remembers the last arrival offset its process yielded, so the
+// offered rate is counted over the arrival window actually used.
+type lastOffset struct {
+	arrival.Process
+	last time.Duration
+	n    int
+}
+
+func (l *lastOffset) Next() (time.Duration, bool) {
+	at, ok := l.Process.Next()
+	if ok {
+		l.last, l.n = at, l.n+1
+	}
+	return at, ok
+}
+
+// span is the arrival window: the last arrival's offset plus one mean gap,
+// which for n arrivals at a constant rate r is exactly n/r.
+func (l *lastOffset) span(rate float64) time.Duration {
+	if l.n == 0 || rate <= 0 {
+		return 0
+	}
+	return l.last + time.Duration(float64(time.Second)/rate)
+}
+
+// verdictStatus turns the verdict into the exit status --fail-on asks for.
+func verdictStatus(s *tare.Summary, failOn string) error {
+	v := s.Verdict
+	switch failOn {
+	case "polluted":
+		if v.Level == tare.Polluted {
+			return &exitError{code: 1, reason: "verdict polluted (--fail-on polluted)"}
+		}
+	case "suspect":
+		if v.Level != tare.Clean {
+			return &exitError{code: 1, reason: fmt.Sprintf("verdict %s (--fail-on suspect)", v.Level)}
+		}
+	case "slo":
+		if !judge.Met(v.SLO) {
+			return &exitError{code: 1, reason: "SLO not met (--fail-on slo)"}
+		}
+	}
+	return nil
+}
+
+// printSummary writes the summary as text or JSON.
+func printSummary(w io.Writer, s *tare.Summary, asJSON bool) error {
+	if asJSON {
+		return report.JSON(w, s)
+	}
+	return report.Text(w, s)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/stats"
+)
+
+// observe samples the host, with no load of tare's own, until stop is
+// closed or ctx is done, and returns the host-only summary and verdict of
+// that window. started, when not nil, is called once the sampler has taken
+// its first reading: what happens after it is inside the window.
+func observe(ctx context.Context, cfg host.Config, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func()) (tare.Summary, error) {
+	sampler, err := host.NewSampler(cfg)
+	if err != nil {
+		return tare.Summary{}, err
+	}
+	start := time.Now()
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
+	if err != nil {
+		return tare.Summary{}, err
+	}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	samples := make(chan tare.HostSample, 16)
+	go sampler.Run(sampleCtx, samples)
+	if started != nil {
+		started()
+	}
+
+	var refresh <-chan time.Time
+	if p != nil {
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		refresh = t.C
+	}
+loop:
+	for {
+		select {
+		case s, ok := <-samples:
+			if !ok {
+				break loop // ctx is done
+			}
+			rec.AddHost(s)
+		case now := <-refresh:
+			p.showHost(rec.Snapshot(now))
+		case <-stop:
+			break loop
+		}
+	}
+	end := time.Now()
+	stopSampling()
+	for s := range samples {
+		rec.AddHost(s)
+	}
+	if last, err := sampler.Sample(end); err == nil {
+		rec.AddHost(last)
+	}
+	if p != nil {
+		p.done()
+	}
+
+	s := rec.Summary(end, 0)
+	s.Schema = tare.SummarySchema
+	s.Run = run
+	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
+	if ctx.Err() != nil {
+		s.Run.Status = tare.StatusInterrupted
+	}
+	s.Env = sampler.Env()
+	s.Verdict = judge.Judge(&s, rec.Ticks(), j.thresholds, j.slo)
+	for _, w := range sampler.Warnings() {
+		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
+	}
+	s.Thresholds = j.thresholds.Map()
+	return s, nil
+}

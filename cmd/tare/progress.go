@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/stats"
+)
+
+// progress is the live line on stderr: on a terminal one line rewritten in
+// place, elsewhere a plain line every few seconds.
+type progress struct {
+	w        io.Writer
+	tty      bool
+	every    time.Duration
+	duration time.Duration // the run's planned length, 0 when bounded by jobs
+	jobs     int           // the run's planned arrivals, 0 when bounded by time
+}
+
+// newProgress returns a progress line for w, or nil when quiet.
+func newProgress(w io.Writer, quiet bool, duration time.Duration, jobs int) *progress {
+	if quiet {
+		return nil
+	}
+	p := &progress{w: w, every: 5 * time.Second, duration: duration, jobs: jobs}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty, p.every = true, 250*time.Millisecond
+	}
+	return p
+}
+
+func (p *progress) show(s stats.Progress, e load.Progress) {
+	elapsed := s.Elapsed.Truncate(100 * time.Millisecond)
+	of := ""
+	switch {
+	case p.duration > 0:
+		of = "/" + p.duration.String()
+	case p.jobs > 0:
+		of = fmt.Sprintf("  %d/%d sent", e.Sent+e.Dropped, p.jobs)
+	}
+	rate := 0.0
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		rate = float64(s.OK+s.Errors) / secs
+	}
+	steal := "n/a"
+	if s.Steal != nil {
+		steal = fmt.Sprintf("%.1f%%", *s.Steal)
+	}
+	p95 := "n/a"
+	if s.P95 > 0 {
+		p95 = s.P95.Round(10 * time.Microsecond).String()
+	}
+	line := fmt.Sprintf("%s%s  achieved %.1f/s  in flight %d  errors %d  dropped %d  p95 %s  steal %s",
+		elapsed, of, rate, e.InFlight, s.Errors, s.Dropped, p95, steal)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// done ends the live line so the summary starts on a fresh one.
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// showHost is the live line of a window with no load of tare's own.
+func (p *progress) showHost(s stats.Progress) {
+	elapsed := s.Elapsed.Truncate(100 * time.Millisecond)
+	of := ""
+	if p.duration > 0 {
+		of = "/" + p.duration.String()
+	}
+	steal := "n/a"
+	if s.Steal != nil {
+		steal = fmt.Sprintf("%.1f%%", *s.Steal)
+	}
+	line := fmt.Sprintf("%s%s  steal %s", elapsed, of, steal)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}

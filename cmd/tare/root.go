@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tare-dev/tare"
+)
+
+const rootLong = `tare is a load tester that knows whose CPU it ran on.
+
+Capacity tests on shared, burstable and free-tier VMs lie: the hypervisor
+steals CPU, cgroups throttle, neighbours crowd the run queue. tare runs the
+load with open-loop arrivals, records host interference during the very same
+seconds, and says whether the numbers describe your code or your neighbours.
+
+Definitions:
+  scheduled time  when the arrival process said a request should start;
+                  latency is measured from it (no coordinated omission)
+  send lag        actual send − scheduled; a lagging generator is a symptom
+  service         done − actual send: what a closed-loop tool would report
+  steal           share of a tick's CPU time the hypervisor gave to others
+  CPU busy        share of a tick the guest itself ran
+  polluted tick   a tick whose steal, throttled share or PSI some exceeds
+                  the threshold (default 10%)
+  clean-tick percentiles
+                  latency over the requests that lived entirely in clean
+                  ticks: what the code does on a quiet host
+
+Verdicts: clean, suspect, polluted. Exit status: 0 clean or suspect, 1 when
+--fail-on asks and the verdict or SLO fails, 2 usage or runtime error.`
+
+// run is the whole command line, testable in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := &cobra.Command{
+		Use:           "tare",
+		Short:         "A load tester that knows whose CPU it ran on",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd())
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print tare's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tare %s\n", version)
+			return err
+		},
+	})
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && tare.ErrorCode(err) == tare.EINTERNAL && isUsageError(err) {
+		// cobra's own argument errors ("unknown command", "accepts 0 arg(s)")
+		// are usage errors: say how to get help.
+		return tare.Errorf(tare.EINVALID, "%s\nRun '%s --help' for usage.", err, cmd.CommandPath())
+	}
+	return err
+}
+
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"unknown command", "unknown flag", "unknown shorthand", "arg(s)", "flag needs an argument", "required flag"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// flagError turns pflag's parse errors into messages that name the flag,
+// the value and the accepted form.
+func flagError(cmd *cobra.Command, err error) error {
+	var invalid *pflag.InvalidValueError
+	if errors.As(err, &invalid) {
+		name := invalid.GetFlag().Name
+		var te *tare.Error
+		if errors.As(err, &te) {
+			return flagged(te, name)
+		}
+		return tare.Errorf(tare.EINVALID, "--%s must be %s; got %q", name, accepted(invalid.GetFlag().Value.Type()), invalid.GetValue())
+	}
+	return tare.Errorf(tare.EINVALID, "%s\nRun '%s --help' for usage.", err, cmd.CommandPath())
+}
+
+func accepted(typ string) string {
+	switch typ {
+	case "duration":
+		return "a duration like 30s, 1m30s or 250ms"
+	case "int", "uint64":
+		return "a whole number"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	}
+	return "a valid " + typ
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+)
+
+func newWatchCmd() *cobra.Command {
+	var (
+		host  hostFlags
+		judge judgeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "watch [flags] -- COMMAND [ARG...]",
+		Short: "Judge the host's interference around any other load tool",
+		Long: `Run any command (k6, vegeta, wrk, locust, a benchmark) and sample the host
+from just before it starts to just after it ends: steal, CPU pressure,
+throttling, and the run delay of the command and everything it starts (plus
+--pid processes, such as the server under test). Then print the host
+summary and the verdict for that window.
+
+The command's own output passes through (to stderr when --json is given, so
+stdout holds only the JSON). tare exits with the command's status, unless
+--fail-on asks to fail on the verdict and the verdict fails.`,
+		Example: `  tare watch -- wrk -t2 -c32 -d30s http://127.0.0.1:8080/
+  tare watch --pid "$(pgrep -f my-server)" --json -- k6 run script.js > window.json
+  tare watch --fail-on polluted -- go test -bench . ./...`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := judge.judging()
+			if err != nil {
+				return err
+			}
+			sampling, err := host.config(os.Getpid())
+			if err != nil {
+				return err
+			}
+			child := exec.Command(args[0], args[1:]...)
+			child.Stdin = cmd.InOrStdin()
+			child.Stdout = cmd.OutOrStdout()
+			if judge.json {
+				child.Stdout = cmd.ErrOrStderr()
+			}
+			child.Stderr = cmd.ErrOrStderr()
+			if _, err := exec.LookPath(args[0]); err != nil {
+				return tare.Errorf(tare.EINVALID, "cannot run %q: %v (is it installed and on PATH?)", args[0], errors.Unwrap(err))
+			}
+
+			exited := make(chan struct{})
+			var waitErr error
+			start := func() {
+				if err := child.Start(); err != nil {
+					waitErr = err
+					close(exited)
+					return
+				}
+				go func() {
+					waitErr = child.Wait()
+					close(exited)
+				}()
+				go func() {
+					// Ctrl-C reaches the command from the terminal too; a
+					// SIGTERM to tare is passed on. Either way we wait for it.
+					select {
+					case <-cmd.Context().Done():
+						child.Process.Signal(syscall.SIGTERM)
+					case <-exited:
+					}
+				}()
+			}
+			run := tare.Run{Label: "watch", Target: strings.Join(args, " "), Version: version}
+			// The sampler measures tare and its descendants: the command,
+			// once started, and whatever it starts.
+			s, err := observe(cmd.Context(), sampling, j, run, exited, nil, start)
+			<-exited
+			if err != nil {
+				return err
+			}
+			status := 0
+			var exitErr *exec.ExitError
+			switch {
+			case errors.As(waitErr, &exitErr):
+				status = exitErr.ExitCode()
+				if status < 0 {
+					status = 128 + int(exitErr.Sys().(syscall.WaitStatus).Signal())
+				}
+			case waitErr != nil:
+				return tare.Errorf(tare.EINVALID, "cannot run %q: %v", args[0], waitErr)
+			}
+			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
+				return err
+			}
+			if err := verdictStatus(&s, j.failOn); err != nil {
+				return err
+			}
+			if status != 0 {
+				return &exitError{code: status, reason: fmt.Sprintf("%s exited with status %d", args[0], status)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	host.register(cmd.Flags())
+	judge.register(cmd.Flags())
+	return cmd
+}
