@@ -7,15 +7,15 @@ import "time"
 // already inside user and is left out of the total, and a counter that goes
 // backwards counts as 0.
 type CPUShares struct {
-	CPU     int // CPU number; -1 for the aggregate of all online CPUs
-	User    float64
-	Nice    float64
-	System  float64
-	IOWait  float64
-	IRQ     float64
-	SoftIRQ float64
-	Steal   float64 // time the hypervisor gave this vCPU to someone else
-	Idle    float64
+	CPU     int     `json:"cpu"` // CPU number; -1 for the aggregate of all online CPUs
+	User    float64 `json:"user"`
+	Nice    float64 `json:"nice"`
+	System  float64 `json:"system"`
+	IOWait  float64 `json:"iowait"`
+	IRQ     float64 `json:"irq"`
+	SoftIRQ float64 `json:"softirq"`
+	Steal   float64 `json:"steal"` // time the hypervisor gave this vCPU to someone else
+	Idle    float64 `json:"idle"`
 }
 
 // Busy is the share of the tick the guest itself ran: everything but idle,
@@ -31,16 +31,16 @@ func (c CPUShares) Busy() float64 {
 // HostSample is the host's interference over one tick. A source that was not
 // available is nil, never 0.
 type HostSample struct {
-	Start time.Time // beginning of the tick (previous reading)
-	End   time.Time // end of the tick (this reading)
+	Start time.Time `json:"start"` // beginning of the tick (previous reading)
+	End   time.Time `json:"end"`   // end of the tick (this reading)
 
-	CPU    CPUShares   // aggregate of online CPUs
-	PerCPU []CPUShares // online CPUs only, by CPU number
+	CPU    CPUShares   `json:"cpu"`     // aggregate of online CPUs
+	PerCPU []CPUShares `json:"per_cpu"` // online CPUs only, by CPU number
 
-	PSISome   *float64 // % of the tick some task waited for a CPU (/proc/pressure/cpu)
-	PSIFull   *float64 // % of the tick all non-idle tasks waited
-	Throttled *float64 // % of the tick the measured cgroup was throttled
-	RunDelay  *float64 // % of the tick the measured processes waited on a run queue
+	PSISome   *float64 `json:"psi_some"`  // % of the tick some task waited for a CPU (/proc/pressure/cpu)
+	PSIFull   *float64 `json:"psi_full"`  // % of the tick all non-idle tasks waited
+	Throttled *float64 `json:"throttled"` // % of the tick the measured cgroup was throttled
+	RunDelay  *float64 `json:"run_delay"` // % of the tick the measured processes waited on a run queue
 }
 
 // MaxCPUSteal is the highest steal of any single CPU in the sample: the

@@ -27,6 +27,9 @@ type Verdict struct {
 	Advice   []string   `json:"advice"`
 	Warnings []string   `json:"warnings,omitempty"` // non-fatal findings, shown next to the numbers
 	SLO      []SLOCheck `json:"slo,omitempty"`
+	// Attribution says, in words, how much of the per-tick p95's variation
+	// each host signal and the load explain.
+	Attribution string `json:"attribution,omitempty"`
 }
 
 // SLOCheck is one objective of a service-level objective checked against a run.

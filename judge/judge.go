@@ -90,7 +90,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 	}
 	v.SLO = slo.Check(s)
 	v.Advice = advise(s, v, th)
-	v.Warnings = warnings(s, host)
+	v.Warnings = warnings(s, host, signals[0].Fired)
 	return v
 }
 
@@ -281,8 +281,13 @@ func generator(s *tare.Summary, th Thresholds) tare.Signal {
 	return sig
 }
 
-func warnings(s *tare.Summary, host []*tare.HostSample) []string {
+func warnings(s *tare.Summary, host []*tare.HostSample, stealFired bool) []string {
 	var w []string
+	if p := s.Host.PollutedTicksPct; p != nil && *p > 0 && !stealFired {
+		// A tick polluted by CPU pressure or throttling, not steal: the
+		// clean-tick percentiles leave those ticks out.
+		w = append(w, fmt.Sprintf("%.0f%% of ticks were polluted (steal, throttling or CPU pressure above the threshold): compare the clean-tick percentiles with the raw ones", *p))
+	}
 	if s.Host.Ticks == 0 {
 		w = append(w, "the host was not sampled: no interference figure backs these numbers")
 	} else if s.Host.Ticks < 5 {

@@ -97,6 +97,9 @@ func Verdict(w io.Writer, v tare.Verdict) error {
 		}
 		p.line("  %s slo %s (measured %s)", mark, c.Objective, ms(c.Value))
 	}
+	if v.Attribution != "" {
+		p.line("  ≈ %s", v.Attribution)
+	}
 	for _, a := range v.Advice {
 		p.line("  → %s", a)
 	}

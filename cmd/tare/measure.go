@@ -122,6 +122,9 @@ func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, err
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
+	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
+		s.Verdict.Attribution = att.Sentence
+	}
 	s.Thresholds = m.judging.thresholds.Map()
 	return s, ticks, nil
 }

@@ -1,0 +1,260 @@
+// Package httptarget is tare's plain HTTP target: it sends one configured
+// request per arrival and records what happened in a tare.Result.
+//
+// Connections are kept alive and reused, up to Config.MaxConns per host,
+// so the load measures the server rather than TCP and TLS handshakes. The
+// response body is read to the end and discarded, which both times the whole
+// response and lets the connection go back to the pool. Compression is left
+// to the user's headers: the target never adds Accept-Encoding, so BytesIn
+// counts the bytes the server sent.
+//
+// A failed request is a measurement: Do records it in Result.Err as a small
+// set of kinds ("timeout", "refused", "reset", "dns", "tls", "eof",
+// "canceled", "other") or "http <status>" for a response outside 2xx, so
+// summaries can count failures by cause.
+package httptarget
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// DefaultTimeout bounds one request, from send to the last body byte, when
+// Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// DefaultMaxConns is the connection cap per host when Config.MaxConns is
+// zero: high enough that an open loop is never held back by the pool on one
+// machine, bounded so a stalled server cannot exhaust file descriptors.
+const DefaultMaxConns = 1024
+
+// Config describes the request a Target sends. The zero value of each
+// optional field means its default.
+type Config struct {
+	Method   string        // default GET, or POST when Body is not empty
+	URL      string        // http:// or https://, with a host
+	Header   http.Header   // sent with every request; a Host header sets the request's host
+	Body     []byte        // sent with every request
+	Timeout  time.Duration // per request, from send to the last body byte; default DefaultTimeout
+	Insecure bool          // skip TLS certificate verification
+	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
+}
+
+// Target sends the configured request. It is safe for concurrent use.
+type Target struct {
+	client    *http.Client
+	transport *http.Transport
+	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
+	body      []byte
+	timeout   time.Duration
+	name      string
+}
+
+var _ tare.Target = (*Target)(nil)
+
+// New checks cfg and returns its Target. Bad input is a *tare.Error with
+// code tare.EINVALID naming the value and what would be accepted.
+func New(cfg Config) (*Target, error) {
+	u, err := parseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	method, err := parseMethod(cfg.Method, len(cfg.Body) > 0)
+	if err != nil {
+		return nil, err
+	}
+	header := cfg.Header.Clone()
+	if header == nil {
+		header = make(http.Header)
+	}
+	for name, values := range header {
+		if !validName(name) {
+			return nil, tare.Errorf(tare.EINVALID, "header name %q has a character not allowed in a header name", name)
+		}
+		for _, v := range values {
+			if !validValue(v) {
+				return nil, tare.Errorf(tare.EINVALID, "header %q has a value with a control character such as a newline", name)
+			}
+		}
+	}
+	timeout := cfg.Timeout
+	switch {
+	case timeout < 0:
+		return nil, tare.Errorf(tare.EINVALID, "timeout must be positive, like 30s; got %v", timeout)
+	case timeout == 0:
+		timeout = DefaultTimeout
+	}
+	maxConns := cfg.MaxConns
+	switch {
+	case maxConns < 0:
+		return nil, tare.Errorf(tare.EINVALID, "max connections must be positive, like %d; got %d", DefaultMaxConns, maxConns)
+	case maxConns == 0:
+		maxConns = DefaultMaxConns
+	}
+
+	// Go's transport ignores a Host entry in the header map: the request's
+	// Host field is what it sends.
+	tmpl := &http.Request{Method: method, URL: u, Header: header}
+	if h := header.Get("Host"); h != "" {
+		tmpl.Host = h
+		header.Del("Host")
+	}
+
+	tr := &http.Transport{
+		Proxy:       http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		// The default of two idle connections per host would close and
+		// redial most connections under concurrency.
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		MaxConnsPerHost:       maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
+	}
+	return &Target{
+		client:    &http.Client{Transport: tr},
+		transport: tr,
+		tmpl:      tmpl,
+		body:      cfg.Body,
+		timeout:   timeout,
+		name:      method + " " + redactURL(u),
+	}, nil
+}
+
+// parseURL accepts an absolute http or https URL with a host.
+func parseURL(s string) (*url.URL, error) {
+	const like = "like http://127.0.0.1:8080/path"
+	if strings.TrimSpace(s) == "" {
+		return nil, tare.Errorf(tare.EINVALID, "url is required, %s", like)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, tare.Errorf(tare.EINVALID, "url must look like http://host:port/path; got %q", s)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, tare.Errorf(tare.EINVALID, "url must start with http:// or https://, %s; got %q", like, redactURL(u))
+	}
+	if u.Hostname() == "" {
+		return nil, tare.Errorf(tare.EINVALID, "url must name a host, %s; got %q", like, redactURL(u))
+	}
+	return u, nil
+}
+
+// parseMethod defaults the method and upper-cases the standard ones, so
+// --method post means POST; any other token is sent as given.
+func parseMethod(m string, hasBody bool) (string, error) {
+	if m == "" {
+		if hasBody {
+			return http.MethodPost, nil
+		}
+		return http.MethodGet, nil
+	}
+	switch up := strings.ToUpper(m); up {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodTrace:
+		return up, nil
+	}
+	if !validName(m) {
+		return "", tare.Errorf(tare.EINVALID, "method must be a word like GET or POST; got %q", m)
+	}
+	return m, nil
+}
+
+// String is the method and the URL with credentials redacted, for
+// tare.Run.Target: "GET http://127.0.0.1:8080/path".
+func (t *Target) String() string { return t.name }
+
+// Close closes the idle connections. Requests in flight are unaffected.
+func (t *Target) Close() { t.transport.CloseIdleConnections() }
+
+// Do sends one request and records it in res; res.Sent is already set. It
+// sets FirstByte when the response headers have arrived, Done once the body
+// has been read to the end (or the request failed), Status, BytesIn,
+// BytesOut and, for a failure, Err. A request still running when ctx ends is
+// "canceled": the run stopped waiting, the target did not fail.
+func (t *Target) Do(ctx context.Context, res *tare.Result) {
+	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	req := t.tmpl.WithContext(reqCtx)
+	var body *requestBody
+	if len(t.body) > 0 {
+		body = newRequestBody(t.body)
+		req.Body = &body.first
+		req.GetBody = body.reopen
+		req.ContentLength = int64(len(t.body))
+	}
+
+	resp, err := t.client.Do(req)
+	if err == nil {
+		res.FirstByte = time.Now()
+		res.Status = resp.StatusCode
+		res.BytesIn, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	res.Done = time.Now()
+	if body != nil {
+		res.BytesOut = body.sent.Load()
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		res.Err = kindCanceled
+	case err != nil && reqCtx.Err() != nil:
+		res.Err = kindTimeout
+	case err != nil:
+		res.Err = classify(err)
+	case res.Status < 200 || res.Status > 299:
+		res.Err = "http " + strconv.Itoa(res.Status)
+	}
+}
+
+// requestBody is one request's body. It counts what the transport read over
+// every attempt (a retry on a keep-alive connection the server had just
+// closed, a 307 redirect), which is what went out.
+type requestBody struct {
+	first bodyReader
+	data  []byte
+	sent  atomic.Int64 // atomic: the transport may read the body after Do returned
+}
+
+func newRequestBody(data []byte) *requestBody {
+	b := &requestBody{data: data}
+	b.first.r.Reset(data)
+	b.first.sent = &b.sent
+	return b
+}
+
+// reopen is the request's GetBody: a fresh reader for a retry or redirect.
+func (b *requestBody) reopen() (io.ReadCloser, error) {
+	r := &bodyReader{sent: &b.sent}
+	r.r.Reset(b.data)
+	return r, nil
+}
+
+type bodyReader struct {
+	r    bytes.Reader
+	sent *atomic.Int64
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.sent.Add(int64(n))
+	return n, err
+}
+
+func (r *bodyReader) Close() error { return nil }

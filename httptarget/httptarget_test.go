@@ -1,0 +1,473 @@
+package httptarget
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tare-dev/tare"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// quietLog swallows the server's log of the failures the tests provoke.
+var quietLog = log.New(io.Discard, "", 0)
+
+// newServer starts a loopback server, TLS or plain, closed at the end of
+// the test.
+func newServer(t *testing.T, tlsOn bool, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = quietLog
+	if tlsOn {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newTarget builds a target closed at the end of the test.
+func newTarget(t *testing.T, cfg Config) *Target {
+	t.Helper()
+	tg, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", cfg, err)
+	}
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// do sends one request the way the engine does: Sent set first.
+func do(ctx context.Context, tg *Target) tare.Result {
+	res := tare.Result{Scheduled: time.Now()}
+	res.Sent = time.Now()
+	tg.Do(ctx, &res)
+	return res
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    string // String() of the target, or a substring of the error
+		wantErr bool
+	}{
+		{name: "get", cfg: Config{URL: "http://127.0.0.1:8080/path?q=1"}, want: "GET http://127.0.0.1:8080/path?q=1"},
+		{name: "body means post", cfg: Config{URL: "http://127.0.0.1/", Body: []byte("x")}, want: "POST http://127.0.0.1/"},
+		{name: "explicit method with body", cfg: Config{URL: "http://127.0.0.1/", Method: "PUT", Body: []byte("x")}, want: "PUT http://127.0.0.1/"},
+		{name: "standard method upper-cased", cfg: Config{URL: "http://127.0.0.1/", Method: "delete"}, want: "DELETE http://127.0.0.1/"},
+		{name: "custom method kept", cfg: Config{URL: "http://127.0.0.1/", Method: "PURGE"}, want: "PURGE http://127.0.0.1/"},
+		{name: "upper-case scheme", cfg: Config{URL: "HTTPS://[::1]:8443/"}, want: "GET https://[::1]:8443/"},
+		{name: "password redacted", cfg: Config{URL: "http://alice:s3cret@127.0.0.1/x"}, want: "GET http://REDACTED@127.0.0.1/x"},
+		{name: "user redacted", cfg: Config{URL: "https://ghp_token@127.0.0.1/"}, want: "GET https://REDACTED@127.0.0.1/"},
+		{name: "secret query redacted in order", cfg: Config{URL: "http://127.0.0.1/v1?b=2&api_key=abc&a=1&access_token=x&flag"}, want: "GET http://127.0.0.1/v1?b=2&api_key=REDACTED&a=1&access_token=REDACTED&flag"},
+		{name: "escaped query name redacted", cfg: Config{URL: "http://127.0.0.1/?X%2DAmz%2DSignature=abc"}, want: "GET http://127.0.0.1/?X%2DAmz%2DSignature=REDACTED"},
+
+		{name: "empty url", cfg: Config{}, want: "url is required, like http://127.0.0.1:8080/path", wantErr: true},
+		{name: "no scheme", cfg: Config{URL: "localhost:8080"}, want: `url must start with http:// or https://, like http://127.0.0.1:8080/path; got "localhost:8080"`, wantErr: true},
+		{name: "ftp", cfg: Config{URL: "ftp://127.0.0.1/"}, want: "must start with http:// or https://", wantErr: true},
+		{name: "relative", cfg: Config{URL: "/path"}, want: "must start with http://", wantErr: true},
+		{name: "no host", cfg: Config{URL: "http:///path"}, want: `url must name a host, like http://127.0.0.1:8080/path; got "http:///path"`, wantErr: true},
+		{name: "port only", cfg: Config{URL: "http://:8080/"}, want: "must name a host", wantErr: true},
+		{name: "unparsable", cfg: Config{URL: "http://[::1/"}, want: `url must look like http://host:port/path; got "http://[::1/"`, wantErr: true},
+		{name: "error redacts password", cfg: Config{URL: "ftp://bob:hunter2@127.0.0.1/"}, want: `got "ftp://REDACTED@127.0.0.1/"`, wantErr: true},
+		{name: "bad method", cfg: Config{URL: "http://127.0.0.1/", Method: "GE T"}, want: `method must be a word like GET or POST; got "GE T"`, wantErr: true},
+		{name: "bad header name", cfg: Config{URL: "http://127.0.0.1/", Header: http.Header{"Bad Name": {"x"}}}, want: `header name "Bad Name"`, wantErr: true},
+		{name: "header value with newline", cfg: Config{URL: "http://127.0.0.1/", Header: http.Header{"X-A": {"a\r\nX-B: b"}}}, want: `header "X-A" has a value with a control character`, wantErr: true},
+		{name: "negative timeout", cfg: Config{URL: "http://127.0.0.1/", Timeout: -time.Second}, want: "timeout must be positive, like 30s; got -1s", wantErr: true},
+		{name: "negative max conns", cfg: Config{URL: "http://127.0.0.1/", MaxConns: -1}, want: "max connections must be positive, like 1024; got -1", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg, err := New(tt.cfg)
+			if tt.wantErr {
+				if err == nil {
+					tg.Close()
+					t.Fatalf("New = %v, want an error", tg)
+				}
+				if code := tare.ErrorCode(err); code != tare.EINVALID {
+					t.Errorf("error code = %q, want %q", code, tare.EINVALID)
+				}
+				if !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error = %q, want it to contain %q", err, tt.want)
+				}
+				for _, secret := range []string{"hunter2", "s3cret"} {
+					if strings.Contains(err.Error(), secret) {
+						t.Errorf("error %q shows the secret %q", err, secret)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			defer tg.Close()
+			if got := tg.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewDoesNotKeepCallersHeader(t *testing.T) {
+	h := http.Header{"X-A": {"1"}}
+	tg := newTarget(t, Config{URL: "http://127.0.0.1/", Header: h})
+	h.Set("X-A", "2")
+	if got := tg.tmpl.Header.Get("X-A"); got != "1" {
+		t.Errorf("target header X-A = %q after the caller changed its map, want 1", got)
+	}
+}
+
+// seen is what the server received.
+type seen struct {
+	method, host, path string
+	header             http.Header
+	body               []byte
+}
+
+func TestDo(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 1234)
+	tests := []struct {
+		name    string
+		cfg     Config
+		handler http.HandlerFunc
+		check   func(t *testing.T, res tare.Result, got seen)
+	}{
+		{
+			name: "get",
+			cfg:  Config{Header: http.Header{"X-Test": {"yes"}}},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Write(payload)
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", int64(len(payload)), 0)
+				if got.method != "GET" || got.header.Get("X-Test") != "yes" || len(got.body) != 0 {
+					t.Errorf("server saw %s with X-Test %q and a %d-byte body", got.method, got.header.Get("X-Test"), len(got.body))
+				}
+				// Compression is the user's choice: the target asks for none.
+				if ae := got.header.Get("Accept-Encoding"); ae != "" {
+					t.Errorf("Accept-Encoding = %q, want none", ae)
+				}
+			},
+		},
+		{
+			name:    "post body",
+			cfg:     Config{Body: []byte(`{"n":1}`), Header: http.Header{"Content-Type": {"application/json"}}},
+			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 2, 7)
+				if got.method != "POST" || string(got.body) != `{"n":1}` || got.header.Get("Content-Type") != "application/json" {
+					t.Errorf("server saw %s %q (%s)", got.method, got.body, got.header.Get("Content-Type"))
+				}
+			},
+		},
+		{
+			name:    "host header",
+			cfg:     Config{Header: http.Header{"Host": {"api.example.test"}}},
+			handler: func(w http.ResponseWriter, r *http.Request) {},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 0, 0)
+				if got.host != "api.example.test" {
+					t.Errorf("server saw host %q, want api.example.test", got.host)
+				}
+			},
+		},
+		{
+			name: "server error",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 503, "http 503", int64(len("overloaded\n")), 0)
+			},
+		},
+		{
+			name: "not modified is not 2xx",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNotModified)
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 304, "http 304", 0, 0)
+			},
+		},
+		{
+			name: "redirect followed",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/start" {
+					http.Redirect(w, r, "/end", http.StatusFound)
+					return
+				}
+				io.WriteString(w, "end")
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 3, 0)
+				if got.path != "/end" {
+					t.Errorf("last request was for %q, want /end", got.path)
+				}
+			},
+		},
+		{
+			// A 307 re-sends the body; BytesOut counts both copies.
+			name: "307 re-sends the body",
+			cfg:  Config{Body: []byte("hello")},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/start" {
+					http.Redirect(w, r, "/end", http.StatusTemporaryRedirect)
+				}
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 0, 10)
+				if got.path != "/end" || string(got.body) != "hello" {
+					t.Errorf("last request %s %q, want /end with hello", got.path, got.body)
+				}
+			},
+		},
+		{
+			name: "body cut short",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "100")
+				w.Write(payload[:10])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // drops the connection mid-body
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "eof", 10, 0)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				mu  sync.Mutex // guards got, written by the server's goroutine
+				got seen
+			)
+			srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				got = seen{method: r.Method, host: r.Host, path: r.URL.Path, header: r.Header, body: body}
+				mu.Unlock()
+				tt.handler(w, r)
+			})
+			cfg := tt.cfg
+			cfg.URL = srv.URL + "/start"
+			res := do(t.Context(), newTarget(t, cfg))
+			mu.Lock()
+			defer mu.Unlock()
+			tt.check(t, res, got)
+		})
+	}
+}
+
+// wantResult checks the fields Do sets, and that its clocks are in order:
+// Sent ≤ FirstByte ≤ Done.
+func wantResult(t *testing.T, res tare.Result, status int, errKind string, in, out int64) {
+	t.Helper()
+	if res.Status != status || res.Err != errKind || res.BytesIn != in || res.BytesOut != out {
+		t.Errorf("result: status %d, err %q, bytes in %d, out %d; want %d, %q, %d, %d",
+			res.Status, res.Err, res.BytesIn, res.BytesOut, status, errKind, in, out)
+	}
+	if res.FirstByte.IsZero() || res.FirstByte.Before(res.Sent) || res.Done.Before(res.FirstByte) {
+		t.Errorf("clocks out of order: sent %v, first byte %v, done %v", res.Sent, res.FirstByte, res.Done)
+	}
+}
+
+// TestDoErrorKinds provokes each transport failure on loopback and checks
+// the kind Do records.
+func TestDoErrorKinds(t *testing.T) {
+	// hang holds a request until the client goes away (bounded, so a
+	// broken client cannot hold the test).
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}
+	hijack := func(linger bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			if !linger {
+				conn.(*net.TCPConn).SetLinger(0) // close with RST, not FIN
+			}
+			conn.Close()
+		}
+	}
+	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+
+	tests := []struct {
+		name     string
+		url      func(t *testing.T) string
+		insecure bool
+		timeout  time.Duration
+		want     string
+	}{
+		{name: "refused", url: func(t *testing.T) string { return "http://" + closedPort(t) + "/" }, want: "refused"},
+		{name: "dns", url: func(t *testing.T) string { return "http://no..such/" }, want: "dns"}, // invalid name: fails before any query
+		{name: "timeout", url: serverURL(false, hang), timeout: 50 * time.Millisecond, want: "timeout"},
+		{name: "server closes", url: serverURL(false, hijack(true)), want: "eof"},
+		{name: "server resets", url: serverURL(false, hijack(false)), want: "reset"},
+		{name: "https to a plain server", url: func(t *testing.T) string {
+			return strings.Replace(newServer(t, false, ok).URL, "http://", "https://", 1)
+		}, want: "tls"},
+		{name: "untrusted certificate", url: serverURL(true, ok), want: "tls"},
+		{name: "insecure accepts the certificate", url: serverURL(true, ok), insecure: true, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := newTarget(t, Config{URL: tt.url(t), Insecure: tt.insecure, Timeout: tt.timeout})
+			res := do(t.Context(), tg)
+			if res.Err != tt.want {
+				t.Errorf("Err = %q, want %q", res.Err, tt.want)
+			}
+			if res.Done.Before(res.Sent) {
+				t.Errorf("done %v before sent %v", res.Done, res.Sent)
+			}
+		})
+	}
+
+	t.Run("canceled", func(t *testing.T) {
+		started := make(chan struct{})
+		srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+			close(started)
+			hang(w, r)
+		})
+		tg := newTarget(t, Config{URL: srv.URL})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			<-started
+			cancel()
+		}()
+		if res := do(ctx, tg); res.Err != "canceled" {
+			t.Errorf("Err = %q, want canceled", res.Err)
+		}
+	})
+}
+
+// serverURL starts a server when the test case runs and returns its URL.
+func serverURL(tlsOn bool, h http.HandlerFunc) func(t *testing.T) string {
+	return func(t *testing.T) string { return newServer(t, tlsOn, h).URL }
+}
+
+// closedPort returns a loopback address nothing listens on: one the kernel
+// just handed out and was released.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestKeepAlive counts the connections the server accepts: sequential
+// requests must share one, failed responses included, and concurrent ones
+// must not open a connection per request.
+func TestKeepAlive(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		status   int
+		workers  int
+		requests int // per worker
+		maxConns int64
+	}{
+		{name: "sequential get", status: 200, workers: 1, requests: 200, maxConns: 1},
+		{name: "sequential post", cfg: Config{Body: []byte("payload")}, status: 200, workers: 1, requests: 200, maxConns: 1},
+		{name: "sequential 503", status: 503, workers: 1, requests: 200, maxConns: 1},
+		// A request may dial while another is about to free a connection,
+		// so concurrency can open a few more connections than workers.
+		{name: "8 concurrent", status: 200, workers: 8, requests: 25, maxConns: 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var conns atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.WriteHeader(tt.status)
+				w.Write(bytes.Repeat([]byte("y"), 512))
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			cfg := tt.cfg
+			cfg.URL = srv.URL
+			tg := newTarget(t, cfg)
+
+			var wg sync.WaitGroup
+			var bad atomic.Int64
+			for range tt.workers {
+				wg.Go(func() {
+					for range tt.requests {
+						if res := do(t.Context(), tg); res.Status != tt.status {
+							bad.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			total := tt.workers * tt.requests
+			t.Logf("%d requests over %d connections", total, conns.Load())
+			if bad.Load() > 0 {
+				t.Errorf("%d of %d requests did not get status %d", bad.Load(), total, tt.status)
+			}
+			if n := conns.Load(); n > tt.maxConns {
+				t.Errorf("%d requests opened %d connections, want at most %d", total, n, tt.maxConns)
+			}
+		})
+	}
+}
+
+func BenchmarkDo(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		body []byte
+	}{
+		{"get", nil},
+		{"post", []byte(`{"prompt":"hello"}`)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			tg, err := New(Config{URL: srv.URL, Body: bc.body})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tg.Close()
+			ctx := b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				res := tare.Result{Sent: time.Now()}
+				tg.Do(ctx, &res)
+				if res.Err != "" {
+					b.Fatalf("request failed: %s", res.Err)
+				}
+			}
+		})
+	}
+}

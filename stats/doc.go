@@ -1,0 +1,52 @@
+// Package stats turns the stream of a run into its figures: run-wide HDR
+// histograms, the per-tick timeline, the machine-readable tare.Summary,
+// clean-tick percentiles and the attribution of per-tick p95 to host and load
+// figures.
+//
+// It is pure computation: no I/O, no goroutines, no locks. One consumer
+// goroutine (the caller's) feeds every *tare.Result, every tare.HostSample and
+// every queue depth sample into a Recorder, in the order it receives them.
+//
+// # What it assumes
+//
+//   - Results arrive when they finish, roughly in the order of their Done
+//     time. A tick's latency percentiles are computed from a small histogram
+//     that is closed and discarded once the newest instant seen (the latest
+//     Done or host sample End) is Config.Grace past the tick's end. A result
+//     that arrives later still counts everywhere else, is left out of that
+//     tick's percentiles, and is reported by Recorder.Warnings.
+//   - Host samples arrive asynchronously at roughly the tick boundaries. A
+//     sample belongs to the tick that contains its midpoint,
+//     Start + (End − Start)/2, so a sample a little early or late on either
+//     edge still lands in the tick it mostly covers. Several samples in one
+//     tick (a sampler faster than the timeline) are merged into their
+//     duration-weighted mean.
+//   - Memory stays flat in the number of requests: the recorder keeps seven
+//     run-wide histograms (about 184 KB each, allocated on first use), one
+//     small struct per tick, at most a grace window of open per-tick
+//     histograms, and a pending buffer of the requests that finished within
+//     the grace window. A run of 1,000,000 requests does not keep 1,000,000
+//     results.
+//
+// # Which requests count
+//
+// Latency (Done − Scheduled) and service time (Done − Sent) are taken over
+// every request that was sent and finished, failed ones included: a timeout
+// is a slow answer, and leaving it out would flatter the tail. Dropped
+// arrivals (never sent, the in-flight cap was reached) have no latency; they
+// are counted in requests.dropped and in their tick. Send lag is over every
+// sent request.
+//
+// Run-wide percentiles come from HDR histograms in microseconds with three
+// significant figures over 1 µs .. 1 h, so a reported percentile is within
+// 0.1 % of the true order statistic; values above 1 h are recorded as 1 h and
+// counted (the exact maximum and mean are kept aside). Per-tick percentiles
+// use two significant figures (within 1 %): they are read one tick at a time
+// against the host figures of that tick, where 1 % is far below the noise.
+//
+// A tick is polluted when its aggregate steal, its throttled share or its PSI
+// some share exceeds Config.Threshold. Clean-tick percentiles are over the
+// requests whose every tick, from the one containing Scheduled to the one
+// containing Done, has a host sample and is not polluted; a tick without a
+// sample cannot vouch for the request.
+package stats

@@ -1,0 +1,182 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// addHost merges sample h into the tick. Several samples in one tick (a
+// sampler faster than the timeline, or jitter at a boundary) become their
+// mean weighted by each sample's length.
+func (t *tick) addHost(h *tare.HostSample, fallback time.Duration) {
+	w := h.End.Sub(h.Start)
+	if h.Start.IsZero() || w <= 0 {
+		w = fallback // length unknown: count it as a whole tick
+	}
+	if t.host == nil {
+		c := copySample(h)
+		t.host = &c
+		t.hostWeight = w
+		return
+	}
+	mergeSample(t.host, t.hostWeight, h, w)
+	t.hostWeight += w
+}
+
+// copySample returns a copy of h that shares nothing with it: the sampler
+// may reuse its PerCPU slice, and callers of Ticks may change theirs.
+func copySample(h *tare.HostSample) tare.HostSample {
+	c := *h
+	if h.PerCPU != nil {
+		c.PerCPU = append([]tare.CPUShares(nil), h.PerCPU...)
+	}
+	c.PSISome = clonePtr(h.PSISome)
+	c.PSIFull = clonePtr(h.PSIFull)
+	c.Throttled = clonePtr(h.Throttled)
+	c.RunDelay = clonePtr(h.RunDelay)
+	return c
+}
+
+func clonePtr(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// mergeSample folds s (length ws) into acc (length wa) as their weighted
+// mean. A CPU present in only one of them keeps that one's figures, and so
+// does a source (PSI, throttling, run delay) present in only one.
+func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws time.Duration) {
+	fa := float64(wa) / float64(wa+ws)
+	fb := 1 - fa
+	if s.Start.Before(acc.Start) {
+		acc.Start = s.Start
+	}
+	if s.End.After(acc.End) {
+		acc.End = s.End
+	}
+	acc.CPU = mixShares(acc.CPU, s.CPU, fa, fb)
+	for _, c := range s.PerCPU {
+		found := false
+		for i := range acc.PerCPU {
+			if acc.PerCPU[i].CPU == c.CPU {
+				acc.PerCPU[i] = mixShares(acc.PerCPU[i], c, fa, fb)
+				found = true
+				break
+			}
+		}
+		if !found {
+			acc.PerCPU = append(acc.PerCPU, c)
+		}
+	}
+	acc.PSISome = mixPtr(acc.PSISome, s.PSISome, fa, fb)
+	acc.PSIFull = mixPtr(acc.PSIFull, s.PSIFull, fa, fb)
+	acc.Throttled = mixPtr(acc.Throttled, s.Throttled, fa, fb)
+	acc.RunDelay = mixPtr(acc.RunDelay, s.RunDelay, fa, fb)
+}
+
+func mixShares(a, b tare.CPUShares, fa, fb float64) tare.CPUShares {
+	return tare.CPUShares{
+		CPU:     a.CPU,
+		User:    a.User*fa + b.User*fb,
+		Nice:    a.Nice*fa + b.Nice*fb,
+		System:  a.System*fa + b.System*fb,
+		IOWait:  a.IOWait*fa + b.IOWait*fb,
+		IRQ:     a.IRQ*fa + b.IRQ*fb,
+		SoftIRQ: a.SoftIRQ*fa + b.SoftIRQ*fb,
+		Steal:   a.Steal*fa + b.Steal*fb,
+		Idle:    a.Idle*fa + b.Idle*fb,
+	}
+}
+
+func mixPtr(a, b *float64, fa, fb float64) *float64 {
+	switch {
+	case a == nil:
+		return clonePtr(b)
+	case b == nil:
+		return a
+	}
+	return tare.Float(*a*fa + *b*fb)
+}
+
+// hostTotals are the run-wide host figures, accumulated sample by sample
+// (not tick by tick: a sampler faster than the timeline keeps its peaks).
+type hostTotals struct {
+	n                     int
+	busy, steal           float64 // sums of the aggregate's busy and steal
+	stealMax, stealMaxCPU float64
+	polluted              int
+	psiSome, throttled    optSum
+	runDelay              optSum
+	last                  float64 // aggregate steal of the latest sample
+}
+
+// optSum sums a figure that a source may not provide.
+type optSum struct {
+	n   int
+	sum float64
+}
+
+func (o *optSum) add(p *float64) {
+	if p != nil {
+		o.n++
+		o.sum += *p
+	}
+}
+
+// mean is the mean in percent, nil when no sample had the figure.
+func (o *optSum) mean() *float64 {
+	if o.n == 0 {
+		return nil
+	}
+	return round(o.sum/float64(o.n), 2)
+}
+
+func (h *hostTotals) add(s *tare.HostSample, threshold float64) {
+	if h.n == 0 {
+		h.stealMax, h.stealMaxCPU = s.CPU.Steal, s.MaxCPUSteal()
+	}
+	h.n++
+	h.busy += s.CPU.Busy()
+	h.steal += s.CPU.Steal
+	h.stealMax = max(h.stealMax, s.CPU.Steal)
+	h.stealMaxCPU = max(h.stealMaxCPU, s.MaxCPUSteal())
+	if polluted(s, threshold) {
+		h.polluted++
+	}
+	h.psiSome.add(s.PSISome)
+	h.throttled.add(s.Throttled)
+	h.runDelay.add(s.RunDelay)
+	h.last = s.CPU.Steal
+}
+
+// lastSteal is the latest sample's aggregate steal, nil before the first.
+func (h *hostTotals) lastSteal() *float64 {
+	if h.n == 0 {
+		return nil
+	}
+	return tare.Float(h.last)
+}
+
+// summary returns the run-wide host figures; all nil when no sample came.
+func (h *hostTotals) summary() tare.HostSummary {
+	s := tare.HostSummary{Ticks: h.n}
+	if h.n == 0 {
+		return s
+	}
+	n := float64(h.n)
+	s.CPUBusyPct = round(h.busy/n, 2)
+	s.Steal = tare.StealStats{
+		Mean:   round(h.steal/n, 2),
+		Max:    round(h.stealMax, 2),
+		MaxCPU: round(h.stealMaxCPU, 2),
+	}
+	s.PollutedTicksPct = round(100*float64(h.polluted)/n, 2)
+	s.PSISomePct = h.psiSome.mean()
+	s.ThrottledPct = h.throttled.mean()
+	s.RunDelayPct = h.runDelay.mean()
+	return s
+}

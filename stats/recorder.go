@@ -1,0 +1,428 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tare-dev/tare"
+)
+
+// Defaults for a zero Config, and the shortest tick.
+const (
+	// DefaultTick is the tick length when Config.Tick is 0.
+	DefaultTick = time.Second
+	// DefaultThreshold is the polluted-tick threshold, in percent, when
+	// Config.Threshold is 0.
+	DefaultThreshold = 10.0
+	// DefaultMaxTicks caps the timeline when Config.MaxTicks is 0: about
+	// 12 days of 1 s ticks, 29 hours of 100 ms ticks.
+	DefaultMaxTicks = 1 << 20
+	// MinTick is the shortest tick: below it /proc/stat deltas are a
+	// handful of jiffies and every share is noise.
+	MinTick = 100 * time.Millisecond
+)
+
+// Config sets up a Recorder. Its zero value, with Start set, uses the
+// defaults.
+type Config struct {
+	Start     time.Time     // run start: tick 0 begins here (required)
+	Tick      time.Duration // tick length; DefaultTick when 0, at least MinTick
+	Threshold float64       // polluted-tick threshold in percent; DefaultThreshold when 0
+
+	// Grace is how long after a tick ends its late results and host samples
+	// are still awaited before the tick's percentiles are computed and its
+	// histogram discarded. When 0: two ticks, and at least 2 s. To replay
+	// a stored run, feed results and samples in time order, or set Grace to
+	// cover the whole run (every tick then stays open until the end).
+	Grace time.Duration
+
+	// MaxTicks caps the timeline, so a bogus instant far in the future cannot
+	// allocate a huge one; instants beyond it are put in the last tick and
+	// reported. DefaultMaxTicks when 0.
+	MaxTicks int
+}
+
+// withDefaults returns c with its zero fields set, or a *tare.Error naming
+// the field that is wrong.
+func (c Config) withDefaults() (Config, error) {
+	if c.Start.IsZero() {
+		return c, tare.Errorf(tare.EINVALID, "stats: run start is not set: give the instant tick 0 begins")
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.Tick < MinTick {
+		return c, tare.Errorf(tare.EINVALID, "tick %q is too short: use %s or more", c.Tick, MinTick)
+	}
+	if c.Threshold == 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if math.IsNaN(c.Threshold) || c.Threshold < 0 || c.Threshold > 100 {
+		return c, tare.Errorf(tare.EINVALID, "polluted-tick threshold %q is not a share: use a percentage between 0 and 100", fmt.Sprint(c.Threshold))
+	}
+	if c.Grace == 0 {
+		c.Grace = max(2*c.Tick, 2*time.Second)
+	}
+	if c.Grace < 0 {
+		return c, tare.Errorf(tare.EINVALID, "grace %q is negative: use 0 for the default or a positive duration", c.Grace)
+	}
+	if c.MaxTicks == 0 {
+		c.MaxTicks = DefaultMaxTicks
+	}
+	if c.MaxTicks < 0 {
+		return c, tare.Errorf(tare.EINVALID, "max ticks %d is negative: use 0 for the default (%d) or a positive count", c.MaxTicks, DefaultMaxTicks)
+	}
+	return c, nil
+}
+
+// Recorder accumulates one run. It is not safe for concurrent use: one
+// consumer goroutine feeds it (see the package documentation).
+type Recorder struct {
+	cfg Config
+
+	total, ok, errs, dropped int
+	errorKinds               map[string]int
+	statusCodes              map[int]int
+
+	latency, service, sendLag dist
+	wait, ttft, tpot          dist
+	clean                     dist // latencies of requests resolved as clean
+	queueSeen, modelSeen      bool
+	outputTokens              int
+
+	depthN             int
+	depthSum, depthMax float64
+
+	host hostTotals
+
+	ticks     []tick
+	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
+	newest    time.Time // latest Done or host sample End seen: drives closing
+	free      []*hdrhistogram.Histogram
+	pending   []pendingReq // finished requests whose last tick is still open
+
+	lateResults int   // results whose Done tick was already closed
+	lateHost    int   // host samples whose tick was already closed
+	outside     int   // instants before Start or beyond MaxTicks, put at the edge
+	tickClamped int64 // per-tick values out of range; the run-wide ones already count them
+}
+
+// pendingReq is a finished request waiting for the host samples of its
+// ticks, to decide whether it lived in clean ticks only.
+type pendingReq struct {
+	latency     time.Duration
+	first, last int32 // ticks of Scheduled and Done
+}
+
+// NewRecorder returns a Recorder for a run starting at cfg.Start. A bad
+// Config is a *tare.Error with code EINVALID.
+func NewRecorder(cfg Config) (*Recorder, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{
+		cfg:         cfg,
+		errorKinds:  make(map[string]int),
+		statusCodes: make(map[int]int),
+	}, nil
+}
+
+// Config returns the recorder's configuration with the defaults filled in.
+func (r *Recorder) Config() Config { return r.cfg }
+
+// AddResult records one arrival: every one, dropped ones included, as it
+// finishes. It does not keep res.
+func (r *Recorder) AddResult(res *tare.Result) {
+	if res == nil {
+		return
+	}
+	r.total++
+	si := r.resultIndex(res.Scheduled)
+	r.at(si).arrivals++
+	if res.Dropped {
+		r.dropped++
+		r.ticks[si].dropped++
+		return
+	}
+	r.ticks[si].sent++
+
+	failed := res.Err != ""
+	if failed {
+		r.errs++
+		r.errorKinds[res.Err]++
+	} else {
+		r.ok++
+	}
+	if res.Status != 0 {
+		r.statusCodes[res.Status]++
+	}
+	sent := !res.Sent.IsZero()
+	if sent {
+		r.sendLag.add(res.SendLag())
+	}
+	if !res.Started.IsZero() {
+		r.queueSeen = true
+		if sent {
+			r.wait.add(res.QueueWait())
+		}
+	}
+	if res.OutputTokens > 0 || res.TokenSource != "" {
+		r.modelSeen = true
+		r.outputTokens += max(res.OutputTokens, 0)
+	}
+
+	if res.Done.IsZero() {
+		// Never finished (cancelled before an answer): a completion with no
+		// latency, in the tick it was scheduled in.
+		r.ticks[si].completions++
+		if failed {
+			r.ticks[si].errors++
+		}
+		return
+	}
+	di := max(si, r.resultIndex(res.Done))
+	t := r.at(di)
+	t.completions++
+	if failed {
+		t.errors++
+	}
+
+	lat := res.Latency()
+	r.latency.add(lat)
+	if sent {
+		r.service.add(res.Service())
+	}
+	if !res.FirstByte.IsZero() {
+		if sent {
+			r.ttft.add(res.TTFT())
+		}
+		if res.OutputTokens > 1 {
+			r.tpot.add(res.Done.Sub(res.FirstByte) / time.Duration(res.OutputTokens-1))
+		}
+	}
+
+	if di >= r.firstOpen {
+		if t.hist == nil {
+			t.hist = r.newTickHist()
+		}
+		recordClamped(t.hist, lat, &r.tickClamped)
+	} else {
+		r.lateResults++
+	}
+	r.pending = append(r.pending, pendingReq{latency: lat, first: int32(si), last: int32(di)})
+	r.advance(res.Done)
+}
+
+// AddHost records one host sample: in the run-wide host figures, and in the
+// tick containing its midpoint (see the package documentation). A sample
+// whose midpoint is before Start counts in the run-wide figures only.
+func (r *Recorder) AddHost(h tare.HostSample) {
+	r.host.add(&h, r.cfg.Threshold)
+
+	mid := h.End
+	if !h.Start.IsZero() && h.End.After(h.Start) {
+		mid = h.Start.Add(h.End.Sub(h.Start) / 2)
+	}
+	if i, outside := r.index(mid); i >= 0 {
+		if outside {
+			r.outside++
+		}
+		if i < r.firstOpen {
+			r.lateHost++
+		}
+		r.at(i).addHost(&h, r.cfg.Tick)
+	}
+	r.advance(h.End)
+}
+
+// AddDepth records one queue depth sample. Depths that are not finite or are
+// negative are ignored.
+func (r *Recorder) AddDepth(at time.Time, depth float64) {
+	if math.IsNaN(depth) || math.IsInf(depth, 0) || depth < 0 {
+		return
+	}
+	r.queueSeen = true
+	r.depthN++
+	r.depthSum += depth
+	r.depthMax = max(r.depthMax, depth)
+	if i, outside := r.index(at); i >= 0 {
+		if outside {
+			r.outside++
+		}
+		t := r.at(i)
+		t.depthSum += depth
+		t.depthN++
+	}
+}
+
+// Progress is the cheap state of a run for a live progress line.
+type Progress struct {
+	Elapsed time.Duration // now − Start
+	Total   int           // results recorded, dropped ones included
+	OK      int
+	Errors  int
+	Dropped int
+	// P95 is the run-wide latency p95 so far; 0 until a request finished.
+	P95 time.Duration
+	// Steal is the aggregate steal of the latest host sample; nil before
+	// the first one.
+	Steal *float64
+}
+
+// Snapshot returns the progress of the run at now.
+func (r *Recorder) Snapshot(now time.Time) Progress {
+	return Progress{
+		Elapsed: now.Sub(r.cfg.Start),
+		Total:   r.total,
+		OK:      r.ok,
+		Errors:  r.errs,
+		Dropped: r.dropped,
+		P95:     r.latency.quantile(95),
+		Steal:   r.host.lastSteal(),
+	}
+}
+
+// Warnings returns the non-fatal findings about the recording itself
+// (late results, clamped values), in words for the verdict's warnings.
+func (r *Recorder) Warnings() []string {
+	var w []string
+	if r.lateResults > 0 {
+		w = append(w, fmt.Sprintf("%d results arrived more than %s after their tick ended: counted, but left out of that tick's percentiles", r.lateResults, r.cfg.Grace))
+	}
+	if r.lateHost > 0 {
+		w = append(w, fmt.Sprintf("%d host samples arrived more than %s after their tick ended: requests of those ticks were judged without them", r.lateHost, r.cfg.Grace))
+	}
+	if r.outside > 0 {
+		w = append(w, fmt.Sprintf("%d instants fell before the run start or beyond the timeline's %d ticks: put in its first or last tick", r.outside, r.cfg.MaxTicks))
+	}
+	var clamped int64
+	for _, d := range []*dist{&r.latency, &r.service, &r.sendLag, &r.wait, &r.ttft, &r.tpot} {
+		clamped += d.clamped
+	}
+	if clamped > 0 {
+		w = append(w, fmt.Sprintf("%d durations were negative or above %s: recorded at the nearest bound (the maximum and mean are exact)", clamped, time.Hour))
+	}
+	return w
+}
+
+// index is the tick containing t: -1 before Start, and MaxTicks − 1 beyond
+// the timeline's end, with outside set in both cases.
+func (r *Recorder) index(t time.Time) (i int, outside bool) {
+	d := t.Sub(r.cfg.Start)
+	switch {
+	case d < 0:
+		return -1, true
+	case d/r.cfg.Tick >= time.Duration(r.cfg.MaxTicks):
+		return r.cfg.MaxTicks - 1, true
+	}
+	return int(d / r.cfg.Tick), false
+}
+
+// resultIndex is index for a result's instants, which belong on the
+// timeline even when a clock said otherwise: before Start is tick 0.
+func (r *Recorder) resultIndex(t time.Time) int {
+	i, outside := r.index(t)
+	if outside {
+		r.outside++
+	}
+	return max(i, 0)
+}
+
+// at returns tick i, growing the timeline to hold it. The pointer is valid
+// until the next call that may grow the timeline.
+func (r *Recorder) at(i int) *tick {
+	for len(r.ticks) <= i {
+		r.ticks = append(r.ticks, tick{})
+	}
+	return &r.ticks[i]
+}
+
+// newTickHist returns an empty per-tick histogram, reusing a closed one.
+func (r *Recorder) newTickHist() *hdrhistogram.Histogram {
+	if n := len(r.free); n > 0 {
+		h := r.free[n-1]
+		r.free = r.free[:n-1]
+		return h
+	}
+	return hdrhistogram.New(histLowest, histHighest, tickDigits)
+}
+
+// advance moves the newest instant seen to t if t is later, and closes the
+// ticks that ended more than Grace before it:
+//
+//	tick:   … | k−2 | k−1 |  k  | k+1 |
+//	                      ▲           ▲
+//	           newest − Grace       newest
+//	closed: everything before the tick containing newest − Grace
+func (r *Recorder) advance(t time.Time) {
+	if !t.After(r.newest) {
+		return
+	}
+	r.newest = t
+	limit, _ := r.index(t.Add(-r.cfg.Grace))
+	if limit <= r.firstOpen {
+		return
+	}
+	for k := r.firstOpen; k < min(limit, len(r.ticks)); k++ {
+		r.closeTick(k)
+	}
+	r.firstOpen = limit
+	r.resolvePending()
+}
+
+// closeTick computes tick k's percentiles and returns its histogram.
+func (r *Recorder) closeTick(k int) {
+	t := &r.ticks[k]
+	if t.hist == nil {
+		return
+	}
+	t.p50, t.p95, t.p99 = tickPercentiles(t.hist)
+	t.hist.Reset()
+	r.free = append(r.free, t.hist)
+	t.hist = nil
+}
+
+// resolvePending settles the pending requests whose last tick is closed:
+// clean ones go into the clean distribution, the rest are forgotten. The
+// buffer is compacted in place, so it does not allocate once warm.
+func (r *Recorder) resolvePending() {
+	keep := r.pending[:0]
+	for _, p := range r.pending {
+		if int(p.last) >= r.firstOpen {
+			keep = append(keep, p)
+			continue
+		}
+		if r.cleanSpan(int(p.first), int(p.last)) {
+			r.clean.add(p.latency)
+		}
+	}
+	r.pending = keep
+}
+
+// cleanSpan reports whether ticks first..last all have a host sample and
+// none is polluted.
+func (r *Recorder) cleanSpan(first, last int) bool {
+	if last >= len(r.ticks) {
+		return false
+	}
+	for k := first; k <= last; k++ {
+		h := r.ticks[k].host
+		if h == nil || polluted(h, r.cfg.Threshold) {
+			return false
+		}
+	}
+	return true
+}
+
+// polluted reports whether a host sample's steal, throttled share or PSI
+// some share exceeds the threshold. Steal is the aggregate's: one starved
+// vCPU shows in steal_pct.max_cpu, not here.
+func polluted(h *tare.HostSample, threshold float64) bool {
+	return h.CPU.Steal > threshold ||
+		(h.Throttled != nil && *h.Throttled > threshold) ||
+		(h.PSISome != nil && *h.PSISome > threshold)
+}

@@ -1,0 +1,79 @@
+package stats
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tare-dev/tare"
+)
+
+// tick is the recorder's state of one tick of the timeline. Everything but
+// hist is a few words, so a long run keeps all its ticks; hist is set only
+// while the tick is open and had completions.
+type tick struct {
+	arrivals    int // scheduled in the tick, dropped ones included
+	sent        int // scheduled in the tick and not dropped: the in-flight increments
+	completions int // finished in the tick: the in-flight decrements
+	errors      int
+	dropped     int
+
+	hist          *hdrhistogram.Histogram // latencies finished in the tick, µs, while open
+	p50, p95, p99 time.Duration           // set when the tick closes
+
+	depthSum float64
+	depthN   int
+
+	host       *tare.HostSample // merged samples whose midpoint is in the tick
+	hostWeight time.Duration    // total length of the merged samples
+}
+
+// tickPercentiles reads a tick's percentiles from its histogram.
+func tickPercentiles(h *hdrhistogram.Histogram) (p50, p95, p99 time.Duration) {
+	at := func(q float64) time.Duration {
+		return time.Duration(h.ValueAtPercentile(q)) * time.Microsecond
+	}
+	return at(50), at(95), at(99)
+}
+
+// Ticks returns the timeline as known so far, one tare.Tick per tick from
+// Start to the last tick anything happened in. Arrivals and in-flight of the
+// latest ticks grow as their requests finish; percentiles of ticks still open
+// are read from their live histograms. Each call returns fresh values the
+// caller may keep.
+func (r *Recorder) Ticks() []tare.Tick {
+	out := make([]tare.Tick, len(r.ticks))
+	inFlight := 0
+	for k := range r.ticks {
+		t := &r.ticks[k]
+		// Outstanding at the end of tick k: sent in ticks ≤ k and not yet
+		// finished in ticks ≤ k. A request is outstanding from Scheduled,
+		// not Sent: waiting for a free worker is waiting too.
+		inFlight += t.sent - t.completions
+		start := r.cfg.Start.Add(time.Duration(k) * r.cfg.Tick)
+		o := tare.Tick{
+			Start:       start,
+			End:         start.Add(r.cfg.Tick),
+			Arrivals:    t.arrivals,
+			Completions: t.completions,
+			Errors:      t.errors,
+			Dropped:     t.dropped,
+			InFlight:    inFlight,
+			P50:         t.p50,
+			P95:         t.p95,
+			P99:         t.p99,
+		}
+		if t.hist != nil {
+			o.P50, o.P95, o.P99 = tickPercentiles(t.hist)
+		}
+		if t.depthN > 0 {
+			o.QueueDepth = tare.Float(t.depthSum / float64(t.depthN))
+		}
+		if t.host != nil {
+			h := copySample(t.host)
+			o.Host = &h
+		}
+		out[k] = o
+	}
+	return out
+}
