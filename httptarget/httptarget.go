@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -213,13 +212,13 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		res.Err = kindCanceled
+		res.Err = tare.KindCanceled
 	case err != nil && reqCtx.Err() != nil:
-		res.Err = kindTimeout
+		res.Err = tare.KindTimeout
 	case err != nil:
-		res.Err = classify(err)
+		res.Err = tare.ErrorKind(err)
 	case res.Status < 200 || res.Status > 299:
-		res.Err = "http " + strconv.Itoa(res.Status)
+		res.Err = tare.HTTPKind(res.Status)
 	}
 }
 

@@ -1,4 +1,4 @@
-package httptarget
+package tare
 
 import (
 	"context"
@@ -6,16 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestClassify feeds the classifier real errors, provoked on loopback or
+// TestErrorKind feeds the classifier real errors, provoked on loopback or
 // returned by the standard library, not errors built to match it.
-func TestClassify(t *testing.T) {
+func TestErrorKind(t *testing.T) {
 	tests := []struct {
 		name    string
 		provoke func(t *testing.T) error
@@ -110,8 +112,8 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.provoke(t)
-			if got := classify(err); got != tt.want {
-				t.Errorf("classify(%v) = %q, want %q", err, got, tt.want)
+			if got := ErrorKind(err); got != tt.want {
+				t.Errorf("ErrorKind(%v) = %q, want %q", err, got, tt.want)
 			}
 		})
 	}
@@ -160,4 +162,32 @@ func clientGetContext(ctx context.Context, t *testing.T, url string) error {
 		resp.Body.Close()
 	}
 	return err
+}
+
+// closedPort returns a loopback address nothing listens on: one the kernel
+// just handed out and was released.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// newServer starts a loopback server closed at the end of the test, quiet
+// about the TLS handshakes the tests break on purpose.
+func newServer(t *testing.T, tlsOn bool, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if tlsOn {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -1,0 +1,321 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultPrompt  = "Explain in one short paragraph why a load test on a shared virtual machine can mislead."
+	DefaultTimeout = 60 * time.Second
+)
+
+// Config describes the endpoint and the completion to ask for. The zero
+// value of every field but URL means its default.
+type Config struct {
+	// URL is the API base, like http://127.0.0.1:8089/v1, or the full
+	// …/chat/completions URL.
+	URL string
+	// Model is the model id; empty leaves "model" out of the request,
+	// which single-model servers accept.
+	Model string
+	// Prompt is the user message; empty means DefaultPrompt.
+	Prompt string
+	// MaxTokens caps the output; 0 leaves the cap to the server.
+	MaxTokens int
+	// APIKey, when set, is sent as "Authorization: Bearer …". The caller
+	// reads it from TARE_API_KEY or OPENAI_API_KEY; the Client never
+	// prints it.
+	APIKey string
+	// Timeout bounds one whole completion, stream included; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// NoStream asks for one JSON body instead of a stream. The content then
+	// arrives at once: TTFT equals e2e (as in vLLM's benchmark), and TPOT
+	// and ITL are unknown.
+	NoStream bool
+	// NoUsage leaves out stream_options.include_usage, for servers that
+	// reject it; output tokens are then counted from the chunks.
+	NoUsage bool
+	// Header holds extra request headers. Credential headers
+	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
+	Header http.Header
+}
+
+// Client sends chat completions to one endpoint. It is safe for concurrent
+// use and implements tare.Target.
+type Client struct {
+	endpoint  *url.URL
+	model     string
+	prompt    string
+	maxTokens int
+	timeout   time.Duration
+	stream    bool
+	usage     bool
+	header    http.Header // non-secret headers only
+	body      []byte      // the request body for the default Request
+
+	// secret holds the credentials behind a pointer: fmt prints a pointer
+	// nested in a struct as its address, so no verb applied to a Client
+	// value, or to a struct holding one, can reveal the key.
+	secret *secret
+	http   *http.Client
+}
+
+var _ tare.Target = (*Client)(nil)
+
+// secret is what must never be printed.
+type secret struct {
+	header http.Header // credential headers, Authorization included
+	values []string    // their values, to redact from server messages
+}
+
+// credentialHeaders are moved out of Config.Header into the secret.
+var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Proxy-Authorization"}
+
+// New checks cfg and returns a client for it. A bad URL or a negative
+// figure is a *tare.Error with code EINVALID.
+func New(cfg Config) (*Client, error) {
+	endpoint, err := parseEndpoint(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.MaxTokens < 0:
+		return nil, tare.Errorf(tare.EINVALID, "max tokens %d: want 0 (server default) or more", cfg.MaxTokens)
+	case cfg.Timeout < 0:
+		return nil, tare.Errorf(tare.EINVALID, "model timeout %v: want 0 (default %v) or more", cfg.Timeout, DefaultTimeout)
+	}
+	c := &Client{
+		endpoint:  endpoint,
+		model:     cfg.Model,
+		prompt:    cmp.Or(cfg.Prompt, DefaultPrompt),
+		maxTokens: cfg.MaxTokens,
+		timeout:   cfg.Timeout,
+		stream:    !cfg.NoStream,
+		usage:     !cfg.NoStream && !cfg.NoUsage,
+		header:    cfg.Header.Clone(),
+		secret:    &secret{header: http.Header{}},
+		http:      &http.Client{Transport: newTransport()},
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.header == nil {
+		c.header = http.Header{}
+	}
+	for _, h := range credentialHeaders {
+		if v := c.header.Values(h); len(v) > 0 {
+			c.secret.header[h] = v
+			c.secret.values = append(c.secret.values, v...)
+			c.header.Del(h)
+		}
+	}
+	if cfg.APIKey != "" {
+		c.secret.header.Set("Authorization", "Bearer "+cfg.APIKey)
+		c.secret.values = append(c.secret.values, cfg.APIKey)
+	}
+	c.body = c.requestBody(Request{})
+	return c, nil
+}
+
+// parseEndpoint turns a base URL into the chat completions URL.
+func parseEndpoint(raw string) (*url.URL, error) {
+	const want = "want http(s)://host[:port]/v1 or the full …/chat/completions URL"
+	if raw == "" {
+		return nil, tare.Errorf(tare.EINVALID, "model URL is empty: %s", want)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		shown := raw
+		if err == nil {
+			shown = u.Redacted()
+		}
+		return nil, tare.Errorf(tare.EINVALID, "model URL %q: %s", shown, want)
+	}
+	u.Fragment = ""
+	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions") {
+		u = u.JoinPath("chat", "completions")
+	}
+	return u, nil
+}
+
+// newTransport is tuned for a load generator: many idle connections per
+// host, so an open loop does not churn TCP connections, and no transparent
+// gzip, which would buffer an event stream.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// String names the endpoint and model, never the key (nor a password in
+// the URL).
+func (c *Client) String() string {
+	if c.model == "" {
+		return c.endpoint.Redacted()
+	}
+	return c.endpoint.Redacted() + " model " + c.model
+}
+
+// Format prints String for every verb, %#v and %+v included, so a Client
+// formatted by accident cannot show its credentials.
+func (c *Client) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, c.String()) }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Request varies one completion from the client's Config.
+type Request struct {
+	Prompt    string // the user message; "" means the Config's
+	MaxTokens int    // 0 means the Config's
+}
+
+// chatRequest is the body sent.
+type chatRequest struct {
+	Model         string         `json:"model,omitempty"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+func (c *Client) requestBody(req Request) []byte {
+	body := chatRequest{
+		Model:     c.model,
+		Messages:  []chatMessage{{Role: "user", Content: cmp.Or(req.Prompt, c.prompt)}},
+		MaxTokens: c.maxTokens,
+		Stream:    c.stream,
+	}
+	if req.MaxTokens > 0 {
+		body.MaxTokens = req.MaxTokens
+	}
+	if c.usage {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		// Strings and ints always marshal.
+		panic(fmt.Sprintf("openai: marshal request: %v", err))
+	}
+	return b
+}
+
+// Do performs one completion for the load engine: it fills FirstByte (the
+// first content token), Done, Status, Err, OutputTokens, TokenSource and
+// the byte counts. Sent is kept as the engine set it.
+func (c *Client) Do(ctx context.Context, res *tare.Result) {
+	r := c.Call(ctx, Request{})
+	if res.Sent.IsZero() {
+		res.Sent = r.Sent
+	}
+	res.FirstByte = r.FirstToken
+	res.Done = r.Done
+	res.Status = r.Status
+	res.Err = r.Err
+	res.BytesIn = r.BytesIn
+	res.BytesOut = r.BytesOut
+	res.OutputTokens = r.OutputTokens
+	res.TokenSource = r.TokenSource
+}
+
+// Call performs one completion and measures it. It never returns an error:
+// a failed request is a measurement, reported in Response.Err and Detail.
+// It returns once the completion is done, the client's Timeout has passed
+// or ctx is cancelled, whichever comes first: every read is bounded by
+// them. After [DONE] it reads on to the end of the response (at most 4 KiB,
+// still bounded by the timeout) so the connection can be reused; Done is
+// the moment [DONE] arrived.
+func (c *Client) Call(ctx context.Context, req Request) Response {
+	body := c.body
+	if req != (Request{}) {
+		body = c.requestBody(req)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret}
+	hreq, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
+	if err != nil {
+		return m.fail(tare.KindOther, "build request: "+err.Error())
+	}
+	for k, v := range c.header {
+		hreq.Header[k] = v
+	}
+	for k, v := range c.secret.header {
+		hreq.Header[k] = v
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if c.stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if hreq.Header.Get("User-Agent") == "" {
+		hreq.Header.Set("User-Agent", "tare")
+	}
+
+	m.r.Sent = time.Now()
+	m.r.BytesOut = int64(len(body))
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return m.transportFail("send", err)
+	}
+	defer resp.Body.Close()
+	m.r.Status = resp.StatusCode
+	in := &countingReader{r: resp.Body}
+	switch ct := strings.ToLower(resp.Header.Get("Content-Type")); {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		m.readHTTPError(in)
+	case strings.HasPrefix(ct, "text/event-stream"):
+		m.readStream(in)
+	default:
+		// A server that ignores "stream": true answers with one JSON body;
+		// read it as such rather than as a malformed stream.
+		m.readBody(in)
+	}
+	if m.r.Err == "" {
+		// Drain what little may follow, so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(in, 4<<10))
+	}
+	m.r.BytesIn = in.n
+	return m.r
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
