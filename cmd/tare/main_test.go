@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -187,5 +188,65 @@ func TestRunJSON(t *testing.T) {
 	}
 	if s.Run.Config["header"] == "" || !strings.Contains(s.Run.Config["header"], "Authorization: REDACTED") {
 		t.Errorf("config %q: want the header recorded with its value redacted", s.Run.Config["header"])
+	}
+}
+
+// TestRunPoissonAchievesOffered: 1,000 Poisson arrivals at 200/s against a
+// loopback server; the achieved rate stays within 5% of the offered one.
+func TestRunPoissonAchievesOffered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 s of load; skipped with -short")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "200/s", "--jobs", "1000", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	offered, achieved := *s.Rate.Offered, *s.Rate.Achieved
+	t.Logf("offered %.1f/s achieved %.1f/s over %s; send lag p99 %.2fms", offered, achieved, s.Run.EndedAt.Sub(s.Run.StartedAt), *s.SendLag.P99)
+	if s.Requests.OK != 1000 {
+		t.Errorf("requests %+v, want 1000 ok", s.Requests)
+	}
+	if d := (achieved - offered) / offered; d < -0.05 || d > 0.05 {
+		t.Errorf("achieved %.1f/s is %.1f%% off the offered %.1f/s; want within 5%%", achieved, 100*d, offered)
+	}
+}
+
+// TestInterruptKeepsTheMeasurement: cancelling a run (what Ctrl-C does)
+// stops the arrivals and still prints the summary, marked interrupted.
+func TestInterruptKeepsTheMeasurement(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, []string{"run", "--url", srv.URL + "/", "--rate", "50/s", "--duration", "1m", "--quiet", "--json", "--tick", "100ms"}, strings.NewReader(""), &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, errb.String())
+	}
+	var s tare.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out.String())
+	}
+	if s.Run.Status != tare.StatusInterrupted {
+		t.Errorf("status %q, want interrupted", s.Run.Status)
+	}
+	if s.Requests.Total == 0 || s.Requests.Total > 200 || s.Requests.OK != s.Requests.Total {
+		t.Errorf("requests %+v: want the ~75 sent before the interrupt, all ok", s.Requests)
+	}
+	if o := s.Rate.Offered; o == nil || *o < 25 || *o > 100 {
+		t.Errorf("offered rate %v: want it counted over the time the arrivals ran (~50/s)", o)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	code, stdout, _ := tareCmd(t, "completion", "bash")
+	if code != 0 || !strings.Contains(stdout, "__start_tare") {
+		t.Errorf("completion bash: exit %d, %d bytes", code, len(stdout))
 	}
 }
