@@ -2,14 +2,11 @@ package host
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/interfere"
 )
 
 // samplesOf runs a sampler for n ticks and returns what it sent.
@@ -57,11 +54,8 @@ func TestRunDelayHog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real interference runs for 4 s: skipped with -short")
 	}
-	pin := []string{"taskset", "-c", "0"}
-	if os.Geteuid() == 0 {
-		pin = append([]string{"nice", "-n", "-10"}, pin...)
-	}
-	probe := startBusy(t, pin...)
+	pin := interfere.Pinned(0)
+	probe := interfere.Busy(t, pin...)
 	measure := func() float64 {
 		s, err := NewSampler(Config{Tick: 500 * time.Millisecond, PIDs: []int{probe.Process.Pid}})
 		if err != nil {
@@ -70,7 +64,7 @@ func TestRunDelayHog(t *testing.T) {
 		return meanRunDelay(t, samplesOf(t, s, 4))
 	}
 	alone := measure()
-	startBusy(t, pin...)
+	interfere.Busy(t, pin...)
 	hogged := measure()
 	t.Logf("probe run delay: alone %.1f %%, with a hog on its CPU %.1f %% (%.1fx)", alone, hogged, hogged/alone)
 	if hogged < alone*1.25 || hogged-alone < 10 {
@@ -88,11 +82,9 @@ func TestCgroupThrottling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real throttling runs for 3 s: skipped with -short")
 	}
-	dir := makeQuotaCgroup(t, DefaultCgroupRoot, 20000, 100000)
-	busy := startBusy(t)
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
-		t.Fatalf("move pid %d into %s: %v", busy.Process.Pid, dir, err)
-	}
+	dir := interfere.QuotaCgroup(t, DefaultCgroupRoot, 20000, 100000)
+	busy := interfere.Busy(t)
+	interfere.Join(t, dir, busy.Process.Pid)
 	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, PIDs: []int{busy.Process.Pid}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,62 +106,4 @@ func TestCgroupThrottling(t *testing.T) {
 	if throttled*3 < len(samples)*2 {
 		t.Errorf("throttled in %d of %d ticks, want most", throttled, len(samples))
 	}
-}
-
-// makeQuotaCgroup makes a cgroup with a CFS quota under the v1 cpu
-// controller, or under the v2 root when the layout is unified, and removes
-// it when the test ends. It skips the test when that is not possible.
-func makeQuotaCgroup(t *testing.T, root string, quotaUS, periodUS int) string {
-	t.Helper()
-	name := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	var dir string
-	var files [][2]string
-	switch cgroupLayout(root) {
-	case "v1":
-		for _, m := range v1CPUMounts {
-			if isDir(filepath.Join(root, m)) {
-				dir = filepath.Join(root, m, name)
-				break
-			}
-		}
-		files = [][2]string{
-			{"cpu.cfs_period_us", strconv.Itoa(periodUS)},
-			{"cpu.cfs_quota_us", strconv.Itoa(quotaUS)},
-			{"cpu.shares", "10240"},
-		}
-	case "v2":
-		dir = filepath.Join(root, name)
-		files = [][2]string{
-			{"cpu.max", fmt.Sprintf("%d %d", quotaUS, periodUS)},
-			{"cpu.weight", "1000"},
-		}
-	default:
-		t.Skipf("no cgroup cpu controller under %s", root)
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a cgroup (root needed): %v", err)
-	}
-	t.Cleanup(func() {
-		// Cleanups run last in, first out: the busy process, started
-		// after, is killed and reaped first, but the kernel may take a
-		// moment to empty the cgroup.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			err := os.Remove(dir)
-			if err == nil || os.IsNotExist(err) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("remove cgroup %s: %v", dir, err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0); err != nil {
-			t.Skipf("cannot set %s of cgroup %s: %v", f[0], dir, err)
-		}
-	}
-	return dir
 }

@@ -1,0 +1,125 @@
+// Package interfere makes real interference for tests: CPU hogs pinned to a
+// core and cgroups with a small CPU quota. Everything it starts or makes is
+// bounded in time and undone when the test ends; what the machine does not
+// allow (no taskset, no root, no cpu controller) skips the test with a
+// message saying why.
+package interfere
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Busy starts a CPU-bound shell loop, run under prefix (for example
+// "taskset", "-c", "0"), killed when the test ends or after a minute.
+func Busy(t testing.TB, prefix ...string) *exec.Cmd {
+	t.Helper()
+	if len(prefix) > 0 {
+		if _, err := exec.LookPath(prefix[0]); err != nil {
+			t.Skipf("%s not installed: cannot start the CPU hog", prefix[0])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	args := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %v: %v", args, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// Pinned is the prefix that pins a process to one CPU, at a raised
+// priority when running as root, so that the rest of a busy machine does
+// not drown the interference a test makes on purpose.
+func Pinned(cpu int) []string {
+	pin := []string{"taskset", "-c", strconv.Itoa(cpu)}
+	if os.Geteuid() == 0 {
+		pin = append([]string{"nice", "-n", "-10"}, pin...)
+	}
+	return pin
+}
+
+// QuotaCgroup makes a cgroup with a CFS quota of quotaUS per periodUS under
+// the v1 cpu controller, or under the v2 root on a unified layout, and
+// removes it when the test ends. The cgroup gets a high weight, so that on a
+// busy machine it still gets its quota early in each period and runs into
+// the limit. It skips the test when the cgroup cannot be made (root needed).
+func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
+	t.Helper()
+	name := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	mount, version := cpuMount(root)
+	files := map[string]string{}
+	switch version {
+	case "v1":
+		files = map[string]string{"cpu.cfs_period_us": strconv.Itoa(periodUS), "cpu.cfs_quota_us": strconv.Itoa(quotaUS), "cpu.shares": "10240"}
+	case "v2":
+		files = map[string]string{"cpu.max": fmt.Sprintf("%d %d", quotaUS, periodUS), "cpu.weight": "1000"}
+	default:
+		t.Skipf("no cgroup cpu controller under %s", root)
+	}
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup (root needed): %v", err)
+	}
+	t.Cleanup(func() {
+		// The processes in it are killed by cleanups registered after this
+		// one (last in, first out), but the kernel may take a moment to
+		// empty the cgroup.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := os.Remove(dir)
+			if err == nil || os.IsNotExist(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	// Period before quota: v1 refuses a quota above the current period.
+	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", "cpu.max", "cpu.weight"} {
+		v, ok := files[f]
+		if !ok {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
+			t.Skipf("cannot set %s of cgroup %s: %v", f, dir, err)
+		}
+	}
+	return dir
+}
+
+// Join moves a process into the cgroup at dir.
+func Join(t testing.TB, dir string, pid int) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatalf("move pid %d into %s: %v", pid, dir, err)
+	}
+}
+
+// cpuMount is where cgroups with the cpu controller are made: the v1 cpu
+// controller's mount when there is one, else the v2 unified root.
+func cpuMount(root string) (dir, version string) {
+	for _, m := range []string{"cpu,cpuacct", "cpuacct,cpu", "cpu"} {
+		if fi, err := os.Stat(filepath.Join(root, m)); err == nil && fi.IsDir() {
+			return filepath.Join(root, m), "v1"
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		return root, "v2"
+	}
+	return "", ""
+}
