@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/judge"
+)
+
+// watchJSON runs tare watch with the arguments and returns its summary.
+func watchJSON(t *testing.T, args ...string) tare.Summary {
+	t.Helper()
+	code, stdout, stderr := tareCmd(t, append([]string{"watch", "--json", "--tick", "500ms"}, args...)...)
+	if code != 0 {
+		t.Fatalf("tare watch: exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout)
+	}
+	return s
+}
+
+func signalOf(t *testing.T, s tare.Summary, name string) tare.Signal {
+	t.Helper()
+	for _, sig := range s.Verdict.Signals {
+		if sig.Name == name {
+			return sig
+		}
+	}
+	t.Fatalf("no %s signal in %+v", name, s.Verdict.Signals)
+	return tare.Signal{}
+}
+
+// TestWatchRunDelay: a CPU-bound probe pinned to CPU 0 and watched with
+// --pid; with a hog pinned to the same CPU, its run delay rises and the
+// run-delay signal fires.
+func TestWatchRunDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real interference for ~6 s: skipped with -short")
+	}
+	pin := interfere.Pinned(0)
+	probe := interfere.Busy(t, pin...)
+	pid := strconv.Itoa(probe.Process.Pid)
+	alone := watchJSON(t, "--pid", pid, "--", "sleep", "2")
+	interfere.Busy(t, pin...)
+	hogged := watchJSON(t, "--pid", pid, "--", "sleep", "3")
+
+	a, h := signalOf(t, alone, judge.SignalRunDelay), signalOf(t, hogged, judge.SignalRunDelay)
+	if a.Value == nil || h.Value == nil {
+		t.Fatalf("run delay not measured: alone %+v hogged %+v", a, h)
+	}
+	t.Logf("run delay of the probe: alone %.1f%%, with a hog on its CPU %.1f%%; verdict %s", *a.Value, *h.Value, hogged.Verdict.Level)
+	if !h.Fired || hogged.Verdict.Level == tare.Clean {
+		t.Errorf("with a hog on the probe's CPU: signal %+v, level %s; want the run-delay signal fired", h, hogged.Verdict.Level)
+	}
+	if *h.Value < 1.25**a.Value {
+		t.Errorf("run delay with the hog %.1f%% is not clearly above alone %.1f%%", *h.Value, *a.Value)
+	}
+}
+
+// TestWatchThrottling: as root, a cgroup with a 20% CPU quota holding a busy
+// process, watched with --cgroup, fires the throttling signal: polluted.
+func TestWatchThrottling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real throttling for ~3 s: skipped with -short")
+	}
+	dir := interfere.QuotaCgroup(t, host.DefaultCgroupRoot, 20000, 100000)
+	busy := interfere.Busy(t)
+	interfere.Join(t, dir, busy.Process.Pid)
+	s := watchJSON(t, "--cgroup", dir, "--", "sleep", "3")
+	sig := signalOf(t, s, judge.SignalThrottling)
+	t.Logf("throttling: %s; verdict %s", sig.Detail, s.Verdict.Level)
+	if !sig.Fired || s.Verdict.Level != tare.Polluted {
+		t.Errorf("signal %+v level %s: want throttling fired and the run polluted", sig, s.Verdict.Level)
+	}
+}
+
+// TestWatchExitStatus: tare watch passes on the command's status.
+func TestWatchExitStatus(t *testing.T) {
+	code, _, stderr := tareCmd(t, "watch", "--quiet", "--tick", "100ms", "--", "sh", "-c", "exit 3")
+	if code != 3 {
+		t.Errorf("exit %d, want the command's 3; stderr %s", code, stderr)
+	}
+}
+
+// TestCheck samples the host briefly and reports steal with a verdict.
+func TestCheck(t *testing.T) {
+	code, stdout, stderr := tareCmd(t, "check", "--for", "1s", "--tick", "200ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Host.Ticks < 3 || s.Host.Steal.Mean == nil || s.Requests.Total != 0 || s.Latency.P50 != nil {
+		t.Errorf("host %+v requests %+v latency p50 %v: want host ticks and steal, no requests", s.Host, s.Requests, s.Latency.P50)
+	}
+}
