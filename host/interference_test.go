@@ -54,6 +54,7 @@ func TestRunDelayHog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real interference runs for 4 s: skipped with -short")
 	}
+	interfere.Exclusive(t)
 	pin := interfere.Pinned(0)
 	probe := interfere.Busy(t, pin...)
 	measure := func() float64 {
@@ -82,6 +83,7 @@ func TestCgroupThrottling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real throttling runs for 3 s: skipped with -short")
 	}
+	interfere.Exclusive(t)
 	dir := interfere.QuotaCgroup(t, DefaultCgroupRoot, 20000, 100000)
 	busy := interfere.Busy(t)
 	interfere.Join(t, dir, busy.Process.Pid)

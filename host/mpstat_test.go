@@ -81,6 +81,7 @@ func TestMpstatAgreement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mpstat agreement runs for 10 s: skipped with -short")
 	}
+	interfere.Exclusive(t)
 	mpstat, err := exec.LookPath("mpstat")
 	if err != nil {
 		t.Skip("mpstat (sysstat) not installed: nothing to compare with")

@@ -43,6 +43,7 @@ func TestWatchRunDelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real interference for ~6 s: skipped with -short")
 	}
+	interfere.Exclusive(t)
 	pin := interfere.Pinned(0)
 	probe := interfere.Busy(t, pin...)
 	pid := strconv.Itoa(probe.Process.Pid)
@@ -69,6 +70,7 @@ func TestWatchThrottling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real throttling for ~3 s: skipped with -short")
 	}
+	interfere.Exclusive(t)
 	dir := interfere.QuotaCgroup(t, host.DefaultCgroupRoot, 20000, 100000)
 	busy := interfere.Busy(t)
 	interfere.Join(t, dir, busy.Process.Pid)

@@ -12,9 +12,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// Exclusive holds a machine-wide lock until the test ends, so that tests
+// making interference on purpose, in different packages that go test runs
+// at the same time, do not measure each other's hogs.
+func Exclusive(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "tare-interfere.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("open the interference lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("take the interference lock: %v", err)
+	}
+	t.Cleanup(func() { f.Close() }) // closing releases the lock
+}
 
 // Busy starts a CPU-bound shell loop, run under prefix (for example
 // "taskset", "-c", "0"), killed when the test ends or after a minute.
