@@ -11,10 +11,15 @@ type Store interface {
 	// CreateRun records a new run with status running. The run's ID must be
 	// set and unique.
 	CreateRun(ctx context.Context, run Run, env Env) error
-	// AppendResults adds raw records to a run.
+	// AppendResults adds raw records to a run. Appending to a finished run,
+	// or a sequence number the run already has, is an *Error with code
+	// EINVALID.
 	AppendResults(ctx context.Context, runID string, results []Result) error
 	// AppendTicks adds timeline ticks to a run.
 	AppendTicks(ctx context.Context, runID string, ticks []Tick) error
+	// Heartbeat says the run's writer is alive, so that a run whose
+	// process died can be told from one still going.
+	Heartbeat(ctx context.Context, runID string) error
 	// FinishRun stores the run's final status and summary.
 	FinishRun(ctx context.Context, summary Summary) error
 	// FindRuns lists runs matching the filter, newest first.
@@ -23,10 +28,12 @@ type Store interface {
 	// finished has a summary built from its run row with status
 	// interrupted. An unknown id is an *Error with code ENOTFOUND.
 	FindSummary(ctx context.Context, runID string) (Summary, error)
-	// FindTicks returns a run's ticks in time order.
+	// FindTicks returns a run's ticks in time order; an unknown id is an
+	// *Error with code ENOTFOUND.
 	FindTicks(ctx context.Context, runID string) ([]Tick, error)
 	// StreamResults calls fn for each raw record of a run in arrival order,
 	// without loading them all; it stops at fn's first error and returns it.
+	// An unknown id is an *Error with code ENOTFOUND.
 	StreamResults(ctx context.Context, runID string, fn func(*Result) error) error
 	// DeleteRun removes a run and everything recorded for it. An unknown id
 	// is an *Error with code ENOTFOUND.

@@ -36,6 +36,10 @@ func tickPercentiles(h *hdrhistogram.Histogram) (p50, p95, p99 time.Duration) {
 	return at(50), at(95), at(99)
 }
 
+// Closed is the number of ticks, from the first, whose figures are final:
+// Grace has passed since they ended.
+func (r *Recorder) Closed() int { return r.firstOpen }
+
 // Ticks returns the timeline as known so far, one tare.Tick per tick from
 // Start to the last tick anything happened in. Arrivals and in-flight of the
 // latest ticks grow as their requests finish; percentiles of ticks still open

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tare-dev/tare"
+)
+
+// Export formats of raw records.
+const (
+	FormatJSONL = "jsonl"
+	FormatCSV   = "csv"
+	FormatHDR   = "hdr"
+)
+
+// ErrRecord is wrapped by every error reading a raw record.
+var ErrRecord = errors.New("bad record")
+
+// Record is one raw record as exported: the Result's clocks as RFC 3339
+// instants with nanoseconds, and the derived figures in milliseconds so a
+// spreadsheet needs no arithmetic. Zero instants are left out.
+type Record struct {
+	Seq          uint64     `json:"seq"`
+	Scheduled    *time.Time `json:"scheduled"`
+	Sent         *time.Time `json:"sent,omitempty"`
+	FirstByte    *time.Time `json:"first_byte,omitempty"`
+	Done         *time.Time `json:"done,omitempty"`
+	Dropped      bool       `json:"dropped,omitempty"`
+	Status       int        `json:"status,omitempty"`
+	Err          string     `json:"err,omitempty"`
+	BytesIn      int64      `json:"bytes_in,omitempty"`
+	BytesOut     int64      `json:"bytes_out,omitempty"`
+	Started      *time.Time `json:"started,omitempty"`
+	Worker       string     `json:"worker,omitempty"`
+	Deliveries   int        `json:"deliveries,omitempty"`
+	OutputTokens int        `json:"output_tokens,omitempty"`
+	TokenSource  string     `json:"token_source,omitempty"`
+
+	LatencyMS   *float64 `json:"latency_ms,omitempty"`
+	ServiceMS   *float64 `json:"service_ms,omitempty"`
+	SendLagMS   *float64 `json:"send_lag_ms,omitempty"`
+	QueueWaitMS *float64 `json:"queue_wait_ms,omitempty"`
+	TTFTMS      *float64 `json:"ttft_ms,omitempty"`
+}
+
+// NewRecord returns the exported form of r.
+func NewRecord(r *tare.Result) Record {
+	rec := Record{
+		Seq: r.Seq, Scheduled: instant(r.Scheduled), Sent: instant(r.Sent), FirstByte: instant(r.FirstByte),
+		Done: instant(r.Done), Dropped: r.Dropped, Status: r.Status, Err: r.Err, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
+		Started: instant(r.Started), Worker: r.Worker, Deliveries: r.Deliveries, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource,
+	}
+	if !r.Done.IsZero() && !r.Sent.IsZero() {
+		rec.LatencyMS, rec.ServiceMS = msOf(r.Latency()), msOf(r.Service())
+	}
+	if !r.Sent.IsZero() {
+		rec.SendLagMS = msOf(r.SendLag())
+	}
+	if !r.Started.IsZero() {
+		rec.QueueWaitMS = msOf(r.QueueWait())
+	}
+	if !r.FirstByte.IsZero() {
+		rec.TTFTMS = msOf(r.TTFT())
+	}
+	return rec
+}
+
+// Result returns the tare.Result the record describes.
+func (rec *Record) Result() tare.Result {
+	return tare.Result{
+		Seq: rec.Seq, Scheduled: at(rec.Scheduled), Sent: at(rec.Sent), FirstByte: at(rec.FirstByte), Done: at(rec.Done),
+		Dropped: rec.Dropped, Status: rec.Status, Err: rec.Err, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut,
+		Started: at(rec.Started), Worker: rec.Worker, Deliveries: rec.Deliveries, OutputTokens: rec.OutputTokens, TokenSource: rec.TokenSource,
+	}
+}
+
+// Exporter writes raw records in one format, one at a time, so a run of any
+// size streams in flat memory.
+type Exporter interface {
+	Write(r *tare.Result) error
+	// Close writes what is buffered; the exporter is unusable after it.
+	Close() error
+}
+
+// NewExporter returns an exporter writing format to w. The hdr format (an
+// HdrHistogram interval log, as HistogramLogAnalyzer reads) needs the run's
+// start and tick: one interval histogram of latency per tick.
+func NewExporter(w io.Writer, format string, start time.Time, tick time.Duration) (Exporter, error) {
+	switch format {
+	case FormatJSONL:
+		bw := bufio.NewWriter(w)
+		return &jsonlExporter{w: bw, enc: json.NewEncoder(bw)}, nil
+	case FormatCSV:
+		cw := csv.NewWriter(w)
+		return &csvExporter{w: cw}, cw.Write(csvHeader)
+	case FormatHDR:
+		return newHDRExporter(w, start, tick)
+	}
+	return nil, tare.Errorf(tare.EINVALID, "format must be jsonl, csv or hdr; got %q", format)
+}
+
+type jsonlExporter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func (e *jsonlExporter) Write(r *tare.Result) error {
+	if err := e.enc.Encode(NewRecord(r)); err != nil {
+		return fmt.Errorf("write jsonl record %d: %w", r.Seq, err)
+	}
+	return nil
+}
+
+func (e *jsonlExporter) Close() error { return e.w.Flush() }
+
+var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
+	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttft_ms"}
+
+type csvExporter struct {
+	w   *csv.Writer
+	row []string
+}
+
+func (e *csvExporter) Write(r *tare.Result) error {
+	rec := NewRecord(r)
+	e.row = append(e.row[:0],
+		strconv.FormatUint(rec.Seq, 10), stamp(rec.Scheduled), stamp(rec.Sent), stamp(rec.FirstByte), stamp(rec.Done),
+		strconv.FormatBool(rec.Dropped), strconv.Itoa(rec.Status), rec.Err,
+		strconv.FormatInt(rec.BytesIn, 10), strconv.FormatInt(rec.BytesOut, 10),
+		stamp(rec.Started), rec.Worker, strconv.Itoa(rec.Deliveries), strconv.Itoa(rec.OutputTokens), rec.TokenSource,
+		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFTMS))
+	if err := e.w.Write(e.row); err != nil {
+		return fmt.Errorf("write csv record %d: %w", r.Seq, err)
+	}
+	return nil
+}
+
+func (e *csvExporter) Close() error {
+	e.w.Flush()
+	return e.w.Error()
+}
+
+// hdrExporter writes one interval histogram of latency (ns) per tick of
+// completion. Records arrive in arrival order, and none can finish before
+// it was scheduled: once a record scheduled at S is seen, every tick that
+// ended before S is complete and is written.
+type hdrExporter struct {
+	log   *hdrhistogram.HistogramLogWriter
+	start time.Time
+	tick  time.Duration
+	open  map[int]*hdrhistogram.Histogram
+	next  int // the first tick not yet written
+}
+
+func newHDRExporter(w io.Writer, start time.Time, tick time.Duration) (*hdrExporter, error) {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	e := &hdrExporter{log: hdrhistogram.NewHistogramLogWriter(w), start: start, tick: tick, open: map[int]*hdrhistogram.Histogram{}}
+	e.log.SetBaseTime(start.UnixMilli())
+	for _, err := range []error{
+		e.log.OutputLogFormatVersion(),
+		e.log.OutputComment("tare latency (scheduled to done) per tick, in nanoseconds"),
+		e.log.OutputStartTime(start.UnixMilli()),
+		e.log.OutputBaseTime(start.UnixMilli()),
+		e.log.OutputLegend(),
+	} {
+		if err != nil {
+			return nil, fmt.Errorf("write hdr log header: %w", err)
+		}
+	}
+	return e, nil
+}
+
+func (e *hdrExporter) index(t time.Time) int { return max(0, int(t.Sub(e.start)/e.tick)) }
+
+func (e *hdrExporter) Write(r *tare.Result) error {
+	if !r.Scheduled.IsZero() {
+		if err := e.flush(e.index(r.Scheduled)); err != nil {
+			return err
+		}
+	}
+	if r.Dropped || r.Done.IsZero() {
+		return nil
+	}
+	k := max(e.index(r.Done), e.next)
+	h := e.open[k]
+	if h == nil {
+		h = hdrhistogram.New(1, int64(time.Hour), 3)
+		h.SetStartTimeMs(e.start.Add(time.Duration(k) * e.tick).UnixMilli())
+		h.SetEndTimeMs(e.start.Add(time.Duration(k+1) * e.tick).UnixMilli())
+		e.open[k] = h
+	}
+	h.RecordValue(min(max(int64(r.Latency()), 1), int64(time.Hour)))
+	return nil
+}
+
+// flush writes the ticks before limit, in order.
+func (e *hdrExporter) flush(limit int) error {
+	for ; e.next < limit; e.next++ {
+		h := e.open[e.next]
+		if h == nil {
+			continue
+		}
+		delete(e.open, e.next)
+		if err := e.log.OutputIntervalHistogram(h); err != nil {
+			return fmt.Errorf("write hdr interval %d: %w", e.next, err)
+		}
+	}
+	return nil
+}
+
+func (e *hdrExporter) Close() error {
+	last := e.next
+	for k := range e.open {
+		last = max(last, k+1)
+	}
+	return e.flush(last)
+}
+
+// ReadRecords reads JSONL raw records (as the jsonl exporter writes them)
+// and calls fn for each, stopping at fn's first error. A malformed line is
+// an error wrapping ErrRecord that names the line.
+func ReadRecords(r io.Reader, fn func(*tare.Result) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return fmt.Errorf("%w: line %d: %w", ErrRecord, line, err)
+		}
+		if rec.Scheduled == nil {
+			return fmt.Errorf("%w: line %d: no scheduled time", ErrRecord, line)
+		}
+		res := rec.Result()
+		if err := fn(&res); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	return nil
+}
+
+func instant(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.Round(0) // the monotonic reading means nothing outside this process
+	return &t
+}
+
+func at(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func msOf(d time.Duration) *float64 { return tare.Float(float64(d) / float64(time.Millisecond)) }
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func number(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
