@@ -20,6 +20,7 @@ type demoFlags struct {
 	load  loadFlags
 	host  hostFlags
 	judge judgeFlags
+	store storeFlags
 	work  int
 }
 
@@ -47,6 +48,7 @@ twice, at a quiet and a busy moment, and compare the verdicts.`,
 	f.load.register(fs, arrival.Rate(50), 0, 20*time.Second)
 	f.host.register(fs)
 	f.judge.register(fs)
+	f.store.registerNoStore(fs)
 	return cmd
 }
 
@@ -86,7 +88,15 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if !f.judge.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s against an embedded service at %s (%d SHA-256 rounds a request)\n", sched, ln.Addr(), f.work)
 	}
+	st, err := f.store.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer st.Close()
+	}
 	m := measurement{
+		store:    st,
 		run:      tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: target.String(), Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)},
 		target:   target,
 		schedule: sched,
@@ -96,14 +106,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
 	}
-	s, _, err := measure(cmd.Context(), m)
-	if err != nil {
-		return err
-	}
-	if err := printSummary(cmd.OutOrStdout(), &s, f.judge.json); err != nil {
-		return err
-	}
-	return verdictStatus(&s, j.failOn)
+	return measureAndReport(cmd, m, f.judge.json)
 }
 
 // busyHandler burns real CPU for each request, so steal and contention on

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/store"
 )
 
 // loadFlags shape the arrivals: shared by every command that sends load.
@@ -174,4 +176,28 @@ func flagged(err error, flag string) error {
 		return tare.Errorf(tare.ErrorCode(err), "--%s", msg)
 	}
 	return tare.Errorf(tare.ErrorCode(err), "--%s: %s", flag, msg)
+}
+
+// storeFlags say where runs are kept.
+type storeFlags struct {
+	db      string
+	noStore bool
+}
+
+func (f *storeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.db, "db", "", "where runs are kept: a SQLite file, or postgres://… for a shared team store (default $TARE_DB, else ~/.local/share/tare/tare.db)")
+}
+
+func (f *storeFlags) registerNoStore(fs *pflag.FlagSet) {
+	f.register(fs)
+	fs.BoolVar(&f.noStore, "no-store", false, "do not store the run")
+}
+
+// open opens the store, or returns nil with --no-store. A store that
+// cannot be opened or written is an error here, before any load is sent.
+func (f *storeFlags) open(ctx context.Context) (tare.Store, error) {
+	if f.noStore {
+		return nil, nil
+	}
+	return store.Open(ctx, f.db)
 }

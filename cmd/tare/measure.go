@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
@@ -14,6 +16,7 @@ import (
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
 )
 
 // measurement is one load window: what to send, how, and what to watch.
@@ -26,6 +29,7 @@ type measurement struct {
 	sampler  host.Config
 	judging  judging
 	progress *progress
+	store    tare.Store // nil: the run is not stored
 }
 
 // judging is what the verdict is measured against.
@@ -38,21 +42,26 @@ type judging struct {
 // measure runs one load window with the host sampled during the very same
 // seconds, and returns its summary and timeline. A cancelled ctx stops the
 // arrivals and yields a summary marked interrupted: nothing measured is lost.
-func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, error) {
+// Results and ticks stream to the store as they come; a store that fails
+// mid-run does not stop the measurement: the summary is returned with a
+// storeErr saying what was not kept.
+func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.Tick, storeErr, err error) {
 	sampler, err := host.NewSampler(m.sampler)
 	if err != nil {
-		return tare.Summary{}, nil, err
+		return tare.Summary{}, nil, nil, err
 	}
 	own, err := host.NewSampler(host.Config{ProcRoot: m.sampler.ProcRoot, PIDs: []int{os.Getpid()}, Tick: m.sampler.Tick})
 	if err != nil {
-		return tare.Summary{}, nil, err
+		return tare.Summary{}, nil, nil, err
 	}
 
 	start := time.Now()
+	m.run.ID, m.run.StartedAt, m.run.Status = store.NewRunID(), start, tare.StatusRunning
+	out := newSink(ctx, m.store, m.run, sampler.Env())
 	own.Sample(start) // the baseline of tare's own run delay
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
 	if err != nil {
-		return tare.Summary{}, nil, err
+		return tare.Summary{}, nil, nil, err
 	}
 
 	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))
@@ -81,8 +90,10 @@ func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, err
 				continue
 			}
 			rec.AddResult(&res)
+			out.add(&res)
 		case s := <-samples:
 			rec.AddHost(s)
+			out.ticks(rec, false)
 		case now := <-refresh:
 			m.progress.show(rec.Snapshot(now), engine.Progress())
 		}
@@ -107,7 +118,7 @@ func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, err
 		status = tare.StatusInterrupted
 		span = min(span, end.Sub(start))
 	}
-	s := rec.Summary(end, span)
+	s = rec.Summary(end, span)
 	s.Schema = tare.SummarySchema
 	s.Run = m.run
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
@@ -116,7 +127,7 @@ func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, err
 	if mine, err := own.Sample(end); err == nil && mine.RunDelay != nil {
 		s.Generator.RunDelayPct = mine.RunDelay
 	}
-	ticks := rec.Ticks()
+	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, m.judging.thresholds, m.judging.slo)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
 	for _, w := range sampler.Warnings() {
@@ -126,7 +137,8 @@ func measure(ctx context.Context, m measurement) (tare.Summary, []tare.Tick, err
 		s.Verdict.Attribution = att.Sentence
 	}
 	s.Thresholds = m.judging.thresholds.Map()
-	return s, ticks, nil
+	out.ticks(rec, true)
+	return s, ticks, out.finish(&s), nil
 }
 
 // lastOffset remembers the last arrival offset its process yielded, so the
@@ -180,4 +192,21 @@ func printSummary(w io.Writer, s *tare.Summary, asJSON bool) error {
 		return report.JSON(w, s)
 	}
 	return report.Text(w, s)
+}
+
+// measureAndReport runs the measurement, prints its summary and returns the
+// exit status: a store failure (exit 2) after the summary is printed, else
+// what --fail-on asks of the verdict.
+func measureAndReport(cmd *cobra.Command, m measurement, asJSON bool) error {
+	s, _, storeErr, err := measure(cmd.Context(), m)
+	if err != nil {
+		return err
+	}
+	if err := printSummary(cmd.OutOrStdout(), &s, asJSON); err != nil {
+		return err
+	}
+	if storeErr != nil {
+		return storeErr
+	}
+	return verdictStatus(&s, m.judging.failOn)
 }

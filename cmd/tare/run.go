@@ -25,6 +25,7 @@ type runFlags struct {
 	load  loadFlags
 	host  hostFlags
 	judge judgeFlags
+	store storeFlags
 
 	url      string
 	method   string
@@ -65,6 +66,7 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	f.load.register(fs, arrival.Rate(10), 0, 30*time.Second)
 	f.host.register(fs)
 	f.judge.register(fs)
+	f.store.registerNoStore(fs)
 	return cmd
 }
 
@@ -111,7 +113,15 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer target.Close()
 
+	st, err := f.store.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer st.Close()
+	}
 	m := measurement{
+		store: st,
 		run: tare.Run{
 			Label: f.load.label, Window: f.load.window, Target: target.String(), Arrival: sched.String(), Version: version,
 			Config: redactedConfig(cmd),
@@ -124,12 +134,5 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
 	}
-	s, _, err := measure(cmd.Context(), m)
-	if err != nil {
-		return err
-	}
-	if err := printSummary(cmd.OutOrStdout(), &s, f.judge.json); err != nil {
-		return err
-	}
-	return verdictStatus(&s, j.failOn)
+	return measureAndReport(cmd, m, f.judge.json)
 }

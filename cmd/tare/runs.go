@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
+)
+
+func newRunsCmd() *cobra.Command {
+	var sf storeFlags
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show, export, import and delete stored runs",
+		Long: `Every run tare measures is kept, with its raw records, its per-tick timeline
+and its verdict: when someone asks why the "same" test gave different
+numbers, the answer is in the raw output of every window.
+
+Runs are kept in a SQLite file by default, or in PostgreSQL with
+--db postgres://… so a team shares one store across hosts. A run id may be
+shortened to any unique prefix.`,
+		Args: cobra.NoArgs,
+	}
+	sf.register(cmd.PersistentFlags())
+	cmd.AddCommand(newRunsListCmd(&sf), newRunsShowCmd(&sf), newRunsExportCmd(&sf), newRunsImportCmd(&sf), newRunsDeleteCmd(&sf))
+	return cmd
+}
+
+func newRunsListCmd(sf *storeFlags) *cobra.Command {
+	var (
+		filter tare.RunFilter
+		since  time.Duration
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List stored runs, newest first",
+		Example: `  tare runs list
+  tare runs list --window peak --since 168h
+  tare runs list --label checkout --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since < 0 {
+				return tare.Errorf(tare.EINVALID, "--since must be a positive duration like 24h; got %s", since)
+			}
+			if filter.Limit < 0 {
+				return tare.Errorf(tare.EINVALID, "--limit must be 0 (all) or more; got %d", filter.Limit)
+			}
+			if since > 0 {
+				filter.Since = time.Now().Add(-since)
+			}
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runs, err := st.FindRuns(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if runs == nil {
+					runs = []tare.Run{}
+				}
+				return enc.Encode(runs)
+			}
+			return listRuns(cmd.Context(), cmd.OutOrStdout(), st, runs)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&filter.Window, "window", "", "only runs of this protocol window: peak, offpeak or mid")
+	fs.StringVar(&filter.Label, "label", "", "only runs with this label")
+	fs.StringVar(&filter.Target, "target", "", "only runs whose target contains this text")
+	fs.StringVar(&filter.Protocol, "protocol", "", "only the runs of this protocol")
+	fs.DurationVar(&since, "since", 0, "only runs started within this long, like 24h")
+	fs.IntVar(&filter.Limit, "limit", 50, "at most this many runs (0: all)")
+	fs.BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
+	return cmd
+}
+
+func listRuns(ctx context.Context, w io.Writer, st tare.Store, runs []tare.Run) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(w, "no stored runs match")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTARTED\tLABEL\tWINDOW\tSTATUS\tREQUESTS\tP95\tVERDICT\tTARGET")
+	for _, r := range runs {
+		requests, p95, level := "-", "-", "-"
+		if s, err := st.FindSummary(ctx, r.ID); err == nil {
+			requests = fmt.Sprint(s.Requests.Total)
+			if s.Latency.P95 != nil {
+				p95 = fmt.Sprintf("%.1fms", *s.Latency.P95)
+			}
+			if s.Verdict.Level != "" {
+				level = string(s.Verdict.Level)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04"),
+			orDefault(r.Label, "-"), orDefault(r.Window, "-"), r.Status, requests, p95, level, r.Target)
+	}
+	return tw.Flush()
+}
+
+// resolveRun finds the one stored run whose id starts with prefix.
+func resolveRun(ctx context.Context, st tare.Store, prefix string) (string, error) {
+	if prefix == "" {
+		return "", tare.Errorf(tare.EINVALID, "give a run id (tare runs list shows them)")
+	}
+	runs, err := st.FindRuns(ctx, tare.RunFilter{})
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, r := range runs {
+		if r.ID == prefix {
+			return r.ID, nil
+		}
+		if strings.HasPrefix(r.ID, prefix) {
+			match = append(match, r.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", tare.Errorf(tare.ENOTFOUND, "no stored run %q (tare runs list shows them)", prefix)
+	case 1:
+		return match[0], nil
+	}
+	return "", tare.Errorf(tare.EINVALID, "run id %q is ambiguous: %d runs start with it; give more of it", prefix, len(match))
+}
+
+func newRunsShowCmd(sf *storeFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Print a stored run's summary and verdict as tare run printed them",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id, err := resolveRun(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := st.FindSummary(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return printSummary(cmd.OutOrStdout(), &s, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tare.summary/v1 JSON")
+	return cmd
+}
+
+func newRunsExportCmd(sf *storeFlags) *cobra.Command {
+	var format, output string
+	cmd := &cobra.Command{
+		Use:   "export RUN [--format jsonl|csv|hdr] [-o FILE]",
+		Short: "Stream a run's raw records: JSONL, CSV or an HdrHistogram interval log",
+		Long: `Stream every raw record of a stored run (one per request or job: scheduled,
+sent, first byte or token, done, queue wait, status, error kind, tokens) in
+flat memory, whatever the run's size.
+
+  jsonl  one JSON object per record; tare runs import reads it back
+  csv    the same columns, with a header row
+  hdr    an HdrHistogram interval log of latency (ns) per tick, for
+         HistogramLogAnalyzer and the other HdrHistogram tools`,
+		Example: `  tare runs export 0193 > run.jsonl
+  tare runs export 0193 --format csv -o run.csv
+  tare runs export 0193 --format hdr -o run.hlog`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id, err := resolveRun(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := st.FindSummary(ctx, id)
+			if err != nil {
+				return err
+			}
+			tick := time.Second
+			if ticks, err := st.FindTicks(ctx, id); err == nil && len(ticks) > 0 {
+				tick = ticks[0].End.Sub(ticks[0].Start)
+			}
+			w := cmd.OutOrStdout()
+			var file *os.File
+			if output != "" && output != "-" {
+				if file, err = os.Create(output); err != nil {
+					return tare.Errorf(tare.EINVALID, "-o %s: %v", output, err)
+				}
+				defer file.Close()
+				w = file
+			}
+			bw := bufio.NewWriterSize(w, 256<<10)
+			exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick)
+			if err != nil {
+				return flagged(err, "format")
+			}
+			if err := st.StreamResults(ctx, id, exp.Write); err != nil {
+				return err
+			}
+			if err := exp.Close(); err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return fmt.Errorf("write export: %w", err)
+			}
+			if file != nil {
+				return file.Close()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", report.FormatJSONL, "jsonl, csv or hdr")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+func newRunsImportCmd(sf *storeFlags) *cobra.Command {
+	var label string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Store a run measured elsewhere: a tare.summary/v1 JSON or raw JSONL records",
+		Long: `Store a run from another machine: either the summary JSON that tare run
+--json printed (kept as it is), or raw JSONL records that tare runs export
+wrote (stored, and summarised and judged again here; the host was not
+sampled, so the host figures are n/a).`,
+		Example: `  tare runs import window-peak.json
+  tare runs import --label imported run.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var id string
+			if s, ok := readSummary(args[0]); ok {
+				id, err = importSummary(ctx, st, s, label)
+			} else {
+				id, err = importRecords(ctx, st, args[0], label)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %s as run %s\n", args[0], id)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&label, "label", "", "label the imported run (default: its own label, or the file name)")
+	return cmd
+}
+
+// readSummary reports whether the file holds one tare.summary/v1 object.
+func readSummary(path string) (tare.Summary, bool) {
+	var s tare.Summary
+	f, err := os.Open(path)
+	if err != nil {
+		return s, false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&s); err != nil || s.Schema != tare.SummarySchema {
+		return s, false
+	}
+	return s, !dec.More()
+}
+
+func importSummary(ctx context.Context, st tare.Store, s tare.Summary, label string) (string, error) {
+	s.Run.ID = store.NewRunID()
+	if label != "" {
+		s.Run.Label = label
+	}
+	if s.Run.Status == "" || s.Run.Status == tare.StatusRunning {
+		s.Run.Status = tare.StatusInterrupted
+	}
+	status := s.Run.Status
+	run := s.Run
+	run.Status = tare.StatusRunning
+	if err := st.CreateRun(ctx, run, s.Env); err != nil {
+		return "", err
+	}
+	s.Run.Status = status
+	return s.Run.ID, st.FinishRun(ctx, s)
+}
+
+// importRecords stores raw JSONL records and summarises them again, in two
+// streaming passes over the file: the first finds the run's time span, the
+// second stores and counts.
+func importRecords(ctx context.Context, st tare.Store, path, label string) (string, error) {
+	var (
+		n                int
+		start, last, end time.Time
+	)
+	err := eachRecord(path, func(r *tare.Result) error {
+		if n == 0 || r.Scheduled.Before(start) {
+			start = r.Scheduled
+		}
+		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
+		n++
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", tare.Errorf(tare.EINVALID, "import %s: no records in it", path)
+	}
+	// Grace spans the whole run: records come in arrival order, not in
+	// order of completion, and none may count as late.
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
+	if err != nil {
+		return "", err
+	}
+	run := tare.Run{ID: store.NewRunID(), Label: orDefault(label, filepath.Base(path)), Target: "imported from " + filepath.Base(path),
+		StartedAt: start, EndedAt: end, Status: tare.StatusRunning, Version: version}
+	if err := st.CreateRun(ctx, run, tare.Env{}); err != nil {
+		return "", err
+	}
+	batch := make([]tare.Result, 0, 1000)
+	flush := func() error {
+		err := st.AppendResults(ctx, run.ID, batch)
+		batch = batch[:0]
+		return err
+	}
+	err = eachRecord(path, func(r *tare.Result) error {
+		rec.AddResult(r)
+		if batch = append(batch, *r); len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	ticks := rec.Ticks()
+	if err == nil {
+		err = st.AppendTicks(ctx, run.ID, ticks)
+	}
+	if err != nil {
+		return "", err
+	}
+	// n arrivals spread from the first to the last: the arrival window is
+	// one mean gap longer than that, as for a live run.
+	span := last.Sub(start)
+	if n > 1 {
+		span += span / time.Duration(n-1)
+	}
+	s := rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = run
+	s.Run.Status = tare.StatusComplete
+	s.Verdict = judge.Judge(&s, ticks, judge.DefaultThresholds(), nil)
+	return run.ID, st.FinishRun(ctx, s)
+}
+
+// eachRecord reads the raw JSONL records of a file.
+func eachRecord(path string, fn func(*tare.Result) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return tare.Errorf(tare.EINVALID, "import %s: %v", path, err)
+	}
+	defer f.Close()
+	err = report.ReadRecords(bufio.NewReaderSize(f, 1<<20), fn)
+	if errors.Is(err, report.ErrRecord) {
+		return tare.Errorf(tare.EINVALID, "import %s: neither a tare.summary/v1 JSON nor raw JSONL records: %v", path, err)
+	}
+	return err
+}
+
+func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete RUN",
+		Short: "Delete a stored run and everything recorded for it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id, err := resolveRun(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			if !yes {
+				s, err := st.FindSummary(ctx, id)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "delete run %s (%s, %s, %d requests, started %s)? [y/N] ", id,
+					orDefault(s.Run.Label, "no label"), s.Run.Target, s.Requests.Total, s.Run.StartedAt.Local().Format("2006-01-02 15:04"))
+				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return &exitError{code: 1, reason: "not deleted"}
+				}
+			}
+			if err := st.DeleteRun(ctx, id); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted run %s\n", id)
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
+	return cmd
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
+)
+
+// sink streams one run to the store: raw records as they finish, ticks as
+// their figures become final, the summary at the end. With no store, or
+// after the store failed, it only remembers why.
+type sink struct {
+	ctx     context.Context
+	st      tare.Store
+	w       *store.Writer
+	runID   string
+	written int // ticks handed to the writer
+	err     error
+}
+
+func newSink(ctx context.Context, st tare.Store, run tare.Run, env tare.Env) *sink {
+	k := &sink{ctx: context.WithoutCancel(ctx), st: st, runID: run.ID}
+	if st == nil {
+		return k
+	}
+	if err := st.CreateRun(k.ctx, run, env); err != nil {
+		k.err = fmt.Errorf("store run %s: %w", run.ID, err)
+		return k
+	}
+	k.w = store.NewWriter(st, run.ID, store.WriterConfig{})
+	return k
+}
+
+func (k *sink) add(res *tare.Result) {
+	if k.w != nil {
+		k.w.Add(res)
+	}
+}
+
+// ticks hands the writer the ticks whose figures are final, or all of them
+// at the end of the run.
+func (k *sink) ticks(rec *stats.Recorder, all bool) {
+	if k.w == nil {
+		return
+	}
+	upto := rec.Closed()
+	if !all && upto <= k.written {
+		return
+	}
+	ticks := rec.Ticks()
+	if all {
+		upto = len(ticks)
+	}
+	for _, t := range ticks[k.written:min(upto, len(ticks))] {
+		k.w.AddTick(t)
+	}
+	k.written = max(k.written, min(upto, len(ticks)))
+}
+
+// finish flushes what is buffered and stores the summary. It returns the
+// first thing that went wrong with the store, if anything did.
+func (k *sink) finish(s *tare.Summary) error {
+	if k.w != nil {
+		ctx, cancel := context.WithTimeout(k.ctx, 30*time.Second)
+		defer cancel()
+		if err := k.w.Close(ctx); err != nil && k.err == nil {
+			k.err = fmt.Errorf("store the records of run %s: %w", k.runID, err)
+		}
+		if k.err == nil {
+			if err := k.st.FinishRun(ctx, *s); err != nil {
+				k.err = fmt.Errorf("store the summary of run %s: %w", k.runID, err)
+			}
+		}
+	}
+	if k.err != nil {
+		s.Verdict.Warnings = append(s.Verdict.Warnings, "the run was not stored completely: "+tare.ErrorMessage(k.err))
+	}
+	return k.err
+}
