@@ -211,3 +211,60 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return fmt.Sprint(string(b))
 }
+
+// TestStoreFailsMidRun: the run's row vanishes under the writer mid-run;
+// the measurement goes on, the summary is printed, the error is reported,
+// and the exit status is 2.
+func TestStoreFailsMidRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "failing.db")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	go func() {
+		// Once the run exists, delete it from another connection.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			time.Sleep(300 * time.Millisecond)
+			code, stdout, _ := tareCmd(t, "runs", "list", "--db", db, "--json")
+			var runs []tare.Run
+			if code == 0 && json.Unmarshal([]byte(stdout), &runs) == nil && len(runs) == 1 {
+				tareCmd(t, "runs", "delete", "--yes", "--db", db, runs[0].ID)
+				return
+			}
+		}
+	}()
+	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "100/s", "--duration", "3s", "--quiet", "--json", "--db", db, "--tick", "200ms")
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("no summary printed: %v\n%s", err, stdout)
+	}
+	if code != 2 || !strings.Contains(stderr, "store") {
+		t.Errorf("exit %d, stderr %q: want 2 and the store's error", code, stderr)
+	}
+	if s.Requests.Total < 250 || s.Requests.OK != s.Requests.Total {
+		t.Errorf("requests %+v: the measurement did not go on", s.Requests)
+	}
+}
+
+// TestPostgresStore: the same run stored in PostgreSQL, the team store.
+func TestPostgresStore(t *testing.T) {
+	dsn := os.Getenv("TARE_POSTGRES_DSN")
+	if dsn == "" {
+		dsn = "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	label := fmt.Sprintf("pg-%d", time.Now().UnixNano())
+	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--jobs", "20", "--rate", "100/s", "--quiet", "--db", dsn, "--label", label, "--tick", "100ms")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	id := runIDPattern.FindStringSubmatch(stdout)[1]
+	t.Cleanup(func() { tareCmd(t, "runs", "delete", "--yes", "--db", dsn, id) })
+	code, stdout, _ = tareCmd(t, "runs", "list", "--db", dsn, "--label", label)
+	if code != 0 || !strings.Contains(stdout, id) {
+		t.Errorf("runs list in postgres: exit %d\n%s", code, stdout)
+	}
+	if strings.Contains(stdout+stderr, "postgres:postgres@") {
+		t.Errorf("the DSN's password was printed")
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -28,7 +27,7 @@ func newSink(ctx context.Context, st tare.Store, run tare.Run, env tare.Env) *si
 		return k
 	}
 	if err := st.CreateRun(k.ctx, run, env); err != nil {
-		k.err = fmt.Errorf("store run %s: %w", run.ID, err)
+		k.err = storeError("create run "+run.ID, err)
 		return k
 	}
 	k.w = store.NewWriter(st, run.ID, store.WriterConfig{})
@@ -68,16 +67,22 @@ func (k *sink) finish(s *tare.Summary) error {
 		ctx, cancel := context.WithTimeout(k.ctx, 30*time.Second)
 		defer cancel()
 		if err := k.w.Close(ctx); err != nil && k.err == nil {
-			k.err = fmt.Errorf("store the records of run %s: %w", k.runID, err)
+			k.err = storeError("write the records of run "+k.runID, err)
 		}
 		if k.err == nil {
 			if err := k.st.FinishRun(ctx, *s); err != nil {
-				k.err = fmt.Errorf("store the summary of run %s: %w", k.runID, err)
+				k.err = storeError("write the summary of run "+k.runID, err)
 			}
 		}
 	}
 	if k.err != nil {
-		s.Verdict.Warnings = append(s.Verdict.Warnings, "the run was not stored completely: "+tare.ErrorMessage(k.err))
+		s.Verdict.Warnings = append(s.Verdict.Warnings, tare.ErrorMessage(k.err))
 	}
 	return k.err
+}
+
+// storeError says what the store failed to do; the measurement itself is
+// complete, and the message says so, since it is printed after the summary.
+func storeError(what string, err error) error {
+	return tare.Errorf(tare.EUNAVAILABLE, "the store failed to %s: %s (the measurement above is complete; the stored run is not)", what, tare.ErrorMessage(err))
 }
