@@ -68,6 +68,16 @@ func (r *Result) TTFT() time.Duration {
 	return r.FirstByte.Sub(r.Sent)
 }
 
+// TPOT is the time per output token after the first, vLLM's definition:
+// (Done − FirstByte) / (OutputTokens − 1); 0 when there were fewer than two
+// tokens or no first token.
+func (r *Result) TPOT() time.Duration {
+	if r.OutputTokens < 2 || r.FirstByte.IsZero() {
+		return 0
+	}
+	return r.Done.Sub(r.FirstByte) / time.Duration(r.OutputTokens-1)
+}
+
 // Target is something tare sends load to: an HTTP endpoint, a model
 // endpoint, a job queue.
 type Target interface {

@@ -21,6 +21,7 @@ type Summary struct {
 	Model        *ModelSummary      `json:"model"`
 	Host         HostSummary        `json:"host"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
+	Goodput      *Goodput           `json:"goodput,omitempty"`
 	Verdict      Verdict            `json:"verdict"`
 	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
 	StatusCodes  map[string]int     `json:"status_codes,omitempty"` // HTTP status → count
@@ -127,6 +128,15 @@ type CleanLatency struct {
 	P95      *float64 `json:"p95"`
 	P99      *float64 `json:"p99"`
 	Requests int      `json:"requests"`
+}
+
+// Goodput is how many requests met every per-request objective of the SLO
+// (ttft, tpot, e2e), and the token throughput of those alone.
+type Goodput struct {
+	SLO           string   `json:"slo"`
+	Met           int      `json:"met"`
+	AttainmentPct *float64 `json:"attainment_pct"` // met / sent requests
+	TokensPerS    *float64 `json:"tokens_per_s"`   // output tokens of the requests that met it / wall seconds
 }
 
 // Float returns a pointer to v, for the optional figures of a Summary.

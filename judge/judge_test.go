@@ -285,3 +285,36 @@ func find(t *testing.T, v tare.Verdict, name string) tare.Signal {
 	t.Fatalf("no signal %q in %+v", name, v.Signals)
 	return tare.Signal{}
 }
+
+func TestPerRequest(t *testing.T) {
+	slo, err := ParseSLO("ttft<=100ms,e2e<=1s,p99<=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, name := slo.PerRequest()
+	if name != "ttft<=100ms,e2e<=1s" {
+		t.Errorf("objectives %q, want the per-request ones only", name)
+	}
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	req := func(ttft, e2e time.Duration) *tare.Result {
+		return &tare.Result{Scheduled: t0, Sent: t0, FirstByte: t0.Add(ttft), Done: t0.Add(e2e), OutputTokens: 10}
+	}
+	tests := []struct {
+		name string
+		res  *tare.Result
+		want bool
+	}{
+		{"fast", req(50*time.Millisecond, 800*time.Millisecond), true},
+		{"slow first token", req(150*time.Millisecond, 800*time.Millisecond), false},
+		{"slow end", req(50*time.Millisecond, 1200*time.Millisecond), false},
+		{"no first token", &tare.Result{Scheduled: t0, Sent: t0, Done: t0.Add(time.Millisecond)}, false},
+	}
+	for _, tt := range tests {
+		if got := good(tt.res); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if f, _ := SLO(nil).PerRequest(); f != nil {
+		t.Errorf("an SLO without per-request objectives gave a test")
+	}
+}

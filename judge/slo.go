@@ -13,7 +13,7 @@ type SLO []Objective
 
 // Objective is one limit on one figure, e.g. p95<=2s.
 type Objective struct {
-	Metric string        // avg, p50, p90, p95, p99, max (latency from the scheduled time); ttft, tpot (their p95)
+	Metric string        // avg, p50, p90, p95, p99, max (latency from the scheduled time); ttft, tpot, e2e (per request)
 	Limit  time.Duration // inclusive upper bound
 	text   string
 }
@@ -37,7 +37,7 @@ func ParseSLO(s string) (SLO, error) {
 			return nil, tare.Errorf(tare.EINVALID, "SLO objective must look like p95<=2s or avg<=300ms; got %q", part)
 		}
 		if _, known := sloMetrics[metric]; !known {
-			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: unknown figure %q; use one of avg, p50, p90, p95, p99, max, ttft, tpot", part, metric)
+			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: unknown figure %q; use one of avg, p50, p90, p95, p99, max, ttft, tpot, e2e", part, metric)
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(limit))
 		if err != nil || d <= 0 {
@@ -82,6 +82,44 @@ var sloMetrics = map[string]func(*tare.Summary) *float64{
 		}
 		return s.Model.TPOT.P95
 	},
+	"e2e": func(s *tare.Summary) *float64 { return s.Latency.P95 },
+}
+
+// perRequest are the figures an objective can hold each request to; the
+// run-level check of such an objective is against the figure's p95.
+var perRequest = map[string]func(*tare.Result) time.Duration{
+	"ttft": func(r *tare.Result) time.Duration {
+		if r.FirstByte.IsZero() {
+			return time.Duration(1<<63 - 1) // no first token: never in time
+		}
+		return r.TTFT()
+	},
+	"tpot": (*tare.Result).TPOT,
+	"e2e":  (*tare.Result).Latency,
+}
+
+// PerRequest returns a test of one finished request against the
+// per-request objectives (ttft, tpot, e2e), and their canonical text; nil
+// and "" when the SLO has none. A request that meets all of them counts
+// toward goodput.
+func (s SLO) PerRequest() (func(*tare.Result) bool, string) {
+	var objs SLO
+	for _, o := range s {
+		if _, ok := perRequest[o.Metric]; ok {
+			objs = append(objs, o)
+		}
+	}
+	if len(objs) == 0 {
+		return nil, ""
+	}
+	return func(r *tare.Result) bool {
+		for _, o := range objs {
+			if perRequest[o.Metric](r) > o.Limit {
+				return false
+			}
+		}
+		return true
+	}, objs.String()
 }
 
 // Check tests every objective against a run. A figure that was not

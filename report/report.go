@@ -67,6 +67,9 @@ func Text(w io.Writer, s *tare.Summary) error {
 		p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
 		p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
 	}
+	if g := s.Goodput; g != nil {
+		p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
+	}
 	p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	h := s.Host
 	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",

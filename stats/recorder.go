@@ -92,6 +92,9 @@ type Recorder struct {
 	clean                     dist // latencies of requests resolved as clean
 	queueSeen, modelSeen      bool
 	outputTokens              int
+	good, goodTokens          int                     // requests that met the per-request SLO, and their output tokens
+	goodput                   func(*tare.Result) bool // nil: no goodput
+	goodputSLO                string
 
 	depthN             int
 	depthSum, depthMax float64
@@ -129,6 +132,13 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		errorKinds:  make(map[string]int),
 		statusCodes: make(map[int]int),
 	}, nil
+}
+
+// CountGoodput makes the summary count goodput: the requests that
+// succeeded and for which good says they met every per-request objective of
+// slo. Call it before the first result.
+func (r *Recorder) CountGoodput(good func(*tare.Result) bool, slo string) {
+	r.goodput, r.goodputSLO = good, slo
 }
 
 // Config returns the recorder's configuration with the defaults filled in.
@@ -191,6 +201,10 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		t.errors++
 	}
 
+	if r.goodput != nil && !failed && r.goodput(res) {
+		r.good++
+		r.goodTokens += max(res.OutputTokens, 0)
+	}
 	lat := res.Latency()
 	r.latency.add(lat)
 	if sent {
@@ -201,7 +215,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 			r.ttft.add(res.TTFT())
 		}
 		if res.OutputTokens > 1 {
-			r.tpot.add(res.Done.Sub(res.FirstByte) / time.Duration(res.OutputTokens-1))
+			r.tpot.add(res.TPOT())
 		}
 	}
 

@@ -80,6 +80,16 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 	if r.host.n > 0 {
 		s.CleanLatency = r.cleanLatency()
 	}
+	if r.goodput != nil {
+		g := &tare.Goodput{SLO: r.goodputSLO, Met: r.good}
+		if sent := r.total - r.dropped; sent > 0 {
+			g.AttainmentPct = round(100*float64(r.good)/float64(sent), 2)
+		}
+		if wall > 0 {
+			g.TokensPerS = round(float64(r.goodTokens)/wall.Seconds(), 3)
+		}
+		s.Goodput = g
+	}
 	if len(r.errorKinds) > 0 {
 		s.ErrorKinds = make(map[string]int, len(r.errorKinds))
 		for k, n := range r.errorKinds {

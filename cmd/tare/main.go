@@ -25,7 +25,7 @@ func main() {
 		// The first signal stops the arrivals and drains what is in flight;
 		// the second exits at once.
 		<-signals
-		fmt.Fprintln(os.Stderr, "\ntare: stopping: arrivals stopped, draining requests in flight (Ctrl-C again to exit at once)")
+		fmt.Fprintln(os.Stderr, "\ntare: stopping, keeping what was measured (Ctrl-C again to exit at once)")
 		cancel()
 		<-signals
 		os.Exit(130)

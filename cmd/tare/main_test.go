@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/modelsim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -248,5 +249,35 @@ func TestCompletion(t *testing.T) {
 	code, stdout, _ := tareCmd(t, "completion", "bash")
 	if code != 0 || !strings.Contains(stdout, "__start_tare") {
 		t.Errorf("completion bash: exit %d, %d bytes", code, len(stdout))
+	}
+}
+
+// TestRunModel loads the simulated model through the OpenAI-compatible
+// client: TTFT, TPOT, tokens and goodput against a per-request SLO.
+func TestRunModel(t *testing.T) {
+	sim, err := modelsim.New(modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	t.Setenv("TARE_API_KEY", "sk-test-secret-key")
+	code, stdout, stderr := tareCmd(t, "run", "--model", srv.URL+"/v1", "--rate", "20/s", "--jobs", "30", "--max-tokens", "16",
+		"--slo", "ttft<=10s,e2e<=20s", "--quiet", "--json", "--tick", "100ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Model == nil || s.Model.OutputTokens != 30*16 || s.Model.TTFT.P50 == nil || s.Model.TPOT.P50 == nil || *s.Model.TPOT.P50 <= 0 {
+		t.Fatalf("model figures %+v, want 480 tokens, TTFT and TPOT", s.Model)
+	}
+	if g := s.Goodput; g == nil || g.Met != 30 || *g.AttainmentPct != 100 {
+		t.Errorf("goodput %+v, want all 30 within a generous SLO", g)
+	}
+	if strings.Contains(stdout+stderr, "sk-test-secret-key") {
+		t.Errorf("the API key leaked into the output")
 	}
 }

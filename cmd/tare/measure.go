@@ -56,12 +56,18 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	}
 
 	start := time.Now()
-	m.run.ID, m.run.StartedAt, m.run.Status = store.NewRunID(), start, tare.StatusRunning
+	m.run.StartedAt, m.run.Status = start, tare.StatusRunning
+	if m.store != nil {
+		m.run.ID = store.NewRunID()
+	}
 	out := newSink(ctx, m.store, m.run, sampler.Env())
 	own.Sample(start) // the baseline of tare's own run delay
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
+	}
+	if good, slo := m.judging.slo.PerRequest(); good != nil {
+		rec.CountGoodput(good, slo)
 	}
 
 	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
-	"github.com/tare-dev/tare/httptarget"
 )
 
 const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
@@ -18,27 +17,24 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --url https://api.example.test/orders -X POST -H 'Content-Type: application/json' \
       --body @order.json --rate 50/s --arrival constant --duration 10m
 
+  # a model endpoint: TTFT, TPOT and goodput against a per-request SLO
+  tare run --model http://127.0.0.1:8089/v1 --rate 2/s --jobs 100 --max-tokens 64 --slo 'ttft<=500ms,e2e<=5s'
+
   # fail the CI job when the host was polluted or p95 went over 300ms
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
 
 type runFlags struct {
-	load  loadFlags
-	host  hostFlags
-	judge judgeFlags
-	store storeFlags
-
-	url      string
-	method   string
-	headers  []string
-	body     string
-	timeout  time.Duration
-	insecure bool
+	load   loadFlags
+	host   hostFlags
+	judge  judgeFlags
+	store  storeFlags
+	target targetFlags
 }
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run --url URL [flags]",
+		Use:   "run (--url URL | --model URL) [flags]",
 		Short: "Send one window of open-loop load to a target and judge it",
 		Long: `Send one window of open-loop load to a target, sample the host's interference
 during the very same seconds, and print the summary and verdict.
@@ -57,12 +53,7 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.url, "url", "", "the HTTP target, like http://127.0.0.1:8080/path")
-	fs.StringVarP(&f.method, "method", "X", "", "HTTP method (default GET, or POST with --body)")
-	fs.StringArrayVarP(&f.headers, "header", "H", nil, `request header "Name: value" (repeatable)`)
-	fs.StringVar(&f.body, "body", "", "request body: inline text, or @path to read a file")
-	fs.DurationVar(&f.timeout, "timeout", httptarget.DefaultTimeout, "per-request timeout")
-	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
+	f.target.register(fs)
 	f.load.register(fs, arrival.Rate(10), 0, 30*time.Second)
 	f.host.register(fs)
 	f.judge.register(fs)
@@ -71,30 +62,6 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
-	if f.url == "" {
-		return tare.Errorf(tare.EINVALID, "tare run needs a target: give --url http://HOST:PORT/PATH")
-	}
-	cfg := httptarget.Config{Method: f.method, URL: f.url, Timeout: f.timeout, Insecure: f.insecure, MaxConns: f.load.maxInFlight}
-	for _, h := range f.headers {
-		name, value, err := httptarget.ParseHeader(h)
-		if err != nil {
-			return flagged(err, "header")
-		}
-		if cfg.Header == nil {
-			cfg.Header = make(map[string][]string)
-		}
-		cfg.Header.Add(name, value)
-	}
-	if f.body != "" {
-		body, err := httptarget.ReadBody(f.body)
-		if err != nil {
-			return flagged(err, "body")
-		}
-		cfg.Body = body
-	}
-	if f.timeout <= 0 {
-		return tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", f.timeout)
-	}
 	sched, err := f.load.schedule()
 	if err != nil {
 		return err
@@ -107,11 +74,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	target, err := httptarget.New(cfg)
+	target, name, release, err := f.target.target(f.load.maxInFlight)
 	if err != nil {
-		return flagged(err, "url")
+		return err
 	}
-	defer target.Close()
+	defer release()
 
 	st, err := f.store.open(cmd.Context())
 	if err != nil {
@@ -123,7 +90,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	m := measurement{
 		store: st,
 		run: tare.Run{
-			Label: f.load.label, Window: f.load.window, Target: target.String(), Arrival: sched.String(), Version: version,
+			Label: f.load.label, Window: f.load.window, Target: name, Arrival: sched.String(), Version: version,
 			Config: redactedConfig(cmd),
 		},
 		target:   target,
