@@ -134,23 +134,15 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 // pace owns the clock: it waits for each arrival's absolute time and offers
 // it without blocking, starting a worker when none is idle.
 func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- tare.Result, spawn func()) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	clock := newClock()
+	defer clock.stop()
 	for seq := uint64(0); ; seq++ {
 		at, ok := sched.Next()
 		if !ok {
 			return
 		}
 		scheduled := start.Add(at)
-		if wait := time.Until(scheduled); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-		} else if ctx.Err() != nil {
+		if !clock.sleepUntil(ctx, scheduled) {
 			return
 		}
 		a := arrival{seq: seq, scheduled: scheduled}
