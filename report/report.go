@@ -45,37 +45,41 @@ func Text(w io.Writer, s *tare.Summary) error {
 	}
 	p.line("")
 
-	q := s.Requests
-	p.row("requests", "%d total   %d ok   %d errors   %d dropped%s", q.Total, q.OK, q.Errors, q.Dropped, counts("errors: ", s.ErrorKinds))
-	if len(s.StatusCodes) > 0 {
-		p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
+	// A window with no load of tare's own (tare check, tare watch) has
+	// only host figures.
+	if s.Requests.Total > 0 || s.Latency.P50 != nil {
+		q := s.Requests
+		p.row("requests", "%d total   %d ok   %d errors   %d dropped%s", q.Total, q.OK, q.Errors, q.Dropped, counts("errors: ", s.ErrorKinds))
+		if len(s.StatusCodes) > 0 {
+			p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
+		}
+		p.row("rate", "offered %s   achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))
+		l := s.Latency
+		p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",
+			ms(l.Avg), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.Max))
+		sv := s.Service
+		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (from the actual send: what a closed-loop tool reports)",
+			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max))
+		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+		if q := s.Queue; q != nil {
+			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
+			p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
+		}
+		if m := s.Model; m != nil {
+			p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
+			p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
+			p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
+		}
+		if g := s.Goodput; g != nil {
+			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
+		}
+		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
-	p.row("rate", "offered %s   achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))
-	l := s.Latency
-	p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",
-		ms(l.Avg), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.Max))
-	sv := s.Service
-	p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (from the actual send: what a closed-loop tool reports)",
-		ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max))
-	p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
-	if q := s.Queue; q != nil {
-		p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
-		p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
-	}
-	if m := s.Model; m != nil {
-		p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
-		p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
-		p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
-	}
-	if g := s.Goodput; g != nil {
-		p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
-	}
-	p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	h := s.Host
 	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
 		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
 	p.row("", "psi some %s   throttled %s   run delay %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))
-	if c := s.CleanLatency; c != nil {
+	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
 	}
 	p.line("")

@@ -53,6 +53,7 @@ verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
 			if err != nil {
 				return err
 			}
+			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
 				return err
 			}
@@ -63,4 +64,12 @@ verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
 	return cmd
+}
+
+// checkAdvice replaces a run's first line of advice: a check has no figures
+// of its own to trust or not, only a moment to measure in or not.
+var checkAdvice = map[tare.Level]string{
+	tare.Clean:    "Quiet enough to measure now: no interference signal fired.",
+	tare.Suspect:  "Measurable with care: something on this machine competes for its CPUs (see above); a run now may be slower than the code is.",
+	tare.Polluted: "Not a good time to measure: a run now would describe the neighbours. Check again later, or measure on a dedicated host.",
 }
