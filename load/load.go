@@ -11,6 +11,7 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -146,6 +147,12 @@ func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arri
 			return
 		}
 		a := arrival{seq: seq, scheduled: scheduled}
+		if time.Since(scheduled) > 0 {
+			// Behind schedule, the pacer would dispatch without a pause and,
+			// with few CPUs, starve the very workers it hands arrivals to,
+			// then count them busy and drop. Let them run first.
+			runtime.Gosched()
+		}
 		select {
 		case arrivals <- a:
 			continue
