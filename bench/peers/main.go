@@ -1,0 +1,319 @@
+// Command peers measures tare against the load generators users would
+// otherwise pick (wrk, hey, vegeta) in one run, on this machine, and prints
+// each figure per tool and tare's ratio to each peer. Every tool runs
+// pinned to CPU 0 against one loopback server pinned to CPU 1; every run is
+// bounded in time.
+//
+//	go run ./bench/peers                 # the whole table (about 2 minutes)
+//	go run ./bench/peers -max 5s -memory=false
+//
+// It installs what is missing: vegeta and hey with `go install` from the
+// module proxy, wrk from Debian's packages when run as root.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var (
+	maxFor    = flag.Duration("max", 10*time.Second, "length of each highest-rate run")
+	fixedRate = flag.Int("rate", 2000, "the fixed rate, per second, of the CPU and send-lag runs")
+	fixedJobs = flag.Int("jobs", 10000, "requests of each fixed-rate run")
+	conns     = flag.Int("c", 64, "connections (workers, in-flight cap) every tool may use")
+	memory    = flag.Bool("memory", true, "also measure tare's peak RSS over 1,000,000 requests")
+)
+
+const (
+	vegetaModule = "github.com/tsenart/vegeta/v12@v12.13.0"
+	heyModule    = "github.com/rakyll/hey@v0.1.5"
+)
+
+// figures are one tool's results; NaN where a tool cannot measure a figure.
+type figures struct {
+	maxRate   float64 // requests per second at the highest rate, 10 s
+	cpuPer10k float64 // CPU seconds per 10,000 requests at the fixed rate
+	lagP99MS  float64 // send-lag (scheduling error) p99 at the fixed rate, ms
+	note      string
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("peers: ")
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "tare-peers")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	tare := build(dir, "tare", "./cmd/tare")
+	echo := build(dir, "echo", "./bench/echo")
+	vegeta, hey := goTool(dir, "vegeta", vegetaModule), goTool(dir, "hey", heyModule)
+	wrk := debTool("wrk", "wrk")
+
+	server := exec.Command("taskset", "-c", "1", echo)
+	stdout, _ := server.StdoutPipe()
+	if err := server.Start(); err != nil {
+		log.Fatalf("start the loopback server: %v", err)
+	}
+	defer server.Process.Kill()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		log.Fatalf("read the server's address: %v", err)
+	}
+	url := "http://" + strings.TrimSpace(addr) + "/"
+	log.Printf("server %s on CPU 1; every generator on CPU 0; %d connections; highest rate over %s; fixed %d/s × %d", url, *conns, *maxFor, *fixedRate, *fixedJobs)
+
+	results := map[string]figures{}
+	order := []string{"tare"}
+	results["tare"] = measureTare(tare, url, dir)
+	if vegeta != "" {
+		order = append(order, "vegeta")
+		results["vegeta"] = measureVegeta(vegeta, url, dir)
+	}
+	if hey != "" {
+		order = append(order, "hey")
+		results["hey"] = measureHey(hey, url)
+	}
+	if wrk != "" {
+		order = append(order, "wrk")
+		results["wrk"] = measureWrk(wrk, url)
+	}
+	printTable(order, results)
+	sampler()
+	if *memory {
+		flatMemory(tare, url)
+	}
+}
+
+// run runs a command pinned to CPU 0 and returns its output and the CPU
+// (user + system) it used.
+func run(name string, args ...string) ([]byte, time.Duration) {
+	cmd := exec.Command("taskset", append([]string{"-c", "0", name}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, errb.Bytes())
+	}
+	return out.Bytes(), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+func measureTare(tare, url, dir string) figures {
+	var f figures
+	// The highest sustained open-loop rate: offered far above what can be
+	// served, with the in-flight cap of the other tools; what is achieved
+	// is what tare sustained.
+	out, _ := run(tare, "run", "--url", url, "--rate", "100000/s", "--duration", maxFor.String(), "--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
+	f.maxRate = summary(out)["rate"].(map[string]any)["achieved_per_s"].(float64)
+	out, cpu := run(tare, "run", "--url", url, "--rate", fmt.Sprintf("%d/s", *fixedRate), "--arrival", "constant", "--jobs", strconv.Itoa(*fixedJobs),
+		"--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
+	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
+	f.lagP99MS = summary(out)["send_lag_ms"].(map[string]any)["p99"].(float64)
+	return f
+}
+
+func summary(out []byte) map[string]any {
+	var s map[string]any
+	if err := json.Unmarshal(out, &s); err != nil {
+		log.Fatalf("tare summary: %v", err)
+	}
+	return s
+}
+
+func measureVegeta(vegeta, url, dir string) figures {
+	var f figures
+	results := filepath.Join(dir, "vegeta.bin")
+	attack := func(rate string, d time.Duration) time.Duration {
+		cmd := exec.Command("taskset", "-c", "0", vegeta, "attack", "-rate", rate, "-duration", d.String(),
+			"-max-workers", strconv.Itoa(*conns), "-output", results)
+		cmd.Stdin = strings.NewReader("GET " + url + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("vegeta attack: %v\n%s", err, out)
+		}
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	attack("0", *maxFor)
+	out, err := exec.Command(vegeta, "report", "-type", "json", results).Output()
+	if err != nil {
+		log.Fatalf("vegeta report: %v", err)
+	}
+	var rep struct{ Throughput float64 }
+	json.Unmarshal(out, &rep)
+	f.maxRate = rep.Throughput
+
+	d := time.Duration(float64(*fixedJobs) / float64(*fixedRate) * float64(time.Second))
+	cpu := attack(fmt.Sprintf("%d/s", *fixedRate), d)
+	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
+	// vegeta stamps each hit with its actual start and its sequence number;
+	// its pacer meant hit i for t0 + i/rate, t0 being hit 0's start.
+	enc, err := exec.Command(vegeta, "encode", "--to", "csv", results).Output()
+	if err != nil {
+		log.Fatalf("vegeta encode: %v", err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(enc)).ReadAll()
+	if err != nil {
+		log.Fatalf("vegeta csv: %v", err)
+	}
+	var t0 int64
+	lags := make([]float64, 0, len(rows))
+	gap := 1e9 / float64(*fixedRate)
+	for _, r := range rows {
+		ts, _ := strconv.ParseInt(r[0], 10, 64)
+		seq, _ := strconv.ParseInt(r[8], 10, 64)
+		if seq == 0 {
+			t0 = ts
+		}
+		lags = append(lags, float64(ts)-float64(seq)*gap)
+	}
+	for i := range lags {
+		lags[i] = (lags[i] - float64(t0)) / 1e6
+	}
+	f.lagP99MS = percentile(lags, 0.99)
+	return f
+}
+
+func measureHey(hey, url string) figures {
+	var f figures
+	out, _ := run(hey, "-z", maxFor.String(), "-c", strconv.Itoa(*conns), url)
+	f.maxRate = grab(out, `Requests/sec:\s+([0-9.]+)`)
+	// hey paces each worker closed-loop (-q per worker): the same total rate.
+	workers := 4
+	_, cpu := run(hey, "-n", strconv.Itoa(*fixedJobs), "-c", strconv.Itoa(workers), "-q", strconv.Itoa(*fixedRate/workers), url)
+	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
+	f.lagP99MS = math.NaN()
+	f.note = "closed loop: no schedule to lag behind"
+	return f
+}
+
+func measureWrk(wrk, url string) figures {
+	var f figures
+	out, cpu := run(wrk, "-t1", "-c"+strconv.Itoa(*conns), "-d"+strconv.Itoa(int(maxFor.Seconds()))+"s", url)
+	f.maxRate = grab(out, `Requests/sec:\s+([0-9.]+)`)
+	// wrk cannot hold a fixed rate: its CPU per request at full speed.
+	f.cpuPer10k = cpu.Seconds() * 10000 / (f.maxRate * maxFor.Seconds())
+	f.lagP99MS = math.NaN()
+	f.note = "closed loop at full speed; CPU per 10k at its highest rate"
+	return f
+}
+
+func printTable(order []string, r map[string]figures) {
+	t := r["tare"]
+	fmt.Printf("\n%-8s %14s %18s %16s   %s\n", "tool", "highest rate/s", "CPU s / 10k req", "send-lag p99", "note")
+	for _, name := range order {
+		f := r[name]
+		fmt.Printf("%-8s %14.0f %18.3f %16s   %s\n", name, f.maxRate, f.cpuPer10k, ms(f.lagP99MS), f.note)
+	}
+	fmt.Printf("\n%-16s %22s %22s %22s\n", "tare vs", "highest rate (×, ↑)", "CPU per 10k (×, ↓)", "send-lag p99 (×, ↓)")
+	for _, name := range order[1:] {
+		f := r[name]
+		fmt.Printf("%-16s %22.2f %22.2f %22s\n", name, t.maxRate/f.maxRate, t.cpuPer10k/f.cpuPer10k, ratio(t.lagP99MS, f.lagP99MS))
+	}
+}
+
+// sampler reports the host sampler's cost per reading, from its benchmark.
+func sampler() {
+	out, err := exec.Command("go", "test", "-run", "^$", "-bench", "^BenchmarkSample$", "-benchtime", "300x", "./host").CombinedOutput()
+	if err != nil {
+		log.Printf("host sampler benchmark: %v\n%s", err, out)
+		return
+	}
+	ns := grab(out, `BenchmarkSample\S*\s+\d+\s+([0-9.]+) ns/op`)
+	fmt.Printf("\nhost sampler: %.0f µs a reading: %.3f%% of one core at 1 s ticks, %.3f%% at 100 ms\n", ns/1e3, ns/1e9*100, ns/1e8*100)
+}
+
+// flatMemory reports tare's peak RSS over 1,000,000 requests beside
+// 100,000: memory must not grow with the run.
+func flatMemory(tare, url string) {
+	rss := func(jobs int) float64 {
+		cmd := exec.Command("taskset", "-c", "0", tare, "run", "--url", url, "--rate", "40000/s", "--jobs", strconv.Itoa(jobs),
+			"--max-inflight", "512", "--no-store", "--quiet", "--json")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("tare run for memory: %v\n%s", err, out)
+		}
+		return float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	}
+	small, large := rss(100_000), rss(1_000_000)
+	fmt.Printf("tare peak RSS: %.1f MB over 100,000 requests, %.1f MB over 1,000,000 (%.2f×)\n", small, large, large/small)
+}
+
+func build(dir, name, pkg string) string {
+	out := filepath.Join(dir, name)
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		log.Fatalf("build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// goTool finds a peer on PATH or installs it with go install into dir.
+func goTool(dir, name, module string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	cmd := exec.Command("go", "install", module)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Printf("%s left out: go install %s: %v\n%s", name, module, err, out)
+		return ""
+	}
+	return filepath.Join(dir, name)
+}
+
+// debTool finds a peer on PATH or installs its Debian package as root.
+func debTool(name, pkg string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("apt-get", "install", "-y", "-qq", pkg).CombinedOutput(); err != nil {
+			log.Printf("%s left out: apt-get install %s: %v\n%s", name, pkg, err, out)
+			return ""
+		}
+		return name
+	}
+	log.Printf("%s left out: not installed (apt-get install %s)", name, pkg)
+	return ""
+}
+
+func grab(out []byte, pattern string) float64 {
+	m := regexp.MustCompile(pattern).FindSubmatch(out)
+	if m == nil {
+		log.Fatalf("no %q in:\n%s", pattern, out)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+func percentile(v []float64, q float64) float64 {
+	slices.Sort(v)
+	return v[int(q*float64(len(v)-1))]
+}
+
+func ms(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3fms", v)
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
