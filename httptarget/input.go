@@ -11,11 +11,22 @@ import (
 	"github.com/tare-dev/tare"
 )
 
+// Limits on what a request may carry: a larger header is refused by most
+// servers anyway, and a larger body would be held in memory for every
+// request of the run.
+const (
+	MaxHeaderLen = 16 << 10
+	MaxBodyLen   = 64 << 20
+)
+
 // ParseHeader parses one "Name: value" header, as given to --header. Space
 // around the name and the value is trimmed; an empty value is allowed. Bad
 // input is a *tare.Error with code tare.EINVALID; the message never echoes
 // the value, which may be a secret.
 func ParseHeader(s string) (name, value string, err error) {
+	if len(s) > MaxHeaderLen {
+		return "", "", tare.Errorf(tare.EINVALID, "header is %d bytes; the longest tare sends is %d (servers refuse larger ones)", len(s), MaxHeaderLen)
+	}
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
@@ -70,10 +81,15 @@ func ReadBody(spec string) ([]byte, error) {
 	switch {
 	case !isFile && spec == "":
 		return nil, nil
+	case !isFile && len(spec) > MaxBodyLen:
+		return nil, tare.Errorf(tare.EINVALID, "body is %d MiB; the largest body tare sends is %d MiB", len(spec)>>20, MaxBodyLen>>20)
 	case !isFile:
 		return []byte(spec), nil
 	case path == "":
 		return nil, tare.Errorf(tare.EINVALID, `body must be text or @ and a file path, like @payload.json; got "@"`)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxBodyLen {
+		return nil, tare.Errorf(tare.EINVALID, "body file %q is %d MiB; the largest body tare sends is %d MiB", path, fi.Size()>>20, MaxBodyLen>>20)
 	}
 	data, err := os.ReadFile(path)
 	var pathErr *fs.PathError
@@ -88,55 +104,34 @@ func ReadBody(spec string) ([]byte, error) {
 	return data, nil
 }
 
-// redacted replaces a secret wherever one is shown.
-const redacted = "REDACTED"
-
 // RedactHeader returns a copy of h fit to print or store: the value of every
-// header that may carry a secret is replaced by "REDACTED". Those are
-// Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and any
-// name containing token, secret, key, password, passwd, credential or
-// signature, in any case.
+// header whose name tare.IsSecretName says may carry a secret is replaced by
+// tare.Redacted.
 func RedactHeader(h http.Header) http.Header {
 	if h == nil {
 		return nil
 	}
 	out := make(http.Header, len(h))
 	for name, values := range h {
-		if !sensitive(name) {
+		if !tare.IsSecretName(name) {
 			out[name] = append([]string(nil), values...)
 			continue
 		}
 		vs := make([]string, len(values))
 		for i := range vs {
-			vs[i] = redacted
+			vs[i] = tare.Redacted
 		}
 		out[name] = vs
 	}
 	return out
 }
 
-// sensitive reports whether a header or query parameter name may carry a
-// secret. It errs on the side of hiding: X-Monkey-Id is hidden too.
-func sensitive(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key":
-		return true
-	}
-	for _, s := range []string{"token", "secret", "key", "password", "passwd", "credential", "signature"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// redactURL prints u with its user information and the values of sensitive
-// query parameters replaced by "REDACTED", keeping the parameters' order.
+// redactURL prints u with its user information and the values of secret
+// query parameters replaced by tare.Redacted, keeping the parameters' order.
 func redactURL(u *url.URL) string {
 	r := *u
 	if r.User != nil {
-		r.User = url.User(redacted)
+		r.User = url.User("redacted") // brackets would be escaped in user information
 	}
 	if r.RawQuery != "" {
 		params := strings.Split(r.RawQuery, "&")
@@ -146,8 +141,8 @@ func redactURL(u *url.URL) string {
 			if err != nil {
 				name = key
 			}
-			if sensitive(name) {
-				params[i] = key + "=" + redacted
+			if tare.IsSecretName(name) {
+				params[i] = key + "=" + tare.Redacted
 			}
 		}
 		r.RawQuery = strings.Join(params, "&")

@@ -119,14 +119,14 @@ func TestRedactHeader(t *testing.T) {
 				"X-Request-Id":         {"42"},
 			},
 			want: http.Header{
-				"Authorization":        {"REDACTED"},
-				"Proxy-Authorization":  {"REDACTED"},
-				"Cookie":               {"REDACTED", "REDACTED"},
-				"X-Api-Key":            {"REDACTED"},
-				"X-Auth-Token":         {"REDACTED"},
-				"X-Client-Secret":      {"REDACTED"},
-				"Apikey":               {"REDACTED"},
-				"X-Amz-Security-Token": {"REDACTED"},
+				"Authorization":        {"[redacted]"},
+				"Proxy-Authorization":  {"[redacted]"},
+				"Cookie":               {"[redacted]", "[redacted]"},
+				"X-Api-Key":            {"[redacted]"},
+				"X-Auth-Token":         {"[redacted]"},
+				"X-Client-Secret":      {"[redacted]"},
+				"Apikey":               {"[redacted]"},
+				"X-Amz-Security-Token": {"[redacted]"},
 				"Accept":               {"application/json"},
 				"X-Request-Id":         {"42"},
 			},
@@ -134,7 +134,7 @@ func TestRedactHeader(t *testing.T) {
 		{
 			name: "non-canonical names",
 			in:   http.Header{"x-api-key": {"k"}, "my_TOKEN": {"t"}, "accept": {"a"}},
-			want: http.Header{"x-api-key": {"REDACTED"}, "my_TOKEN": {"REDACTED"}, "accept": {"a"}},
+			want: http.Header{"x-api-key": {"[redacted]"}, "my_TOKEN": {"[redacted]"}, "accept": {"a"}},
 		},
 	}
 	for _, tt := range tests {

@@ -99,7 +99,7 @@ func (c *core) CreateRun(ctx context.Context, run tare.Run, env tare.Env) error 
 	if run.ID == "" {
 		return tare.Errorf(tare.EINVALID, "create run: the run has no id (make one with store.NewRunID)")
 	}
-	cfg, err := encodeConfig(redactConfig(run.Config))
+	cfg, err := encodeConfig(tare.RedactConfig(run.Config))
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", run.ID, err)
 	}
@@ -115,7 +115,7 @@ func (c *core) CreateRun(ctx context.Context, run tare.Run, env tare.Env) error 
 	_, err = c.b.exec(ctx, `INSERT INTO runs (id, label, window_name, target, arrival, protocol,
 		version, config, env, status, started_at, heartbeat_at, owner)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		run.ID, run.Label, run.Window, redactURLs(run.Target), run.Arrival, run.Protocol,
+		run.ID, run.Label, run.Window, tare.RedactText(run.Target), run.Arrival, run.Protocol,
 		run.Version, cfg, string(envJSON), string(tare.StatusRunning), started.UnixNano(),
 		now.UnixNano(), c.me.String())
 	switch {
@@ -221,8 +221,8 @@ func (c *core) FinishRun(ctx context.Context, summary tare.Summary) error {
 	if summary.Run.EndedAt.IsZero() {
 		summary.Run.EndedAt = now
 	}
-	summary.Run.Config = redactConfig(summary.Run.Config)
-	summary.Run.Target = redactURLs(summary.Run.Target)
+	summary.Run.Config = tare.RedactConfig(summary.Run.Config)
+	summary.Run.Target = tare.RedactText(summary.Run.Target)
 	js, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("finish run %q: encode summary: %w", id, err)

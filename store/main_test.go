@@ -92,7 +92,7 @@ func openPostgresT(t testing.TB) testStore {
 	admin, err := pgx.Connect(ctx, postgresDSN())
 	if err != nil {
 		t.Fatalf("PostgreSQL does not answer at %s (start one, or set TARE_POSTGRES_DSN): %v",
-			redactURLs(postgresDSN()), err)
+			tare.RedactText(postgresDSN()), err)
 	}
 	defer admin.Close(ctx)
 	schema := "tare_store_test_" + randomHex(6)

@@ -43,7 +43,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	if scheme, rest, ok := strings.Cut(dsn, "://"); ok && isPostgres(dsn) {
 		dsn = strings.ToLower(scheme) + "://" + rest
 	}
-	shown := redactURLs(dsn)
+	shown := tare.RedactText(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgconn quotes the DSN in its errors, password redacted.

@@ -5,10 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tare-dev/tare"
 )
 
 // redactedConfig records every flag the user set, with secrets replaced:
-// stored runs keep their full configuration, never their credentials.
+// stored runs and printed summaries keep their full configuration, never
+// their credentials.
 func redactedConfig(cmd *cobra.Command) map[string]string {
 	cfg := make(map[string]string)
 	cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -20,30 +23,17 @@ func redactedConfig(cmd *cobra.Command) map[string]string {
 			}
 			v = strings.Join(items, "\n")
 		}
-		if sensitive(f.Name) {
-			v = "REDACTED"
-		}
 		cfg[f.Name] = v
 	})
-	return cfg
+	return tare.RedactConfig(cfg)
 }
 
 // redactHeaderLine hides the value of a "Name: value" line whose name
 // carries credentials.
 func redactHeaderLine(s string) string {
 	name, _, ok := strings.Cut(s, ":")
-	if ok && sensitive(name) {
-		return name + ": REDACTED"
+	if ok && tare.IsSecretName(strings.TrimSpace(name)) {
+		return name + ": " + tare.Redacted
 	}
 	return s
-}
-
-func sensitive(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"authorization", "cookie", "key", "token", "secret", "password"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -115,6 +115,11 @@ func TestBadInput(t *testing.T) {
 		{"watch nothing", []string{"watch"}, "requires at least 1 arg"},
 		{"watch missing command", []string{"watch", "--", "/nonexistent/loadtool"}, `cannot run "/nonexistent/loadtool"`},
 		{"demo work", []string{"demo", "--work", "-1"}, "--work must be 0 or more"},
+		{"huge header", []string{"run", "--url", url, "-H", "X-Big: " + strings.Repeat("a", 20000)}, "--header is 20007 bytes; the longest tare sends is 16384"},
+		{"huge body", []string{"run", "--url", url, "--body", "@" + hugeFile(t)}, "is 65 MiB; the largest body tare sends is 64 MiB"},
+		{"two targets", []string{"run", "--url", url, "--model", url}, "give one target"},
+		{"bad model url", []string{"run", "--model", "not a url"}, "--model"},
+		{"model max tokens", []string{"run", "--model", url, "--max-tokens", "-3"}, "--max-tokens must be 0 or more"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +192,7 @@ func TestRunJSON(t *testing.T) {
 	if strings.Contains(stdout, "s3cret-token") || strings.Contains(stderr, "s3cret-token") {
 		t.Errorf("the Authorization header leaked into the output")
 	}
-	if s.Run.Config["header"] == "" || !strings.Contains(s.Run.Config["header"], "Authorization: REDACTED") {
+	if s.Run.Config["header"] == "" || !strings.Contains(s.Run.Config["header"], "Authorization: [redacted]") {
 		t.Errorf("config %q: want the header recorded with its value redacted", s.Run.Config["header"])
 	}
 }
@@ -280,4 +285,19 @@ func TestRunModel(t *testing.T) {
 	if strings.Contains(stdout+stderr, "sk-test-secret-key") {
 		t.Errorf("the API key leaked into the output")
 	}
+}
+
+// hugeFile is a sparse file just over the largest body tare sends.
+func hugeFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "huge.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(65 << 20); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

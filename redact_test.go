@@ -1,4 +1,4 @@
-package store
+package tare
 
 import (
 	"reflect"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestIsSecretKey(t *testing.T) {
+func TestIsSecretName(t *testing.T) {
 	tests := []struct {
 		key  string
 		want bool
@@ -31,12 +31,14 @@ func TestIsSecretKey(t *testing.T) {
 		{"target", false},
 		{"rate", false},
 		{"keyspace", false},
+		{"key", true},
+		{"X-Amz-Signature", true},
 		{"monkey", false},
 		{"", false},
 	}
 	for _, tt := range tests {
-		if got := isSecretKey(tt.key); got != tt.want {
-			t.Errorf("isSecretKey(%q) = %v (words %q), want %v", tt.key, got, splitWords(tt.key), tt.want)
+		if got := IsSecretName(tt.key); got != tt.want {
+			t.Errorf("IsSecretName(%q) = %v (words %q), want %v", tt.key, got, splitWords(tt.key), tt.want)
 		}
 	}
 }
@@ -59,7 +61,7 @@ func TestSplitWords(t *testing.T) {
 	}
 }
 
-func TestRedactURLs(t *testing.T) {
+func TestRedactText(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -79,25 +81,25 @@ func TestRedactURLs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := redactURLs(tt.in); got != tt.want {
-				t.Errorf("redactURLs(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := RedactText(tt.in); got != tt.want {
+				t.Errorf("RedactText(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
 }
 
 func TestRedactConfig(t *testing.T) {
-	if redactConfig(nil) != nil {
-		t.Error("redactConfig(nil) is not nil")
+	if RedactConfig(nil) != nil {
+		t.Error("RedactConfig(nil) is not nil")
 	}
 	in := map[string]string{"token": "abc", "empty_token": "", "queue": "redis://:pw@127.0.0.1:6379/0"}
-	want := map[string]string{"token": redacted, "empty_token": "", "queue": "redis://:redacted@127.0.0.1:6379/0"}
-	if got := redactConfig(in); !reflect.DeepEqual(got, want) {
-		t.Errorf("redactConfig = %v, want %v", got, want)
+	want := map[string]string{"token": Redacted, "empty_token": "", "queue": "redis://:redacted@127.0.0.1:6379/0"}
+	if got := RedactConfig(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("RedactConfig = %v, want %v", got, want)
 	}
 }
 
-func FuzzRedactURLs(f *testing.F) {
+func FuzzRedactText(f *testing.F) {
 	for _, s := range []string{
 		"redis://:hunter2@127.0.0.1:6379/0",
 		"http://h/v1?api_key=sk-123&n=2",
@@ -110,14 +112,14 @@ func FuzzRedactURLs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		once := redactURLs(s)
-		if twice := redactURLs(once); twice != once {
+		once := RedactText(s)
+		if twice := RedactText(once); twice != once {
 			t.Fatalf("not idempotent: %q → %q → %q", s, once, twice)
 		}
 		// A password planted in a URL never survives.
 		planted := "x://user:Zq8secretZq8@" + s
-		if strings.Contains(redactURLs(planted), "Zq8secretZq8") && !strings.Contains(s, "Zq8secretZq8") {
-			t.Fatalf("password survived in %q", redactURLs(planted))
+		if strings.Contains(RedactText(planted), "Zq8secretZq8") && !strings.Contains(s, "Zq8secretZq8") {
+			t.Fatalf("password survived in %q", RedactText(planted))
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package store
+package tare
 
 import (
 	"regexp"
@@ -6,12 +6,13 @@ import (
 	"unicode"
 )
 
-// redacted replaces a secret in a stored run's config or target.
-const redacted = "[redacted]"
+// Redacted replaces a secret wherever tare would show or keep it: printed
+// targets, stored configurations, exports, reports.
+const Redacted = "[redacted]"
 
-// The caller redacts secrets before a run reaches the store; this is the
-// second line, so a missed header or password does not sit in a database
-// that may be shared with a team.
+// Secrets never reach a stored run, a log or a report. Every package that
+// shows or keeps user input redacts it with these functions, so one list of
+// what counts as a secret serves them all.
 var (
 	// scheme://user:password@ in any URL inside a value.
 	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@`)
@@ -24,39 +25,39 @@ var (
 	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
 )
 
-// redactConfig returns a copy of cfg with the values of secret-looking keys
+// RedactConfig returns a copy of cfg with the values of secret-looking keys
 // replaced and credentials inside the other values removed.
-func redactConfig(cfg map[string]string) map[string]string {
+func RedactConfig(cfg map[string]string) map[string]string {
 	if cfg == nil {
 		return nil
 	}
 	out := make(map[string]string, len(cfg))
 	for k, v := range cfg {
-		if isSecretKey(k) && v != "" {
-			out[k] = redacted
+		if IsSecretName(k) && v != "" {
+			out[k] = Redacted
 			continue
 		}
-		out[k] = redactURLs(v)
+		out[k] = RedactText(v)
 	}
 	return out
 }
 
-// redactURLs removes credentials from a free-form value: URL passwords,
+// RedactText removes credentials from a free-form value: URL passwords,
 // secret-looking query parameters, credential headers and bearer tokens.
-func redactURLs(s string) string {
+func RedactText(s string) string {
 	if s == "" {
 		return s
 	}
 	s = urlPassword.ReplaceAllString(s, "$1:redacted@")
 	s = queryParam.ReplaceAllStringFunc(s, func(m string) string {
 		sub := queryParam.FindStringSubmatch(m)
-		if sub[3] == "" || !isSecretKey(sub[2]) {
+		if sub[3] == "" || !IsSecretName(sub[2]) {
 			return m
 		}
-		return sub[1] + sub[2] + "=" + redacted
+		return sub[1] + sub[2] + "=" + Redacted
 	})
-	s = credentialHeader.ReplaceAllString(s, "$1: "+redacted)
-	s = bearer.ReplaceAllString(s, "$1 "+redacted)
+	s = credentialHeader.ReplaceAllString(s, "$1: "+Redacted)
+	s = bearer.ReplaceAllString(s, "$1 "+Redacted)
 	return s
 }
 
@@ -66,6 +67,7 @@ var secretWords = map[string]bool{
 	"authorization": true, "auth": true, "token": true, "secret": true,
 	"password": true, "passwd": true, "pwd": true, "apikey": true,
 	"cookie": true, "credential": true, "credentials": true, "bearer": true,
+	"key": true, "signature": true, "sig": true,
 }
 
 // secretPairs are two adjacent words that together name a secret.
@@ -74,10 +76,10 @@ var secretPairs = map[[2]string]bool{
 	{"session", "id"}: true, {"signing", "key"}: true,
 }
 
-// isSecretKey reports whether a config key names a secret, looking at its
-// words: "X-Api-Key", "openaiApiKey", "auth_token" and "DB_PASSWORD" do,
-// "max_tokens" and "target" do not.
-func isSecretKey(key string) bool {
+// IsSecretName reports whether a config key, header or query parameter
+// names a secret, looking at its words: "X-Api-Key", "openaiApiKey",
+// "auth_token", "key" and "DB_PASSWORD" do, "max_tokens" and "target" do not.
+func IsSecretName(key string) bool {
 	words := splitWords(key)
 	for i, w := range words {
 		if secretWords[w] {
