@@ -1,0 +1,37 @@
+// Package queue is tare's job queue: the Broker between the load generator
+// and the agent workers, its two implementations, and the generator's side
+// of it, a tare.Target.
+//
+//	Target.Do ──Enqueue──▶ jobs ──Fetch/Claim──▶ worker ──Complete──▶ results ──▶ Target reader ──▶ Do returns
+//	 (res.Sent = enqueue)   │                     start … done          │
+//	                        └── Depth: waiting (lag), pending, oldest ──┘
+//
+// A Broker has the semantics of a Redis Streams consumer group: a job is
+// delivered to one worker and stays pending until that worker completes it;
+// a job left pending by a worker that died (its idle time passes a limit)
+// is claimed by another, and every claim counts a delivery. Completing
+// publishes the result and acknowledges the job in one step, so a job is
+// either pending or has a result, never neither.
+//
+// Redis implements it on a real server (keys under "tare:<queue>:", the
+// protocol a worker in any language follows is docs/job-protocol.md);
+// Memory implements it in-process for `tare demo`. The same test suite runs
+// against both.
+//
+// The figures, for one job (tare.Result's clocks):
+//
+//	queue wait = Started − Sent   (worker start − enqueue)
+//	service    = Done − Started   (worker done − worker start)
+//	end-to-end = Done − Scheduled
+//
+// Sent is the generator's clock; Started, FirstByte and Done are the
+// worker's. They agree on one machine; across machines the clocks must be
+// synchronised, and Target.Stats counts results that show they are not.
+//
+// Delivery is at least once, reporting exactly once: a job whose worker
+// died is claimed and its model called again, but completing publishes a
+// job's result only if it acknowledges the job, so a worker that was frozen
+// rather than dead publishes nothing; and the Target reports each job once,
+// counting any second result (a job enqueued twice by a retried XADD) as a
+// duplicate.
+package queue

@@ -1,0 +1,417 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tare-dev/tare"
+)
+
+// The error kinds the Target records in tare.Result.Err, besides the ones
+// workers report.
+const (
+	// KindUnfinished: the job had no result when Do's context ended (the
+	// run and its drain were over) or the Target was closed.
+	KindUnfinished = "unfinished"
+	// KindUnavailable: the job could not be enqueued, or the queue lost
+	// it (a Redis restart without persistence).
+	KindUnavailable = "queue unavailable"
+	// KindTimeout: the job had no result within TargetConfig.Timeout.
+	KindTimeout = "timeout"
+)
+
+// Defaults for TargetConfig's zero values.
+const (
+	DefaultPrompt = "In two sentences, explain why a load test on a shared virtual machine can mislead."
+	DefaultPoll   = 500 * time.Millisecond
+)
+
+// TargetConfig tunes a Target; its zero value means the defaults.
+type TargetConfig struct {
+	RunID     string        // names this run's jobs and results; default a random UUID
+	Prompt    string        // the prompt of every job; default DefaultPrompt
+	MaxTokens int           // output cap of every job; 0 leaves it to the model server
+	Poll      time.Duration // how long one read of results waits; default DefaultPoll
+	// Timeout bounds one job, from enqueue to result; 0 means no bound but
+	// Do's context. The load engine waits for every job of a run that ends
+	// normally, so without a bound a lost job holds the run open.
+	Timeout time.Duration
+}
+
+// Target is the generator's side of the queue, a tare.Target: Do enqueues a
+// job and waits for its result. One reader goroutine reads the results
+// stream and hands each result to the Do call waiting for its job, so any
+// number of jobs can be outstanding.
+//
+// Every Do returns exactly once per job: a result that arrives twice (a job
+// redelivered after its worker seemed dead, and done twice) is counted in
+// Stats().Duplicates and not reported again; a job with no result when Do's
+// context ends is recorded as KindUnfinished, never dropped.
+//
+// Worker stamps (Started, FirstByte, Done) are the worker's clock. When
+// workers run on other machines their clocks must agree with this one;
+// Stats().Skewed counts results whose stamps fall outside the job's
+// [enqueue, receipt] interval, which only disagreeing clocks produce.
+type Target struct {
+	b         Broker
+	runID     string
+	prompt    string
+	maxTokens int
+	poll      time.Duration
+	timeout   time.Duration
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the reader has returned
+
+	mu      sync.Mutex // guards everything below
+	closed  bool
+	waiters map[uint64]*waiter // by job seq
+	matched seqSet             // jobs reported with their result
+	settled seqSet             // jobs reported without one (unfinished, unavailable)
+	stats   TargetStats
+}
+
+// waiter is one Do call waiting for its job's result.
+type waiter struct {
+	ch   chan outcome // buffered: the sender never blocks
+	sent time.Time    // the job's enqueue time
+}
+
+// outcome is what a waiting Do receives: a worker's result, or a kind the
+// Target decided on.
+type outcome struct {
+	res  Result
+	kind string
+}
+
+// TargetStats counts what the Target saw besides the results it reported.
+type TargetStats struct {
+	Enqueued    int64 // jobs enqueued
+	Matched     int64 // results reported to a Do call
+	Duplicates  int64 // results for a job already reported: a job done twice after a redelivery
+	Late        int64 // results for a job already recorded unfinished or unavailable
+	Foreign     int64 // results of other runs on the same queue, skipped
+	Unfinished  int64 // jobs recorded KindUnfinished
+	Unavailable int64 // jobs recorded KindUnavailable
+	Timeouts    int64 // jobs recorded KindTimeout
+	Skewed      int64 // results stamped outside [enqueue, receipt]: the worker's clock disagrees
+	ReadErrors  int64 // failed reads of the results (the queue was unreachable)
+	Lost        int64 // times the queue's state was found lost
+}
+
+var _ tare.Target = (*Target)(nil)
+
+// NewTarget returns a Target on b and starts its results reader; Close
+// stops it. A negative figure in cfg is a *tare.Error with code EINVALID.
+func NewTarget(b Broker, cfg TargetConfig) (*Target, error) {
+	switch {
+	case cfg.MaxTokens < 0:
+		return nil, tare.Errorf(tare.EINVALID, "max tokens %d: want 0 (model server default) or more", cfg.MaxTokens)
+	case cfg.Poll < 0:
+		return nil, tare.Errorf(tare.EINVALID, "results poll %v: want 0 (default %v) or more", cfg.Poll, DefaultPoll)
+	case cfg.Timeout < 0:
+		return nil, tare.Errorf(tare.EINVALID, "job timeout %v: want 0 (none) or more", cfg.Timeout)
+	}
+	t := &Target{
+		b:         b,
+		runID:     cfg.RunID,
+		prompt:    cfg.Prompt,
+		maxTokens: cfg.MaxTokens,
+		poll:      cfg.Poll,
+		timeout:   cfg.Timeout,
+		done:      make(chan struct{}),
+		waiters:   map[uint64]*waiter{},
+	}
+	if t.runID == "" {
+		t.runID = uuid.NewString()
+	}
+	if t.prompt == "" {
+		t.prompt = DefaultPrompt
+	}
+	if t.poll == 0 {
+		t.poll = DefaultPoll
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	go t.read(ctx)
+	return t, nil
+}
+
+// RunID returns the run id stamped on every job.
+func (t *Target) RunID() string { return t.runID }
+
+// String names the target for a run's description.
+func (t *Target) String() string { return "queue " + t.b.Queue() }
+
+// Stats returns the counters so far.
+func (t *Target) Stats() TargetStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
+// Depth returns the queue's backlog now; the CLI samples it every tick.
+func (t *Target) Depth(ctx context.Context) (Depth, error) { return t.b.Depth(ctx) }
+
+// Do enqueues job res.Seq, stamped with res.Sent as its enqueue time, and
+// waits for its result. It fills Started, FirstByte (the first token), Done,
+// Worker, Deliveries, OutputTokens, TokenSource and Err. Seq must be unique
+// for the Target's life.
+func (t *Target) Do(ctx context.Context, res *tare.Result) {
+	if res.Sent.IsZero() {
+		res.Sent = time.Now()
+	}
+	seq := res.Seq
+	parent := ctx // its end is the run's end; ctx's own end is the job's timeout
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	w := &waiter{ch: make(chan outcome, 1), sent: res.Sent}
+	t.mu.Lock()
+	if t.closed {
+		t.stats.Unfinished++
+		t.mu.Unlock()
+		res.Err = KindUnfinished
+		return
+	}
+	// Registered before enqueueing: a fast worker's result may arrive
+	// before Enqueue returns.
+	t.waiters[seq] = w
+	t.mu.Unlock()
+
+	job := Job{
+		ID:        strconv.FormatUint(seq, 10),
+		RunID:     t.runID,
+		Enqueued:  res.Sent,
+		Prompt:    t.prompt,
+		MaxTokens: t.maxTokens,
+	}
+	if err := t.b.Enqueue(ctx, job); err != nil {
+		kind := KindUnavailable
+		if ctx.Err() != nil {
+			kind = endKind(parent)
+		}
+		if t.giveUp(seq, w, kind) {
+			res.Err = kind
+			return
+		}
+		// A result for it already came: the enqueue did go through.
+		fill(res, <-w.ch)
+		return
+	}
+	t.mu.Lock()
+	t.stats.Enqueued++
+	t.mu.Unlock()
+
+	select {
+	case o := <-w.ch:
+		fill(res, o)
+	case <-ctx.Done():
+		kind := endKind(parent)
+		if t.giveUp(seq, w, kind) {
+			res.Err = kind
+			return
+		}
+		fill(res, <-w.ch) // the result won the race
+	}
+}
+
+// endKind is the kind of a job whose context ended: the end of the run when
+// parent, Do's own context, ended; the job's timeout otherwise.
+func endKind(parent context.Context) string {
+	if parent.Err() != nil {
+		return KindUnfinished
+	}
+	return KindTimeout
+}
+
+// giveUp removes seq's waiter and records kind for it, unless the reader
+// has already handed it an outcome; it reports whether it did.
+func (t *Target) giveUp(seq uint64, w *waiter, kind string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiters[seq] != w {
+		return false
+	}
+	delete(t.waiters, seq)
+	t.settle(seq, kind)
+	return true
+}
+
+// settle records a job reported without a result; t.mu must be held.
+func (t *Target) settle(seq uint64, kind string) {
+	t.settled.add(seq)
+	switch kind {
+	case KindUnfinished:
+		t.stats.Unfinished++
+	case KindUnavailable:
+		t.stats.Unavailable++
+	case KindTimeout:
+		t.stats.Timeouts++
+	}
+}
+
+func fill(res *tare.Result, o outcome) {
+	if o.kind != "" {
+		res.Err = o.kind
+		return
+	}
+	r := o.res
+	res.Started = r.Start
+	res.FirstByte = r.FirstToken
+	res.Done = r.Done
+	res.Worker = r.Worker
+	res.Deliveries = r.Deliveries
+	res.OutputTokens = r.TokensOut
+	res.TokenSource = r.TokenSource
+	if !r.OK() {
+		res.Err = r.Error
+		if res.Err == "" {
+			res.Err = StatusError
+		}
+	}
+}
+
+// Backoff bounds of the reader after a failed read.
+const (
+	minReadBackoff = 50 * time.Millisecond
+	maxReadBackoff = time.Second
+)
+
+// read is the reader goroutine: it reads results until ctx ends and
+// dispatches them.
+func (t *Target) read(ctx context.Context) {
+	defer close(t.done)
+	cursor := ""
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		results, next, err := t.b.Results(ctx, cursor, 512, t.poll)
+		switch {
+		case errors.Is(err, ErrLost):
+			t.lose()
+			cursor, backoff = "", 0
+			continue
+		case errors.Is(err, ErrClosed) || ctx.Err() != nil:
+			return
+		case err != nil:
+			t.mu.Lock()
+			t.stats.ReadErrors++
+			t.mu.Unlock()
+			backoff = min(max(2*backoff, minReadBackoff), maxReadBackoff)
+			sleep(ctx, backoff)
+			continue
+		}
+		cursor, backoff = next, 0
+		received := time.Now()
+		for _, r := range results {
+			t.dispatch(r, received)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
+// dispatch hands r to the Do call waiting for its job.
+func (t *Target) dispatch(r Result, received time.Time) {
+	seq, err := strconv.ParseUint(r.ID, 10, 64)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.RunID != t.runID || err != nil {
+		t.stats.Foreign++
+		return
+	}
+	w, ok := t.waiters[seq]
+	switch {
+	case ok:
+		delete(t.waiters, seq)
+		t.matched.add(seq)
+		t.stats.Matched++
+		// Stamps compared by wall clock: the worker's carry no monotonic
+		// reading.
+		if r.Start.Before(w.sent.Round(0)) || r.Done.After(received.Round(0)) {
+			t.stats.Skewed++
+		}
+		w.ch <- outcome{res: r}
+	case t.matched.has(seq):
+		t.stats.Duplicates++
+	default:
+		t.stats.Late++
+	}
+}
+
+// lose fails every waiting job: the queue's state, their jobs included, is
+// gone.
+func (t *Target) lose() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stats.Lost++
+	for seq, w := range t.waiters {
+		delete(t.waiters, seq)
+		t.settle(seq, KindUnavailable)
+		w.ch <- outcome{kind: KindUnavailable}
+	}
+}
+
+// Close stops the reader and records every job still waiting as
+// unfinished. It does not close the broker.
+func (t *Target) Close() error {
+	t.cancel()
+	<-t.done
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for seq, w := range t.waiters {
+		delete(t.waiters, seq)
+		t.settle(seq, KindUnfinished)
+		w.ch <- outcome{kind: KindUnfinished}
+	}
+	return nil
+}
+
+// seqSet is a set of job sequence numbers. The load engine hands them out
+// densely from 0, so a bit set holds them (a million jobs take 125 KiB);
+// numbers beyond denseLimit, which only another caller would use, go to a
+// map instead of growing the bit set without bound.
+type seqSet struct {
+	bits   []uint64
+	sparse map[uint64]bool
+}
+
+const denseLimit = 1 << 27 // 16 MiB of bits at most
+
+func (s *seqSet) add(n uint64) {
+	if n >= denseLimit {
+		if s.sparse == nil {
+			s.sparse = map[uint64]bool{}
+		}
+		s.sparse[n] = true
+		return
+	}
+	i := int(n / 64)
+	if i >= len(s.bits) {
+		s.bits = append(s.bits, make([]uint64, i+1-len(s.bits))...)
+	}
+	s.bits[i] |= 1 << (n % 64)
+}
+
+func (s *seqSet) has(n uint64) bool {
+	if n >= denseLimit {
+		return s.sparse[n]
+	}
+	i := int(n / 64)
+	return i < len(s.bits) && s.bits[i]&(1<<(n%64)) != 0
+}

@@ -1,0 +1,340 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+func newTarget(t *testing.T, b Broker, cfg TargetConfig) *Target {
+	t.Helper()
+	if cfg.Poll == 0 {
+		cfg.Poll = 50 * time.Millisecond
+	}
+	tg, err := NewTarget(b, cfg)
+	if err != nil {
+		t.Fatalf("NewTarget: %v", err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg
+}
+
+// consume runs a consumer until the test ends: it fetches jobs and
+// completes each with what answer returns.
+func consume(t *testing.T, b Broker, name string, answer func(d Delivery) Result) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			ds, err := b.Fetch(ctx, name, 16, 50*time.Millisecond)
+			if err != nil {
+				return
+			}
+			for _, d := range ds {
+				if err := b.Complete(ctx, d, answer(d)); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// okResult is what a well-behaved worker reports for d.
+func okResult(d Delivery, worker string) Result {
+	start := time.Now()
+	return Result{
+		ID: d.Job.ID, RunID: d.Job.RunID, Worker: worker,
+		Start: start, FirstToken: start.Add(time.Microsecond), Done: start.Add(2 * time.Microsecond),
+		TokensIn: 3, TokensOut: 5, TokenSource: TokensCounted,
+		Status: StatusOK, Deliveries: d.Count,
+	}
+}
+
+// doAll runs n Do calls at once and returns their results by Seq.
+func doAll(ctx context.Context, tg *Target, n int) []tare.Result {
+	out := make([]tare.Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := tare.Result{Seq: uint64(i), Scheduled: time.Now(), Sent: time.Now()}
+			tg.Do(ctx, &res)
+			out[i] = res
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTargetMatchesResults(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{Prompt: "p", MaxTokens: 9})
+		var mu sync.Mutex
+		prompts := map[string]int{}
+		consume(t, b, "w", func(d Delivery) Result {
+			mu.Lock()
+			prompts[fmt.Sprint(d.Job.Prompt, "/", d.Job.MaxTokens, "/", d.Job.RunID == tg.RunID())]++
+			mu.Unlock()
+			return okResult(d, "w")
+		})
+		const n = 30
+		for _, res := range doAll(testContext(t), tg, n) {
+			switch {
+			case !res.OK():
+				t.Errorf("job %d failed: %q", res.Seq, res.Err)
+			case res.Worker != "w" || res.Deliveries != 1 || res.OutputTokens != 5 || res.TokenSource != TokensCounted:
+				t.Errorf("job %d: worker %q, deliveries %d, tokens %d (%s); want w, 1, 5 (counted)",
+					res.Seq, res.Worker, res.Deliveries, res.OutputTokens, res.TokenSource)
+			case res.Started.Before(res.Sent.Round(0)) || res.Done.Before(res.Started) || res.FirstByte.Before(res.Started):
+				t.Errorf("job %d: sent %v, started %v, first token %v, done %v: out of order",
+					res.Seq, res.Sent, res.Started, res.FirstByte, res.Done)
+			}
+		}
+		if want := "p/9/true"; prompts[want] != n {
+			t.Errorf("jobs seen by the worker: %v, want %d × %q", prompts, n, want)
+		}
+		st := tg.Stats()
+		if st.Enqueued != n || st.Matched != n || st.Duplicates+st.Late+st.Foreign+st.Unfinished+st.Unavailable != 0 {
+			t.Errorf("Stats = %+v, want %d enqueued and matched, nothing else", st, n)
+		}
+	})
+}
+
+func TestTargetReportsOnce(t *testing.T) {
+	// A job entered twice (a client that retried an XADD whose reply was
+	// lost) is done twice: it is reported once and counted as a duplicate.
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{})
+		consume(t, b, "w", func(d Delivery) Result {
+			if d.Job.Prompt != "copy" {
+				copied := d.Job
+				copied.Prompt = "copy"
+				if err := b.Enqueue(context.Background(), copied); err != nil {
+					t.Errorf("enqueue a copy: %v", err)
+				}
+			}
+			return okResult(d, "w")
+		})
+		const n = 10
+		for _, res := range doAll(testContext(t), tg, n) {
+			if !res.OK() || res.Worker != "w" {
+				t.Errorf("job %d: %q from %q, want ok from w", res.Seq, res.Err, res.Worker)
+			}
+		}
+		eventually(t, "the duplicates to be counted", func() bool { return tg.Stats().Duplicates == n })
+		if st := tg.Stats(); st.Matched != n || st.Late != 0 {
+			t.Errorf("Stats = %+v, want %d matched and no late results", st, n)
+		}
+	})
+}
+
+func TestTargetFailedJob(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{})
+		consume(t, b, "w", func(d Delivery) Result {
+			r := okResult(d, "w")
+			r.Status, r.Error, r.TokensOut = StatusError, "http 503", 0
+			return r
+		})
+		res := doAll(testContext(t), tg, 1)[0]
+		if res.Err != "http 503" || res.Started.IsZero() || res.Worker != "w" {
+			t.Errorf("failed job recorded as %q by %q (started %v), want \"http 503\" by w with its stamps", res.Err, res.Worker, res.Started)
+		}
+	})
+}
+
+func TestTargetUnfinished(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{})
+		ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
+		defer cancel()
+		res := doAll(ctx, tg, 3)
+		for _, r := range res {
+			if r.Err != KindUnfinished {
+				t.Errorf("job %d with no worker: %q, want %q", r.Seq, r.Err, KindUnfinished)
+			}
+		}
+		// The worker turns up after the run: its results are late, not
+		// reported again.
+		consume(t, b, "w", func(d Delivery) Result { return okResult(d, "w") })
+		eventually(t, "late results to be counted", func() bool { return tg.Stats().Late == 3 })
+		if st := tg.Stats(); st.Unfinished != 3 || st.Matched != 0 {
+			t.Errorf("Stats = %+v, want 3 unfinished, none matched", st)
+		}
+	})
+}
+
+func TestTargetTimeout(t *testing.T) {
+	b := NewMemory(MemoryConfig{})
+	defer b.Close()
+	tg := newTarget(t, b, TargetConfig{Timeout: 50 * time.Millisecond})
+	for _, r := range doAll(testContext(t), tg, 2) {
+		if r.Err != KindTimeout {
+			t.Errorf("job %d with no worker and a 50ms timeout: %q, want %q", r.Seq, r.Err, KindTimeout)
+		}
+	}
+	if st := tg.Stats(); st.Timeouts != 2 || st.Unfinished != 0 {
+		t.Errorf("Stats = %+v, want 2 timeouts", st)
+	}
+}
+
+func TestTargetForeignResults(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{RunID: "mine"})
+		consume(t, b, "w", func(d Delivery) Result { return okResult(d, "w") })
+		// Another generator's job, and one whose id no Target would use.
+		for _, j := range []Job{
+			{ID: "0", RunID: "another run", Enqueued: time.Now()},
+			{ID: "not-a-seq", RunID: "mine", Enqueued: time.Now()},
+		} {
+			if err := b.Enqueue(testContext(t), j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res := doAll(testContext(t), tg, 1)[0]; !res.OK() {
+			t.Fatalf("job failed: %q", res.Err)
+		}
+		eventually(t, "foreign results to be counted", func() bool { return tg.Stats().Foreign == 2 })
+		if st := tg.Stats(); st.Matched != 1 {
+			t.Errorf("Stats = %+v, want 1 matched", st)
+		}
+	})
+}
+
+func TestTargetQueueUnavailable(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		var tg *Target
+		var closeBroker func() error
+		switch b := b.(type) {
+		case *Memory:
+			tg = newTarget(t, b, TargetConfig{})
+			closeBroker = b.Close
+		case *Redis:
+			// A client of its own, closed under the target.
+			r, err := OpenRedis(testContext(t), mustURL(), b.Queue())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg = newTarget(t, r, TargetConfig{})
+			closeBroker = r.Close
+		}
+		if err := closeBroker(); err != nil {
+			t.Fatal(err)
+		}
+		res := doAll(testContext(t), tg, 2)
+		for _, r := range res {
+			if r.Err != KindUnavailable {
+				t.Errorf("job %d on a closed broker: %q, want %q", r.Seq, r.Err, KindUnavailable)
+			}
+		}
+		if st := tg.Stats(); st.Unavailable != 2 || st.Enqueued != 0 {
+			t.Errorf("Stats = %+v, want 2 unavailable, none enqueued", st)
+		}
+	})
+}
+
+func mustURL() string { u, _ := redisURL(); return u }
+
+func TestTargetQueueLost(t *testing.T) {
+	// The queue's state vanishes under waiting jobs (a Redis restart
+	// without persistence, or a cleanup): they fail at once instead of
+	// waiting for the end of the run.
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		tg := newTarget(t, b, TargetConfig{})
+		done := make(chan []tare.Result, 1)
+		go func() { done <- doAll(testContext(t), tg, 4) }()
+		eventually(t, "the jobs to be enqueued", func() bool { return tg.Stats().Enqueued == 4 })
+		if _, err := b.Cleanup(testContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range <-done {
+			if r.Err != KindUnavailable {
+				t.Errorf("job %d lost with the queue: %q, want %q", r.Seq, r.Err, KindUnavailable)
+			}
+		}
+		if st := tg.Stats(); st.Lost != 1 || st.Unavailable != 4 {
+			t.Errorf("Stats = %+v, want the loss seen once and 4 jobs unavailable", st)
+		}
+		// The target goes on working on the fresh queue.
+		consume(t, b, "w", func(d Delivery) Result { return okResult(d, "w") })
+		res := tare.Result{Seq: 100, Sent: time.Now()}
+		tg.Do(testContext(t), &res)
+		if !res.OK() {
+			t.Errorf("job after the loss: %q, want ok", res.Err)
+		}
+	})
+}
+
+func TestTargetClose(t *testing.T) {
+	b := NewMemory(MemoryConfig{})
+	defer b.Close()
+	tg, err := NewTarget(b, TargetConfig{Poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []tare.Result, 1)
+	go func() { done <- doAll(context.Background(), tg, 2) }()
+	eventually(t, "the jobs to be enqueued", func() bool { return tg.Stats().Enqueued == 2 })
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range <-done {
+		if r.Err != KindUnfinished {
+			t.Errorf("job %d waiting at Close: %q, want %q", r.Seq, r.Err, KindUnfinished)
+		}
+	}
+	res := tare.Result{Seq: 9}
+	tg.Do(context.Background(), &res)
+	if res.Err != KindUnfinished || res.Sent.IsZero() {
+		t.Errorf("Do after Close: %q (sent %v), want %q and a send time", res.Err, res.Sent, KindUnfinished)
+	}
+}
+
+func TestNewTargetRejects(t *testing.T) {
+	b := NewMemory(MemoryConfig{})
+	defer b.Close()
+	for _, cfg := range []TargetConfig{{MaxTokens: -1}, {Poll: -time.Second}, {Timeout: -time.Second}} {
+		if _, err := NewTarget(b, cfg); tare.ErrorCode(err) != tare.EINVALID {
+			t.Errorf("NewTarget(%+v) = %v, want an EINVALID error", cfg, err)
+		}
+	}
+}
+
+func TestSeqSet(t *testing.T) {
+	var s seqSet
+	for _, n := range []uint64{0, 63, 64, 1000, denseLimit - 1, denseLimit, 1 << 62} {
+		if s.has(n) {
+			t.Errorf("empty set has %d", n)
+		}
+		s.add(n)
+		if !s.has(n) {
+			t.Errorf("set lacks %d after adding it", n)
+		}
+	}
+	if s.has(1) || s.has(65) || s.has(1<<61) {
+		t.Error("set has numbers never added")
+	}
+	if len(s.bits) > denseLimit/64 {
+		t.Errorf("bit set grew to %d words for sparse numbers", len(s.bits))
+	}
+}
