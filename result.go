@@ -59,11 +59,16 @@ func (r *Result) QueueWait() time.Duration {
 	return r.Started.Sub(r.Sent)
 }
 
-// TTFT is FirstByte − Sent, the time to the first byte or token; 0 when the
-// response had none.
+// TTFT is the time to the first byte or token from the start of the call:
+// FirstByte − Sent, or for a queue job FirstByte − Started, since the model
+// call begins when a worker takes the job (the wait before is QueueWait).
+// It is 0 when the response had no first byte.
 func (r *Result) TTFT() time.Duration {
-	if r.FirstByte.IsZero() {
+	switch {
+	case r.FirstByte.IsZero():
 		return 0
+	case !r.Started.IsZero():
+		return r.FirstByte.Sub(r.Started)
 	}
 	return r.FirstByte.Sub(r.Sent)
 }

@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
+	"os/exec"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
-	"github.com/tare-dev/tare/httptarget"
+	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/worker"
 )
 
 type demoFlags struct {
@@ -21,31 +25,55 @@ type demoFlags struct {
 	host  hostFlags
 	judge judgeFlags
 	store storeFlags
-	work  int
+
+	redis       string
+	workers     int
+	concurrency int
+	tokenCost   time.Duration
+	meanTokens  int
+	maxTokens   int
+	neighbour   bool
 }
+
+const demoLong = `Run the reference topology in one process and measure it:
+
+  [Poisson arrivals] --enqueue--> [queue] --> [agent workers] --> [simulated model]
+        tare                    in memory,      pop a job,       OpenAI-compatible on
+                                or Redis        call the model   loopback; every token
+                                with --redis                     burns real CPU
+
+The host is sampled during the very same seconds; the summary shows queue
+wait, end-to-end latency, TTFT, tokens/s, CPU and steal, then the verdict.
+Nothing to install or start. --neighbour starts CPU hogs on the same cores
+halfway through, so you watch the figures and the verdict change: that is
+what a noisy neighbour does to a capacity test.
+
+The seed's setup, 500 jobs at a mean 2/s: tare demo --jobs 500 --rate 2/s`
 
 func newDemoCmd() *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Measure an embedded service on loopback, no setup needed",
-		Long: `Start an embedded HTTP service on loopback whose handler does a little real
-CPU work, send it about 20 seconds of Poisson arrivals, sample the host
-during the same seconds, and print the summary and verdict.
-
-Nothing to install or start: this is tare end to end on one machine. Run it
-twice, at a quiet and a busy moment, and compare the verdicts.`,
+		Short: "Measure the reference topology (queue, workers, model) with no setup",
+		Long:  demoLong,
 		Example: `  tare demo
-  tare demo --rate 100/s --duration 10s
-  tare demo --json > demo.json`,
+  tare demo --neighbour
+  tare demo --redis redis://127.0.0.1:6379/0 --workers 2
+  tare demo --jobs 500 --rate 2/s --json > demo.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd, &f)
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&f.work, "work", 2000, "SHA-256 rounds of CPU work per request in the embedded service")
-	f.load.register(fs, arrival.Rate(50), 0, 20*time.Second)
+	fs.StringVar(&f.redis, "redis", "", "use this Redis for the queue, like redis://127.0.0.1:6379/0 (default: an in-memory queue)")
+	fs.IntVar(&f.workers, "workers", 1, "agent workers")
+	fs.IntVar(&f.concurrency, "concurrency", 2, "jobs each worker runs at once")
+	fs.DurationVar(&f.tokenCost, "token-cost", modelsim.DefaultTokenCost, "CPU work per generated token of the simulated model")
+	fs.IntVar(&f.meanTokens, "mean-tokens", modelsim.DefaultMeanTokens, "mean output tokens of the simulated model")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each job (0: the model's own draw)")
+	fs.BoolVar(&f.neighbour, "neighbour", false, "start CPU hogs on every core halfway through the run")
+	f.load.register(fs, arrival.Rate(4), 120, 0)
 	f.host.register(fs)
 	f.judge.register(fs)
 	f.store.registerNoStore(fs)
@@ -53,8 +81,17 @@ twice, at a quiet and a busy moment, and compare the verdicts.`,
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
-	if f.work < 0 {
-		return tare.Errorf(tare.EINVALID, "--work must be 0 or more rounds; got %d", f.work)
+	switch {
+	case f.workers < 1:
+		return tare.Errorf(tare.EINVALID, "--workers must be at least 1; got %d", f.workers)
+	case f.concurrency < 1:
+		return tare.Errorf(tare.EINVALID, "--concurrency must be at least 1; got %d", f.concurrency)
+	case f.tokenCost <= 0:
+		return tare.Errorf(tare.EINVALID, "--token-cost must be positive, like 2ms; got %s", f.tokenCost)
+	case f.meanTokens < 1:
+		return tare.Errorf(tare.EINVALID, "--mean-tokens must be at least 1; got %d", f.meanTokens)
+	case f.maxTokens < 0:
+		return tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", f.maxTokens)
 	}
 	sched, err := f.load.schedule()
 	if err != nil {
@@ -68,65 +105,133 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return tare.Errorf(tare.EUNAVAILABLE, "start the demo service on loopback: %v", err)
-	}
-	srv := &http.Server{Handler: busyHandler(f.work), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	}()
-
-	target, err := httptarget.New(httptarget.Config{URL: "http://" + ln.Addr().String() + "/work", MaxConns: f.load.maxInFlight})
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if !f.judge.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s against an embedded service at %s (%d SHA-256 rounds a request)\n", sched, ln.Addr(), f.work)
-	}
-	st, err := f.store.open(cmd.Context())
+	ctx := cmd.Context()
+	st, err := f.store.open(ctx)
 	if err != nil {
 		return err
 	}
 	if st != nil {
 		defer st.Close()
 	}
+
+	// The model: a simulated endpoint on loopback.
+	sim, err := modelsim.New(modelsim.Config{TokenCost: f.tokenCost, MeanTokens: f.meanTokens, TokenSpread: 0.5, Seed: f.load.seed})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return tare.Errorf(tare.EUNAVAILABLE, "start the simulated model on loopback: %v", err)
+	}
+	modelCtx, stopModel := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopModel()
+	go sim.Serve(modelCtx, ln)
+	client, err := openai.New(openai.Config{URL: "http://" + ln.Addr().String() + "/v1", Timeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	// The queue: in memory, or a queue of its own in the given Redis,
+	// deleted afterwards.
+	var b queue.Broker = queue.NewMemory(queue.MemoryConfig{Queue: "demo"})
+	where := "an in-memory queue"
+	if f.redis != "" {
+		name := fmt.Sprintf("demo-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+		rb, err := queue.OpenRedis(ctx, f.redis, name)
+		if err != nil {
+			return flagged(err, "redis")
+		}
+		b, where = rb, fmt.Sprintf("queue %q in Redis at %s", name, queue.RedactURL(f.redis))
+	}
+	t, err := queueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+
+	// The workers, stopped and the queue cleaned up before the target
+	// (which closes the broker) is released.
+	workCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	var workers sync.WaitGroup
+	for i := range f.workers {
+		w := worker.New(b, modelOf(client), worker.Config{Name: fmt.Sprintf("demo-worker-%d", i+1), Concurrency: f.concurrency, ClaimIdle: 10 * time.Second})
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			w.Run(workCtx)
+		}()
+	}
+	defer func() {
+		stopWorkers()
+		workers.Wait()
+		if f.redis != "" {
+			cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			b.Cleanup(cleanCtx)
+			cancel()
+		}
+		t.release()
+	}()
+
+	if !f.judge.quiet {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (%s a token)\n",
+			sched, where, f.workers, f.concurrency, ln.Addr(), f.tokenCost)
+	}
+	if f.neighbour {
+		stop := startNeighbour(ctx, cmd, expectedLength(f.load)/2, f.judge.quiet)
+		defer stop()
+	}
 	m := measurement{
-		store:    st,
-		run:      tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: target.String(), Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)},
-		target:   target,
+		run:      tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: "demo " + t.name, Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)},
+		target:   t.target,
+		depth:    t.depth,
 		schedule: sched,
 		rate:     float64(f.load.rate),
 		engine:   f.load.engine(),
 		sampler:  sampling,
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
+		store:    st,
 	}
 	return measureAndReport(cmd, m, f.judge.json)
 }
 
-// busyHandler burns real CPU for each request, so steal and contention on
-// the host show in its latency the way they do in a CPU-bound service.
-func busyHandler(rounds int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sum := sha256.Sum256([]byte(r.URL.Path))
-		for i := 0; i < rounds; i++ {
-			if i%256 == 0 && r.Context().Err() != nil {
-				return
-			}
-			sum = sha256.Sum256(sum[:])
-		}
-		fmt.Fprintf(w, "%x\n", sum[:8])
-	})
+// expectedLength is how long the arrivals should last.
+func expectedLength(f loadFlags) time.Duration {
+	d := time.Duration(float64(f.jobs) / float64(f.rate) * float64(time.Second))
+	if f.duration > 0 && (f.jobs == 0 || f.duration < d) {
+		d = f.duration
+	}
+	return d
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
+// startNeighbour starts one CPU hog per core after the delay, as a noisy
+// neighbour would, and returns the function that stops them. The hogs are
+// separate processes, bounded by a deadline of their own in case tare is
+// killed before it stops them.
+func startNeighbour(ctx context.Context, cmd *cobra.Command, after time.Duration, quiet bool) (stop func()) {
+	hogCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), after+10*time.Minute)
+	var hogs []*exec.Cmd
+	var mu sync.Mutex // guards hogs, filled by the timer's goroutine
+	timer := time.AfterFunc(after, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for range runtime.NumCPU() {
+			h := exec.CommandContext(hogCtx, "sh", "-c", "while :; do :; done")
+			if h.Start() == nil {
+				hogs = append(hogs, h)
+			}
+		}
+		if !quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "\ntare demo: a neighbour moved in: %d CPU hogs on the same cores\n", len(hogs))
+		}
+	})
+	return func() {
+		timer.Stop()
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range hogs {
+			h.Wait()
+		}
 	}
-	return s
 }

@@ -114,7 +114,7 @@ func TestBadInput(t *testing.T) {
 		{"check for", []string{"check", "--for", "0s"}, "--for must be a positive duration"},
 		{"watch nothing", []string{"watch"}, "requires at least 1 arg"},
 		{"watch missing command", []string{"watch", "--", "/nonexistent/loadtool"}, `cannot run "/nonexistent/loadtool"`},
-		{"demo work", []string{"demo", "--work", "-1"}, "--work must be 0 or more"},
+		{"demo workers", []string{"demo", "--workers", "0"}, "--workers must be at least 1"},
 		{"huge header", []string{"run", "--url", url, "-H", "X-Big: " + strings.Repeat("a", 20000)}, "--header is 20007 bytes; the longest tare sends is 16384"},
 		{"huge body", []string{"run", "--url", url, "--body", "@" + hugeFile(t)}, "is 65 MiB; the largest body tare sends is 64 MiB"},
 		{"two targets", []string{"run", "--url", url, "--model", url}, "give one target"},

@@ -29,7 +29,8 @@ type measurement struct {
 	sampler  host.Config
 	judging  judging
 	progress *progress
-	store    tare.Store // nil: the run is not stored
+	store    tare.Store                             // nil: the run is not stored
+	depth    func(context.Context) (float64, error) // queue depth, sampled every tick; nil for targets without a queue
 }
 
 // judging is what the verdict is measured against.
@@ -75,6 +76,11 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	samples := make(chan tare.HostSample, 16)
 	go sampler.Run(sampleCtx, samples)
 
+	depths := make(chan depthSample, 16)
+	if m.depth != nil {
+		go sampleDepth(sampleCtx, m.depth, m.sampler.Tick, depths)
+	}
+
 	sched := &lastOffset{Process: m.schedule}
 	results := make(chan tare.Result, 1024)
 	engine := load.New(m.target, m.engine)
@@ -100,6 +106,8 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		case s := <-samples:
 			rec.AddHost(s)
 			out.ticks(rec, false)
+		case d := <-depths:
+			rec.AddDepth(d.at, d.depth)
 		case now := <-refresh:
 			m.progress.show(rec.Snapshot(now), engine.Progress())
 		}
@@ -215,4 +223,34 @@ func measureAndReport(cmd *cobra.Command, m measurement, asJSON bool) error {
 		return storeErr
 	}
 	return verdictStatus(&s, m.judging.failOn)
+}
+
+type depthSample struct {
+	at    time.Time
+	depth float64
+}
+
+// sampleDepth reads the queue's depth twice a tick until ctx ends. A
+// failed read is skipped: the queue target counts the outage in its own
+// errors.
+func sampleDepth(ctx context.Context, depth func(context.Context) (float64, error), tick time.Duration, out chan<- depthSample) {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if d, err := depth(ctx); err == nil {
+				select {
+				case out <- depthSample{at: now, depth: d}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
 }

@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd())
+	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tare's version",

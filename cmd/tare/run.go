@@ -20,6 +20,10 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   # a model endpoint: TTFT, TPOT and goodput against a per-request SLO
   tare run --model http://127.0.0.1:8089/v1 --rate 2/s --jobs 100 --max-tokens 64 --slo 'ttft<=500ms,e2e<=5s'
 
+  # the reference topology: jobs into a Redis queue, served by agent workers
+  tare worker --redis redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1 &
+  tare run --queue redis://127.0.0.1:6379/0 --rate 2/s --jobs 500
+
   # fail the CI job when the host was polluted or p95 went over 300ms
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
 
@@ -34,7 +38,7 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run (--url URL | --model URL) [flags]",
+		Use:   "run (--url URL | --model URL | --queue URL) [flags]",
 		Short: "Send one window of open-loop load to a target and judge it",
 		Long: `Send one window of open-loop load to a target, sample the host's interference
 during the very same seconds, and print the summary and verdict.
@@ -74,11 +78,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	target, name, release, err := f.target.target(f.load.maxInFlight)
+	t, err := f.target.build(cmd.Context(), f.load.maxInFlight)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer t.release()
 
 	st, err := f.store.open(cmd.Context())
 	if err != nil {
@@ -90,10 +94,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	m := measurement{
 		store: st,
 		run: tare.Run{
-			Label: f.load.label, Window: f.load.window, Target: name, Arrival: sched.String(), Version: version,
+			Label: f.load.label, Window: f.load.window, Target: t.name, Arrival: sched.String(), Version: version,
 			Config: redactedConfig(cmd),
 		},
-		target:   target,
+		target:   t.target,
+		depth:    t.depth,
 		schedule: sched,
 		rate:     float64(f.load.rate),
 		engine:   f.load.engine(),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"time"
@@ -10,10 +11,12 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/queue"
 )
 
-// targetFlags say what the load goes to: a plain HTTP endpoint (--url) or
-// an OpenAI-compatible model endpoint (--model).
+// targetFlags say what the load goes to: a plain HTTP endpoint (--url), an
+// OpenAI-compatible model endpoint (--model), or a job queue in Redis that
+// agent workers serve (--queue).
 type targetFlags struct {
 	url      string
 	method   string
@@ -27,6 +30,18 @@ type targetFlags struct {
 	prompt    string
 	maxTokens int
 	noStream  bool
+
+	queue      string
+	queueName  string
+	jobTimeout time.Duration
+}
+
+// built is a target ready for load, with what the run needs around it.
+type built struct {
+	target  tare.Target
+	name    string                                 // what is loaded, secrets redacted
+	release func()                                 // closes connections, stops readers
+	depth   func(context.Context) (float64, error) // queue depth now; nil for targets without a queue
 }
 
 func (f *targetFlags) register(fs *pflag.FlagSet) {
@@ -41,45 +56,80 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.prompt, "prompt", "", "with --model, the user message of each request")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --model, max_tokens of each request (0: the server's default)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)")
+	fs.StringVar(&f.queue, "queue", "", "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0")
+	fs.StringVar(&f.queueName, "queue-name", "tare", "with --queue, the queue's name: its keys are tare:<name>:*")
+	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout")
 }
 
-// target validates the flags and builds the target, with a function that
-// releases it.
-func (f *targetFlags) target(maxConns int) (tare.Target, string, func(), error) {
+// build validates the flags and builds the target.
+func (f *targetFlags) build(ctx context.Context, maxConns int) (built, error) {
 	if f.timeout <= 0 {
-		return nil, "", nil, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", f.timeout)
+		return built{}, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", f.timeout)
 	}
 	header, err := f.header()
 	if err != nil {
-		return nil, "", nil, err
+		return built{}, err
+	}
+	given := 0
+	for _, s := range []string{f.url, f.model, f.queue} {
+		if s != "" {
+			given++
+		}
 	}
 	switch {
-	case f.url != "" && f.model != "":
-		return nil, "", nil, tare.Errorf(tare.EINVALID, "give one target: --url for HTTP or --model for a model endpoint, not both")
-	case f.model != "":
-		if f.maxTokens < 0 {
-			return nil, "", nil, tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", f.maxTokens)
+	case given > 1:
+		return built{}, tare.Errorf(tare.EINVALID, "give one target: --url for HTTP, --model for a model endpoint or --queue for a job queue")
+	case f.maxTokens < 0:
+		return built{}, tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", f.maxTokens)
+	case f.queue != "":
+		if f.jobTimeout <= 0 {
+			return built{}, tare.Errorf(tare.EINVALID, "--job-timeout must be positive, like 5m; got %s", f.jobTimeout)
 		}
+		b, err := queue.OpenRedis(ctx, f.queue, f.queueName)
+		if err != nil {
+			return built{}, flagged(err, "queue")
+		}
+		return queueTarget(b, queue.TargetConfig{Prompt: f.prompt, MaxTokens: f.maxTokens, Timeout: f.jobTimeout})
+	case f.model != "":
 		c, err := openai.New(openai.Config{URL: f.model, Model: f.modelName, Prompt: f.prompt, MaxTokens: f.maxTokens,
 			APIKey: apiKey(), Timeout: f.timeout, NoStream: f.noStream, Header: header})
 		if err != nil {
-			return nil, "", nil, flagged(err, "model")
+			return built{}, flagged(err, "model")
 		}
-		return c, c.String(), c.Close, nil
+		return built{target: c, name: c.String(), release: c.Close}, nil
 	case f.url != "":
 		cfg := httptarget.Config{Method: f.method, URL: f.url, Header: header, Timeout: f.timeout, Insecure: f.insecure, MaxConns: maxConns}
 		if f.body != "" {
 			if cfg.Body, err = httptarget.ReadBody(f.body); err != nil {
-				return nil, "", nil, flagged(err, "body")
+				return built{}, flagged(err, "body")
 			}
 		}
 		t, err := httptarget.New(cfg)
 		if err != nil {
-			return nil, "", nil, flagged(err, "url")
+			return built{}, flagged(err, "url")
 		}
-		return t, t.String(), t.Close, nil
+		return built{target: t, name: t.String(), release: t.Close}, nil
 	}
-	return nil, "", nil, tare.Errorf(tare.EINVALID, "tare run needs a target: give --url http://HOST:PORT/PATH or --model http://HOST:PORT/v1")
+	return built{}, tare.Errorf(tare.EINVALID, "tare run needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0")
+}
+
+// queueTarget loads a queue through b: one job per arrival, results matched
+// by job id, depth sampled per tick. Releasing it closes the broker.
+func queueTarget(b queue.Broker, cfg queue.TargetConfig) (built, error) {
+	t, err := queue.NewTarget(b, cfg)
+	if err != nil {
+		b.Close()
+		return built{}, err
+	}
+	depth := func(ctx context.Context) (float64, error) {
+		d, err := t.Depth(ctx)
+		return float64(d.Waiting), err
+	}
+	release := func() {
+		t.Close()
+		b.Close()
+	}
+	return built{target: t, name: t.String(), release: release, depth: depth}, nil
 }
 
 func (f *targetFlags) header() (http.Header, error) {

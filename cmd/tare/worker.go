@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/worker"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		redisURL, queueName, model, modelName string
+		timeout                               time.Duration
+		cfg                                   worker.Config
+		verbose                               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --redis URL --model URL [flags]",
+		Short: "Run the reference agent worker: jobs from Redis, completions from a model",
+		Long: `Run the reference agent worker of tare's topology: it takes jobs from a Redis
+queue (docs/job-protocol.md), calls an OpenAI-compatible model endpoint with
+each job's prompt (streaming), publishes the result and acknowledges the job.
+
+It is crash-safe: jobs pending on a worker that died are claimed by the
+others after --claim-idle, with their delivery count kept, and a job is
+reported once even if delivered twice. It stops gracefully on SIGTERM or
+Ctrl-C, and when the queue's stop signal is raised (tare cleanup), letting
+the jobs it holds finish for --grace.`,
+		Example: `  tare worker --redis redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1
+  tare worker --redis redis://127.0.0.1:6379/0 --queue checkout --model http://127.0.0.1:8000/v1 --concurrency 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if redisURL == "" || model == "" {
+				return tare.Errorf(tare.EINVALID, "tare worker needs --redis redis://HOST:6379/0 and --model http://HOST:PORT/v1")
+			}
+			if timeout <= 0 {
+				return tare.Errorf(tare.EINVALID, "--timeout must be positive, like 2m; got %s", timeout)
+			}
+			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: apiKey(), Timeout: timeout})
+			if err != nil {
+				return flagged(err, "model")
+			}
+			defer client.Close()
+			b, err := queue.OpenRedis(cmd.Context(), redisURL, queueName)
+			if err != nil {
+				return flagged(err, "redis")
+			}
+			defer b.Close()
+			if verbose {
+				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			}
+			w := worker.New(b, modelOf(client), cfg)
+			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: queue %q at %s, model %s, %d at once\n", w.Name(), queueName, queue.RedactURL(redisURL), client, cfg.Concurrency)
+			err = w.Run(cmd.Context())
+			st := w.Stats()
+			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: stopped: %d done, %d failed, %d claimed from dead workers, %d left pending\n",
+				w.Name(), st.Done, st.Failed, st.Claimed, st.Abandoned)
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&redisURL, "redis", "", "the Redis holding the queue, like redis://127.0.0.1:6379/0")
+	fs.StringVar(&queueName, "queue", "tare", "the queue's name: its keys are tare:<name>:*")
+	fs.StringVar(&model, "model", "", "the OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)")
+	fs.StringVar(&modelName, "model-name", "", `the "model" of each request (default: none)`)
+	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "how long one model call may take")
+	fs.StringVar(&cfg.Name, "name", "", "this worker's name, unique among the queue's workers (default host-pid-random)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", worker.DefaultConcurrency, "jobs worked on at once")
+	fs.DurationVar(&cfg.ClaimIdle, "claim-idle", worker.DefaultClaimIdle, "a job pending this long untouched is claimed from its worker, presumed dead")
+	fs.DurationVar(&cfg.Grace, "grace", worker.DefaultGrace, "on stop, how long the jobs in hand may finish")
+	fs.IntVar(&cfg.MaxDeliveries, "max-deliveries", worker.DefaultMaxDeliveries, "a job delivered more often than this fails without calling the model")
+	fs.BoolVar(&verbose, "verbose", false, "log what the worker does to stderr")
+	return cmd
+}
+
+// modelOf lets the worker call a model endpoint through the OpenAI client.
+func modelOf(c *openai.Client) worker.Model {
+	return worker.ModelFunc(func(ctx context.Context, prompt string, maxTokens int) (worker.Completion, error) {
+		r := c.Call(ctx, openai.Request{Prompt: prompt, MaxTokens: maxTokens})
+		return worker.Completion{FirstToken: r.FirstToken, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, Err: r.Err}, nil
+	})
+}
+
+func newCleanupCmd() *cobra.Command {
+	var (
+		redisURL, queueName string
+		wait                time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup --redis URL [--queue NAME]",
+		Short: "Stop a queue's workers and delete that queue's keys, and nothing else",
+		Long: `Raise the queue's stop signal, wait for its workers to finish what they hold
+and go, then delete the queue's keys (tare:<name>:*, found with SCAN) and
+print them. Keys of other queues and any other data in the same Redis
+database are never touched; tare never runs FLUSHDB.`,
+		Example: `  tare cleanup --redis redis://127.0.0.1:6379/0
+  tare cleanup --redis redis://127.0.0.1:6379/0 --queue checkout --wait 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if redisURL == "" {
+				return tare.Errorf(tare.EINVALID, "tare cleanup needs --redis redis://HOST:6379/0")
+			}
+			if wait < 0 {
+				return tare.Errorf(tare.EINVALID, "--wait must be 0 or more; got %s", wait)
+			}
+			ctx := cmd.Context()
+			b, err := queue.OpenRedis(ctx, redisURL, queueName)
+			if err != nil {
+				return flagged(err, "redis")
+			}
+			defer b.Close()
+			if err := b.Stop(ctx); err != nil {
+				return err
+			}
+			waitCtx, cancel := context.WithTimeout(ctx, wait)
+			err = queue.WaitWorkers(waitCtx, b, 200*time.Millisecond)
+			cancel()
+			if err != nil {
+				workers, _ := b.Workers(ctx)
+				fmt.Fprintf(cmd.ErrOrStderr(), "tare cleanup: %d workers still registered after %s; their registrations expire by themselves\n", len(workers), wait)
+			}
+			keys, err := b.Cleanup(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "deleted %d keys of queue %q:\n", len(keys), queueName)
+			for _, k := range keys {
+				fmt.Fprintf(out, "  %s\n", k)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&redisURL, "redis", "", "the Redis holding the queue, like redis://127.0.0.1:6379/0")
+	fs.StringVar(&queueName, "queue", "tare", "the queue's name: its keys are tare:<name>:*")
+	fs.DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the workers to stop before deleting")
+	return cmd
+}
