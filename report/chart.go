@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ type chartData struct {
 	// folded into its envelope; 0 when nothing was folded.
 	Points int     `json:"downsampled_from,omitempty"`
 	XMax   float64 `json:"x_max,omitempty"` // right end of a time axis, s
+	YMax   float64 `json:"y_max,omitempty"` // top of the y axis when outliers are cut; 0: the data's
 	Note   string  `json:"note,omitempty"`
 	Unit   string  `json:"unit,omitempty"` // of the bars' values
 	height vg.Length
@@ -289,6 +291,10 @@ func (c *chartData) plotLines(p *plot.Plot) {
 	if ymax == 0 {
 		ymax = 1
 	}
+	top := ymax * 1.08
+	if c.YMax > 0 {
+		top = c.YMax
+	}
 	var x0, x1 float64
 	switch c.Kind {
 	case kindTime:
@@ -332,9 +338,12 @@ func (c *chartData) plotLines(p *plot.Plot) {
 			}
 		}
 	}
+	if c.YMax > 0 {
+		p.Add(&cutLabels{chart: c})
+	}
 	// The axes keep these ranges, whatever the plotters' data ranges say.
 	p.X.Min, p.X.Max = x0, x1
-	p.Y.Min, p.Y.Max = 0, ymax*1.08
+	p.Y.Min, p.Y.Max = 0, top
 	if c.Kind == kindPercentile && !math.IsInf(ymin, 0) {
 		// A distribution spans decades from the median to the maximum: on
 		// a log axis the median and the tail both stay readable.
@@ -379,6 +388,37 @@ func (b *bandArea) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		poly = append(poly, vg.Point{X: xt(seg[len(seg)-1].X), Y: c.Min.Y})
 		c.FillPolygon(b.fill, poly)
+	}
+}
+
+// cutLabels marks the values above a capped y axis: a tick at the top
+// edge and the value, for the highest few.
+type cutLabels struct{ chart *chartData }
+
+// Plot implements plot.Plotter.
+func (l *cutLabels) Plot(c draw.Canvas, p *plot.Plot) {
+	xt, _ := p.Transforms(&c)
+	var cut []point
+	for _, s := range l.chart.Series {
+		for _, pt := range s.Points {
+			if pt.Y > l.chart.YMax {
+				cut = append(cut, pt)
+			}
+		}
+	}
+	// The highest first; one label per place, at most five.
+	slices.SortStableFunc(cut, func(a, b point) int { return compareFloat(b.Y, a.Y) })
+	sty := textStyle(sans, 7.5, inkColor)
+	sty.YAlign = draw.YTop
+	var done []vg.Length
+	for _, pt := range cut {
+		x := xt(pt.X)
+		if len(done) == 5 || slices.ContainsFunc(done, func(d vg.Length) bool { return math.Abs(float64(d-x)) < 40 }) {
+			continue
+		}
+		done = append(done, x)
+		c.FillPolygon(inkColor, []vg.Point{{X: x - 3, Y: c.Max.Y}, {X: x + 3, Y: c.Max.Y}, {X: x, Y: c.Max.Y - 5}})
+		c.FillText(sty, vg.Point{X: x + 4, Y: c.Max.Y - 1}, fmtFigure(pt.Y))
 	}
 }
 

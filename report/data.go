@@ -134,6 +134,35 @@ func (c *chartData) addBand(name, colour string, pts []point) {
 	c.Bands = append(c.Bands, seriesData{Name: name, Color: colour, Points: upper(pts, maxBuckets)})
 }
 
+// clipOutliers caps the y axis when the top 1 % of the values tower over
+// the rest, as one 1.5 s request does over ticks of 20 ms: drawn to scale,
+// it would flatten the climb with steal that the chart is there to show.
+// The values cut are labelled at the top of the chart, so none is hidden.
+func (c *chartData) clipOutliers() {
+	var ys []float64
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			if !math.IsNaN(p.Y) {
+				ys = append(ys, p.Y)
+			}
+		}
+	}
+	if len(ys) < 20 {
+		return
+	}
+	slices.Sort(ys)
+	ceiling := 1.5 * ys[int(0.99*float64(len(ys)-1))]
+	for _, m := range c.Marks {
+		if !m.Band {
+			ceiling = max(ceiling, 1.1*m.Value)
+		}
+	}
+	if ys[len(ys)-1] > 1.2*ceiling {
+		c.YMax = ceiling
+		c.Note = strings.TrimSpace(c.Note + " The scale leaves out the highest 1 % of values; those above it are cut at the top and labelled.")
+	}
+}
+
 // foldedNote says how a long series was drawn.
 func (c *chartData) foldedNote() {
 	if c.Points > 0 {
@@ -180,6 +209,7 @@ func (r *Run) latencyChart(id string) *chartData {
 		c.Note = "The host was not sampled during this run, so no interference is drawn."
 	}
 	c.Marks = append(c.Marks, r.sloMarks()...)
+	c.clipOutliers()
 	c.foldedNote()
 	return c
 }
@@ -232,6 +262,7 @@ func (r *Run) modelCharts(id string) []*chartData {
 	ttft := r.timeChart(id, "ttft", "Time to first token", "TTFT (ms)")
 	ttft.addLine("TTFT p50", colP50, r.series(func(i int, _ *tare.Tick) float64 { return r.ttftTick(i, 50) }))
 	ttft.addLine("TTFT p95", colP95, r.series(func(i int, _ *tare.Tick) float64 { return r.ttftTick(i, 95) }))
+	ttft.clipOutliers()
 	ttft.foldedNote()
 	step := r.tickSeconds()
 	tps := r.timeChart(id, "tokens", "Token throughput", "output tokens per second")

@@ -27,7 +27,7 @@ type Page struct {
 //go:embed html.tmpl
 var htmlTemplate string
 
-var page = template.Must(template.New("report").Parse(htmlTemplate))
+var pageTemplate = template.Must(template.New("report").Parse(htmlTemplate))
 
 // HTML writes the report as one self-contained HTML file: the charts are
 // inline SVG drawn here, the style is inline, there is no script, and a
@@ -50,7 +50,7 @@ func HTML(w io.Writer, p Page) error {
 	// json escapes <, > and & inside strings, so the data cannot close
 	// its script element.
 	view.Data = template.JS(raw)
-	if err := page.Execute(w, view); err != nil {
+	if err := pageTemplate.Execute(w, view); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil
