@@ -85,7 +85,7 @@ func (r *Run) data(id string) runData {
 	if len(r.Ticks) > 0 {
 		d.TickS = r.tickSeconds()
 		d.Charts = append(d.Charts, r.latencyChart(id), r.loadChart(id), r.outstandingChart(id))
-		if r.model && r.ttft != nil {
+		if r.Summary.Model != nil && r.ttft != nil {
 			d.Charts = append(d.Charts, r.modelCharts(id)...)
 		}
 	}

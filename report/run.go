@@ -18,8 +18,9 @@ const DefaultPollutedThreshold = 10
 // Run is one run as the HTML report draws it: its summary and timeline,
 // and, once its raw records have been fed to AddResult, what the timeline
 // does not keep: the latency distribution over every request and over the
-// requests that lived entirely in clean ticks, and the time to first token
-// and token throughput of model calls per tick.
+// requests that lived entirely in clean ticks, and, for a model run (one
+// whose summary has model figures), the time to first token and the token
+// throughput per tick.
 //
 // Memory stays flat in the number of records: two HDR histograms and, for
 // model runs only, one float32 per model call.
@@ -36,7 +37,6 @@ type Run struct {
 	cleanOnly *hdrhistogram.Histogram // of which those that lived in clean ticks only
 	ttft      [][]float32             // per tick: TTFT (ms) of model calls that finished in it
 	tokens    []int64                 // per tick: output tokens of calls that finished in it
-	model     bool                    // some record had a first token or output tokens
 }
 
 // NewRun prepares a run for the report. A summary without a timeline (a
@@ -87,11 +87,8 @@ func (r *Run) AddResult(res *tare.Result) error {
 		_ = r.cleanOnly.RecordValue(us)
 	}
 
-	if res.FirstByte.IsZero() && res.OutputTokens == 0 {
-		return nil
-	}
-	r.model = true
-	if last < 0 || last >= len(r.Ticks) {
+	// Only a model run's first byte is a first token.
+	if r.Summary.Model == nil || last < 0 || last >= len(r.Ticks) {
 		return nil
 	}
 	if r.ttft == nil {
