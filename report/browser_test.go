@@ -101,6 +101,7 @@ func TestBrowser(t *testing.T) {
 	labelled, _ := seeded.build(t)
 	labelled.Summary.Run.Label = evil
 	labelled.Summary.Run.Target = `GET http://127.0.0.1/"><img src=x onerror=alert(2)>`
+	long, _ := synth{seed: 3, ticks: 10_000, rate: 4, steal: [2]int{4000, 4600}, spike: 7321, label: "long"}.build(t)
 	cmp := comparison(t)
 	var windows []*Run
 	for _, w := range cmp.Windows {
@@ -114,13 +115,14 @@ func TestBrowser(t *testing.T) {
 		{"report", Page{Runs: []*Run{single}}, []string{"checkout"}},
 		{"compare", Page{Comparison: cmp, Runs: windows}, []string{"peak", "offpeak", "mid"}},
 		{"escapes", Page{Runs: []*Run{labelled}, Title: evil}, []string{evil}},
+		{"long", Page{Runs: []*Run{long}}, []string{"long"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := saveOut(t, tt.name+".html", render(t, tt.page))
-			got, problems, shot := open(t, browser, path)
+			got, problems, shot, loaded := open(t, browser, path)
 			out := saveOut(t, tt.name+".png", shot)
-			t.Logf("%s: %d charts; screenshot in %s", tt.name, len(got.Charts), out)
+			t.Logf("%s: %d charts, loaded in %s; screenshot in %s", tt.name, len(got.Charts), loaded.Round(time.Millisecond), out)
 			for _, p := range problems {
 				t.Error(p)
 			}
@@ -157,7 +159,7 @@ func TestBrowser(t *testing.T) {
 // page says about itself, every problem seen while it loaded (a console
 // error, an exception, a dialog, a request other than the file itself or
 // a data: URL) and a screenshot of the whole page.
-func open(t *testing.T, browser context.Context, file string) (pageCheck, []string, []byte) {
+func open(t *testing.T, browser context.Context, file string) (pageCheck, []string, []byte, time.Duration) {
 	t.Helper()
 	path, err := filepath.Abs(file)
 	if err != nil {
@@ -201,9 +203,11 @@ func open(t *testing.T, browser context.Context, file string) (pageCheck, []stri
 	}
 	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
 	defer cancel()
+	begin := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}
+	loaded := time.Since(begin)
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](inspect))
 	if err != nil {
 		t.Fatalf("inspect the page: %v", err)
@@ -216,7 +220,7 @@ func open(t *testing.T, browser context.Context, file string) (pageCheck, []stri
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
-	return got, slices.Clone(problems), shot
+	return got, slices.Clone(problems), shot, loaded
 }
 
 // TestBrowserSeesProblems: the checks of TestBrowser do catch a page that
@@ -230,7 +234,7 @@ func TestBrowserSeesProblems(t *testing.T) {
 <img src="http://127.0.0.1:9/pixel.png">
 <script>console.error("boom")</script>
 <script type="application/json" id="tare-data">{"runs":[]}</script></body></html>`
-	_, problems, _ := open(t, browser, saveOut(t, "bad.html", []byte(bad)))
+	_, problems, _, _ := open(t, browser, saveOut(t, "bad.html", []byte(bad)))
 	joined := strings.Join(problems, "\n")
 	for _, want := range []string{"request to http://127.0.0.1:9/pixel.png", "console.error called"} {
 		if !strings.Contains(joined, want) {

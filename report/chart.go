@@ -93,7 +93,6 @@ const (
 	chartWidth   vg.Length = 720
 	mainHeight   vg.Length = 290
 	smallHeight  vg.Length = 190
-	headerHeight vg.Length = 36
 	leftMargin   vg.Length = 58
 	rightMargin  vg.Length = 46
 )
@@ -172,7 +171,7 @@ func (c *chartData) draw(dc draw.Canvas) {
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
 	c.drawHeader(dc)
-	body := draw.Crop(dc, 4, -6, 2, -headerHeight)
+	body := draw.Crop(dc, 4, -6, 2, -c.header())
 
 	p := plot.New()
 	p.BackgroundColor = nil
@@ -225,35 +224,105 @@ func (c *chartData) draw(dc draw.Canvas) {
 	}
 }
 
-// drawHeader writes the title and, under it, one row of legend entries.
+// legendEntry is one item of a chart's legend.
+type legendEntry struct {
+	name   string
+	swatch func(dc draw.Canvas, x, y vg.Length)
+}
+
+func (c *chartData) legend() []legendEntry {
+	var out []legendEntry
+	for _, s := range c.Series {
+		sty := lineStyle(s)
+		out = append(out, legendEntry{s.Name, func(dc draw.Canvas, x, y vg.Length) { dc.StrokeLine2(sty, x, y, x+13, y) }})
+	}
+	for _, b := range c.Bands {
+		fill := hexColor(b.Color, 0x55)
+		out = append(out, legendEntry{b.Name + " %", func(dc draw.Canvas, x, y vg.Length) {
+			dc.FillPolygon(fill, []vg.Point{{X: x, Y: y - 4}, {X: x + 13, Y: y - 4}, {X: x + 13, Y: y + 4}, {X: x, Y: y + 4}})
+		}})
+	}
+	for _, m := range c.Marks {
+		sty := draw.LineStyle{Color: hexColor(m.Color, 0xff), Width: 1, Dashes: []vg.Length{3, 2}}
+		name := m.Name
+		if !c.markShown(m) {
+			name += " (above the scale)"
+		}
+		out = append(out, legendEntry{name, func(dc draw.Canvas, x, y vg.Length) { dc.StrokeLine2(sty, x, y, x+13, y) }})
+	}
+	return out
+}
+
+var legendStyle = func() text.Style {
+	s := textStyle(sans, 8.5, inkColor)
+	s.YAlign = draw.YCenter
+	return s
+}()
+
+// legendRows lays the legend out in rows that fit the chart's width.
+func (c *chartData) legendRows() [][]legendEntry {
+	var rows [][]legendEntry
+	x, limit := vg.Length(8), chartWidth-16
+	for _, e := range c.legend() {
+		w := 17 + legendStyle.Width(e.name) + 14
+		if len(rows) == 0 || x+w > limit {
+			rows = append(rows, nil)
+			x = 8
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], e)
+		x += w
+	}
+	return rows
+}
+
+// header is the height of the title and the legend rows.
+func (c *chartData) header() vg.Length {
+	return 24 + 13*vg.Length(max(len(c.legendRows()), 1))
+}
+
+// drawHeader writes the title and, under it, the legend.
 func (c *chartData) drawHeader(dc draw.Canvas) {
 	title := textStyle(sansBold, 10.5, inkColor)
 	title.YAlign = draw.YTop
 	dc.FillText(title, vg.Point{X: dc.Min.X + 8, Y: dc.Max.Y - 5}, c.Title)
+	y := dc.Max.Y - 27
+	for _, row := range c.legendRows() {
+		x := dc.Min.X + 8
+		for _, e := range row {
+			e.swatch(dc, x, y)
+			x += 17
+			dc.FillText(legendStyle, vg.Point{X: x, Y: y}, e.name)
+			x += legendStyle.Width(e.name) + 14
+		}
+		y -= 13
+	}
+}
 
-	label := textStyle(sans, 8.5, inkColor)
-	label.YAlign = draw.YCenter
-	x, y := dc.Min.X+8, dc.Max.Y-headerHeight+9
-	entry := func(name string, swatch func(x vg.Length)) {
-		swatch(x)
-		x += 17
-		dc.FillText(label, vg.Point{X: x, Y: y}, name)
-		x += label.Width(name) + 14
-	}
+// dataTop is the highest value of the series.
+func (c *chartData) dataTop() float64 {
+	top := 0.0
 	for _, s := range c.Series {
-		sty := lineStyle(s)
-		entry(s.Name, func(x vg.Length) { dc.StrokeLine2(sty, x, y, x+13, y) })
+		for _, p := range s.Points {
+			if !math.IsNaN(p.Y) {
+				top = max(top, p.Y)
+			}
+		}
 	}
-	for _, b := range c.Bands {
-		fill := hexColor(b.Color, 0x55)
-		entry(b.Name+" (% of tick)", func(x vg.Length) {
-			dc.FillPolygon(fill, []vg.Point{{X: x, Y: y - 4}, {X: x + 13, Y: y - 4}, {X: x + 13, Y: y + 4}, {X: x, Y: y + 4}})
-		})
+	return top
+}
+
+// markShown reports whether a reference line is drawn: one far above the
+// data (an SLO of 2 s over latencies of 2 ms) would squash the data into
+// the bottom of the chart, so the legend says it is above the scale
+// instead.
+func (c *chartData) markShown(m markData) bool {
+	if m.Band || c.Kind == kindBars || c.Kind == kindRange {
+		return true
 	}
-	for _, m := range c.Marks {
-		sty := draw.LineStyle{Color: hexColor(m.Color, 0xff), Width: 1, Dashes: []vg.Length{3, 2}}
-		entry(m.Name, func(x vg.Length) { dc.StrokeLine2(sty, x, y, x+13, y) })
+	if c.YMax > 0 {
+		return m.Value <= c.YMax
 	}
+	return m.Value <= 1.5*c.dataTop() || c.dataTop() == 0
 }
 
 func lineStyle(s seriesData) draw.LineStyle {
@@ -281,7 +350,7 @@ func (c *chartData) plotLines(p *plot.Plot) {
 		}
 	}
 	for _, m := range c.Marks {
-		if !m.Band {
+		if !m.Band && c.markShown(m) {
 			ymax = max(ymax, m.Value)
 			if m.Value > 0 {
 				ymin = min(ymin, m.Value)
@@ -314,7 +383,9 @@ func (c *chartData) plotLines(p *plot.Plot) {
 		p.Add(&bandArea{points: b.Points, fill: hexColor(b.Color, 0x48)})
 	}
 	for _, m := range c.Marks {
-		p.Add(&hline{mark: m})
+		if c.markShown(m) {
+			p.Add(&hline{mark: m})
+		}
 	}
 	for _, s := range c.Series {
 		sty := lineStyle(s)
@@ -366,7 +437,7 @@ func (c *chartData) drawBandAxis(da draw.Canvas) {
 	name := textStyle(sans, 8.5, inkColor)
 	name.Rotation = -math.Pi / 2
 	name.XAlign, name.YAlign = draw.XCenter, draw.YBottom
-	da.FillText(name, vg.Point{X: da.Max.X + 40, Y: (da.Min.Y + da.Max.Y) / 2}, "host interference")
+	da.FillText(name, vg.Point{X: da.Max.X + 40, Y: (da.Min.Y + da.Max.Y) / 2}, "host interference (% of tick)")
 }
 
 // bandArea shades a share (%) of each tick, measured against the band
@@ -529,7 +600,7 @@ func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
-		ticks = append(ticks, plot.Tick{Value: v, Label: clock(v)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: clock(v, hi >= 3600)})
 		if minor := v + step/2; minor < hi {
 			ticks = append(ticks, plot.Tick{Value: minor})
 		}
@@ -537,10 +608,10 @@ func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// clock formats seconds as m:ss, or h:mm:ss from an hour.
-func clock(s float64) string {
+// clock formats seconds as m:ss, or h:mm:ss on an axis of an hour or more.
+func clock(s float64, hours bool) string {
 	t := int(math.Round(s))
-	if t >= 3600 {
+	if hours {
 		return fmt.Sprintf("%d:%02d:%02d", t/3600, t/60%60, t%60)
 	}
 	return fmt.Sprintf("%d:%02d", t/60, t%60)

@@ -52,6 +52,7 @@ const (
 	colSteal     = "#d62728"
 	colThrottled = "#ff7f0e"
 	colRunDelay  = "#9467bd"
+	colPSI       = "#17becf"
 	colThreshold = "#7f7f7f"
 	colSLO       = "#e6550d"
 	colArrivals  = "#969696"
@@ -108,7 +109,7 @@ func (r *Run) series(f func(i int, t *tare.Tick) float64) []point {
 
 // timeChart starts a chart over the run's time axis.
 func (r *Run) timeChart(id, name, title, ylabel string) *chartData {
-	return &chartData{ID: id + "-" + name, Title: title, Kind: kindTime, XLabel: "time since the run started (m:ss)",
+	return &chartData{ID: id + "-" + name, Title: title, Kind: kindTime, XLabel: "time since the run started",
 		YLabel: ylabel, XMax: float64(len(r.Ticks)) * r.tickSeconds(), height: smallHeight}
 }
 
@@ -153,7 +154,9 @@ func (c *chartData) clipOutliers() {
 	slices.Sort(ys)
 	ceiling := 1.5 * ys[int(0.99*float64(len(ys)-1))]
 	for _, m := range c.Marks {
-		if !m.Band {
+		// A reference line near the data stays in view; one far above
+		// it is named in the legend instead.
+		if !m.Band && m.Value <= 1.5*ceiling {
 			ceiling = max(ceiling, 1.1*m.Value)
 		}
 	}
@@ -166,8 +169,8 @@ func (c *chartData) clipOutliers() {
 // foldedNote says how a long series was drawn.
 func (c *chartData) foldedNote() {
 	if c.Points > 0 {
-		c.Note = strings.TrimSpace(fmt.Sprintf("%s %d ticks folded into %d buckets, each drawn at its lowest and highest value (the bands at their highest), so no spike is lost.",
-			c.Note, c.Points, maxBuckets))
+		c.Note = strings.TrimSpace(fmt.Sprintf("%s %s ticks folded into %d buckets, each drawn at its lowest and highest value (the bands at their highest), so no spike is lost.",
+			c.Note, thousands(c.Points), maxBuckets))
 	}
 }
 
@@ -196,6 +199,7 @@ func (r *Run) latencyChart(id string) *chartData {
 			return math.NaN()
 		})
 	}
+	c.addBand("cpu pressure (psi some)", colPSI, host(func(h *tare.HostSample) *float64 { return h.PSISome }))
 	c.addBand("steal", colSteal, host(func(h *tare.HostSample) *float64 { return &h.CPU.Steal }))
 	c.addBand("throttled", colThrottled, host(func(h *tare.HostSample) *float64 { return h.Throttled }))
 	c.addBand("run delay", colRunDelay, host(func(h *tare.HostSample) *float64 { return h.RunDelay }))
@@ -348,7 +352,7 @@ func (c *Comparison) data() *comparisonData {
 	return d
 }
 
-func barsHeight(n int) vg.Length { return headerHeight + 50 + vg.Length(n)*26 }
+func barsHeight(n int) vg.Length { return 37 + 50 + vg.Length(n)*26 }
 
 // chart draws the capacity range: one bar per end, the gap bracketed.
 func (cp *Capacity) chart() *chartData {
@@ -433,4 +437,13 @@ func fmtFigure(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// thousands formats n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

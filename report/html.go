@@ -66,8 +66,10 @@ func PNG(w io.Writer, runs ...*Run) error {
 			continue
 		}
 		c := r.latencyChart(fmt.Sprintf("run%d", i+1))
-		if len(runs) > 1 {
-			c.Title += " · " + runName(r)
+		// An image travels alone: its title says which run it is.
+		c.Title += " · " + runName(r)
+		if t := r.Summary.Run.StartedAt; !t.IsZero() {
+			c.Title += " · " + t.Format("2006-01-02 15:04 MST")
 		}
 		charts = append(charts, c)
 	}

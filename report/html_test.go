@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
 )
@@ -288,4 +289,60 @@ func TestHTMLLongRun(t *testing.T) {
 	if top < 1400 {
 		t.Errorf("the 1.5 s request of tick 7321 is lost: the highest p99 drawn is %.0f ms", top)
 	}
+}
+
+// FuzzHTMLStrings: whatever a run's label, target and error kinds say,
+// the page has the very elements it has with plain words in their place,
+// and the data part gives the label back unchanged.
+func FuzzHTMLStrings(f *testing.F) {
+	for _, seed := range []string{"checkout", `<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`,
+		"</script><script>x()</script>", "\u2028\u2029", "&amp;&lt;", "<!--", "]]>", "\x00\xff", "<"} {
+		f.Add(seed, seed)
+	}
+	base := NewRun(tare.Summary{Schema: tare.SummarySchema, Latency: tare.LatencyMS{P50: tare.Float(5), P95: tare.Float(9)}}, nil)
+	page := func(t *testing.T, label, other string) []byte {
+		run := *base
+		run.Summary.Run.Label, run.Summary.Run.Target = label, other
+		run.Summary.ErrorKinds = map[string]int{other: 1}
+		run.Summary.Verdict.Advice = []string{other}
+		var buf bytes.Buffer
+		if err := HTML(&buf, Page{Runs: []*Run{&run}}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	// plain stands for s with a word, keeping what the page depends on:
+	// whether it is empty, and whether the two strings are equal.
+	plain := func(s, other string) (string, string) {
+		p, q := "", ""
+		if s != "" {
+			p = "plain"
+		}
+		switch {
+		case other == s:
+			q = p
+		case other != "":
+			q = "other"
+		}
+		return p, q
+	}
+	tag := regexp.MustCompile(`<[a-zA-Z/!?]`)
+	f.Fuzz(func(t *testing.T, label, other string) {
+		html := page(t, label, other)
+		pl, po := plain(label, other)
+		want := page(t, pl, po)
+		if got, want := tag.FindAll(html, -1), tag.FindAll(want, -1); len(got) != len(want) {
+			t.Fatalf("label %q, target %q: %d tags on the page, %d with plain words", label, other, len(got), len(want))
+		}
+		var data pageData
+		if err := json.Unmarshal(dataPart(t, html), &data); err != nil {
+			t.Fatalf("data part: %v", err)
+		}
+		if !utf8.ValidString(label) {
+			return // JSON replaces invalid UTF-8
+		}
+		if got := data.Runs[0].Summary.Run.Label; got != label {
+			t.Fatalf("label %q came back as %q", label, got)
+		}
+	})
 }

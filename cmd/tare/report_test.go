@@ -105,6 +105,24 @@ func TestReport(t *testing.T) {
 			t.Errorf("--png wrote no PNG: %v", err)
 		}
 	})
+	t.Run("protocol", func(t *testing.T) {
+		// Two windows of one protocol, imported from their summaries.
+		for _, w := range []string{"peak", "offpeak"} {
+			var win tare.Summary
+			json.Unmarshal([]byte(stdout), &win)
+			win.Run.Window, win.Run.Protocol, win.Run.Label = w, "proto-report-test", w
+			b, _ := json.Marshal(win)
+			path := filepath.Join(t.TempDir(), w+".json")
+			os.WriteFile(path, b, 0o644)
+			if code, _, stderr := tareCmd(t, "runs", "import", path); code != 0 {
+				t.Fatalf("runs import: exit %d: %s", code, stderr)
+			}
+		}
+		code, out, stderr := tareCmd(t, "report", "proto-report-test", "-o", filepath.Join(t.TempDir(), "p.html"))
+		if code != 0 || !strings.Contains(out, "(2 runs,") {
+			t.Errorf("report of a protocol: exit %d, %q: %s", code, out, stderr)
+		}
+	})
 	t.Run("stdout", func(t *testing.T) {
 		code, stdout, stderr := tareCmd(t, "report", summary, "-o", "-")
 		if code != 0 || !strings.HasPrefix(stdout, "<!DOCTYPE html>") {
