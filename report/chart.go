@@ -90,11 +90,11 @@ type gapData struct {
 // Chart geometry, in points. The left and right margins are fixed so the
 // data areas of every time chart of a run line up, one under the other.
 const (
-	chartWidth   vg.Length = 720
-	mainHeight   vg.Length = 290
-	smallHeight  vg.Length = 190
-	leftMargin   vg.Length = 58
-	rightMargin  vg.Length = 46
+	chartWidth  vg.Length = 720
+	mainHeight  vg.Length = 290
+	smallHeight vg.Length = 190
+	leftMargin  vg.Length = 58
+	rightMargin vg.Length = 46
 )
 
 var (
