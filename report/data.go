@@ -11,10 +11,10 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// ReportSchema names the version of the data part of an HTML report: the
+// DataSchema names the version of the data part of an HTML report: the
 // JSON object in its <script type="application/json" id="tare-data">,
 // which holds every run's summary and every point every chart draws.
-const ReportSchema = "tare.report/v1"
+const DataSchema = "tare.report/v1"
 
 // pageData is the data part of a report.
 type pageData struct {

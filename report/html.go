@@ -143,7 +143,7 @@ type sloView struct {
 
 // build turns the page into its data part and its view.
 func build(p Page) (*pageData, *pageView, error) {
-	data := &pageData{Schema: ReportSchema, Title: p.Title, Runs: []runData{}}
+	data := &pageData{Schema: DataSchema, Title: p.Title, Runs: []runData{}}
 	if data.Title == "" {
 		data.Title = defaultTitle(p)
 	}
@@ -185,7 +185,7 @@ func build(p Page) (*pageData, *pageView, error) {
 	if !p.Generated.IsZero() {
 		foot = append(foot, "generated "+p.Generated.Format("2006-01-02 15:04:05 MST"))
 	}
-	foot = append(foot, "self-contained: this page makes no network request; its data (schema "+ReportSchema+") is in the script element tare-data")
+	foot = append(foot, "self-contained: this page makes no network request; its data (schema "+DataSchema+") is in the script element tare-data")
 	view.Footer = strings.Join(foot, " · ")
 	return data, view, nil
 }
