@@ -52,7 +52,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd())
-	root.AddCommand(newReportCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tare's version",
@@ -62,6 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		},
 	})
+	root.AddCommand(newReportCmd())
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && tare.ErrorCode(err) == tare.EINTERNAL && isUsageError(err) {
 		// cobra's own argument errors ("unknown command", "accepts 0 arg(s)")
