@@ -1,5 +1,13 @@
 // Package report renders runs for people and machines: the human text
-// summary with its verdict block, and the tare.summary/v1 JSON.
+// summary with its verdict block and sparklines, the tare.summary/v1 JSON,
+// raw-record exports, and a self-contained HTML report with charts (and
+// its main chart as a PNG).
+//
+// The charts are drawn here, server-side, with gonum.org/v1/plot: inline
+// SVG in the page, PNG through vgimg, the same drawing code for both. The
+// page needs no script and no font from the web, and a long run stays
+// light: each series is folded into at most 500 buckets, each kept at its
+// lowest and highest value, so no spike is lost.
 package report
 
 import (
@@ -23,8 +31,10 @@ func JSON(w io.Writer, s *tare.Summary) error {
 	return nil
 }
 
-// Text writes the human summary of a run, ending with its verdict.
-func Text(w io.Writer, s *tare.Summary) error {
+// Text writes the human summary of a run, ending with its verdict. Given
+// the run's ticks, it also draws sparklines of the per-tick p95 and steal,
+// so latency climbing where steal climbs shows in a terminal too.
+func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p := &printer{w: w}
 	r := s.Run
 	head := []string{r.Target}
@@ -81,6 +91,14 @@ func Text(w io.Writer, s *tare.Summary) error {
 	p.row("", "psi some %s   throttled %s   run delay %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
+	}
+	if p95, steal := sparkRows(s, ticks); p95 != "" || steal != "" {
+		if p95 != "" {
+			p.row("p95/tick", "%s", p95)
+		}
+		if steal != "" {
+			p.row("steal/tick", "%s", steal)
+		}
 	}
 	p.line("")
 	Verdict(p.w, s.Verdict)

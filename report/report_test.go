@@ -94,7 +94,7 @@ func TestTextGolden(t *testing.T) {
 			s, ticks := fixture(tt.steal, tt.runDelay, tt.slowTicks...)
 			s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), slo)
 			var buf bytes.Buffer
-			if err := Text(&buf, s); err != nil {
+			if err := Text(&buf, s, ticks...); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tt.name+".golden.txt", buf.Bytes())

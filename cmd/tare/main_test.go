@@ -60,6 +60,7 @@ func TestGoldenCLI(t *testing.T) {
 		{"demo-help", []string{"demo", "--help"}, 0},
 		{"check-help", []string{"check", "--help"}, 0},
 		{"watch-help", []string{"watch", "--help"}, 0},
+		{"report-help", []string{"report", "--help"}, 0},
 		{"version", []string{"version"}, 0},
 		{"bad-rate", []string{"run", "--url", "http://127.0.0.1:1/", "--rate", "fast"}, 2},
 		{"unknown-command", []string{"fly"}, 2},

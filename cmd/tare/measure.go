@@ -200,23 +200,24 @@ func verdictStatus(s *tare.Summary, failOn string) error {
 	return nil
 }
 
-// printSummary writes the summary as text or JSON.
-func printSummary(w io.Writer, s *tare.Summary, asJSON bool) error {
+// printSummary writes the summary as text or JSON; the text draws
+// sparklines of the ticks, when given.
+func printSummary(w io.Writer, s *tare.Summary, asJSON bool, ticks ...tare.Tick) error {
 	if asJSON {
 		return report.JSON(w, s)
 	}
-	return report.Text(w, s)
+	return report.Text(w, s, ticks...)
 }
 
 // measureAndReport runs the measurement, prints its summary and returns the
 // exit status: a store failure (exit 2) after the summary is printed, else
 // what --fail-on asks of the verdict.
 func measureAndReport(cmd *cobra.Command, m measurement, asJSON bool) error {
-	s, _, storeErr, err := measure(cmd.Context(), m)
+	s, ticks, storeErr, err := measure(cmd.Context(), m)
 	if err != nil {
 		return err
 	}
-	if err := printSummary(cmd.OutOrStdout(), &s, asJSON); err != nil {
+	if err := printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...); err != nil {
 		return err
 	}
 	if storeErr != nil {

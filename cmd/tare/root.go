@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		},
 	})
+	root.AddCommand(newReportCmd())
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && tare.ErrorCode(err) == tare.EINTERNAL && isUsageError(err) {
 		// cobra's own argument errors ("unknown command", "accepts 0 arg(s)")

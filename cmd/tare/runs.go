@@ -166,7 +166,8 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printSummary(cmd.OutOrStdout(), &s, asJSON)
+			ticks, _ := st.FindTicks(cmd.Context(), id) // without them, no sparklines
+			return printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tare.summary/v1 JSON")

@@ -1,0 +1,454 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// Page is one HTML report: one run, several, or a comparison of windows.
+type Page struct {
+	Title string // the page's title; by default made from the runs
+	Runs  []*Run // each drawn in its own section, in this order
+	// Comparison is drawn above the runs when set. Several runs without a
+	// comparison still get their latency distributions overlaid.
+	Comparison *Comparison
+	Generated  time.Time // printed in the footer; zero leaves it out
+	Version    string    // tare's version, printed in the footer
+}
+
+//go:embed html.tmpl
+var htmlTemplate string
+
+var pageTemplate = template.Must(template.New("report").Parse(htmlTemplate))
+
+// HTML writes the report as one self-contained HTML file: the charts are
+// inline SVG drawn here, the style is inline, there is no script, and a
+// Content-Security-Policy forbids the page any request, so it opens
+// offline and nothing leaves it. Every string from a run (labels, targets,
+// error texts) goes through html/template and shows as text.
+//
+// The page also carries its data part: a JSON object (schema
+// tare.report/v1) with every run's summary and every point every chart
+// draws, in <script type="application/json" id="tare-data">.
+func HTML(w io.Writer, p Page) error {
+	data, view, err := build(p)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encode report data: %w", err)
+	}
+	// json escapes <, > and & inside strings, so the data cannot close
+	// its script element.
+	view.Data = template.JS(raw)
+	if err := pageTemplate.Execute(w, view); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+// PNG writes the main chart of each run (latency per tick with the host
+// interference band), one under the other, as a PNG image for tickets and
+// chat.
+func PNG(w io.Writer, runs ...*Run) error {
+	var charts []*chartData
+	for i, r := range runs {
+		if len(r.Ticks) == 0 {
+			continue
+		}
+		c := r.latencyChart(fmt.Sprintf("run%d", i+1))
+		// An image travels alone: its title says which run it is.
+		c.Title += " · " + runName(r)
+		if t := r.Summary.Run.StartedAt; !t.IsZero() {
+			c.Title += " · " + t.Format("2006-01-02 15:04 MST")
+		}
+		charts = append(charts, c)
+	}
+	if len(charts) == 0 {
+		return tare.Errorf(tare.EINVALID, "no timeline to draw: a chart needs the run's ticks (a stored run or exported records, not a summary file)")
+	}
+	return writePNG(w, charts)
+}
+
+// pageView is what the template fills the page with.
+type pageView struct {
+	Title      string
+	Data       template.JS
+	Overview   []overviewRow
+	Comparison *compareView
+	Runs       []runView
+	Footer     string
+}
+
+type overviewRow struct {
+	Anchor, Name, Window, Level, Requests, P95, CleanP95, Steal, Polluted string
+}
+
+type compareView struct {
+	Headline string
+	Class    string
+	Advice   []string
+	Charts   []chartView
+	Header   []string   // the windows, for the divergence table
+	Rows     [][]string // metric, value per window, divergence
+}
+
+type chartView struct {
+	ID   string
+	SVG  template.HTML
+	Note string
+}
+
+type runView struct {
+	Anchor   string
+	Heading  string
+	Sub      string
+	Meta     []kv
+	Verdict  verdictView
+	Charts   []chartView
+	Latency  [][]string
+	Figures  []kv
+	Timeline bool
+}
+
+type kv struct{ Key, Value string }
+
+type verdictView struct {
+	Level       string
+	Class       string
+	Lead        string
+	Fired       []signalView
+	Quiet       []signalView
+	SLO         []sloView
+	Attribution string
+	Advice      []string
+	Warnings    []string
+}
+
+type signalView struct{ Name, Value, Threshold, Detail string }
+
+type sloView struct {
+	Met               bool
+	Objective, Result string
+}
+
+// build turns the page into its data part and its view.
+func build(p Page) (*pageData, *pageView, error) {
+	data := &pageData{Schema: DataSchema, Title: p.Title, Runs: []runData{}}
+	if data.Title == "" {
+		data.Title = defaultTitle(p)
+	}
+	view := &pageView{Title: data.Title}
+	for i, r := range p.Runs {
+		id := fmt.Sprintf("run%d", i+1)
+		d := r.data(id)
+		data.Runs = append(data.Runs, d)
+		rv, err := runSection(id, r, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		view.Runs = append(view.Runs, rv)
+	}
+	cmp := p.Comparison
+	if cmp == nil && len(p.Runs) > 1 {
+		cmp = &Comparison{}
+		for _, r := range p.Runs {
+			cmp.Windows = append(cmp.Windows, Window{Name: runName(r), Run: r})
+		}
+	}
+	if len(p.Runs) > 1 {
+		for i, r := range p.Runs {
+			view.Overview = append(view.Overview, overview(fmt.Sprintf("run%d", i+1), r))
+		}
+	}
+	if cmp != nil {
+		data.Comparison = cmp.data()
+		cv, err := compareSection(cmp, data.Comparison)
+		if err != nil {
+			return nil, nil, err
+		}
+		view.Comparison = cv
+	}
+	var foot []string
+	if p.Version != "" {
+		foot = append(foot, "tare "+p.Version)
+	}
+	if !p.Generated.IsZero() {
+		foot = append(foot, "generated "+p.Generated.Format("2006-01-02 15:04:05 MST"))
+	}
+	foot = append(foot, "self-contained: this page makes no network request; its data (schema "+DataSchema+") is in the script element tare-data")
+	view.Footer = strings.Join(foot, " · ")
+	return data, view, nil
+}
+
+func defaultTitle(p Page) string {
+	switch {
+	case p.Comparison != nil:
+		return fmt.Sprintf("tare report · comparison of %d windows", len(p.Comparison.Windows))
+	case len(p.Runs) == 1:
+		return "tare report · " + runName(p.Runs[0])
+	}
+	return fmt.Sprintf("tare report · %d runs", len(p.Runs))
+}
+
+// runName is how a run is called on the page: its label, its window, its
+// target or its id, the first that is set.
+func runName(r *Run) string {
+	run := r.Summary.Run
+	for _, s := range []string{run.Label, run.Window, run.Target, shortID(run.ID)} {
+		if s != "" {
+			return s
+		}
+	}
+	return "run"
+}
+
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+func charts(cs []*chartData) ([]chartView, error) {
+	var out []chartView
+	for _, c := range cs {
+		svg, err := c.svg()
+		if err != nil {
+			return nil, err
+		}
+		// The SVG is ours: vgsvg escapes every text it draws.
+		out = append(out, chartView{ID: c.ID, SVG: template.HTML(svg), Note: c.Note})
+	}
+	return out, nil
+}
+
+func runSection(id string, r *Run, d runData) (runView, error) {
+	s := &r.Summary
+	run := s.Run
+	v := runView{Anchor: id, Heading: runName(r), Timeline: len(r.Ticks) > 0}
+	var sub []string
+	for _, part := range []string{run.Target, run.Arrival, prefixed("window ", run.Window), string(run.Status)} {
+		if part != "" && part != v.Heading {
+			sub = append(sub, part)
+		}
+	}
+	v.Sub = strings.Join(sub, " · ")
+	if !run.StartedAt.IsZero() {
+		span := run.StartedAt.Format("2006-01-02 15:04:05 MST")
+		if !run.EndedAt.IsZero() {
+			span += " → " + run.EndedAt.Format("15:04:05") + " (" + run.EndedAt.Sub(run.StartedAt).Round(100*time.Millisecond).String() + ")"
+		}
+		v.Meta = append(v.Meta, kv{"when", span})
+	}
+	if run.ID != "" {
+		v.Meta = append(v.Meta, kv{"run", run.ID})
+	}
+	if run.Protocol != "" {
+		v.Meta = append(v.Meta, kv{"protocol", run.Protocol})
+	}
+	if e := s.Env; e.Hostname != "" || e.VCPUs > 0 {
+		env := fmt.Sprintf("%s · %d vCPUs · kernel %s · cgroup %s · PSI %s", orNA(e.Hostname), e.VCPUs, orNA(e.Kernel), orNA(e.Cgroup), yesNo(e.PSI))
+		if e.Hypervisor != nil {
+			env += " · hypervisor " + yesNo(*e.Hypervisor)
+		}
+		v.Meta = append(v.Meta, kv{"host", env})
+	}
+	v.Verdict = verdict(s.Verdict)
+	var err error
+	if v.Charts, err = charts(d.Charts); err != nil {
+		return v, err
+	}
+	v.Latency = latencyTable(s)
+	v.Figures = figures(s)
+	return v, nil
+}
+
+func verdict(vd tare.Verdict) verdictView {
+	v := verdictView{Level: strings.ToUpper(string(vd.Level)), Class: string(vd.Level), Attribution: vd.Attribution, Warnings: vd.Warnings}
+	if v.Level == "" {
+		v.Level, v.Class = "NOT JUDGED", "unknown"
+	}
+	advice := vd.Advice
+	if len(advice) > 0 {
+		v.Lead, advice = advice[0], advice[1:]
+	}
+	v.Advice = advice
+	for _, sig := range vd.Signals {
+		sv := signalView{Name: sig.Name, Value: "unavailable", Threshold: fmtFigure(sig.Threshold), Detail: sig.Detail}
+		if sig.Value != nil {
+			sv.Value = fmtFigure(*sig.Value)
+		}
+		if sig.Fired {
+			v.Fired = append(v.Fired, sv)
+		} else {
+			v.Quiet = append(v.Quiet, sv)
+		}
+	}
+	for _, c := range vd.SLO {
+		v.SLO = append(v.SLO, sloView{Met: c.Met, Objective: c.Objective, Result: "measured " + ms(c.Value)})
+	}
+	return v
+}
+
+// latencyTable is the summary table: latency from the scheduled time over
+// every request and over the clean ticks only, and service time from the
+// actual send. A cell that does not apply is "–"; one not measured "n/a".
+func latencyTable(s *tare.Summary) [][]string {
+	l, sv, c := s.Latency, s.Service, s.CleanLatency
+	clean := func(v func(*tare.CleanLatency) *float64) string {
+		if c == nil {
+			return "n/a"
+		}
+		return ms(v(c))
+	}
+	rows := [][]string{
+		{"avg", ms(l.Avg), "–", "–"},
+		{"p50", ms(l.P50), clean(func(c *tare.CleanLatency) *float64 { return c.P50 }), ms(sv.P50)},
+		{"p90", ms(l.P90), "–", "–"},
+		{"p95", ms(l.P95), clean(func(c *tare.CleanLatency) *float64 { return c.P95 }), ms(sv.P95)},
+		{"p99", ms(l.P99), clean(func(c *tare.CleanLatency) *float64 { return c.P99 }), ms(sv.P99)},
+		{"max", ms(l.Max), "–", ms(sv.Max)},
+	}
+	requests := []string{"requests", fmt.Sprint(s.Requests.OK + s.Requests.Errors), "n/a", fmt.Sprint(s.Requests.OK + s.Requests.Errors)}
+	if c != nil {
+		requests[2] = fmt.Sprint(c.Requests)
+	}
+	return append(rows, requests)
+}
+
+func figures(s *tare.Summary) []kv {
+	q := s.Requests
+	out := []kv{{"requests", fmt.Sprintf("%d total · %d ok · %d errors · %d dropped", q.Total, q.OK, q.Errors, q.Dropped)}}
+	if len(s.ErrorKinds) > 0 {
+		out = append(out, kv{"error kinds", tally(s.ErrorKinds)})
+	}
+	if len(s.StatusCodes) > 0 {
+		out = append(out, kv{"status codes", tally(s.StatusCodes)})
+	}
+	out = append(out,
+		kv{"rate", fmt.Sprintf("offered %s · achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))},
+		kv{"send lag", fmt.Sprintf("p50 %s · p99 %s · max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))})
+	if qs := s.Queue; qs != nil {
+		out = append(out,
+			kv{"queue wait", fmt.Sprintf("avg %s · p50 %s · p95 %s · p99 %s", ms(qs.Wait.Avg), ms(qs.Wait.P50), ms(qs.Wait.P95), ms(qs.Wait.P99))},
+			kv{"queue depth", fmt.Sprintf("mean %s · max %s", num(qs.Depth.Mean), num(qs.Depth.Max))})
+	}
+	if m := s.Model; m != nil {
+		out = append(out,
+			kv{"time to first token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))},
+			kv{"time per output token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))},
+			kv{"tokens", fmt.Sprintf("%d output · %s tokens/s", m.OutputTokens, num(m.TokensPerS))})
+	}
+	h := s.Host
+	out = append(out,
+		kv{"generator", fmt.Sprintf("cpu %s of a core · run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))},
+		kv{"host cpu", fmt.Sprintf("busy %s · steal mean %s, worst tick %s, worst cpu %s", pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU))},
+		kv{"interference", fmt.Sprintf("polluted ticks %s of %d · psi some %s · throttled %s · run delay %s",
+			pct(h.PollutedTicksPct), h.Ticks, pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))})
+	return out
+}
+
+// tally formats counts as "a 3 · b 1", largest first.
+func tally(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, " · ")
+}
+
+func overview(id string, r *Run) overviewRow {
+	s := &r.Summary
+	o := overviewRow{Anchor: id, Name: runName(r), Window: orDash(s.Run.Window), Level: orDash(string(s.Verdict.Level)),
+		Requests: fmt.Sprint(s.Requests.Total), P95: ms(s.Latency.P95), CleanP95: "n/a",
+		Steal: pct(s.Host.Steal.Mean), Polluted: pct(s.Host.PollutedTicksPct)}
+	if s.CleanLatency != nil {
+		o.CleanP95 = ms(s.CleanLatency.P95)
+	}
+	return o
+}
+
+func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
+	v := &compareView{Headline: c.Headline, Advice: c.Advice, Class: "clean"}
+	if c.Diverged {
+		v.Class = "polluted"
+	}
+	if c.Headline == "" {
+		v.Class = "unknown"
+	}
+	var err error
+	if v.Charts, err = charts(d.Charts); err != nil {
+		return nil, err
+	}
+	if len(c.Divergence) > 0 {
+		v.Header = append([]string{"metric"}, d.Windows...)
+		v.Header = append(v.Header, "divergence")
+		for _, m := range c.Divergence {
+			row := []string{m.Metric}
+			for i := range d.Windows {
+				cell := "n/a"
+				if i < len(m.Values) && m.Values[i] != nil {
+					cell = fmtFigure(*m.Values[i])
+				}
+				row = append(row, cell)
+			}
+			div := "n/a"
+			if m.Percent != nil {
+				div = fmt.Sprintf("%.0f%%", *m.Percent)
+				if m.Diverged {
+					div += " ✗"
+				}
+			}
+			v.Rows = append(v.Rows, append(row, div))
+		}
+	}
+	return v, nil
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,194 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tare-dev/tare"
+)
+
+// DefaultPollutedThreshold is the share (%) of steal, throttling or PSI
+// some above which a tick is polluted, when a summary does not record the
+// threshold its verdict used.
+const DefaultPollutedThreshold = 10
+
+// Run is one run as the HTML report draws it: its summary and timeline,
+// and, once its raw records have been fed to AddResult, what the timeline
+// does not keep: the latency distribution over every request and over the
+// requests that lived entirely in clean ticks, and, for a model run (one
+// whose summary has model figures), the time to first token and the token
+// throughput per tick.
+//
+// Memory stays flat in the number of records: two HDR histograms and, for
+// model runs only, one float32 per model call.
+type Run struct {
+	Summary tare.Summary
+	Ticks   []tare.Tick
+
+	start time.Time
+	tick  time.Duration
+	clean []bool // per tick: sampled and not polluted
+
+	records   int
+	all       *hdrhistogram.Histogram // latency, µs, every sent and finished request
+	cleanOnly *hdrhistogram.Histogram // of which those that lived in clean ticks only
+	ttft      [][]float32             // per tick: TTFT (ms) of model calls that finished in it
+	tokens    []int64                 // per tick: output tokens of calls that finished in it
+}
+
+// NewRun prepares a run for the report. A summary without a timeline (a
+// summary JSON file) is drawn as far as it goes: the verdict and the
+// tables, and its percentiles in the latency distribution.
+func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
+	r := &Run{Summary: s, Ticks: ticks}
+	if len(ticks) > 0 {
+		r.start, r.tick = ticks[0].Start, ticks[0].End.Sub(ticks[0].Start)
+		threshold := float64(DefaultPollutedThreshold)
+		if v, ok := s.Thresholds["steal_pct"]; ok {
+			threshold = v
+		}
+		r.clean = make([]bool, len(ticks))
+		for i := range ticks {
+			h := ticks[i].Host
+			r.clean[i] = h != nil && !polluted(h, threshold)
+		}
+	}
+	return r
+}
+
+// polluted reports whether a tick's steal, throttled share or PSI some
+// share exceeds the threshold: the definition of DESIGN.md, as stats
+// applies it to clean-tick percentiles.
+func polluted(h *tare.HostSample, threshold float64) bool {
+	return h.CPU.Steal > threshold ||
+		(h.Throttled != nil && *h.Throttled > threshold) ||
+		(h.PSISome != nil && *h.PSISome > threshold)
+}
+
+// AddResult adds one raw record. It never fails; the error return lets it
+// be passed to tare.Store.StreamResults and report.ReadRecords as it is.
+func (r *Run) AddResult(res *tare.Result) error {
+	r.records++
+	if res.Dropped || res.Done.IsZero() || res.Scheduled.IsZero() {
+		return nil
+	}
+	if r.all == nil {
+		// 1 µs .. 1 h at three significant figures, as stats keeps latency.
+		r.all = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+		r.cleanOnly = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	}
+	us := min(max(int64(res.Latency()/time.Microsecond), 1), r.all.HighestTrackableValue())
+	_ = r.all.RecordValue(us) // in range by construction
+	first, last := r.index(res.Scheduled), r.index(res.Done)
+	if r.cleanSpan(first, last) {
+		_ = r.cleanOnly.RecordValue(us)
+	}
+
+	// Only a model run's first byte is a first token.
+	if r.Summary.Model == nil || last < 0 || last >= len(r.Ticks) {
+		return nil
+	}
+	if r.ttft == nil {
+		r.ttft, r.tokens = make([][]float32, len(r.Ticks)), make([]int64, len(r.Ticks))
+	}
+	if !res.FirstByte.IsZero() {
+		r.ttft[last] = append(r.ttft[last], float32(millis(res.TTFT())))
+	}
+	if res.OK() {
+		r.tokens[last] += int64(res.OutputTokens)
+	}
+	return nil
+}
+
+// Records is the number of raw records added.
+func (r *Run) Records() int { return r.records }
+
+// index is the tick that contains t, or -1 without a timeline.
+func (r *Run) index(t time.Time) int {
+	if r.tick <= 0 {
+		return -1
+	}
+	d := t.Sub(r.start)
+	if d < 0 {
+		return -1
+	}
+	return int(d / r.tick)
+}
+
+// cleanSpan reports whether ticks first..last are all inside the timeline,
+// sampled and clean: a tick without a sample cannot vouch for a request.
+func (r *Run) cleanSpan(first, last int) bool {
+	if first < 0 || last >= len(r.clean) {
+		return false
+	}
+	for k := first; k <= last; k++ {
+		if !r.clean[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// tickSeconds is the length of one tick in seconds, 1 without a timeline.
+func (r *Run) tickSeconds() float64 {
+	if r.tick <= 0 {
+		return 1
+	}
+	return r.tick.Seconds()
+}
+
+// ttftTick returns the q-th percentile (0–100) of TTFT in tick i, NaN when
+// no call finished in it.
+func (r *Run) ttftTick(i int, q float64) float64 {
+	if r.ttft == nil || len(r.ttft[i]) == 0 {
+		return math.NaN()
+	}
+	v := r.ttft[i]
+	if !slices.IsSorted(v) {
+		slices.Sort(v)
+	}
+	// Nearest rank, as HDR histograms read a percentile.
+	k := int(math.Ceil(q/100*float64(len(v)))) - 1
+	return float64(v[max(k, 0)])
+}
+
+// distribution returns latency percentiles as points on a "nines" axis:
+// x = −log10(1 − q), so 90 % is 1, 99 % is 2 and 99.9 % is 3. It stops
+// at the resolution of the sample (one in n), where the maximum is drawn.
+func distribution(h *hdrhistogram.Histogram) []point {
+	n := h.TotalCount()
+	if n == 0 {
+		return nil
+	}
+	top := min(math.Log10(float64(n)), 5)
+	var pts []point
+	for i := 0; ; i++ {
+		x := float64(i) / 20
+		if x >= top {
+			break
+		}
+		q := 100 * (1 - math.Pow(10, -x))
+		pts = append(pts, point{x, float64(h.ValueAtPercentile(q)) / 1000})
+	}
+	return append(pts, point{top, float64(h.Max()) / 1000})
+}
+
+// summaryDistribution returns the summary's own percentiles on the nines
+// axis, for a run whose raw records are not at hand.
+func summaryDistribution(l tare.LatencyMS) []point {
+	var pts []point
+	for _, p := range []struct {
+		q float64
+		v *float64
+	}{{50, l.P50}, {90, l.P90}, {95, l.P95}, {99, l.P99}} {
+		if p.v != nil {
+			pts = append(pts, point{-math.Log10(1 - p.q/100), *p.v})
+		}
+	}
+	return pts
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
