@@ -1,5 +1,6 @@
 // Package report renders runs for people and machines: the human text
-// summary with its verdict block, and the tare.summary/v1 JSON.
+// summary with its verdict block, and the tare.summary/v1 JSON; comparisons
+// (tare.compare/v1) and capacity sweeps (tare.sweep/v1) as text and JSON.
 package report
 
 import (
