@@ -61,6 +61,13 @@ func Protocol(c *tare.Comparison, runs []tare.Summary, rules ProtocolRules) {
 			worst, worstPct = m.name, *m.pct
 		}
 	}
+	// A sweep per window: the capacities themselves diverge.
+	if cp := c.Capacity; cp.Metric == "rate_per_s" && cp.GapPct != nil && *cp.GapPct > rules.DivergencePct {
+		v.Diverged = append(v.Diverged, "capacity")
+		if *cp.GapPct > worstPct {
+			worst, worstPct = "capacity", *cp.GapPct
+		}
+	}
 	between := "between these runs"
 	if hasWindows(c.Runs) {
 		between = "between windows"
@@ -245,8 +252,11 @@ func runName(r tare.ComparedRun) string {
 }
 
 func metricName(m string) string {
-	if m == "throughput" {
+	switch m {
+	case "throughput":
 		return "Throughput"
+	case "capacity":
+		return "The capacity a sweep found"
 	}
 	return "Latency " + m
 }

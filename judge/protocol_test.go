@@ -141,6 +141,16 @@ func TestProtocolThreshold(t *testing.T) {
 	}
 }
 
+func TestProtocolSweepCapacityDiverges(t *testing.T) {
+	f := tare.Float
+	c := &tare.Comparison{Sweeps: []tare.SweepCapacity{{Window: "peak", CapacityPerS: f(12)}, {Window: "offpeak", CapacityPerS: f(24)}}}
+	Protocol(c, nil, ProtocolRules{})
+	if c.Verdict.Level != tare.HostVariable || strings.Join(c.Verdict.Diverged, ",") != "capacity" ||
+		!strings.Contains(c.Verdict.Advice[0], "The capacity a sweep found diverges by 100.0% between") {
+		t.Errorf("verdict %+v: want host-variable on a 100%% capacity gap", c.Verdict)
+	}
+}
+
 func TestCapacityRange(t *testing.T) {
 	f := tare.Float
 	tests := []struct {

@@ -86,6 +86,12 @@ func (p *Plan) Errorf(key string, err error, format string, args ...any) error {
 	return newPlanError(p.File, p.Line(key), key, err, format, args...)
 }
 
+// SettingError is an error about a setting's value, at its line and key,
+// with the message msg.
+func (p *Plan) SettingError(s Setting, err error, msg string) error {
+	return newPlanError(p.File, s.Line, s.Key, err, "%s", msg)
+}
+
 // PlanError is a problem in a plan file, at a line and a key.
 type PlanError struct {
 	File string
@@ -137,7 +143,7 @@ var thresholdKeys = map[string]string{
 	"latency-floor": "latency-floor", "send-lag": "send-lag-threshold", "generator-delay": "generator-delay-threshold",
 }
 
-var sweepKeys = map[string]string{"from": "from", "to": "to", "step": "step", "narrow": "narrow"}
+var sweepKeys = map[string]string{"from": "from", "to": "to", "step": "step", "narrow": "narrow", "cooldown": "cooldown"}
 
 // otherKeys are the plan's own keys.
 var otherKeys = []string{"id", "thresholds", "windows", "days", "tz", "sweep"}
@@ -231,7 +237,7 @@ func parsePlan(file string, data []byte) (p *Plan, err error) {
 			return eachKey(p, v, "sweep", func(k string, sv *yaml.Node) error {
 				flag, ok := sweepKeys[k]
 				if !ok {
-					return p.Errorf("sweep."+k, nil, "unknown key %q in sweep; use from, to, step or narrow", k)
+					return p.Errorf("sweep."+k, nil, "unknown key %q in sweep; use from, to, step, narrow or cooldown", k)
 				}
 				return p.addSettings(&p.Sweep, "sweep."+k, flag, sv, false)
 			})

@@ -320,4 +320,3 @@ func windowOrder(w string) int {
 	}
 	return 3
 }
-

@@ -48,6 +48,7 @@ func (f *sweepFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.from, "from", "first rate of the search, like 1/s")
 	fs.Var(&f.to, "to", "highest rate the search tries, like 500/s")
 	fs.Var(&f.step, "step", "added to the rate at each step, like 5/s (default: the rate doubles)")
+	fs.Lookup("step").DefValue = "0" // printed as no default: the usage says what 0 means
 	fs.IntVar(&f.narrow, "narrow", judge.DefaultNarrow, "bisection steps between the last rate that held and the first that failed")
 	fs.DurationVar(&f.cooldown, "cooldown", 2*time.Second, "pause between steps, so one step's stragglers do not land in the next")
 }
@@ -78,8 +79,8 @@ func newSweepCmd() *cobra.Command {
       --duration 10s --arrival constant --window peak`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("rate") {
-				return tare.Errorf(tare.EINVALID, "--rate has no meaning for a sweep: the search sets it; use --from, --to and --step")
+			if cmd.Flags().Changed("rate") || cmd.Flags().Changed("fail-on") {
+				return tare.Errorf(tare.EINVALID, "--rate and --fail-on have no meaning for a sweep: the search sets the rate; use --from, --to and --step")
 			}
 			if w.judge.slo == "" {
 				return tare.Errorf(tare.EINVALID, "tare sweep needs an --slo to hold the rate to, like --slo p95<=2s")
@@ -117,7 +118,13 @@ func newSweepCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	w.register(fs, 1, 0, 10*time.Second)
+	// The search sets the rate, and a sweep's outcome is its capacity.
 	_ = fs.MarkHidden("rate")
+	_ = fs.MarkHidden("fail-on")
+	fs.Lookup("json").Usage = "print the tare.sweep/v1 JSON instead of the text"
+	fs.Lookup("duration").Usage = "length of each step's arrival window (0: bounded by --jobs only; the default applies only without --jobs)"
+	fs.Lookup("jobs").Usage = "number of arrivals of each step (0: bounded by --duration only)"
+	fs.Lookup("label").Usage = "a name for the steps' runs, stored with each and its rate"
 	sw.register(fs)
 	sf.registerNoStore(fs)
 	return cmd
