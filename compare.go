@@ -164,6 +164,7 @@ type SweepStep struct {
 	Status       StepStatus `json:"status"`
 	Reasons      []string   `json:"reasons"` // why the step failed, in words; empty when it held
 	Verdict      Level      `json:"verdict"` // the step run's own verdict
+	Fired        []string   `json:"fired"`   // the names of the verdict's signals that fired
 }
 
 // SweepCapacity is the capacity a sweep found in one window.

@@ -46,6 +46,10 @@ func Step(s *tare.Summary, ticks []tare.Tick, slo SLO, rules SweepRules) tare.Sw
 		Status:       tare.StepOK,
 		Reasons:      []string{},
 		Verdict:      s.Verdict.Level,
+		Fired:        []string{},
+	}
+	for _, sig := range Fired(s.Verdict) {
+		st.Fired = append(st.Fired, sig.Name)
 	}
 	if s.Rate.Offered != nil {
 		st.OfferedPerS = *s.Rate.Offered

@@ -240,7 +240,7 @@ func SweepText(w io.Writer, s *tare.Sweep) error {
 			fmt.Fprintln(tw, "  STEP\tOFFERED\tACHIEVED\tP95\tVERDICT\tSTATUS\tWHY")
 			for i, st := range s.Steps {
 				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, perS(&st.OfferedPerS), perS(st.AchievedPerS), ms(st.P95MS),
-					cmp.Or(string(st.Verdict), "-"), st.Status, strings.Join(st.Reasons, "; "))
+					verdictText(st), st.Status, strings.Join(st.Reasons, "; "))
 			}
 		})
 	}
@@ -260,6 +260,15 @@ func SweepText(w io.Writer, s *tare.Sweep) error {
 		p.line("  ! %s", warn)
 	}
 	return p.err
+}
+
+// verdictText is a step's verdict with the signals that fired.
+func verdictText(st tare.SweepStep) string {
+	v := cmp.Or(string(st.Verdict), "-")
+	if len(st.Fired) > 0 {
+		v += " (" + strings.Join(st.Fired, ", ") + ")"
+	}
+	return v
 }
 
 // perS formats a rate per second to a tenth.

@@ -79,7 +79,7 @@ func TestSweepGolden(t *testing.T) {
 		Steps: []tare.SweepStep{
 			{RunID: "r1", OfferedPerS: 10, AchievedPerS: f(9.9), P95MS: f(48.2), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},
 			{RunID: "r2", OfferedPerS: 15, AchievedPerS: f(14.8), P95MS: f(52.1), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},
-			{RunID: "r3", OfferedPerS: 20, AchievedPerS: f(19.7), P95MS: f(77), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Suspect},
+			{RunID: "r3", OfferedPerS: 20, AchievedPerS: f(19.7), P95MS: f(77), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Suspect, Fired: []string{"run_delay"}},
 			{RunID: "r4", OfferedPerS: 25, AchievedPerS: f(21.3), P95MS: f(1210), Status: tare.StepSaturated, Verdict: tare.Suspect,
 				Reasons: []string{"in-flight grew by 3.9 a second over the second half of the step (16% of the offered rate; threshold 10%)", "SLO p95<=250ms: 1210 ms"}},
 			{RunID: "r5", OfferedPerS: 22.5, AchievedPerS: f(22.1), P95MS: f(98), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},

@@ -97,7 +97,12 @@ thresholds: {divergence: 1000}
 			t.Errorf("run %s: label %q config %v", r.Window, r.Label, r.Config)
 		}
 	}
-	// compare and status read it back by protocol id.
+	// compare reads runs back by id (a unique prefix will do) and by
+	// protocol id; status by protocol id.
+	if code, stdout, stderr := tareCmd(t, "compare", runs[0].ID[:20], runs[1].ID); code != 0 || !strings.Contains(stdout, "comparison of 2 runs") ||
+		!strings.Contains(stdout, "Mann-Whitney") {
+		t.Errorf("compare two run ids: exit %d\n%s%s", code, stdout, stderr)
+	}
 	if code, stdout, _ := tareCmd(t, "compare", c.Protocol); code != 0 || !strings.Contains(stdout, "comparison of 3 runs") {
 		t.Errorf("compare %s: exit %d\n%s", c.Protocol, code, stdout)
 	}

@@ -150,14 +150,30 @@ func TestSweepModelCapacity(t *testing.T) {
 	url := startModel(t, pin...)
 	implied := float64(time.Second) / float64(modelCost)
 
-	alone := sweepModel(t, url)
-	if alone.CapacityPerS == nil {
-		t.Fatalf("no capacity found alone; steps %+v", alone.Steps)
-	}
-	got := *alone.CapacityPerS
-	t.Logf("capacity alone %.1f/s; %s of CPU an answer on one core implies %.1f/s (%+.0f%%)", got, modelCost, implied, 100*(got-implied)/implied)
-	if got < 0.8*implied || got > 1.2*implied {
-		t.Errorf("capacity %.1f/s is not within 20%% of the %.1f/s the model's cost implies", got, implied)
+	// The machine is shared: when tare's own verdict says a sweep's steps
+	// were not clean, a capacity off the mark describes the neighbours,
+	// and the sweep is tried again; a clean sweep off the mark fails.
+	var alone tare.Sweep
+	var got float64
+	for attempt := 1; ; attempt++ {
+		alone = sweepModel(t, url)
+		got = 0
+		if alone.CapacityPerS != nil {
+			got = *alone.CapacityPerS
+		}
+		t.Logf("capacity alone %.1f/s; %s of CPU an answer on one core implies %.1f/s (%+.0f%%)", got, modelCost, implied, 100*(got-implied)/implied)
+		if got >= 0.8*implied && got <= 1.2*implied {
+			break
+		}
+		busy := busySteps(alone)
+		if busy == "" {
+			t.Fatalf("on a quiet host the capacity %.1f/s is not within 20%% of the %.1f/s the model's cost implies", got, implied)
+		}
+		if attempt == 3 {
+			t.Skipf("the host was busy in all 3 sweeps (last: %s): by tare's own verdict these capacities describe the neighbours, so none is checked", busy)
+		}
+		t.Logf("attempt %d: the host was busy (%s); sweeping again in 10 s", attempt, busy)
+		time.Sleep(10 * time.Second)
 	}
 
 	interfere.Busy(t, pin...)
@@ -166,6 +182,18 @@ func TestSweepModelCapacity(t *testing.T) {
 	if hogged.CapacityPerS != nil && *hogged.CapacityPerS >= got {
 		t.Errorf("with a hog on the model's core the capacity is %.1f/s, not below %.1f/s alone", *hogged.CapacityPerS, got)
 	}
+}
+
+// busySteps names the steps whose verdict was not clean, with the signals
+// that fired; "" when every step was clean.
+func busySteps(s tare.Sweep) string {
+	var out []string
+	for i, st := range s.Steps {
+		if st.Verdict != tare.Clean {
+			out = append(out, fmt.Sprintf("step %d %s %v", i+1, st.Verdict, st.Fired))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func show(p *float64) any {
