@@ -152,3 +152,26 @@ func fmtInt(n int) string {
 	}
 	return fmtInt(n/10) + string(rune('0'+n%10))
 }
+
+func FuzzParseSpan(f *testing.F) {
+	for _, s := range []string{"14:00-16:00", "23:30-01:00", "2:00-4:00", "14:00", "-", "24:00-01:00", "14:00-14:00", " 08:00 - 10:00 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		from, to, err := ParseSpan(s)
+		if err != nil {
+			if !errors.Is(err, ErrPlan) {
+				t.Fatalf("error %v does not wrap ErrPlan", err)
+			}
+			return
+		}
+		w := tare.Window{From: from, To: to}
+		if from < 0 || from >= 24*time.Hour || to < 0 || to >= 24*time.Hour || from == to {
+			t.Fatalf("%q parsed to %v-%v", s, from, to)
+		}
+		f2, t2, err := ParseSpan(FormatWindow(w))
+		if err != nil || f2 != from || t2 != to {
+			t.Fatalf("round trip of %q through %q: %v-%v, %v", s, FormatWindow(w), f2, t2, err)
+		}
+	})
+}

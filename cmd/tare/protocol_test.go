@@ -294,3 +294,26 @@ func TestGoldenProtocolHelp(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolBodyBesideThePlan: a plan's body: @file is read from the
+// plan's directory, wherever tare runs from (cron starts it in $HOME).
+func TestProtocolBodyBesideThePlan(t *testing.T) {
+	t.Setenv("TARE_DB", filepath.Join(t.TempDir(), "tare.db"))
+	var bad atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 64)
+		n, _ := r.Body.Read(b)
+		if string(b[:n]) != `{"order": 7}` {
+			bad.Add(1)
+		}
+	}))
+	defer srv.Close()
+	plan := writePlan(t, "order.yaml", fmt.Sprintf("url: %s\nbody: '@order.json'\nrate: 100/s\njobs: 3\ntick: 100ms\nwindows: {peak: 14:00-16:00, mid: 08:00-10:00}\n", srv.URL))
+	if err := os.WriteFile(filepath.Join(filepath.Dir(plan), "order.json"), []byte(`{"order": 7}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := tareCmd(t, "protocol", "run", plan, "--now", "--quiet", "--json")
+	if code != 0 || bad.Load() != 0 {
+		t.Errorf("exit %d, %d requests with the wrong body; stderr %s", code, bad.Load(), stderr)
+	}
+}
