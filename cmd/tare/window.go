@@ -156,7 +156,8 @@ func (f *windowFlags) length() time.Duration {
 }
 
 // settings returns the flags that were set, by name, for a run's
-// configuration, with secrets redacted.
+// configuration, credential headers redacted; the store redacts every
+// secret-looking key and URL as it writes the run.
 func settings(fs *pflag.FlagSet, extra map[string]string) map[string]string {
 	cfg := make(map[string]string)
 	fs.Visit(func(fl *pflag.Flag) {
@@ -167,9 +168,6 @@ func settings(fs *pflag.FlagSet, extra map[string]string) map[string]string {
 				items[i] = redactHeaderLine(item)
 			}
 			v = strings.Join(items, "\n")
-		}
-		if sensitive(fl.Name) {
-			v = "REDACTED"
 		}
 		cfg[fl.Name] = v
 	})
