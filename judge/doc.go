@@ -12,4 +12,11 @@
 //  5. generator starved: tare itself was short of CPU and invented latency.
 //
 // Signals 1, 2 and 5 make a run polluted; 3 and 4 make it suspect.
+//
+// Across runs, Protocol judges a comparison of the three-window protocol:
+// host-variable when any metric diverges between windows by more than the
+// threshold (30 %), reproducible otherwise; the decision rules against an
+// SLO (off-peak over it: the code; peak over it alone: headroom or another
+// host); and capacity as a range. Step and Search are the capacity sweep:
+// when a step saturated, and which rate to try next.
 package judge

@@ -102,7 +102,7 @@ func TestBrowser(t *testing.T) {
 	labelled.Summary.Run.Label = evil
 	labelled.Summary.Run.Target = `GET http://127.0.0.1/"><img src=x onerror=alert(2)>`
 	long, _ := synth{seed: 3, ticks: 10_000, rate: 4, steal: [2]int{4000, 4600}, spike: 7321, label: "long"}.build(t)
-	cmp := comparison(t)
+	cmp := htmlComparison(t)
 	var windows []*Run
 	for _, w := range cmp.Windows {
 		windows = append(windows, w.Run)

@@ -1,66 +1,297 @@
 package report
 
-// Comparison is what the report shows of runs set side by side: the
-// windows of the three-window protocol, or any runs. It is the report's
-// own input, kept small so that filling it from tare compare's result is
-// a few lines in the command; every part but Windows is optional and
-// left out of the page when empty.
-type Comparison struct {
-	// Headline says in words what the comparison found, e.g. "p95
-	// diverges by 112% between the windows: the server is the variable".
-	Headline string
-	Diverged bool     // some metric diverged beyond Threshold
-	Advice   []string // the decision rules that apply, in words
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
 
-	Windows []Window // in the order the page shows them
+	"github.com/tare-dev/tare"
+)
 
-	// Divergence per metric, |a − b| / min(a, b) between the windows, in
-	// percent; a metric above Threshold (30 % by default) means the host
-	// is the variable and no scaling decision is valid.
-	Divergence []Divergence
-	Threshold  float64
-
-	Capacity *Capacity
-	Sweep    []SweepPoint
-	SLOMS    *float64 // the latency objective drawn on the sweep curve, ms
+// CompareJSON writes c as one indented tare.compare/v1 object.
+func CompareJSON(w io.Writer, c *tare.Comparison) error {
+	return writeJSON(w, c, "comparison")
 }
 
-// Window is one side of a comparison.
-type Window struct {
-	Name string // "peak", "offpeak", "mid", or a run's label
-	Run  *Run
+// SweepJSON writes s as one indented tare.sweep/v1 object.
+func SweepJSON(w io.Writer, s *tare.Sweep) error {
+	return writeJSON(w, s, "sweep")
 }
 
-// Divergence is how far the windows disagree on one metric.
-type Divergence struct {
-	Metric   string     `json:"metric"`  // e.g. "p95_ms"
-	Values   []*float64 `json:"values"`  // per window, in Windows order
-	Percent  *float64   `json:"percent"` // the divergence, %; nil when a window lacks the figure
-	Diverged bool       `json:"diverged"`
+func writeJSON(w io.Writer, v any, what string) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write %s json: %w", what, err)
+	}
+	return nil
 }
 
-// Capacity is the capacity range: best case (off-peak), worst case (peak,
-// what users see by day) and typical (mid, the baseline for capacity
-// maths). The gap between best and worst is the cost of shared
-// infrastructure.
-type Capacity struct {
-	Unit    string        `json:"unit"` // e.g. "req/s at p95<=2s"
-	Best    CapacityPoint `json:"best"`
-	Typical CapacityPoint `json:"typical"`
-	Worst   CapacityPoint `json:"worst"`
+// CompareText writes a comparison for people: the runs side by side, one
+// column each, then the divergence of each metric, the statistical tests,
+// the capacity range and the protocol verdict.
+func CompareText(w io.Writer, c *tare.Comparison) error {
+	p := &printer{w: w}
+	head := fmt.Sprintf("comparison of %d runs", len(c.Runs))
+	if c.Protocol != "" {
+		head += "  ·  protocol " + c.Protocol
+	}
+	p.line("%s", head)
+	p.line("")
+	if p.err == nil {
+		p.err = table(w, func(tw io.Writer) { runTable(tw, c.Runs) })
+	}
+
+	d := c.DivergencePct
+	th := c.Verdict.ThresholdPct
+	p.line("")
+	p.line("divergence  |a − b| / min(a, b) of the two runs furthest apart; threshold %g%%", th)
+	var parts []string
+	for _, m := range []struct {
+		name string
+		v    *float64
+	}{{"avg", d.Avg}, {"p50", d.P50}, {"p95", d.P95}, {"p99", d.P99}, {"throughput", d.Throughput}} {
+		mark := ""
+		if m.v != nil && *m.v > th {
+			mark = " ✗"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s%s", m.name, pct(m.v), mark))
+	}
+	p.line("  %s", strings.Join(parts, "   "))
+
+	if len(c.Tests) > 0 {
+		p.line("")
+		p.line("tests  Mann-Whitney U on per-tick p95; bootstrap interval of the difference of median tick p95")
+		for _, t := range c.Tests {
+			if t.PValue == nil {
+				p.line("  %s vs %s  ticks %d / %d  no test", t.A, t.B, t.TicksA, t.TicksB)
+			} else {
+				ci := ""
+				if t.DiffMS != nil {
+					ci = fmt.Sprintf("  difference %s, %g%% interval %s … %s", signedMS(t.DiffMS), t.ConfidencePct, signedMS(t.CILowMS), signedMS(t.CIHighMS))
+				}
+				p.line("  %s vs %s  ticks %d / %d  U %.1f  z %.2f  p %s%s", t.A, t.B, t.TicksA, t.TicksB, *t.U, *t.Z, pValue(*t.PValue), ci)
+			}
+			if t.Warning != "" {
+				p.line("    ! %s", t.Warning)
+			}
+		}
+	}
+
+	p.line("")
+	capacityText(p, c.Capacity)
+	if len(c.Sweeps) > 0 {
+		for _, s := range c.Sweeps {
+			bound := ""
+			if s.AtLeast {
+				bound = "at least "
+			}
+			p.line("  %-8s sweep of %d steps: %s%s", cmp.Or(s.Window, "-"), s.Steps, bound, perS(s.CapacityPerS))
+		}
+	}
+
+	v := c.Verdict
+	p.line("")
+	p.line("verdict: %s", strings.ToUpper(string(v.Level)))
+	for _, w := range v.SLO {
+		for _, ck := range w.Checks {
+			mark := "✓"
+			if !ck.Met {
+				mark = "✗"
+			}
+			p.line("  %s slo %s in %s (measured %s)", mark, ck.Objective, w.Window, ms(ck.Value))
+		}
+	}
+	for _, a := range v.Advice {
+		p.line("  → %s", a)
+	}
+	for _, warn := range c.Warnings {
+		p.line("  ! %s", warn)
+	}
+	return p.err
 }
 
-// CapacityPoint is one end of the capacity range.
-type CapacityPoint struct {
-	Window string   `json:"window"`
-	Value  *float64 `json:"value"`
+// table writes what fill prints through a tabwriter, with the padding
+// at the end of each line trimmed.
+func table(w io.Writer, fill func(tw io.Writer)) error {
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 4, 3, ' ', 0)
+	fill(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(buf.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(strings.TrimSuffix(l, "\n"), " ")
+		if strings.HasSuffix(l, "\n") {
+			lines[i] += "\n"
+		}
+	}
+	_, err := io.WriteString(w, strings.Join(lines, ""))
+	return err
 }
 
-// SweepPoint is one step of a capacity sweep: a rate tried in a window
-// and the latency it gave.
-type SweepPoint struct {
-	Window   string   `json:"window"`
-	RatePerS float64  `json:"rate_per_s"`
-	P95MS    *float64 `json:"p95_ms"`
-	MetSLO   bool     `json:"met_slo"`
+// runTable prints the runs side by side: a column per run, a row per
+// figure.
+func runTable(tw io.Writer, runs []tare.ComparedRun) {
+	ids := shortIDs(runs)
+	row := func(name string, cell func(r *tare.ComparedRun) string) {
+		cells := []string{"  " + name}
+		for i := range runs {
+			cells = append(cells, cell(&runs[i]))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	n := 0
+	row("", func(r *tare.ComparedRun) string {
+		n++
+		return cmp.Or(r.Window, r.Label, fmt.Sprintf("run %d", n))
+	})
+	row("run", func(r *tare.ComparedRun) string {
+		if r.Source != "" && r.Source != "store" {
+			return filepath.Base(r.Source)
+		}
+		return cmp.Or(ids[r.ID], "-")
+	})
+	row("started", func(r *tare.ComparedRun) string {
+		if r.StartedAt.IsZero() {
+			return "-"
+		}
+		return r.StartedAt.Format("2006-01-02 15:04")
+	})
+	row("requests", func(r *tare.ComparedRun) string { return fmt.Sprint(r.Requests) })
+	row("avg", func(r *tare.ComparedRun) string { return ms(r.Latency.Avg) })
+	row("p50", func(r *tare.ComparedRun) string { return ms(r.Latency.P50) })
+	row("p95", func(r *tare.ComparedRun) string { return ms(r.Latency.P95) })
+	row("p99", func(r *tare.ComparedRun) string { return ms(r.Latency.P99) })
+	row("achieved", func(r *tare.ComparedRun) string { return rate(r.AchievedPerS) })
+	row("tokens/s", func(r *tare.ComparedRun) string { return num(r.TokensPerS) })
+	row("cpu busy", func(r *tare.ComparedRun) string { return pct(r.CPUBusyPct) })
+	row("steal", func(r *tare.ComparedRun) string {
+		return fmt.Sprintf("mean %s max %s", pct(r.Steal.Mean), pct(r.Steal.Max))
+	})
+	row("verdict", func(r *tare.ComparedRun) string { return cmp.Or(string(r.Verdict), "-") })
+}
+
+// shortIDs shortens run ids to a prefix that tells the compared runs
+// apart, as tare runs accepts: at least the 13 characters of a UUIDv7's
+// millisecond timestamp.
+func shortIDs(runs []tare.ComparedRun) map[string]string {
+	n := 13
+	for unique := false; !unique; n++ {
+		seen := map[string]bool{}
+		unique = true
+		for _, r := range runs {
+			p := r.ID[:min(n, len(r.ID))]
+			if seen[p] && p != r.ID {
+				unique = false
+			}
+			seen[p] = true
+		}
+		if unique {
+			break
+		}
+	}
+	out := map[string]string{}
+	for _, r := range runs {
+		out[r.ID] = r.ID[:min(n, len(r.ID))]
+	}
+	return out
+}
+
+func capacityText(p *printer, r tare.CapacityRange) {
+	what, better := "p95 at the load run", "lower is better"
+	format := ms
+	if r.Metric == "rate_per_s" {
+		what, better, format = "highest sustainable rate", "higher is better", perS
+	}
+	if r.From == "runs" {
+		p.line("capacity  %s, %s; the runs carry no window: best and worst run", what, better)
+		p.line("  best %s   worst %s   gap %s (%s)", format(r.Best), format(r.Worst), format(r.Gap), pct(r.GapPct))
+		return
+	}
+	p.line("capacity  %s, %s", what, better)
+	p.line("  best %s (off-peak)   worst %s (peak)   typical %s (mid)", format(r.Best), format(r.Worst), format(r.Typical))
+	if r.Gap != nil {
+		p.line("  gap %s (%s): the cost of shared infrastructure", format(r.Gap), pct(r.GapPct))
+	}
+}
+
+// SweepText writes a sweep for people: each step with its outcome, then
+// the capacity found.
+func SweepText(w io.Writer, s *tare.Sweep) error {
+	p := &printer{w: w}
+	head := []string{"sweep", s.Target}
+	if s.SLO != "" {
+		head = append(head, "slo "+s.SLO)
+	}
+	if s.Window != "" {
+		head = append(head, "window "+s.Window)
+	}
+	p.line("%s", strings.Join(head, "  ·  "))
+	p.line("")
+	if p.err == nil {
+		p.err = table(w, func(tw io.Writer) {
+			fmt.Fprintln(tw, "  STEP\tOFFERED\tACHIEVED\tP95\tVERDICT\tSTATUS\tWHY")
+			for i, st := range s.Steps {
+				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, perS(&st.OfferedPerS), perS(st.AchievedPerS), ms(st.P95MS),
+					verdictText(st), st.Status, strings.Join(st.Reasons, "; "))
+			}
+		})
+	}
+	p.line("")
+	switch {
+	case s.CapacityPerS == nil:
+		p.line("capacity: none found")
+	case s.AtLeast:
+		p.line("capacity: at least %s", perS(s.CapacityPerS))
+	default:
+		p.line("capacity: %s   the highest rate that held the SLO without saturating", perS(s.CapacityPerS))
+	}
+	if s.Stopped != "" {
+		p.line("  stopped: %s", s.Stopped)
+	}
+	for _, warn := range s.Warnings {
+		p.line("  ! %s", warn)
+	}
+	return p.err
+}
+
+// verdictText is a step's verdict with the signals that fired.
+func verdictText(st tare.SweepStep) string {
+	v := cmp.Or(string(st.Verdict), "-")
+	if len(st.Fired) > 0 {
+		v += " (" + strings.Join(st.Fired, ", ") + ")"
+	}
+	return v
+}
+
+// perS formats a rate per second to a tenth.
+func perS(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", *v), ".0") + "/s"
+}
+
+func signedMS(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	if *v < 0 {
+		return "−" + ms(tare.Float(-*v))
+	}
+	return "+" + ms(v)
+}
+
+func pValue(p float64) string {
+	if p < 0.0001 {
+		return "< 0.0001"
+	}
+	return fmt.Sprintf("%.4f", p)
 }

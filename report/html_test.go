@@ -85,9 +85,9 @@ func TestHTMLDataGolden(t *testing.T) {
 	golden(t, "report.golden.json", readable(t, dataPart(t, html)))
 }
 
-// comparison is three windows of the same load: a stolen peak, a quiet
+// htmlComparison is three windows of the same load: a stolen peak, a quiet
 // off-peak and a mid window in between.
-func comparison(t *testing.T) *Comparison {
+func htmlComparison(t *testing.T) *Comparison {
 	t.Helper()
 	peak, _ := synth{seed: 11, ticks: 40, rate: 20, steal: [2]int{5, 35}, spike: -1, window: "peak"}.build(t)
 	off, _ := synth{seed: 12, ticks: 40, rate: 20, steal: [2]int{0, 0}, spike: -1, window: "offpeak"}.build(t)
@@ -132,9 +132,9 @@ func comparison(t *testing.T) *Comparison {
 }
 
 func TestHTMLComparisonGolden(t *testing.T) {
-	c := comparison(t)
+	c := htmlComparison(t)
 	html := render(t, Page{Comparison: c})
-	golden(t, "compare.golden.json", readable(t, dataPart(t, html)))
+	golden(t, "html-compare.golden.json", readable(t, dataPart(t, html)))
 	var runs []*Run
 	for _, w := range c.Windows {
 		runs = append(runs, w.Run)

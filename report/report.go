@@ -1,7 +1,8 @@
 // Package report renders runs for people and machines: the human text
 // summary with its verdict block and sparklines, the tare.summary/v1 JSON,
-// raw-record exports, and a self-contained HTML report with charts (and
-// its main chart as a PNG).
+// comparisons (tare.compare/v1) and capacity sweeps (tare.sweep/v1) as text
+// and JSON, raw-record exports, and a self-contained HTML report with charts
+// (and its main chart as a PNG).
 //
 // The charts are drawn here, server-side, with gonum.org/v1/plot: inline
 // SVG in the page, PNG through vgimg, the same drawing code for both. The

@@ -49,4 +49,16 @@
 // requests whose every tick, from the one containing Scheduled to the one
 // containing Done, has a host sample and is not polluted; a tick without a
 // sample cannot vouch for the request.
+//
+// # Comparisons
+//
+// Compare puts runs side by side. Divergence per metric is |a − b| /
+// min(a, b) for the two runs furthest apart. Between two windows, the test
+// is on per-tick p95, the figure every stored run keeps: one value per tick
+// with completions, runs of one window pooled. Ticks are taken as
+// independent draws, which they are not quite (a slow tick tends to follow
+// a slow tick), so the p-value is on the hopeful side; it backs the
+// divergence, it does not replace it. The bootstrap interval is for the
+// difference of the median tick p95 of the two windows, from resamples
+// drawn with a fixed seed, so the same runs give the same interval.
 package stats

@@ -78,7 +78,7 @@ its tables and percentiles are drawn.`,
 				return err
 			}
 			if output != "-" {
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s): open it in any browser, offline\n", output, plural(len(runs), "run"), kilobytes(size))
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s): open it in any browser, offline\n", output, fmt.Sprintf("%d %s", len(runs), plural(len(runs), "run", "runs")), kilobytes(size))
 			}
 			if chart != "" {
 				size, err := writeOutput(chart, cmd.OutOrStdout(), "--png", func(w io.Writer) error { return report.PNG(w, runs...) })
@@ -287,12 +287,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
 
 func kilobytes(n int64) string {
 	return fmt.Sprintf("%d KB", (n+512)/1024)

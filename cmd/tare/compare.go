@@ -1,0 +1,322 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+)
+
+const compareLong = `Put runs side by side: the same load at another hour should give the same
+curve. Each argument is a stored run id (or a unique prefix of one), a
+protocol id (all the complete runs of that protocol), or a tare.summary/v1
+JSON file that tare run --json wrote.
+
+For each run: requests, latency avg/p50/p95/p99, achieved rate, tokens/s, CPU
+busy, steal mean and max, and the run's own verdict. Then the divergence of
+each metric between the two runs furthest apart, |a − b| / min(a, b), and
+the protocol verdict: above the threshold (30% by default) the host is the
+variable and no scaling decision is valid from these runs.
+
+With --slo the decision rules apply: peak over the SLO while off-peak meets
+it → add headroom or move the workload; off-peak over it too → the problem
+is the code. The capacity range gives the best case (off-peak), the worst
+case (peak) and the typical case (mid), and the gap between best and worst:
+the cost of shared infrastructure.
+
+Stored runs carry their per-tick timeline: between every two windows a
+Mann-Whitney test on per-tick p95 says whether the difference is beyond
+chance, with a bootstrap interval for the difference of median tick p95.
+Summary files keep no timeline, so they get no test.`
+
+func newCompareCmd() *cobra.Command {
+	var (
+		sf        storeFlags
+		slo       string
+		threshold float64
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compare RUN|PROTOCOL|FILE.json …",
+		Short: "Compare runs or protocol windows: divergence, verdict, decision rules, capacity range",
+		Long:  compareLong,
+		Example: `  tare compare checkout                      # every window of protocol checkout
+  tare compare 0193a1b2-4c01 0193a4f7-9d22   # two stored runs
+  tare compare peak.json offpeak.json --slo 'p95<=2s'
+  tare compare checkout --threshold 20 --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rules := judge.ProtocolRules{DivergencePct: threshold}
+			if !(threshold > 0) {
+				return tare.Errorf(tare.EINVALID, "--threshold must be a percentage above 0, like 30; got %g", threshold)
+			}
+			if slo != "" {
+				s, err := judge.ParseSLO(slo)
+				if err != nil {
+					return flagged(err, "slo")
+				}
+				rules.SLO = s
+			}
+			src := &runSource{sf: &sf}
+			defer src.close()
+			c, err := compareArgs(cmd.Context(), src, args, rules)
+			if err != nil {
+				return err
+			}
+			return printComparison(cmd.OutOrStdout(), c, asJSON)
+		},
+	}
+	sf.register(cmd.Flags())
+	cmd.Flags().StringVar(&slo, "slo", "", "check every window against this SLO, like p95<=2s, and apply the decision rules")
+	cmd.Flags().Float64Var(&threshold, "threshold", judge.DefaultDivergencePct, "divergence (%) between windows above which the host is the variable")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tare.compare/v1 JSON")
+	return cmd
+}
+
+func printComparison(w io.Writer, c *tare.Comparison, asJSON bool) error {
+	if asJSON {
+		return report.CompareJSON(w, c)
+	}
+	return report.CompareText(w, c)
+}
+
+// runSource opens the store only when an argument needs it: comparing
+// summary files touches no store.
+type runSource struct {
+	sf *storeFlags
+	st tare.Store
+}
+
+func (s *runSource) store(ctx context.Context) (tare.Store, error) {
+	if s.st == nil {
+		st, err := s.sf.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.st = st
+	}
+	return s.st, nil
+}
+
+func (s *runSource) close() {
+	if s.st != nil {
+		s.st.Close()
+	}
+}
+
+// compareArgs reads the runs the arguments name and compares them.
+func compareArgs(ctx context.Context, src *runSource, args []string, rules judge.ProtocolRules) (*tare.Comparison, error) {
+	var (
+		inputs []stats.CompareInput
+		sweeps []tare.SweepCapacity
+	)
+	for _, arg := range args {
+		in, sw, err := readArg(ctx, src, arg)
+		if err != nil {
+			return nil, err
+		}
+		inputs, sweeps = append(inputs, in...), append(sweeps, sw...)
+	}
+	if len(inputs) < 2 {
+		return nil, tare.Errorf(tare.EINVALID, "compare needs at least two runs; %s gave %d", strings.Join(args, " "), len(inputs))
+	}
+	return compareInputs(inputs, sweeps, rules), nil
+}
+
+// compareInputs is the comparison of the inputs, judged.
+func compareInputs(inputs []stats.CompareInput, sweeps []tare.SweepCapacity, rules judge.ProtocolRules) *tare.Comparison {
+	c := stats.Compare(inputs)
+	c.Sweeps = sweeps
+	summaries := make([]tare.Summary, len(inputs))
+	for i := range inputs {
+		summaries[i] = inputs[i].Summary
+	}
+	judge.Protocol(&c, summaries, rules)
+	return &c
+}
+
+// readArg reads one argument: a summary file, a protocol id or a run id.
+func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+		s, err := readSummaryFile(arg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+	} else if strings.HasSuffix(arg, ".json") {
+		return nil, nil, tare.Errorf(tare.ENOTFOUND, "no summary file %q", arg)
+	}
+	st, err := src.store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: arg})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(runs) > 0 {
+		return protocolInputs(ctx, st, runs)
+	}
+	id, err := resolveRun(ctx, st, arg)
+	if err != nil {
+		if tare.ErrorCode(err) == tare.ENOTFOUND {
+			return nil, nil, tare.Errorf(tare.ENOTFOUND, "%q is neither a summary file, a protocol nor a stored run (tare runs list shows them)", arg)
+		}
+		return nil, nil, err
+	}
+	in, err := storedInput(ctx, st, id)
+	return []stats.CompareInput{in}, nil, err
+}
+
+// readSummaryFile reads one tare.summary/v1 object.
+func readSummaryFile(path string) (tare.Summary, error) {
+	var s tare.Summary
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
+		}
+		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Schema != tare.SummarySchema {
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints)", path, tare.SummarySchema)
+	}
+	return s, nil
+}
+
+func storedInput(ctx context.Context, st tare.Store, id string) (stats.CompareInput, error) {
+	s, err := st.FindSummary(ctx, id)
+	if err != nil {
+		return stats.CompareInput{}, err
+	}
+	ticks, err := st.FindTicks(ctx, id)
+	if err != nil {
+		return stats.CompareInput{}, err
+	}
+	if ticks == nil {
+		ticks = []tare.Tick{}
+	}
+	return stats.CompareInput{Summary: s, Ticks: ticks, Source: "store"}, nil
+}
+
+// The keys a sweep step's run records in its configuration.
+const (
+	configSweepRate = "sweep.rate" // the rate the step asked for, per second
+	configSweepSlot = "sweep.slot" // the sweep the step belongs to: window@date, or a run-unique id
+)
+
+// protocolInputs reads the complete runs of a protocol, windows in
+// protocol order. The steps of a sweep are judged again and stand for
+// their window by the highest step that held.
+func protocolInputs(ctx context.Context, st tare.Store, runs []tare.Run) ([]stats.CompareInput, []tare.SweepCapacity, error) {
+	slices.SortStableFunc(runs, func(a, b tare.Run) int {
+		return cmp.Or(cmp.Compare(windowOrder(a.Window), windowOrder(b.Window)), a.StartedAt.Compare(b.StartedAt))
+	})
+	var (
+		inputs []stats.CompareInput
+		sweeps []tare.SweepCapacity
+	)
+	steps := map[string][]tare.Run{}
+	var slots []string
+	for _, r := range runs {
+		if r.Status != tare.StatusComplete {
+			continue
+		}
+		if slot := r.Config[configSweepSlot]; slot != "" {
+			if _, ok := steps[slot]; !ok {
+				slots = append(slots, slot)
+			}
+			steps[slot] = append(steps[slot], r)
+			continue
+		}
+		in, err := storedInput(ctx, st, r.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		inputs = append(inputs, in)
+	}
+	for _, slot := range slots {
+		in, sw, err := sweepInput(ctx, st, steps[slot])
+		if err != nil {
+			return nil, nil, err
+		}
+		if in != nil {
+			inputs = append(inputs, *in)
+		}
+		sweeps = append(sweeps, sw)
+	}
+	return inputs, sweeps, nil
+}
+
+// sweepInput judges the stored steps of one sweep again, with the SLO they
+// ran under, and returns the highest step that held and the capacity.
+func sweepInput(ctx context.Context, st tare.Store, runs []tare.Run) (*stats.CompareInput, tare.SweepCapacity, error) {
+	sw := tare.SweepCapacity{Window: runs[0].Window, Steps: len(runs)}
+	var slo judge.SLO
+	if s := runs[0].Config["slo"]; s != "" {
+		if parsed, err := judge.ParseSLO(s); err == nil {
+			slo = parsed
+		}
+	}
+	type judged struct {
+		in   stats.CompareInput
+		rate float64
+		ok   bool
+	}
+	var all []judged
+	failed := math.Inf(1)
+	for _, r := range runs {
+		rate, err := strconv.ParseFloat(r.Config[configSweepRate], 64)
+		if err != nil {
+			continue
+		}
+		in, err := storedInput(ctx, st, r.ID)
+		if err != nil {
+			return nil, sw, err
+		}
+		ok := judge.Step(&in.Summary, in.Ticks, slo, judge.DefaultSweepRules()).Status == tare.StepOK
+		all = append(all, judged{in, rate, ok})
+		if !ok {
+			failed = min(failed, rate)
+		}
+	}
+	// The capacity is the highest rate that held below the lowest that
+	// failed, as the search itself decided.
+	var best *judged
+	for i := range all {
+		if j := &all[i]; j.ok && j.rate < failed && (best == nil || j.rate > best.rate) {
+			best = j
+		}
+	}
+	if best == nil {
+		return nil, sw, nil
+	}
+	sw.CapacityPerS, sw.AtLeast = tare.Float(best.rate), math.IsInf(failed, 1)
+	return &best.in, sw, nil
+}
+
+func windowOrder(w string) int {
+	switch w {
+	case judge.WindowPeak:
+		return 0
+	case judge.WindowOffpeak:
+		return 1
+	case judge.WindowMid:
+		return 2
+	}
+	return 3
+}

@@ -1,0 +1,662 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/protocol"
+	"github.com/tare-dev/tare/report"
+)
+
+const protocolLong = `The three-window protocol: the same load in a peak window (14:00–16:00), an
+off-peak window (02:00–04:00) and a mid window (08:00–10:00), then a
+comparison of the three. If they diverge by more than 30%, the host is the
+variable and no scaling decision is valid; capacity is then a range: best
+case (off-peak), worst case (peak, what users see by day), typical (mid).
+
+A plan file (YAML) names the target and the load (everything tare run
+takes), the SLO, the thresholds, the windows, the days and the time zone:
+
+  url: http://127.0.0.1:8080/checkout
+  rate: 2/s
+  jobs: 500
+  slo: p95<=2s
+  thresholds: {steal: 10, divergence: 30}
+  windows: {peak: 14:00-16:00, offpeak: 02:00-04:00, mid: 08:00-10:00}
+  days: 1
+  tz: Europe/Paris
+  sweep: {from: 1/s, to: 40/s, step: 4/s}   # optional: a capacity sweep per window
+
+Every window is stored as a run with the protocol id (the plan's id:, or
+its file name) and the window's name, so tare protocol run survives a
+restart: a window already done is not rerun, and one whose time passed
+while tare was not running is reported missed, never faked.`
+
+func newProtocolCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "protocol",
+		Short: "Run the same load at peak, off-peak and mid hours, and compare: capacity as a range",
+		Long:  protocolLong,
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newProtocolRunCmd(), newProtocolCronCmd(), newProtocolStatusCmd())
+	return cmd
+}
+
+// planFlags override a plan on the command line.
+type planFlags struct {
+	days int
+	tz   string
+	id   string
+}
+
+func (f *planFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.days, "days", 0, "repeat the cycle on this many days (default: the plan's days, else 1)")
+	fs.StringVar(&f.tz, "tz", "", "time zone of the windows, like Europe/Paris (default: the plan's tz, else local)")
+	fs.StringVar(&f.id, "id", "", "protocol id (default: the plan's id, else its file name)")
+}
+
+// loadedPlan is a plan with its flags set and checked, ready to run.
+type loadedPlan struct {
+	plan     *protocol.Plan
+	path     string // absolute
+	fs       *pflag.FlagSet
+	window   windowFlags
+	sweep    *sweepFlags // nil: one load per window
+	sweepFS  *pflag.FlagSet
+	schedule protocol.Schedule
+	prep     *prepared
+}
+
+// loadPlan reads the plan at path, sets tare run's flags from it and
+// checks them: every error names the plan's line and key.
+func loadPlan(path string, over planFlags) (*loadedPlan, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, tare.Errorf(tare.EINVALID, "plan %s: %v", path, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, tare.Errorf(tare.ENOTFOUND, "no plan file %q", path)
+		}
+		return nil, tare.Errorf(tare.EINVALID, "plan %s: %v", path, err)
+	}
+	defer f.Close()
+	p, err := protocol.ParsePlan(path, f)
+	if err != nil {
+		return nil, err
+	}
+	lp := &loadedPlan{plan: p, path: abs, fs: pflag.NewFlagSet("plan", pflag.ContinueOnError)}
+	lp.window.register(lp.fs, 10, 0, 30*time.Second)
+	if err := applySettings(p, lp.fs, p.Settings, filepath.Dir(abs)); err != nil {
+		return nil, err
+	}
+	if p.Sweep != nil {
+		lp.sweep = &sweepFlags{}
+		lp.sweepFS = pflag.NewFlagSet("sweep", pflag.ContinueOnError)
+		lp.sweep.register(lp.sweepFS)
+		if err := applySettings(p, lp.sweepFS, p.Sweep, ""); err != nil {
+			return nil, err
+		}
+		if _, err := lp.sweep.plan(); err != nil {
+			return nil, planFlagError(p, p.Sweep, err, "sweep.")
+		}
+		if lp.window.judge.slo == "" {
+			return nil, p.Errorf("sweep", nil, "a sweep needs an slo: to hold the rate to, like slo: p95<=2s")
+		}
+	}
+	if lp.prep, err = lp.window.prepare("the plan"); err != nil {
+		return nil, planFlagError(p, p.Settings, err, "")
+	}
+
+	id := cmp.Or(over.id, p.ID)
+	if !protocol.ValidID(id) {
+		return nil, tare.Errorf(tare.EINVALID, "--id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	loc := p.Loc
+	if over.tz != "" {
+		if loc, err = protocol.LoadTZ(over.tz); err != nil {
+			return nil, flagged(err, "tz")
+		}
+	}
+	days := p.Days
+	if over.days != 0 {
+		if over.days < 1 || over.days > protocol.MaxDays {
+			return nil, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, over.days)
+		}
+		days = over.days
+	}
+	lp.schedule = protocol.Schedule{Protocol: id, Windows: p.Windows, Days: days, Location: loc, Seed: lp.window.load.seed, RunLength: lp.runLength()}
+	if err := lp.schedule.Validate(); err != nil {
+		lp.prep.close()
+		return nil, err
+	}
+	return lp, nil
+}
+
+// runLength is how long one window takes: the load, its drain and the
+// sampling tail, or every step of a sweep with its pauses.
+func (lp *loadedPlan) runLength() time.Duration {
+	w := &lp.window
+	one := w.length()
+	one += one/10 + 2*w.host.tick + min(w.http.timeout, 30*time.Second)
+	if lp.sweep == nil {
+		return one
+	}
+	plan, _ := lp.sweep.plan()
+	return time.Duration(plan.MaxSteps()) * (one + lp.sweep.cooldown)
+}
+
+// applySettings sets each setting's flag, naming the plan's line and key
+// when a value is bad. A relative @file body is read from dir.
+func applySettings(p *protocol.Plan, fs *pflag.FlagSet, settings []protocol.Setting, dir string) error {
+	for _, s := range settings {
+		v := s.Value
+		if s.Flag == "body" && strings.HasPrefix(v, "@") && dir != "" && !filepath.IsAbs(v[1:]) {
+			v = "@" + filepath.Join(dir, v[1:])
+		}
+		if err := fs.Set(s.Flag, v); err != nil {
+			msg := tare.ErrorMessage(err)
+			var te *tare.Error
+			if !errors.As(err, &te) {
+				msg = fmt.Sprintf("%s must be %s; got %q", lastWord(s.Key), accepted(fs.Lookup(s.Flag).Value.Type()), s.Value)
+			}
+			return p.SettingError(s, err, msg)
+		}
+	}
+	return nil
+}
+
+func lastWord(key string) string {
+	return key[strings.LastIndex(key, ".")+1:]
+}
+
+// planFlagError turns an error that names a flag ("--rate must …") into
+// one that names the plan's line and key.
+func planFlagError(p *protocol.Plan, settings []protocol.Setting, err error, prefix string) error {
+	msg := tare.ErrorMessage(err)
+	for i := len(settings) - 1; i >= 0; i-- {
+		s := settings[i]
+		if flag := "--" + s.Flag; strings.HasPrefix(msg, flag) {
+			return p.SettingError(s, err, lastWord(s.Key)+strings.TrimPrefix(msg, flag))
+		}
+	}
+	// A flag the plan did not set, or no flag at all: say it in the
+	// plan's words.
+	for _, name := range []string{"jobs", "duration", "url", "rate"} {
+		msg = strings.ReplaceAll(msg, "--"+name, prefix+name+":")
+	}
+	return p.Errorf("", err, "%s", msg)
+}
+
+func newProtocolRunCmd() *cobra.Command {
+	var (
+		over   planFlags
+		sf     storeFlags
+		now    bool
+		only   string
+		asJSON bool
+		quiet  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run PLAN [--now] [--days N] [--tz ZONE] [--window W]",
+		Short: "Wait for each window, run the plan's load in it, store it; then compare",
+		Long: `Wait for each window of the plan (a countdown on a terminal), run the same
+load at a seeded offset inside it, store the run with the protocol id and
+the window, and when every window has run (or was missed), print the
+comparison.
+
+Run it again after a restart and it carries on: windows already done are
+not rerun; a window that passed while tare was not running is reported
+missed, never faked. Ctrl-C while waiting stops cleanly.
+
+--now runs the windows back to back at once, as a dry run of the plan: its
+runs are stored under a protocol id of their own, labelled dry run, and say
+nothing about the hours. --window runs only that window's next slot and
+exits: what the lines of tare protocol cron do.`,
+		Example: `  tare protocol run checkout.yaml --now      # try the plan: three windows back to back
+  tare protocol run checkout.yaml            # the real thing: waits for each window
+  tare protocol run checkout.yaml --days 3 --tz Europe/Paris`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if only != "" && !slices.Contains([]string{protocol.Peak, protocol.Offpeak, protocol.Mid}, only) {
+				return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", only)
+			}
+			if now && only != "" {
+				return tare.Errorf(tare.EINVALID, "--now runs every window at once; it does not go with --window")
+			}
+			lp, err := loadPlan(args[0], over)
+			if err != nil {
+				return err
+			}
+			defer lp.prep.close()
+			if only != "" && !slices.ContainsFunc(lp.schedule.Windows, func(w tare.Window) bool { return w.Name == only }) {
+				return tare.Errorf(tare.EINVALID, "--window %s: the plan has no %s window", only, only)
+			}
+			lp.window.judge.quiet = lp.window.judge.quiet || quiet
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: lp.window.judge.quiet}
+			if now {
+				return pr.dryRun(cmd.Context())
+			}
+			return pr.loop(cmd.Context(), only)
+		},
+	}
+	fs := cmd.Flags()
+	over.register(fs)
+	sf.register(fs)
+	fs.BoolVar(&now, "now", false, "dry run: the windows back to back now, under a protocol id of their own")
+	fs.StringVar(&only, "window", "", "run only this window's next slot (peak, offpeak or mid), then exit")
+	fs.BoolVar(&asJSON, "json", false, "print only the tare.compare/v1 JSON at the end")
+	fs.BoolVar(&quiet, "quiet", false, "no countdown and no progress line")
+	return cmd
+}
+
+// protocolRun runs a plan's windows.
+type protocolRun struct {
+	lp             *loadedPlan
+	st             tare.Store
+	stdout, stderr io.Writer
+	json, quiet    bool
+}
+
+// dryRun runs every window at once, under a protocol id of its own.
+func (pr *protocolRun) dryRun(ctx context.Context) error {
+	s := pr.lp.schedule
+	s.Protocol = fmt.Sprintf("%s-dry-%s", s.Protocol, time.Now().Format("20060102-150405"))
+	fmt.Fprintf(pr.stderr, "tare protocol: dry run of %s as protocol %s: the %d windows back to back now, not at their hours\n",
+		pr.lp.plan.File, s.Protocol, len(s.Windows))
+	for _, w := range s.Windows {
+		opens := time.Now()
+		slot := protocol.Slot{Window: w, Day: 1, Opens: opens, Closes: opens.Add(s.RunLength), At: opens, State: protocol.SlotDue}
+		if err := pr.runSlot(ctx, s, slot, true); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(pr.stderr, "tare protocol: dry run stopped during the %s window\n", w.Name)
+			return nil
+		}
+	}
+	return pr.compare(ctx, s.Protocol)
+}
+
+// loop waits for each slot and runs it, until the cycle is over.
+func (pr *protocolRun) loop(ctx context.Context, only string) error {
+	s := pr.lp.schedule
+	sc := &protocol.Scheduler{
+		Schedule: s,
+		Store:    pr.st,
+		Wait:     countdown(pr.stderr, pr.quiet, s.Location),
+		Run: func(ctx context.Context, slot protocol.Slot) error {
+			return pr.runSlot(ctx, s, slot, false)
+		},
+		Missed: func(slot protocol.Slot) {
+			fmt.Fprintf(pr.stderr, "tare protocol: missed the %s window of %s (%s): %s\n", slot.Window.Name,
+				slot.Opens.Format("2006-01-02"), protocol.FormatWindow(slot.Window), slot.Why)
+		},
+		Only: only,
+		Once: only != "",
+	}
+	if !pr.quiet {
+		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, windowList(s.Windows),
+			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.window.length(), s.Location)
+	}
+	err := sc.Loop(ctx)
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(pr.stderr, "tare protocol: stopped. Run the same command again to carry on: windows already done are not rerun.\n")
+		return nil
+	case err != nil:
+		return err
+	}
+	slots, err := sc.Slots(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	if sc.Only != "" {
+		sc.Only = ""
+		if slots, err = sc.Slots(ctx, time.Now()); err != nil {
+			return err
+		}
+	}
+	if _, more := protocol.Next(slots); more {
+		if !pr.quiet {
+			fmt.Fprintf(pr.stderr, "tare protocol: %s window done; tare protocol status %s shows what is next\n", only, s.Protocol)
+		}
+		return nil
+	}
+	return pr.compare(ctx, s.Protocol)
+}
+
+// runSlot runs one window through measure (or a sweep of them) and stores
+// it; the store failing stops the protocol, since the store is its memory.
+func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot protocol.Slot, dry bool) error {
+	lp := pr.lp
+	extra := s.Config()
+	extra["protocol.plan"] = lp.path
+	label := cmp.Or(lp.window.load.label, lp.plan.ID)
+	if dry {
+		extra["protocol.dry_run"] = "true"
+		label = "dry run: " + label
+	}
+	run := tare.Run{Label: label, Window: slot.Window.Name, Protocol: s.Protocol, Config: settings(lp.fs, extra)}
+	if !pr.quiet {
+		fmt.Fprintf(pr.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
+			protocol.FormatWindow(slot.Window), slot.Day, max(s.Days, 1))
+	}
+	if lp.sweep != nil {
+		plan, _ := lp.sweep.plan()
+		for k, v := range settings(lp.sweepFS, nil) {
+			run.Config["sweep."+k] = v
+		}
+		sw := &sweeper{flags: &lp.window, prep: lp.prep, store: pr.st, plan: plan, cooldown: lp.sweep.cooldown, run: run,
+			slot: s.Protocol + "/" + slot.Key(), progress: pr.stderr}
+		result, err := sw.sweep(ctx)
+		if err != nil {
+			return err
+		}
+		if !pr.json {
+			if err := report.SweepText(pr.stdout, &result); err != nil {
+				return err
+			}
+			fmt.Fprintln(pr.stdout)
+		}
+		return nil
+	}
+	m, err := lp.window.measurement(lp.prep, pr.st, run, 0, pr.stderr)
+	if err != nil {
+		return err
+	}
+	sum, _, storeErr, err := measure(ctx, m)
+	if err != nil {
+		return err
+	}
+	if !pr.json {
+		if err := report.Text(pr.stdout, &sum); err != nil {
+			return err
+		}
+		fmt.Fprintln(pr.stdout)
+	}
+	return storeErr
+}
+
+// compare prints the comparison of a protocol's stored runs.
+func (pr *protocolRun) compare(ctx context.Context, id string) error {
+	runs, err := pr.st.FindRuns(ctx, tare.RunFilter{Protocol: id})
+	if err != nil {
+		return err
+	}
+	inputs, sweeps, err := protocolInputs(ctx, pr.st, runs)
+	if err != nil {
+		return err
+	}
+	if len(inputs) < 2 {
+		fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, len(inputs), plural(len(inputs), "window", "windows"))
+		return nil
+	}
+	c := compareInputs(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.plan.DivergencePct, SLO: pr.lp.prep.judging.slo})
+	if strings.Contains(id, "-dry-") {
+		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
+	}
+	return printComparison(pr.stdout, c, pr.json)
+}
+
+func windowList(ws []tare.Window) string {
+	var parts []string
+	for _, w := range ws {
+		parts = append(parts, w.Name+" "+protocol.FormatWindow(w))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countdown waits on the real clock for the next slot, showing on a
+// terminal the time left, rewritten every second; elsewhere one line.
+func countdown(w io.Writer, quiet bool, loc *time.Location) func(ctx context.Context, until time.Time, next protocol.Slot) error {
+	tty := false
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		tty = true
+	}
+	return func(ctx context.Context, until time.Time, next protocol.Slot) error {
+		what := fmt.Sprintf("the %s window (day %d) starts its run at %s", next.Window.Name, next.Day, until.In(loc).Format("Mon 2006-01-02 15:04:05 MST"))
+		if next.State == protocol.SlotRunning {
+			what = fmt.Sprintf("another tare is running the %s window; looking again at %s", next.Window.Name, until.In(loc).Format("15:04:05"))
+		}
+		if !quiet && !tty {
+			fmt.Fprintf(w, "tare protocol: waiting: %s (in %s)\n", what, time.Until(until).Round(time.Second))
+		}
+		// Wake at least every second on a terminal, every minute
+		// elsewhere, and read the wall clock again: a suspended
+		// machine's timers do not count the time it slept.
+		step := time.Minute
+		if tty && !quiet {
+			step = time.Second
+		}
+		defer func() {
+			if tty && !quiet {
+				fmt.Fprint(w, "\r\033[K")
+			}
+		}()
+		for {
+			left := time.Until(until)
+			if left <= 0 {
+				return nil
+			}
+			if tty && !quiet {
+				fmt.Fprintf(w, "\r\033[Kwaiting: %s, in %s (Ctrl-C stops; run again to carry on)", what, left.Round(time.Second))
+			}
+			if err := sleepCtx(ctx, min(left, step)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func newProtocolCronCmd() *cobra.Command {
+	var (
+		over planFlags
+		sf   storeFlags
+		log  string
+	)
+	cmd := &cobra.Command{
+		Use:   "cron PLAN",
+		Short: "Print crontab lines that run each window of the plan instead of a waiting tare",
+		Long: `Print crontab lines, one per window, that start tare protocol run PLAN
+--window W at each window's opening; that run waits for the seeded start
+inside the window, runs it, stores it and exits. Add them with crontab -e.
+The output of each run is appended to --log.`,
+		Example: `  tare protocol cron checkout.yaml >> my.crontab`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lp, err := loadPlan(args[0], over)
+			if err != nil {
+				return err
+			}
+			lp.prep.close()
+			exe, err := os.Executable()
+			if err != nil {
+				exe = "tare"
+			}
+			parts := []string{shellQuote(exe), "protocol", "run", shellQuote(lp.path), "--quiet"}
+			for _, f := range []struct{ name, value string }{{"db", sf.db}, {"id", over.id}, {"tz", over.tz}} {
+				if f.value != "" {
+					parts = append(parts, "--"+f.name, shellQuote(f.value))
+				}
+			}
+			if over.days != 0 {
+				parts = append(parts, "--days", fmt.Sprint(over.days))
+			}
+			if log == "" {
+				log = filepath.Join(filepath.Dir(lp.path), lp.schedule.Protocol+".log")
+			}
+			command := func(window string) string {
+				return strings.Join(parts, " ") + " --window " + window + " >> " + shellQuote(log) + " 2>&1"
+			}
+			for _, line := range lp.schedule.Cron(command) {
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	over.register(cmd.Flags())
+	sf.register(cmd.Flags())
+	cmd.Flags().StringVar(&log, "log", "", "file the runs' output is appended to (default: PROTOCOL.log beside the plan)")
+	return cmd
+}
+
+// shellQuote quotes s for a crontab line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newProtocolStatusCmd() *cobra.Command {
+	var sf storeFlags
+	cmd := &cobra.Command{
+		Use:   "status [ID]",
+		Short: "Show what ran, what is next and what was missed, from the store",
+		Long: `Without an id, list the protocols in the store. With one, show each window's
+slot: done (with its run), waiting (with its seeded start), running in
+another tare, or missed (and why). The schedule is read back from the runs
+themselves, so status works from any host that shares the store.`,
+		Example: `  tare protocol status
+  tare protocol status checkout`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if len(args) == 0 {
+				return listProtocols(ctx, cmd.OutOrStdout(), st)
+			}
+			return protocolStatus(ctx, cmd.OutOrStdout(), st, args[0], time.Now())
+		},
+	}
+	sf.register(cmd.Flags())
+	return cmd
+}
+
+func listProtocols(ctx context.Context, w io.Writer, st tare.Store) error {
+	runs, err := st.FindRuns(ctx, tare.RunFilter{})
+	if err != nil {
+		return err
+	}
+	type row struct {
+		id         string
+		runs, done int
+		last       time.Time
+	}
+	var rows []*row
+	byID := map[string]*row{}
+	for _, r := range runs {
+		if r.Protocol == "" {
+			continue
+		}
+		p := byID[r.Protocol]
+		if p == nil {
+			p = &row{id: r.Protocol, last: r.StartedAt}
+			byID[r.Protocol] = p
+			rows = append(rows, p)
+		}
+		p.runs++
+		if r.Status == tare.StatusComplete {
+			p.done++
+		}
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no protocol runs in the store (tare protocol run PLAN starts one)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROTOCOL\tRUNS\tCOMPLETE\tLAST RUN")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.id, r.runs, r.done, r.last.Local().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
+}
+
+// protocolStatus lays out a protocol's slots at now from its stored runs.
+func protocolStatus(ctx context.Context, w io.Writer, st tare.Store, id string, now time.Time) error {
+	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: id})
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return tare.Errorf(tare.ENOTFOUND, "no runs of protocol %q in the store (tare protocol status lists them)", id)
+	}
+	p := &printerTo{w: w}
+	if runs[0].Config["protocol.dry_run"] == "true" {
+		p.line("protocol %s: a dry run (tare protocol run --now), %d runs", id, len(runs))
+		for _, r := range runs {
+			p.line("  %-8s %s  %s  %s", r.Window, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.Status, r.ID)
+		}
+		return p.err
+	}
+	sched, err := protocol.ScheduleFromConfig(id, runs[0].Config)
+	if err != nil {
+		return tare.Errorf(tare.EINVALID, "protocol %s: its runs do not record their schedule (%v): tare compare %s still compares them", id, err, id)
+	}
+	slots := sched.Cycle(runs, now)
+	p.line("protocol %s: %s, %d %s (%s)", id, windowList(sched.Windows), max(sched.Days, 1), plural(max(sched.Days, 1), "day", "days"), sched.Location)
+	p.line("")
+	if p.err == nil {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WINDOW\tDAY\tSTART\tSTATE\tRUN")
+		for _, sl := range slots {
+			start, what := sl.At, ""
+			if sl.Run != nil {
+				start, what = sl.Run.StartedAt, sl.Run.ID
+			}
+			if sl.State == protocol.SlotMissed {
+				what = sl.Why
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", sl.Window.Name, sl.Day, start.In(sched.Location).Format("2006-01-02 15:04"), sl.State, what)
+		}
+		p.err = tw.Flush()
+	}
+	p.line("")
+	if next, ok := protocol.Next(slots); ok {
+		p.line("next: the %s window, day %d, at %s (in %s)", next.Window.Name, next.Day, next.At.In(sched.Location).Format("2006-01-02 15:04:05 MST"), next.At.Sub(now).Round(time.Minute))
+	} else {
+		p.line("the cycle is over: tare compare %s compares its windows", id)
+	}
+	return p.err
+}
+
+// printerTo writes lines, keeping the first error.
+type printerTo struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printerTo) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}

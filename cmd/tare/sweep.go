@@ -1,0 +1,268 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/store"
+)
+
+const sweepLong = `Find the highest arrival rate the target sustains within an SLO: raise the
+rate step by step (--from, --step, --to), then narrow between the last rate
+that held and the first that failed (--narrow bisections). Each step is one
+load window of --duration (or --jobs), measured and stored like tare run.
+
+A step fails when the SLO fails, or when the system saturates: arrivals
+dropped at the in-flight cap, more than 1% of requests failed, the backlog
+(queue depth, or requests in flight) grew without bound over the second
+half of the step, or completions fell short of arrivals. The rate is not
+raised past a failure: a saturated target is not pushed further.
+
+On a shared host the capacity moves with the hour: run a sweep in each
+window of the protocol (a sweep: section in the plan) to get it as a range.
+Constant arrivals (--arrival constant) give a sharper edge than Poisson
+ones, whose bursts fail a step early.`
+
+// sweepFlags are the search's own flags.
+type sweepFlags struct {
+	from, to, step arrival.Rate
+	narrow         int
+	cooldown       time.Duration
+}
+
+func (f *sweepFlags) register(fs *pflag.FlagSet) {
+	f.from, f.to = 1, 1000
+	fs.Var(&f.from, "from", "first rate of the search, like 1/s")
+	fs.Var(&f.to, "to", "highest rate the search tries, like 500/s")
+	fs.Var(&f.step, "step", "added to the rate at each step, like 5/s (default: the rate doubles)")
+	fs.Lookup("step").DefValue = "0" // printed as no default: the usage says what 0 means
+	fs.IntVar(&f.narrow, "narrow", judge.DefaultNarrow, "bisection steps between the last rate that held and the first that failed")
+	fs.DurationVar(&f.cooldown, "cooldown", 2*time.Second, "pause between steps, so one step's stragglers do not land in the next")
+}
+
+func (f *sweepFlags) plan() (judge.SweepPlan, error) {
+	p := judge.SweepPlan{From: float64(f.from), To: float64(f.to), Step: float64(f.step), Narrow: f.narrow}
+	if f.cooldown < 0 {
+		return p, tare.Errorf(tare.EINVALID, "--cooldown must be 0 or more; got %s", f.cooldown)
+	}
+	return p, p.Validate()
+}
+
+func newSweepCmd() *cobra.Command {
+	var (
+		w  windowFlags
+		sw sweepFlags
+		sf storeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep --url URL --slo p95<=2s [--from 1/s --to 1000/s --step 10/s] [flags]",
+		Short: "Find the highest arrival rate that meets the SLO: the capacity, per window",
+		Long:  sweepLong,
+		Example: `  # double the rate from 1/s until p95 passes 2s or the service saturates, then narrow
+  tare sweep --url http://127.0.0.1:8080/ --slo 'p95<=2s'
+
+  # 10 s steps of 5/s from 5/s to 100/s, constant arrivals, in the peak window
+  tare sweep --url http://127.0.0.1:8080/ --slo 'p95<=300ms' --from 5/s --step 5/s --to 100/s \
+      --duration 10s --arrival constant --window peak`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("rate") || cmd.Flags().Changed("fail-on") {
+				return tare.Errorf(tare.EINVALID, "--rate and --fail-on have no meaning for a sweep: the search sets the rate; use --from, --to and --step")
+			}
+			if w.judge.slo == "" {
+				return tare.Errorf(tare.EINVALID, "tare sweep needs an --slo to hold the rate to, like --slo p95<=2s")
+			}
+			plan, err := sw.plan()
+			if err != nil {
+				return err
+			}
+			prep, err := w.prepare("tare sweep")
+			if err != nil {
+				return err
+			}
+			defer prep.close()
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if st != nil {
+				defer st.Close()
+			}
+			s := &sweeper{
+				flags: &w, prep: prep, store: st, plan: plan, cooldown: sw.cooldown,
+				run:      tare.Run{Label: w.load.label, Window: w.load.window, Config: settings(cmd.Flags(), nil)},
+				progress: cmd.ErrOrStderr(),
+			}
+			result, err := s.sweep(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if w.judge.json {
+				return report.SweepJSON(cmd.OutOrStdout(), &result)
+			}
+			return report.SweepText(cmd.OutOrStdout(), &result)
+		},
+	}
+	fs := cmd.Flags()
+	w.register(fs, 1, 0, 10*time.Second)
+	// The search sets the rate, and a sweep's outcome is its capacity.
+	_ = fs.MarkHidden("rate")
+	_ = fs.MarkHidden("fail-on")
+	fs.Lookup("json").Usage = "print the tare.sweep/v1 JSON instead of the text"
+	fs.Lookup("duration").Usage = "length of each step's arrival window (0: bounded by --jobs only; the default applies only without --jobs)"
+	fs.Lookup("jobs").Usage = "number of arrivals of each step (0: bounded by --duration only)"
+	fs.Lookup("label").Usage = "a name for the steps' runs, stored with each and its rate"
+	sw.register(fs)
+	sf.registerNoStore(fs)
+	return cmd
+}
+
+// sweeper runs a capacity search, each step one window through measure.
+type sweeper struct {
+	flags    *windowFlags
+	prep     *prepared
+	store    tare.Store // nil: steps are not stored
+	plan     judge.SweepPlan
+	rules    judge.SweepRules // judge.DefaultSweepRules when zero
+	cooldown time.Duration
+	// run is the template of every step's run: label, window, protocol
+	// and configuration.
+	run tare.Run
+	// slot names the sweep in its steps' configuration; a new id when "".
+	slot string
+	// progress gets a line per step, and the live line of each step
+	// unless --quiet; nil for none.
+	progress io.Writer
+}
+
+// sweep runs the search. A cancelled ctx stops it after the step under
+// way, with the capacity of the steps before; a step the store failed to
+// keep is a warning, since the measurement itself is whole.
+func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
+	search, err := judge.NewSearch(s.plan)
+	if err != nil {
+		return tare.Sweep{}, err
+	}
+	if s.rules == (judge.SweepRules{}) {
+		s.rules = judge.DefaultSweepRules()
+	}
+	slot := cmp.Or(s.slot, "sweep-"+store.NewRunID())
+	result := tare.Sweep{Schema: tare.SweepSchema, Target: targetName(s.prep.target), Window: s.run.Window, SLO: s.prep.judging.slo.String(), Steps: []tare.SweepStep{}}
+	var polluted []string
+	for i := 0; ; i++ {
+		rate, ok := search.Next()
+		if !ok {
+			break
+		}
+		if i > 0 && s.cooldown > 0 {
+			if err := sleepCtx(ctx, s.cooldown); err != nil {
+				result.Stopped = "interrupted between steps: the capacity is from the steps before"
+				return finishSweep(result, search, polluted), nil
+			}
+		}
+		run := s.run
+		run.Label = cmp.Or(s.run.Label, "sweep") + " " + judge.FormatRate(rate)
+		run.Config = maps.Clone(s.run.Config)
+		if run.Config == nil {
+			run.Config = map[string]string{}
+		}
+		run.Config[configSweepRate] = strconv.FormatFloat(rate, 'g', -1, 64)
+		run.Config[configSweepSlot] = slot
+		run.Config["sweep.step"] = strconv.Itoa(i + 1)
+		var live io.Writer = io.Discard
+		if s.progress != nil {
+			live = s.progress
+		}
+		m, err := s.flags.measurement(s.prep, s.store, run, arrival.Rate(rate), live)
+		if err != nil {
+			return result, err
+		}
+		sum, ticks, storeErr, err := measure(ctx, m)
+		if err != nil {
+			return result, err
+		}
+		if sum.Run.Status == tare.StatusInterrupted {
+			result.Stopped = fmt.Sprintf("interrupted during the step at %s: the capacity is from the steps before", judge.FormatRate(rate))
+			return finishSweep(result, search, polluted), nil
+		}
+		step := judge.Step(&sum, ticks, s.prep.judging.slo, s.rules)
+		step.OfferedPerS = rate
+		result.Steps = append(result.Steps, step)
+		search.Record(rate, step.Status == tare.StepOK)
+		if storeErr != nil {
+			result.Warnings = append(result.Warnings, fmt.Sprintf("step %d: %s", i+1, tare.ErrorMessage(storeErr)))
+		}
+		if step.Verdict == tare.Polluted {
+			polluted = append(polluted, strconv.Itoa(i+1))
+		}
+		if s.progress != nil && !s.flags.judge.quiet {
+			why := ""
+			if len(step.Reasons) > 0 {
+				why = ": " + strings.Join(step.Reasons, "; ")
+			}
+			fmt.Fprintf(s.progress, "step %d  %s  achieved %s  p95 %s  verdict %s  %s%s\n", i+1, judge.FormatRate(rate),
+				rateText(step.AchievedPerS), msText(step.P95MS), step.Verdict, step.Status, why)
+		}
+	}
+	return finishSweep(result, search, polluted), nil
+}
+
+func finishSweep(r tare.Sweep, search *judge.Search, polluted []string) tare.Sweep {
+	capacity, ok, atLeast, why := search.Result()
+	if ok {
+		r.CapacityPerS = tare.Float(capacity)
+	}
+	r.AtLeast = atLeast
+	if r.Stopped == "" {
+		r.Stopped = why
+	}
+	if len(polluted) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("step %s polluted: that capacity describes the host as much as the code; sweep again in a quiet window, or in each protocol window", strings.Join(polluted, ", ")+plural(len(polluted), " was", " were")))
+	}
+	return r
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func rateText(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f/s", *v)
+}
+
+func msText(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return (time.Duration(*v * float64(time.Millisecond))).Round(100 * time.Microsecond).String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,99 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// comparison is a three-window protocol laid out as stats.Compare and
+// judge.Protocol leave it, with a test, an SLO and a warning.
+func comparison() *tare.Comparison {
+	f := tare.Float
+	start := time.Date(2026, 12, 1, 14, 37, 0, 0, time.UTC)
+	run := func(id, window string, day int, p95, steal float64, level tare.Level) tare.ComparedRun {
+		return tare.ComparedRun{
+			ID: id, Source: "store", Label: "checkout", Window: window, StartedAt: start.Add(time.Duration(day) * 12 * time.Hour),
+			Requests: 1200, Latency: tare.LatencyMS{Avg: f(p95 / 2), P50: f(p95 / 3), P90: f(p95 * 0.9), P95: f(p95), P99: f(p95 * 1.5), Max: f(p95 * 3)},
+			OfferedPerS: f(20), AchievedPerS: f(19.8), TokensPerS: f(410.5), CPUBusyPct: f(61), Steal: tare.StealStats{Mean: f(steal), Max: f(steal * 3)},
+			Verdict: level, Ticks: 60,
+		}
+	}
+	return &tare.Comparison{
+		Schema:   tare.CompareSchema,
+		Protocol: "checkout",
+		Runs: []tare.ComparedRun{
+			run("0193a1b2-4c01-7a3e-9d41-5e0f6a7b8c91", "peak", 0, 2400, 18, tare.Polluted),
+			run("0193a4f7-9d22-7b10-8c2a-1f3e4d5c6b72", "offpeak", 1, 900, 1.5, tare.Clean),
+			run("0193a7e0-0b13-7c55-a0b9-2d4c6e8f0a13", "mid", 2, 1300, 4, tare.Clean),
+		},
+		DivergencePct: tare.Divergence{Avg: f(166.7), P50: f(166.7), P95: f(166.7), P99: f(166.7), Throughput: f(0)},
+		Tests: []tare.WindowTest{
+			{A: "peak", B: "offpeak", TicksA: 60, TicksB: 60, U: f(3420), Z: f(8.91), PValue: f(0), DiffMS: f(1480.5), CILowMS: f(1350), CIHighMS: f(1610.25), ConfidencePct: 95},
+			{A: "peak", B: "mid", TicksA: 60, TicksB: 8, U: f(410), Z: f(2.1), PValue: f(0.0357), DiffMS: f(1050), CILowMS: f(-20), CIHighMS: f(1900), ConfidencePct: 95,
+				Warning: "only 8 ticks with completions in mid: the test has little power (want 10 or more in each); run longer"},
+		},
+		Capacity: tare.CapacityRange{Metric: "p95_ms", From: "windows", Best: f(900), Worst: f(2400), Typical: f(1300), Gap: f(1500), GapPct: f(166.7)},
+		Verdict: tare.CompareVerdict{
+			Level: tare.HostVariable, ThresholdPct: 30, Diverged: []string{"avg", "p50", "p95", "p99"},
+			Advice: []string{"The host is the variable: no scaling decision is valid from these runs.", "Do not scale up (or down) on these figures."},
+			SLO: []tare.WindowSLO{
+				{Window: "peak", Checks: []tare.SLOCheck{{Objective: "p95<=2s", Value: f(2400), LimitMS: 2000}}},
+				{Window: "offpeak", Met: true, Checks: []tare.SLOCheck{{Objective: "p95<=2s", Met: true, Value: f(900), LimitMS: 2000}}},
+			},
+		},
+		Warnings: []string{"no per-tick timeline for old.json (a summary file keeps none)"},
+	}
+}
+
+func TestCompareGolden(t *testing.T) {
+	c := comparison()
+	var txt, js bytes.Buffer
+	if err := CompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden.txt", txt.Bytes())
+	if err := CompareJSON(&js, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden.json", js.Bytes())
+
+	// A sweep protocol: capacity in requests per second, runs without
+	// windows: the best and worst run.
+	f := tare.Float
+	c.Capacity = tare.CapacityRange{Metric: "rate_per_s", From: "windows", Best: f(24), Worst: f(11.5), Typical: f(20), Gap: f(12.5), GapPct: f(108.7)}
+	c.Sweeps = []tare.SweepCapacity{{Window: "peak", CapacityPerS: f(11.5), Steps: 6}, {Window: "offpeak", CapacityPerS: f(24), Steps: 8}, {Window: "mid", CapacityPerS: f(20), AtLeast: true, Steps: 5}}
+	txt.Reset()
+	if err := CompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare-sweep.golden.txt", txt.Bytes())
+}
+
+func TestSweepGolden(t *testing.T) {
+	f := tare.Float
+	s := &tare.Sweep{
+		Schema: tare.SweepSchema, Target: "POST http://127.0.0.1:8089/v1/chat/completions", Window: "offpeak", SLO: "p95<=250ms",
+		Steps: []tare.SweepStep{
+			{RunID: "r1", OfferedPerS: 10, AchievedPerS: f(9.9), P95MS: f(48.2), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},
+			{RunID: "r2", OfferedPerS: 15, AchievedPerS: f(14.8), P95MS: f(52.1), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},
+			{RunID: "r3", OfferedPerS: 20, AchievedPerS: f(19.7), P95MS: f(77), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Suspect, Fired: []string{"run_delay"}},
+			{RunID: "r4", OfferedPerS: 25, AchievedPerS: f(21.3), P95MS: f(1210), Status: tare.StepSaturated, Verdict: tare.Suspect,
+				Reasons: []string{"in-flight grew by 3.9 a second over the second half of the step (16% of the offered rate; threshold 10%)", "SLO p95<=250ms: 1210 ms"}},
+			{RunID: "r5", OfferedPerS: 22.5, AchievedPerS: f(22.1), P95MS: f(98), Status: tare.StepOK, Reasons: []string{}, Verdict: tare.Clean},
+		},
+		CapacityPerS: f(22.5), Stopped: "narrowed to between 22.5/s (held) and 25/s (failed)",
+		Warnings: []string{"step 3 was suspect: the capacity may describe the host"},
+	}
+	var txt, js bytes.Buffer
+	if err := SweepText(&txt, s); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "sweep.golden.txt", txt.Bytes())
+	if err := SweepJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "sweep.golden.json", js.Bytes())
+}

@@ -1,0 +1,66 @@
+package report
+
+// Comparison is what the report shows of runs set side by side: the
+// windows of the three-window protocol, or any runs. It is the report's
+// own input, kept small so that filling it from tare compare's result is
+// a few lines in the command; every part but Windows is optional and
+// left out of the page when empty.
+type Comparison struct {
+	// Headline says in words what the comparison found, e.g. "p95
+	// diverges by 112% between the windows: the server is the variable".
+	Headline string
+	Diverged bool     // some metric diverged beyond Threshold
+	Advice   []string // the decision rules that apply, in words
+
+	Windows []Window // in the order the page shows them
+
+	// Divergence per metric, |a − b| / min(a, b) between the windows, in
+	// percent; a metric above Threshold (30 % by default) means the host
+	// is the variable and no scaling decision is valid.
+	Divergence []Divergence
+	Threshold  float64
+
+	Capacity *Capacity
+	Sweep    []SweepPoint
+	SLOMS    *float64 // the latency objective drawn on the sweep curve, ms
+}
+
+// Window is one side of a comparison.
+type Window struct {
+	Name string // "peak", "offpeak", "mid", or a run's label
+	Run  *Run
+}
+
+// Divergence is how far the windows disagree on one metric.
+type Divergence struct {
+	Metric   string     `json:"metric"`  // e.g. "p95_ms"
+	Values   []*float64 `json:"values"`  // per window, in Windows order
+	Percent  *float64   `json:"percent"` // the divergence, %; nil when a window lacks the figure
+	Diverged bool       `json:"diverged"`
+}
+
+// Capacity is the capacity range: best case (off-peak), worst case (peak,
+// what users see by day) and typical (mid, the baseline for capacity
+// maths). The gap between best and worst is the cost of shared
+// infrastructure.
+type Capacity struct {
+	Unit    string        `json:"unit"` // e.g. "req/s at p95<=2s"
+	Best    CapacityPoint `json:"best"`
+	Typical CapacityPoint `json:"typical"`
+	Worst   CapacityPoint `json:"worst"`
+}
+
+// CapacityPoint is one end of the capacity range.
+type CapacityPoint struct {
+	Window string   `json:"window"`
+	Value  *float64 `json:"value"`
+}
+
+// SweepPoint is one step of a capacity sweep: a rate tried in a window
+// and the latency it gave.
+type SweepPoint struct {
+	Window   string   `json:"window"`
+	RatePerS float64  `json:"rate_per_s"`
+	P95MS    *float64 `json:"p95_ms"`
+	MetSLO   bool     `json:"met_slo"`
+}

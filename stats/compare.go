@@ -1,0 +1,361 @@
+package stats
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+
+	"github.com/tare-dev/tare"
+)
+
+// Defaults of the statistical backing of a comparison.
+const (
+	// MinTestTicks is the fewest ticks with completions, in each of the
+	// two groups, for a Mann-Whitney test worth reading; fewer still get
+	// one, with a warning.
+	MinTestTicks = 10
+	// BootstrapResamples is how many resamples the confidence interval of
+	// a comparison draws.
+	BootstrapResamples = 2000
+	// Confidence is the level of the bootstrap interval, in percent.
+	Confidence = 95.0
+	// bootstrapSeed makes a comparison's intervals reproducible: the same
+	// runs give the same interval every time.
+	bootstrapSeed = 1
+)
+
+// ErrTooFew is wrapped by the tests when a sample is too small to test at
+// all.
+var ErrTooFew = errors.New("too few values")
+
+// CompareInput is one run to compare: its summary, and its per-tick
+// timeline when it is known (a summary file has none).
+type CompareInput struct {
+	Summary tare.Summary
+	Ticks   []tare.Tick
+	Source  string // "store", or the summary file it was read from
+}
+
+// Compare puts runs side by side: their figures, the divergence of each
+// metric, and, between every two windows (or runs, outside the protocol),
+// a Mann-Whitney test on per-tick p95 with a bootstrap interval for the
+// difference of their medians. Capacity and the verdict are the judge's:
+// they are left zero.
+//
+// Runs of the same window are pooled for the tests: several days of the
+// protocol make one sample per window.
+func Compare(in []CompareInput) tare.Comparison {
+	c := tare.Comparison{Schema: tare.CompareSchema, Runs: make([]tare.ComparedRun, 0, len(in)), Tests: []tare.WindowTest{}}
+	protocols := map[string]bool{}
+	for _, r := range in {
+		c.Runs = append(c.Runs, comparedRun(r))
+		protocols[r.Summary.Run.Protocol] = true
+	}
+	if len(protocols) == 1 {
+		c.Protocol = in[0].Summary.Run.Protocol
+	}
+	metric := func(f func(*tare.ComparedRun) *float64) *float64 {
+		vals := make([]*float64, len(c.Runs))
+		for i := range c.Runs {
+			vals[i] = f(&c.Runs[i])
+		}
+		return DivergencePct(vals)
+	}
+	c.DivergencePct = tare.Divergence{
+		Avg:        metric(func(r *tare.ComparedRun) *float64 { return r.Latency.Avg }),
+		P50:        metric(func(r *tare.ComparedRun) *float64 { return r.Latency.P50 }),
+		P95:        metric(func(r *tare.ComparedRun) *float64 { return r.Latency.P95 }),
+		P99:        metric(func(r *tare.ComparedRun) *float64 { return r.Latency.P99 }),
+		Throughput: metric(func(r *tare.ComparedRun) *float64 { return r.AchievedPerS }),
+	}
+
+	groups, noTicks := tickGroups(in)
+	if len(noTicks) > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("no per-tick timeline for %s (a summary file keeps none): no Mann-Whitney test or interval for them; compare stored runs for those", joinNames(noTicks)))
+	}
+	for i := range groups {
+		for j := i + 1; j < len(groups); j++ {
+			c.Tests = append(c.Tests, windowTest(groups[i], groups[j]))
+		}
+	}
+	return c
+}
+
+func comparedRun(in CompareInput) tare.ComparedRun {
+	s := &in.Summary
+	r := tare.ComparedRun{
+		ID:           s.Run.ID,
+		Source:       in.Source,
+		Label:        s.Run.Label,
+		Window:       s.Run.Window,
+		StartedAt:    s.Run.StartedAt,
+		Requests:     s.Requests.Total,
+		Latency:      s.Latency,
+		OfferedPerS:  s.Rate.Offered,
+		AchievedPerS: s.Rate.Achieved,
+		CPUBusyPct:   s.Host.CPUBusyPct,
+		Steal:        s.Host.Steal,
+		Verdict:      s.Verdict.Level,
+		Ticks:        len(tickP95s(in.Ticks)),
+	}
+	if s.Model != nil {
+		r.TokensPerS = s.Model.TokensPerS
+	}
+	return r
+}
+
+// DivergencePct is the largest |a − b| / min(a, b) over every pair of the
+// values, in percent, rounded to 0.1: with positive values that is
+// (max − min) / min. It is nil when there are fewer than two values, or one
+// is missing or not positive (no ratio to a zero means anything).
+func DivergencePct(vals []*float64) *float64 {
+	if len(vals) < 2 {
+		return nil
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v == nil || !(*v > 0) || math.IsInf(*v, 0) {
+			return nil
+		}
+		lo, hi = min(lo, *v), max(hi, *v)
+	}
+	return round(100*(hi-lo)/lo, 1)
+}
+
+// group is the per-tick p95 of one window (or one run), in ms.
+type group struct {
+	name string
+	p95  []float64
+}
+
+// tickGroups pools the per-tick p95 of runs by window, or by run when a
+// run has no window, in order of first appearance. Runs without a timeline
+// are named in noTicks.
+func tickGroups(in []CompareInput) (groups []group, noTicks []string) {
+	index := map[string]int{}
+	for _, r := range in {
+		if r.Ticks == nil {
+			noTicks = append(noTicks, RunName(r.Summary.Run, r.Source))
+			continue
+		}
+		name := r.Summary.Run.Window
+		if name == "" {
+			name = RunName(r.Summary.Run, r.Source)
+		}
+		i, ok := index[name]
+		if !ok {
+			i = len(groups)
+			index[name] = i
+			groups = append(groups, group{name: name})
+		}
+		groups[i].p95 = append(groups[i].p95, tickP95s(r.Ticks)...)
+	}
+	return groups, noTicks
+}
+
+// RunName is how a comparison names a run that carries no window: its
+// summary file's base name, else its id.
+func RunName(r tare.Run, source string) string {
+	if source != "" && source != "store" {
+		return filepath.Base(source)
+	}
+	if r.ID != "" {
+		return r.ID
+	}
+	return "?"
+}
+
+func joinNames(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	s := names[0]
+	for _, n := range names[1 : len(names)-1] {
+		s += ", " + n
+	}
+	return s + " and " + names[len(names)-1]
+}
+
+// tickP95s is the p95 of every tick with completions, in ms.
+func tickP95s(ticks []tare.Tick) []float64 {
+	var out []float64
+	for _, t := range ticks {
+		if t.Completions > 0 {
+			out = append(out, ms(t.P95))
+		}
+	}
+	return out
+}
+
+func windowTest(a, b group) tare.WindowTest {
+	t := tare.WindowTest{A: a.name, B: b.name, TicksA: len(a.p95), TicksB: len(b.p95), ConfidencePct: Confidence}
+	mw, err := MannWhitneyU(a.p95, b.p95)
+	if err != nil {
+		t.Warning = fmt.Sprintf("%s vs %s: %v: no test", a.name, b.name, err)
+		return t
+	}
+	t.U, t.Z, t.PValue = round(mw.U, 1), round(mw.Z, 3), round(mw.P, 4)
+	diff, lo, hi, err := BootstrapMedianDiff(a.p95, b.p95, Confidence, BootstrapResamples, bootstrapSeed)
+	if err == nil {
+		t.DiffMS, t.CILowMS, t.CIHighMS = round(diff, 3), round(lo, 3), round(hi, 3)
+	}
+	if n := min(len(a.p95), len(b.p95)); n < MinTestTicks {
+		t.Warning = fmt.Sprintf("only %d ticks with completions in %s: the test has little power (want %d or more in each); run longer", n, smaller(a, b), MinTestTicks)
+	}
+	return t
+}
+
+func smaller(a, b group) string {
+	if len(a.p95) <= len(b.p95) {
+		return a.name
+	}
+	return b.name
+}
+
+// MannWhitney is the outcome of a Mann-Whitney U test of two independent
+// samples x and y.
+type MannWhitney struct {
+	U      float64 // U of x: the number of (x, y) pairs with x > y, ties counting one half
+	Z      float64 // standardised U, continuity- and tie-corrected; 0 when every value ties
+	P      float64 // two-sided p-value of the normal approximation
+	NX, NY int
+}
+
+// MannWhitneyU tests whether values of x tend to be larger or smaller than
+// values of y, without assuming any distribution: per-tick p95 is far from
+// normal (a few polluted ticks make a long right tail).
+//
+// With the values of both samples ranked together, ties given the mean of
+// the ranks they span, and R the sum of x's ranks:
+//
+//	U  = R − nx(nx+1)/2
+//	μ  = nx·ny/2
+//	σ² = nx·ny/12 · ((n+1) − Σ(t³−t) / (n(n−1)))   n = nx+ny, t = size of each tie group
+//	z  = (U − μ ∓ ½) / σ                           the ½ towards μ: continuity correction
+//	p  = 2·(1 − Φ(|z|))
+//
+// The normal approximation is good from about eight values a side; below
+// that the p-value is rough, and callers warn. Either sample empty is an
+// error wrapping ErrTooFew.
+func MannWhitneyU(x, y []float64) (MannWhitney, error) {
+	nx, ny := len(x), len(y)
+	if nx == 0 || ny == 0 {
+		return MannWhitney{}, fmt.Errorf("mann-whitney of %d and %d values: %w", nx, ny, ErrTooFew)
+	}
+	type value struct {
+		v   float64
+		inX bool
+	}
+	all := make([]value, 0, nx+ny)
+	for _, v := range x {
+		all = append(all, value{v, true})
+	}
+	for _, v := range y {
+		all = append(all, value{v, false})
+	}
+	slices.SortStableFunc(all, func(a, b value) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	n := float64(nx + ny)
+	var rankX, tieTerm float64
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].v == all[i].v {
+			j++
+		}
+		// Ranks i+1 .. j share their mean.
+		mean := float64(i+1+j) / 2
+		for k := i; k < j; k++ {
+			if all[k].inX {
+				rankX += mean
+			}
+		}
+		t := float64(j - i)
+		tieTerm += t*t*t - t
+		i = j
+	}
+	fx, fy := float64(nx), float64(ny)
+	u := rankX - fx*(fx+1)/2
+	mu := fx * fy / 2
+	variance := fx * fy / 12 * ((n + 1) - tieTerm/(n*(n-1)))
+	r := MannWhitney{U: u, P: 1, NX: nx, NY: ny}
+	if !(variance > 0) {
+		return r, nil // every value ties: no evidence either way
+	}
+	d := u - mu
+	switch {
+	case d > 0.5:
+		d -= 0.5
+	case d < -0.5:
+		d += 0.5
+	default:
+		d = 0
+	}
+	r.Z = d / math.Sqrt(variance)
+	r.P = math.Erfc(math.Abs(r.Z) / math.Sqrt2)
+	return r, nil
+}
+
+// BootstrapMedianDiff estimates median(x) − median(y) and a percentile
+// bootstrap interval for it at the given confidence (percent): resamples of
+// x and of y, each drawn with replacement and at its own size, give the
+// distribution of the difference. The draws come from a PCG generator
+// seeded from seed alone, so the interval is the same every time. Fewer
+// than two values in either sample is an error wrapping ErrTooFew.
+func BootstrapMedianDiff(x, y []float64, confidence float64, resamples int, seed uint64) (diff, lo, hi float64, err error) {
+	if len(x) < 2 || len(y) < 2 {
+		return 0, 0, 0, fmt.Errorf("bootstrap of %d and %d values: %w", len(x), len(y), ErrTooFew)
+	}
+	if !(confidence > 0 && confidence < 100) || resamples < 1 {
+		return 0, 0, 0, fmt.Errorf("bootstrap: confidence %g%% or %d resamples out of range", confidence, resamples)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7461726562737472)) // "tarebstr"
+	bx, by := make([]float64, len(x)), make([]float64, len(y))
+	diffs := make([]float64, resamples)
+	for i := range diffs {
+		for k := range bx {
+			bx[k] = x[rng.IntN(len(x))]
+		}
+		for k := range by {
+			by[k] = y[rng.IntN(len(y))]
+		}
+		diffs[i] = medianOf(bx) - medianOf(by)
+	}
+	slices.Sort(diffs)
+	alpha := (100 - confidence) / 100
+	return medianOf(slices.Clone(x)) - medianOf(slices.Clone(y)), quantileSorted(diffs, alpha/2), quantileSorted(diffs, 1-alpha/2), nil
+}
+
+// medianOf sorts v in place and returns its median.
+func medianOf(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// quantileSorted is the q-quantile (0..1) of sorted values, interpolating
+// linearly between order statistics.
+func quantileSorted(v []float64, q float64) float64 {
+	pos := q * float64(len(v)-1)
+	i := int(pos)
+	if i >= len(v)-1 {
+		return v[len(v)-1]
+	}
+	f := pos - float64(i)
+	return v[i] + f*(v[i+1]-v[i])
+}

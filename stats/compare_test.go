@@ -1,0 +1,202 @@
+package stats
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// TestMannWhitneyU checks the test against small cases worked by hand:
+// U by counting pairs, σ² from the tie groups, z with the continuity
+// correction towards the mean, p = erfc(|z|/√2).
+func TestMannWhitneyU(t *testing.T) {
+	tests := []struct {
+		name string
+		x, y []float64
+		u, z float64
+		p    float64
+	}{
+		{
+			// U = 0 (no x above any y); μ = 4.5; σ² = 9/12·7 = 5.25;
+			// z = (0 − 4.5 + 0.5)/√5.25.
+			name: "separated", x: []float64{1, 2, 3}, y: []float64{4, 5, 6},
+			u: 0, z: -4 / math.Sqrt(5.25), p: 0.0808555983700523,
+		},
+		{
+			// Ranks 1, 3, 3 | 3, 5: R = 7, U = 1; ties 1, 3, 1 give
+			// Σ(t³−t) = 24; σ² = 6/12·(6 − 24/20) = 2.4; z = −1.5/√2.4.
+			name: "ties", x: []float64{1, 2, 2}, y: []float64{2, 3},
+			u: 1, z: -1.5 / math.Sqrt(2.4), p: 0.33292160806556603,
+		},
+		{
+			// Every x above every y: U = 8; μ = 4; σ² = 8/12·7; z = 3.5/σ.
+			name: "x larger, unequal sizes", x: []float64{10, 20, 30, 40}, y: []float64{1, 2},
+			u: 8, z: 3.5 / math.Sqrt(8.0/12*7), p: 0.10519250512004141,
+		},
+		{
+			// |U − μ| ≤ ½: the correction takes it to zero.
+			name: "interleaved", x: []float64{1, 4}, y: []float64{2, 3},
+			u: 2, z: 0, p: 1,
+		},
+		{
+			name: "every value ties", x: []float64{5, 5}, y: []float64{5, 5, 5},
+			u: 3, z: 0, p: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := MannWhitneyU(tt.x, tt.y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !closeTo(got.U, tt.u, 1e-12) || !closeTo(got.Z, tt.z, 1e-12) || !closeTo(got.P, tt.p, 1e-12) {
+				t.Errorf("U %g z %g p %g; want U %g z %g p %g", got.U, got.Z, got.P, tt.u, tt.z, tt.p)
+			}
+			// Swapping the samples mirrors U and z and keeps p.
+			sw, _ := MannWhitneyU(tt.y, tt.x)
+			if !closeTo(sw.U, float64(len(tt.x)*len(tt.y))-tt.u, 1e-12) || !closeTo(sw.Z, -tt.z, 1e-12) || !closeTo(sw.P, tt.p, 1e-12) {
+				t.Errorf("swapped: U %g z %g p %g", sw.U, sw.Z, sw.P)
+			}
+		})
+	}
+	if _, err := MannWhitneyU(nil, []float64{1}); !errors.Is(err, ErrTooFew) {
+		t.Errorf("empty sample: %v, want ErrTooFew", err)
+	}
+}
+
+func TestBootstrapMedianDiff(t *testing.T) {
+	x := []float64{110, 120, 95, 130, 105, 118, 122, 99, 101, 125}
+	y := []float64{50, 55, 48, 60, 52, 58, 49, 51, 57, 53}
+	diff, lo, hi, err := BootstrapMedianDiff(x, y, 95, 2000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Medians: x (110+118)/2 = 114, y (52+53)/2 = 52.5.
+	if diff != 61.5 || !(lo <= diff && diff <= hi) || lo <= 0 {
+		t.Errorf("diff %g CI [%g, %g]; want 61.5 inside a CI above 0", diff, lo, hi)
+	}
+	d2, lo2, hi2, _ := BootstrapMedianDiff(x, y, 95, 2000, 7)
+	if d2 != diff || lo2 != lo || hi2 != hi {
+		t.Errorf("same seed, different interval: [%g, %g] then [%g, %g]", lo, hi, lo2, hi2)
+	}
+	if _, _, _, err := BootstrapMedianDiff([]float64{1}, y, 95, 10, 1); !errors.Is(err, ErrTooFew) {
+		t.Errorf("one value: %v, want ErrTooFew", err)
+	}
+	// Two samples from one distribution: the interval covers 0.
+	_, lo, hi, _ = BootstrapMedianDiff(x[:5], x[5:], 95, 2000, 1)
+	if lo > 0 || hi < 0 {
+		t.Errorf("same distribution: CI [%g, %g] does not cover 0", lo, hi)
+	}
+}
+
+// TestDivergenceSeed: the seed's two runs diverge by 100 % (avg), 140.9 %
+// (p95) and 304.5 % (p99).
+func TestDivergenceSeed(t *testing.T) {
+	f := tare.Float
+	tests := []struct {
+		name string
+		vals []*float64
+		want *float64
+	}{
+		{"avg", []*float64{f(1840), f(920)}, f(100)},
+		{"p95", []*float64{f(4120), f(1710)}, f(140.9)},
+		{"p99", []*float64{f(9870), f(2440)}, f(304.5)},
+		{"order does not matter", []*float64{f(2440), f(9870)}, f(304.5)},
+		{"largest pair of three", []*float64{f(100), f(130), f(90)}, f(44.4)},
+		{"equal", []*float64{f(5), f(5)}, f(0)},
+		{"missing", []*float64{f(5), nil}, nil},
+		{"zero", []*float64{f(0), f(5)}, nil},
+		{"one run", []*float64{f(5)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DivergencePct(tt.vals)
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("got %v, want %v", fmtPtr(got), fmtPtr(tt.want))
+			}
+		})
+	}
+}
+
+// timeline is n one-second ticks whose p95 is p95(i) ms.
+func timeline(n int, p95 func(i int) float64) []tare.Tick {
+	var out []tare.Tick
+	for i := range n {
+		out = append(out, tare.Tick{Start: t0.Add(time.Duration(i) * time.Second), Completions: 10, P95: msd(p95(i))})
+	}
+	return out
+}
+
+func TestCompare(t *testing.T) {
+	f := tare.Float
+	summary := func(id, window string, p95 float64) tare.Summary {
+		return tare.Summary{
+			Run:     tare.Run{ID: id, Window: window, Protocol: "p1"},
+			Latency: tare.LatencyMS{Avg: f(p95 / 2), P50: f(p95 / 3), P95: f(p95), P99: f(2 * p95)},
+			Rate:    tare.Rate{Achieved: f(10)},
+		}
+	}
+	slowFast := func(base float64) func(int) float64 {
+		return func(i int) float64 { return base + float64(i%5) }
+	}
+	c := Compare([]CompareInput{
+		{Summary: summary("r1", "peak", 400), Ticks: timeline(20, slowFast(400)), Source: "store"},
+		{Summary: summary("r2", "offpeak", 100), Ticks: timeline(20, slowFast(100)), Source: "store"},
+		{Summary: summary("r3", "offpeak", 110), Ticks: timeline(5, slowFast(110)), Source: "store"},
+		{Summary: summary("", "mid", 200), Source: "mid.json"},
+	})
+	if c.Schema != tare.CompareSchema || c.Protocol != "p1" || len(c.Runs) != 4 {
+		t.Fatalf("schema %q protocol %q runs %d", c.Schema, c.Protocol, len(c.Runs))
+	}
+	if d := c.DivergencePct; *d.P95 != 300 || *d.Avg != 300 || *d.Throughput != 0 {
+		t.Errorf("divergence p95 %v avg %v throughput %v; want 300, 300, 0", fmtPtr(d.P95), fmtPtr(d.Avg), fmtPtr(d.Throughput))
+	}
+	// Two windows with timelines (offpeak pooled from two runs): one test.
+	if len(c.Tests) != 1 {
+		t.Fatalf("tests %+v, want peak vs offpeak only", c.Tests)
+	}
+	w := c.Tests[0]
+	if w.A != "peak" || w.B != "offpeak" || w.TicksA != 20 || w.TicksB != 25 {
+		t.Errorf("test %s vs %s with %d and %d ticks; want peak vs offpeak, 20 and 25", w.A, w.B, w.TicksA, w.TicksB)
+	}
+	if w.PValue == nil || *w.PValue > 0.001 || *w.DiffMS < 250 || *w.CILowMS > *w.DiffMS || *w.CIHighMS < *w.DiffMS {
+		t.Errorf("test %+v: want a tiny p-value and a difference near 300 ms inside its interval", w)
+	}
+	if w.Warning != "" {
+		t.Errorf("20 and 25 ticks: unexpected warning %q", w.Warning)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "mid.json") {
+		t.Errorf("warnings %q: want one naming mid.json, which has no timeline", c.Warnings)
+	}
+}
+
+func TestCompareFewTicks(t *testing.T) {
+	in := []CompareInput{
+		{Summary: tare.Summary{Run: tare.Run{ID: "a"}}, Ticks: timeline(4, func(i int) float64 { return 10 })},
+		{Summary: tare.Summary{Run: tare.Run{ID: "b"}}, Ticks: timeline(12, func(i int) float64 { return 20 })},
+		{Summary: tare.Summary{Run: tare.Run{ID: "c"}}, Ticks: []tare.Tick{}},
+	}
+	c := Compare(in)
+	if len(c.Tests) != 3 {
+		t.Fatalf("tests %+v: want a, b, c pairwise", c.Tests)
+	}
+	if w := c.Tests[0]; !strings.Contains(w.Warning, "only 4 ticks with completions in a") || w.PValue == nil {
+		t.Errorf("a vs b: %+v; want a p-value and a warning about 4 ticks", w)
+	}
+	if w := c.Tests[1]; w.PValue != nil || !strings.Contains(w.Warning, "no test") {
+		t.Errorf("a vs c (no ticks): %+v; want no test and a warning", w)
+	}
+}
+
+func closeTo(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func fmtPtr(p *float64) any {
+	if p == nil {
+		return "nil"
+	}
+	return *p
+}
