@@ -177,7 +177,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 			sched, where, f.workers, f.concurrency, ln.Addr(), f.tokenCost)
 	}
 	if f.neighbour {
-		stop := startNeighbour(ctx, cmd, expectedLength(f.load)/2, f.judge.quiet)
+		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
 		defer stop()
 	}
 	m := measurement{
@@ -193,15 +193,6 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		store:    st,
 	}
 	return measureAndReport(cmd, m, f.judge.json)
-}
-
-// expectedLength is how long the arrivals should last.
-func expectedLength(f loadFlags) time.Duration {
-	d := time.Duration(float64(f.jobs) / float64(f.rate) * float64(time.Second))
-	if f.duration > 0 && (f.jobs == 0 || f.duration < d) {
-		d = f.duration
-	}
-	return d
 }
 
 // startNeighbour starts one CPU hog per core after the delay, as a noisy

@@ -77,6 +77,19 @@ func (f *loadFlags) schedule() (arrival.Process, error) {
 	return arrival.Bound(p, f.jobs, f.duration), nil
 }
 
+// length is how long the arrivals last: --duration, or --jobs at --rate,
+// whichever ends them first.
+func (f *loadFlags) length() time.Duration {
+	d := f.duration
+	if f.jobs > 0 && f.rate > 0 {
+		byJobs := time.Duration(float64(f.jobs) / float64(f.rate) * float64(time.Second))
+		if d == 0 || byJobs < d {
+			d = byJobs
+		}
+	}
+	return d
+}
+
 func (f *loadFlags) engine() load.Config {
 	return load.Config{MaxInFlight: f.maxInFlight, Drain: f.drain}
 }

@@ -85,7 +85,7 @@ type loadedPlan struct {
 
 // loadPlan reads the plan at path, sets tare run's flags from it and
 // checks them: every error names the plan's line and key.
-func loadPlan(path string, over planFlags) (*loadedPlan, error) {
+func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, tare.Errorf(tare.EINVALID, "plan %s: %v", path, err)
@@ -121,7 +121,7 @@ func loadPlan(path string, over planFlags) (*loadedPlan, error) {
 			return nil, p.Errorf("sweep", nil, "a sweep needs an slo: to hold the rate to, like slo: p95<=2s")
 		}
 	}
-	if lp.prep, err = lp.window.prepare("the plan"); err != nil {
+	if lp.prep, err = lp.window.prepare(ctx, "the plan"); err != nil {
 		return nil, planFlagError(p, p.Settings, err, "")
 	}
 
@@ -144,7 +144,7 @@ func loadPlan(path string, over planFlags) (*loadedPlan, error) {
 	}
 	lp.schedule = protocol.Schedule{Protocol: id, Windows: p.Windows, Days: days, Location: loc, Seed: lp.window.load.seed, RunLength: lp.runLength()}
 	if err := lp.schedule.Validate(); err != nil {
-		lp.prep.close()
+		lp.prep.release()
 		return nil, err
 	}
 	return lp, nil
@@ -154,8 +154,8 @@ func loadPlan(path string, over planFlags) (*loadedPlan, error) {
 // sampling tail, or every step of a sweep with its pauses.
 func (lp *loadedPlan) runLength() time.Duration {
 	w := &lp.window
-	one := w.length()
-	one += one/10 + 2*w.host.tick + min(w.http.timeout, 30*time.Second)
+	one := w.load.length()
+	one += one/10 + 2*w.host.tick + min(w.target.timeout, 30*time.Second)
 	if lp.sweep == nil {
 		return one
 	}
@@ -241,11 +241,11 @@ exits: what the lines of tare protocol cron do.`,
 			if now && only != "" {
 				return tare.Errorf(tare.EINVALID, "--now runs every window at once; it does not go with --window")
 			}
-			lp, err := loadPlan(args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over)
 			if err != nil {
 				return err
 			}
-			defer lp.prep.close()
+			defer lp.prep.release()
 			if only != "" && !slices.ContainsFunc(lp.schedule.Windows, func(w tare.Window) bool { return w.Name == only }) {
 				return tare.Errorf(tare.EINVALID, "--window %s: the plan has no %s window", only, only)
 			}
@@ -319,7 +319,7 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 	}
 	if !pr.quiet {
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, windowList(s.Windows),
-			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.window.length(), s.Location)
+			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.window.load.length(), s.Location)
 	}
 	err := sc.Loop(ctx)
 	switch {
@@ -487,11 +487,11 @@ The output of each run is appended to --log.`,
 		Example: `  tare protocol cron checkout.yaml >> my.crontab`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lp, err := loadPlan(args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over)
 			if err != nil {
 				return err
 			}
-			lp.prep.close()
+			lp.prep.release()
 			exe, err := os.Executable()
 			if err != nil {
 				exe = "tare"

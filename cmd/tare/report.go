@@ -287,7 +287,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-
 func kilobytes(n int64) string {
 	return fmt.Sprintf("%d KB", (n+512)/1024)
 }

@@ -78,7 +78,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	t, err := f.target.build(cmd.Context(), f.load.maxInFlight)
+	t, err := f.target.build(cmd.Context(), "tare run", f.load.maxInFlight)
 	if err != nil {
 		return err
 	}

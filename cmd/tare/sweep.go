@@ -89,11 +89,11 @@ func newSweepCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prep, err := w.prepare("tare sweep")
+			prep, err := w.prepare(cmd.Context(), "tare sweep")
 			if err != nil {
 				return err
 			}
-			defer prep.close()
+			defer prep.release()
 			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
@@ -160,7 +160,7 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 		s.rules = judge.DefaultSweepRules()
 	}
 	slot := cmp.Or(s.slot, "sweep-"+store.NewRunID())
-	result := tare.Sweep{Schema: tare.SweepSchema, Target: targetName(s.prep.target), Window: s.run.Window, SLO: s.prep.judging.slo.String(), Steps: []tare.SweepStep{}}
+	result := tare.Sweep{Schema: tare.SweepSchema, Target: s.prep.name, Window: s.run.Window, SLO: s.prep.judging.slo.String(), Steps: []tare.SweepStep{}}
 	var polluted []string
 	for i := 0; ; i++ {
 		rate, ok := search.Next()

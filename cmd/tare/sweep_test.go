@@ -122,7 +122,7 @@ func sweepModel(t *testing.T, url string) tare.Sweep {
 		t.Fatal(err)
 	}
 	s := &sweeper{
-		flags: &w, prep: &prepared{target: client, judging: j, sampling: sampling, close: client.Close},
+		flags: &w, prep: &prepared{built: built{target: client, name: client.String(), release: client.Close}, judging: j, sampling: sampling},
 		plan: judge.SweepPlan{From: 6, To: 60, Step: 6, Narrow: 2}, cooldown: time.Second, run: tare.Run{Label: "model"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -61,8 +61,9 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout")
 }
 
-// build validates the flags and builds the target.
-func (f *targetFlags) build(ctx context.Context, maxConns int) (built, error) {
+// build validates the flags and builds the target; command names the
+// command in messages.
+func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (built, error) {
 	if f.timeout <= 0 {
 		return built{}, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", f.timeout)
 	}
@@ -110,7 +111,7 @@ func (f *targetFlags) build(ctx context.Context, maxConns int) (built, error) {
 		}
 		return built{target: t, name: t.String(), release: t.Close}, nil
 	}
-	return built{}, tare.Errorf(tare.EINVALID, "tare run needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0")
+	return built{}, tare.Errorf(tare.EINVALID, "%s needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0", command)
 }
 
 // queueTarget loads a queue through b: one job per arrival, results matched
