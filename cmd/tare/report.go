@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
-	"github.com/tare-dev/tare/stats"
 )
 
 func newReportCmd() *cobra.Command {
@@ -177,69 +174,21 @@ func loadStored(ctx context.Context, st tare.Store, id string) (*report.Run, err
 }
 
 // loadFile reads a summary JSON file as it is, or raw JSONL records,
-// summarised and judged here: the host was not sampled where they came
-// from, so the host figures are n/a. The records are streamed three times
-// (span, timeline, distribution), so memory stays flat.
+// summarised and judged here, then streamed once more into the report.
 func loadFile(path string) (*report.Run, error) {
 	if s, ok := readSummary(path); ok {
 		return report.NewRun(s, nil), nil
 	}
-	var (
-		n                int
-		start, last, end time.Time
-	)
-	err := readRecords(path, func(r *tare.Result) error {
-		if n == 0 || r.Scheduled.Before(start) {
-			start = r.Scheduled
-		}
-		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
-		n++
-		return nil
-	})
+	f := recordsFile{path, "report"}
+	s, ticks, err := f.summarise(nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 {
-		return nil, tare.Errorf(tare.EINVALID, "report %s: no records in it", path)
-	}
-	// Records come in arrival order, not in order of completion: a grace
-	// over the whole run keeps every tick open until the end.
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
-	if err != nil {
-		return nil, err
-	}
-	if err := readRecords(path, func(r *tare.Result) error { rec.AddResult(r); return nil }); err != nil {
-		return nil, err
-	}
-	span := last.Sub(start)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = tare.Run{Label: filepath.Base(path), Target: "records from " + filepath.Base(path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete}
-	ticks := rec.Ticks()
-	th := judge.DefaultThresholds()
-	s.Verdict = judge.Judge(&s, ticks, th, nil)
-	s.Thresholds = th.Map()
 	run := report.NewRun(s, ticks)
-	if err := readRecords(path, run.AddResult); err != nil {
+	if err := f.each(run.AddResult); err != nil {
 		return nil, err
 	}
 	return run, nil
-}
-
-func readRecords(path string, fn func(*tare.Result) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return tare.Errorf(tare.EINVALID, "report %s: %v", path, err)
-	}
-	defer f.Close()
-	err = report.ReadRecords(bufio.NewReaderSize(f, 1<<20), fn)
-	if errors.Is(err, report.ErrRecord) {
-		return tare.Errorf(tare.EINVALID, "report %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %v", path, err)
-	}
-	return err
 }
 
 // writeOutput writes through fn to the file, or to stdout for "-", and

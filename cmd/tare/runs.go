@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
-	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -313,47 +310,21 @@ func importSummary(ctx context.Context, st tare.Store, s tare.Summary, label str
 	return s.Run.ID, st.FinishRun(ctx, s)
 }
 
-// importRecords stores raw JSONL records and summarises them again, in two
-// streaming passes over the file: the first finds the run's time span, the
-// second stores and counts.
+// importRecords stores raw JSONL records, summarised and judged again here.
 func importRecords(ctx context.Context, st tare.Store, path, label string) (string, error) {
-	var (
-		n                int
-		start, last, end time.Time
-	)
-	err := eachRecord(path, func(r *tare.Result) error {
-		if n == 0 || r.Scheduled.Before(start) {
-			start = r.Scheduled
-		}
-		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
-		n++
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	if n == 0 {
-		return "", tare.Errorf(tare.EINVALID, "import %s: no records in it", path)
-	}
-	// Grace spans the whole run: records come in arrival order, not in
-	// order of completion, and none may count as late.
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
-	if err != nil {
-		return "", err
-	}
 	run := tare.Run{ID: store.NewRunID(), Label: orDefault(label, filepath.Base(path)), Target: "imported from " + filepath.Base(path),
-		StartedAt: start, EndedAt: end, Status: tare.StatusRunning, Version: version}
-	if err := st.CreateRun(ctx, run, tare.Env{}); err != nil {
-		return "", err
-	}
+		Status: tare.StatusRunning, Version: version}
 	batch := make([]tare.Result, 0, 1000)
 	flush := func() error {
 		err := st.AppendResults(ctx, run.ID, batch)
 		batch = batch[:0]
 		return err
 	}
-	err = eachRecord(path, func(r *tare.Result) error {
-		rec.AddResult(r)
+	begin := func(start, end time.Time) error {
+		run.StartedAt, run.EndedAt = start, end
+		return st.CreateRun(ctx, run, tare.Env{})
+	}
+	s, ticks, err := recordsFile{path, "import"}.summarise(begin, func(r *tare.Result) error {
 		if batch = append(batch, *r); len(batch) == cap(batch) {
 			return flush()
 		}
@@ -362,39 +333,14 @@ func importRecords(ctx context.Context, st tare.Store, path, label string) (stri
 	if err == nil {
 		err = flush()
 	}
-	ticks := rec.Ticks()
 	if err == nil {
 		err = st.AppendTicks(ctx, run.ID, ticks)
 	}
 	if err != nil {
 		return "", err
 	}
-	// n arrivals spread from the first to the last: the arrival window is
-	// one mean gap longer than that, as for a live run.
-	span := last.Sub(start)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = run
-	s.Run.Status = tare.StatusComplete
-	s.Verdict = judge.Judge(&s, ticks, judge.DefaultThresholds(), nil)
+	s.Run.ID, s.Run.Label, s.Run.Target, s.Run.Version = run.ID, run.Label, run.Target, version
 	return run.ID, st.FinishRun(ctx, s)
-}
-
-// eachRecord reads the raw JSONL records of a file.
-func eachRecord(path string, fn func(*tare.Result) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return tare.Errorf(tare.EINVALID, "import %s: %v", path, err)
-	}
-	defer f.Close()
-	err = report.ReadRecords(bufio.NewReaderSize(f, 1<<20), fn)
-	if errors.Is(err, report.ErrRecord) {
-		return tare.Errorf(tare.EINVALID, "import %s: neither a tare.summary/v1 JSON nor raw JSONL records: %v", path, err)
-	}
-	return err
 }
 
 func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
@@ -435,11 +381,4 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
 	return cmd
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

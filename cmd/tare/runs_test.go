@@ -121,7 +121,7 @@ func TestRunsBadInput(t *testing.T) {
 		{[]string{"runs", "show", "nosuchrun"}, `no stored run "nosuchrun"`},
 		{[]string{"runs", "export", "nosuchrun"}, `no stored run "nosuchrun"`},
 		{[]string{"runs", "import", "/nonexistent/file.json"}, "/nonexistent/file.json"},
-		{[]string{"runs", "import", notJSON}, "neither a tare.summary/v1 JSON nor raw JSONL records"},
+		{[]string{"runs", "import", notJSON}, "neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records"},
 		{[]string{"runs", "list", "--limit", "-1"}, "--limit must be 0 (all) or more"},
 		{[]string{"runs", "show"}, "accepts 1 arg(s)"},
 	}
