@@ -1,5 +1,11 @@
 package report
 
+import (
+	"cmp"
+
+	"github.com/tare-dev/tare"
+)
+
 // Comparison is what the report shows of runs set side by side: the
 // windows of the three-window protocol, or any runs. It is the report's
 // own input, kept small so that filling it from tare compare's result is
@@ -63,4 +69,48 @@ type SweepPoint struct {
 	RatePerS float64  `json:"rate_per_s"`
 	P95MS    *float64 `json:"p95_ms"`
 	MetSLO   bool     `json:"met_slo"`
+}
+
+// ComparisonOf is the page's view of a judged comparison of runs, which
+// must be the runs it compared, in its order.
+func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
+	out := &Comparison{
+		Diverged:  c.Verdict.Level == tare.HostVariable,
+		Advice:    c.Verdict.Advice,
+		Threshold: c.Verdict.ThresholdPct,
+	}
+	if len(c.Verdict.Advice) > 0 {
+		out.Headline = c.Verdict.Advice[0]
+	}
+	for i, r := range c.Runs {
+		if i >= len(runs) {
+			break
+		}
+		out.Windows = append(out.Windows, Window{Name: cmp.Or(r.Window, r.Label, r.ID), Run: runs[i]})
+	}
+	metric := func(name string, pct *float64, value func(tare.ComparedRun) *float64) {
+		d := Divergence{Metric: name, Percent: pct, Diverged: pct != nil && *pct > c.Verdict.ThresholdPct}
+		for _, r := range c.Runs {
+			d.Values = append(d.Values, value(r))
+		}
+		out.Divergence = append(out.Divergence, d)
+	}
+	dv := c.DivergencePct
+	metric("avg_ms", dv.Avg, func(r tare.ComparedRun) *float64 { return r.Latency.Avg })
+	metric("p50_ms", dv.P50, func(r tare.ComparedRun) *float64 { return r.Latency.P50 })
+	metric("p95_ms", dv.P95, func(r tare.ComparedRun) *float64 { return r.Latency.P95 })
+	metric("p99_ms", dv.P99, func(r tare.ComparedRun) *float64 { return r.Latency.P99 })
+	metric("throughput_per_s", dv.Throughput, func(r tare.ComparedRun) *float64 { return r.AchievedPerS })
+	if cp := c.Capacity; cp.Best != nil || cp.Worst != nil {
+		out.Capacity = &Capacity{
+			Unit:    cp.Metric,
+			Best:    CapacityPoint{Window: "offpeak", Value: cp.Best},
+			Typical: CapacityPoint{Window: "mid", Value: cp.Typical},
+			Worst:   CapacityPoint{Window: "peak", Value: cp.Worst},
+		}
+		if cp.From == "runs" {
+			out.Capacity.Best.Window, out.Capacity.Typical.Window, out.Capacity.Worst.Window = "best run", "", "worst run"
+		}
+	}
+	return out
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
 )
 
 func newReportCmd() *cobra.Command {
@@ -56,7 +58,7 @@ its tables and percentiles are drawn.`,
 			if output == "-" && chart == "-" {
 				return tare.Errorf(tare.EINVALID, "-o and --png cannot both be stdout (-)")
 			}
-			src := &sources{flags: &sf}
+			src := &sources{runSource{sf: &sf}}
 			defer src.close()
 			var runs []*report.Run
 			for _, arg := range args {
@@ -70,6 +72,16 @@ its tables and percentiles are drawn.`,
 				return tare.Errorf(tare.EINVALID, "--png: nothing to draw: the runs have no timeline (a summary JSON file has none; give a run id or exported records)")
 			}
 			page := report.Page{Title: title, Runs: runs, Generated: time.Now(), Version: version}
+			if len(runs) > 1 {
+				// Several runs are windows to compare: divergence, verdict,
+				// capacity range, as tare compare judges them.
+				inputs := make([]stats.CompareInput, len(runs))
+				for i, r := range runs {
+					inputs[i] = stats.CompareInput{Summary: r.Summary, Ticks: r.Ticks, Source: "store"}
+				}
+				c := compareInputs(inputs, nil, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
+				page.Comparison = report.ComparisonOf(c, runs)
+			}
 			size, err := writeOutput(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })
 			if err != nil {
 				return err
@@ -98,16 +110,7 @@ its tables and percentiles are drawn.`,
 
 // sources loads the runs a report is made of, opening the store only
 // when an argument is not a file.
-type sources struct {
-	flags *storeFlags
-	store tare.Store
-}
-
-func (s *sources) close() {
-	if s.store != nil {
-		s.store.Close()
-	}
-}
+type sources struct{ runSource }
 
 // load returns the runs an argument names: a file, a stored run or the
 // windows of a protocol.
@@ -122,16 +125,13 @@ func (s *sources) load(ctx context.Context, arg string) ([]*report.Run, error) {
 	if strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".jsonl") {
 		return nil, tare.Errorf(tare.EINVALID, "report %s: no such file", arg)
 	}
-	if s.store == nil {
-		st, err := s.flags.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.store = st
+	st, err := s.store(ctx)
+	if err != nil {
+		return nil, err
 	}
-	id, err := resolveRun(ctx, s.store, arg)
+	id, err := resolveRun(ctx, st, arg)
 	if err == nil {
-		run, err := loadStored(ctx, s.store, id)
+		run, err := loadStored(ctx, st, id)
 		if err != nil {
 			return nil, err
 		}
@@ -140,13 +140,13 @@ func (s *sources) load(ctx context.Context, arg string) ([]*report.Run, error) {
 	if tare.ErrorCode(err) != tare.ENOTFOUND {
 		return nil, err
 	}
-	windows, ferr := s.store.FindRuns(ctx, tare.RunFilter{Protocol: arg})
+	windows, ferr := st.FindRuns(ctx, tare.RunFilter{Protocol: arg})
 	if ferr != nil || len(windows) == 0 {
 		return nil, tare.Errorf(tare.ENOTFOUND, "report %s: no stored run or protocol has that id, and there is no file by that name (tare runs list shows the runs)", arg)
 	}
 	var out []*report.Run
 	for _, w := range slices.Backward(windows) { // oldest first: the order they ran in
-		run, err := loadStored(ctx, s.store, w.ID)
+		run, err := loadStored(ctx, st, w.ID)
 		if err != nil {
 			return nil, err
 		}

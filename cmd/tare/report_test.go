@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -176,5 +178,36 @@ func TestReportBadInput(t *testing.T) {
 				t.Errorf("a report was written despite the error")
 			}
 		})
+	}
+}
+
+// TestReportComparesWindows: a report of several runs carries the
+// comparison: divergence per metric and the protocol verdict.
+func TestReportComparesWindows(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, delay := range []time.Duration{time.Millisecond, 5 * time.Millisecond} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { time.Sleep(delay) }))
+		code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "50/s", "--jobs", "40", "--quiet", "--json", "--no-store", "--tick", "100ms")
+		srv.Close()
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
+		}
+		f := filepath.Join(dir, fmt.Sprintf("w%d.json", i))
+		os.WriteFile(f, []byte(stdout), 0o644)
+		files = append(files, f)
+	}
+	out := filepath.Join(dir, "cmp.html")
+	if code, _, stderr := tareCmd(t, append([]string{"report", "-o", out}, files...)...); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	html, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"host is the variable", "p95_ms"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the report of two diverging runs lacks %q", want)
+		}
 	}
 }
