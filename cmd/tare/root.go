@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,6 +65,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	root.AddCommand(newReportCmd())
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
+	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return tare.Errorf(tare.EINVALID, "--cpuprofile %s: %v", cpuProfile, err)
+		}
+		return pprof.StartCPUProfile(f)
+	}
+	defer pprof.StopCPUProfile()
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && tare.ErrorCode(err) == tare.EINTERNAL && isUsageError(err) {
 		// cobra's own argument errors ("unknown command", "accepts 0 arg(s)")
