@@ -330,10 +330,10 @@ func figures(s *tare.Summary) []kv {
 	q := s.Requests
 	out := []kv{{"requests", fmt.Sprintf("%d total · %d ok · %d errors · %d dropped", q.Total, q.OK, q.Errors, q.Dropped)}}
 	if len(s.ErrorKinds) > 0 {
-		out = append(out, kv{"error kinds", tally(s.ErrorKinds)})
+		out = append(out, kv{"error kinds", tally(s.ErrorKinds, " · ")})
 	}
 	if len(s.StatusCodes) > 0 {
-		out = append(out, kv{"status codes", tally(s.StatusCodes)})
+		out = append(out, kv{"status codes", tally(s.StatusCodes, " · ")})
 	}
 	out = append(out,
 		kv{"rate", fmt.Sprintf("offered %s · achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))},
@@ -358,8 +358,8 @@ func figures(s *tare.Summary) []kv {
 	return out
 }
 
-// tally formats counts as "a 3 · b 1", largest first.
-func tally(m map[string]int) string {
+// tally formats counts as "a 3" joined by sep, largest first.
+func tally(m map[string]int, sep string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -374,7 +374,7 @@ func tally(m map[string]int) string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
-	return strings.Join(parts, " · ")
+	return strings.Join(parts, sep)
 }
 
 func overview(id string, r *Run) overviewRow {

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/tare-dev/tare"
@@ -196,24 +195,10 @@ func num(v *float64) string {
 	return fmt.Sprintf("%.1f", *v)
 }
 
-// counts formats a tally as "a 3, b 1", largest first.
+// counts formats a tally as "  (prefix a 3, b 1)", largest first.
 func counts(prefix string, m map[string]int) string {
 	if len(m) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return "  (" + prefix + strings.Join(parts, ", ") + ")"
+	return "  (" + prefix + tally(m, ", ") + ")"
 }

@@ -250,13 +250,15 @@ func TestProtocolBadPlan(t *testing.T) {
 // each window; the comparison's capacity range is in requests per second.
 func TestProtocolNowSweep(t *testing.T) {
 	t.Setenv("TARE_DB", filepath.Join(t.TempDir(), "tare.db"))
-	srv := oneAtATime(10 * time.Millisecond)
+	// A fast service and a generous SLO: the test is of the plumbing, and
+	// must hold on a machine that other tests keep busy.
+	srv := oneAtATime(time.Millisecond)
 	defer srv.Close()
 	plan := writePlan(t, "sweep.yaml", fmt.Sprintf(`url: %s
 duration: 1s
 arrival: constant
 tick: 100ms
-slo: p95<=100ms
+slo: p95<=500ms
 sweep: {from: 30/s, to: 60/s, step: 30/s, narrow: 0, cooldown: 0s}
 windows: {peak: 14:00-16:00, offpeak: 02:00-04:00}
 `, srv.URL))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,11 +27,8 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
 
 type runFlags struct {
-	load   loadFlags
-	host   hostFlags
-	judge  judgeFlags
+	window windowFlags
 	store  storeFlags
-	target targetFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -57,33 +53,17 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.target.register(fs)
-	f.load.register(fs, arrival.Rate(10), 0, 30*time.Second)
-	f.host.register(fs)
-	f.judge.register(fs)
+	f.window.register(fs, arrival.Rate(10), 0, 30*time.Second)
 	f.store.registerNoStore(fs)
 	return cmd
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
-	sched, err := f.load.schedule()
+	p, err := f.window.prepare(cmd.Context(), "tare run")
 	if err != nil {
 		return err
 	}
-	j, err := f.judge.judging()
-	if err != nil {
-		return err
-	}
-	sampling, err := f.host.config(os.Getpid())
-	if err != nil {
-		return err
-	}
-	t, err := f.target.build(cmd.Context(), "tare run", f.load.maxInFlight)
-	if err != nil {
-		return err
-	}
-	defer t.release()
-
+	defer p.release()
 	st, err := f.store.open(cmd.Context())
 	if err != nil {
 		return err
@@ -91,20 +71,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if st != nil {
 		defer st.Close()
 	}
-	m := measurement{
-		store: st,
-		run: tare.Run{
-			Label: f.load.label, Window: f.load.window, Target: t.name, Arrival: sched.String(), Version: version,
-			Config: redactedConfig(cmd),
-		},
-		target:   t.target,
-		depth:    t.depth,
-		schedule: sched,
-		rate:     float64(f.load.rate),
-		engine:   f.load.engine(),
-		sampler:  sampling,
-		judging:  j,
-		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
+	w := &f.window
+	run := tare.Run{Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
+	m, err := w.measurement(p, st, run, 0, cmd.ErrOrStderr())
+	if err != nil {
+		return err
 	}
-	return measureAndReport(cmd, m, f.judge.json)
+	return measureAndReport(cmd, m, w.judge.json)
 }
