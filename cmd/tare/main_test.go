@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -204,6 +205,8 @@ func TestRunPoissonAchievesOffered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 s of load; skipped with -short")
 	}
+	// Not beside the tests that load the machine on purpose.
+	interfere.Exclusive(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "200/s", "--jobs", "1000", "--quiet", "--json")
