@@ -32,6 +32,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 		return path
 	}
 	truncated := file("truncated.json", `{"schema": "tare.summary/v1", "run": {"label": `)
+	wrongType := file("wrong-type.json", `{"schema": "tare.summary/v1", "requests": {"total": "many"}}`)
+	otherSchema := file("v2.json", `{"schema": "tare.summary/v2"}`)
 	record := file("record.jsonl", `{"seq":1,"scheduled":"yesterday"}`+"\n")
 	plan := "url: " + url + "\n"
 	tabPlan := file("tab.yaml", plan+"\trate: 5/s\n")
@@ -51,6 +53,10 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"run bad rate", []string{"run", "--url", url, "--rate", "fast"}, `--rate must look like 200/s`},
 		{"run huge header", []string{"run", "--url", url, "-H", bigHeader}, "the longest tare sends is 16384"},
 		{"run queue url", []string{"run", "--queue", "ftp://x"}, `--queue`},
+		{"run url with a password", []string{"run", "--url", "http://u:s3cret@ho st/"}, "--url must look like http://host:port/path"},
+		{"run model url with a password", []string{"run", "--model", "http://u:s3cret@ho st/v1"}, "--model URL"},
+		{"run queue url with a password", []string{"run", "--queue", "redis://u:s3cret@ho st/0"}, "--queue"},
+		{"run db with a password", []string{"run", "--url", url, "--db", "postgres://u:s3cret@ho st/db"}, `postgres store "postgres://u:redacted@ho st/db"`},
 		{"run job timeout", []string{"run", "--queue", redis, "--job-timeout", "0s"}, "--job-timeout must be positive"},
 		{"demo workers", []string{"demo", "--workers", "0"}, "--workers must be at least 1"},
 		{"demo token cost", []string{"demo", "--token-cost", "0"}, "--token-cost must be positive"},
@@ -90,6 +96,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"runs import bad record", []string{"runs", "import", record}, `line 1: parsing time "yesterday"`},
 		{"runs import missing", []string{"runs", "import", "/nonexistent/run.json"}, "/nonexistent/run.json"},
 		{"compare truncated", []string{"compare", truncated, peak}, "truncated.json is not a tare.summary/v1 JSON"},
+		{"compare wrong type", []string{"compare", wrongType, peak}, `cannot unmarshal string into Go struct field Requests.requests.total of type int`},
+		{"compare other schema", []string{"compare", otherSchema, peak}, `v2.json is not a tare.summary/v1 JSON (what tare run --json prints): schema "tare.summary/v2"`},
 		{"compare one", []string{"compare", peak}, "compare needs at least two runs"},
 		{"compare unknown run", []string{"compare", "0193dead", peak}, `"0193dead" is neither a summary file, a protocol nor a stored run`},
 		{"compare threshold", []string{"compare", peak, peak, "--threshold", "-5"}, "--threshold must be a percentage above 0"},
@@ -119,7 +127,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 			if !strings.Contains(stderr, tt.want) {
 				t.Errorf("stderr %q does not contain %q", stderr, tt.want)
 			}
-			for _, bad := range []string{"goroutine ", "panic", "pool.go:", ".go:"} {
+			for _, bad := range []string{"goroutine ", "panic", "pool.go:", ".go:", "s3cret"} {
 				if strings.Contains(stderr, bad) {
 					t.Errorf("stderr has %q (a stack trace or a library's log line): %s", bad, stderr)
 				}
