@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
 )
 
@@ -165,5 +168,98 @@ func TestQueueWarnings(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRedisRestartUnderRunQueue: the reference topology as separate
+// processes, tare run --queue and two tare worker processes, with their
+// private Redis killed and started again, empty, mid-run. The run
+// completes with every job accounted for; the workers reconnect by
+// themselves: a second run afterwards completes every job.
+func TestRedisRestartUnderRunQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a private redis-server under ~8 s of load")
+	}
+	r := newPrivateRedis(t)
+	sim, err := modelsim.New(modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := httptest.NewServer(sim)
+	defer model.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var workers []*exec.Cmd
+	for i := range 2 {
+		w := exec.CommandContext(ctx, os.Args[0], "worker", "--redis", r.url(), "--queue", "restart", "--model", model.URL+"/v1",
+			"--concurrency", "2", "--claim-idle", "1s", "--name", fmt.Sprintf("w%d", i))
+		w.Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+		var logs bytes.Buffer
+		w.Stderr = &logs
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+		defer func() {
+			w.Process.Kill()
+			w.Wait()
+			if t.Failed() {
+				t.Logf("worker %d:\n%s", i, logs.String())
+			}
+		}()
+	}
+	type outcome struct {
+		code           int
+		stdout, stderr string
+	}
+	start := func(jobs int) <-chan outcome {
+		done := make(chan outcome, 1)
+		go func() {
+			var out, errb bytes.Buffer
+			err := run(ctx, []string{"run", "--queue", r.url(), "--queue-name", "restart", "--rate", "25/s", "--jobs", fmt.Sprint(jobs),
+				"--arrival", "constant", "--job-timeout", "20s", "--max-tokens", "8", "--json", "--quiet", "--no-store", "--tick", "200ms"},
+				strings.NewReader(""), &out, &errb)
+			done <- outcome{exitCode(err, &errb), out.String(), errb.String()}
+		}()
+		return done
+	}
+	summary := func(done <-chan outcome) tare.Summary {
+		t.Helper()
+		o := <-done
+		if o.code != 0 {
+			t.Fatalf("run --queue: exit %d: %s", o.code, o.stderr)
+		}
+		var s tare.Summary
+		if err := json.Unmarshal([]byte(o.stdout), &s); err != nil {
+			t.Fatalf("summary: %v\n%s", err, o.stdout)
+		}
+		return s
+	}
+	const jobs = 120
+	running := start(jobs)
+	time.Sleep(1500 * time.Millisecond)
+	r.stop()
+	time.Sleep(time.Second)
+	r.start(t)
+	s := summary(running)
+	unavailable := s.ErrorKinds[queue.KindUnavailable]
+	t.Logf("across the restart: requests %+v, kinds %v, warnings %q", s.Requests, s.ErrorKinds, s.Verdict.Warnings)
+	if s.Requests.Total != jobs || s.Requests.OK+s.Requests.Errors != jobs {
+		t.Errorf("requests %+v: want all %d accounted for", s.Requests, jobs)
+	}
+	if unavailable == 0 || s.Requests.OK == 0 {
+		t.Errorf("requests %+v kinds %v: want some ok and some %q", s.Requests, s.ErrorKinds, queue.KindUnavailable)
+	}
+	if !strings.Contains(strings.Join(s.Verdict.Warnings, "\n"), fmt.Sprintf("%d jobs were touched by a queue outage", unavailable)) {
+		t.Errorf("warnings %q: want the outage counted", s.Verdict.Warnings)
+	}
+	after := summary(start(20))
+	if after.Requests.OK != 20 {
+		t.Errorf("after the restart: requests %+v kinds %v; want all 20 ok: the workers did not reconnect", after.Requests, after.ErrorKinds)
+	}
+	for i, w := range workers {
+		if w.ProcessState != nil {
+			t.Errorf("worker %d exited during the restart: %v", i, w.ProcessState)
+		}
 	}
 }
