@@ -5,6 +5,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/worker"
 )
 
@@ -41,4 +42,25 @@ func checkWindow(w string) error {
 		return nil
 	}
 	return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", w)
+}
+
+// checkModelFlags validates tare model's figures, naming the flag: the
+// simulator takes 0 for its default, so --token-cost 0 would silently
+// serve 2ms tokens.
+func checkModelFlags(cfg modelsim.Config) error {
+	switch {
+	case cfg.TokenCost <= 0:
+		return tare.Errorf(tare.EINVALID, "--token-cost must be positive, like 2ms; got %s", cfg.TokenCost)
+	case cfg.PromptCost <= 0:
+		return tare.Errorf(tare.EINVALID, "--prompt-cost must be positive, like 50us; got %s", cfg.PromptCost)
+	case cfg.MeanTokens < 1:
+		return tare.Errorf(tare.EINVALID, "--mean-tokens must be at least 1; got %d", cfg.MeanTokens)
+	case cfg.Parallel < 0:
+		return tare.Errorf(tare.EINVALID, "--parallel must be 0 (no cap) or more; got %d", cfg.Parallel)
+	case !(cfg.ErrorRate >= 0 && cfg.ErrorRate <= 1):
+		return tare.Errorf(tare.EINVALID, "--error-rate must be a share from 0 to 1; got %g", cfg.ErrorRate)
+	case !(cfg.CutRate >= 0 && cfg.CutRate <= 1):
+		return tare.Errorf(tare.EINVALID, "--cut-rate must be a share from 0 to 1; got %g", cfg.CutRate)
+	}
+	return nil
 }
