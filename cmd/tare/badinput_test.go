@@ -87,6 +87,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"cleanup no redis", []string{"cleanup"}, "tare cleanup needs --redis"},
 		{"cleanup wait", []string{"cleanup", "--redis", redis, "--wait", "-1s"}, "--wait must be 0 or more; got -1s"},
 		{"cleanup queue name", []string{"cleanup", "--redis", redis, "--queue", ""}, `queue name ""`},
+		{"run queue down", []string{"run", "--queue", "redis://127.0.0.1:1/0", "--jobs", "5"}, "connection refused"},
+		{"demo redis down", []string{"demo", "--redis", "redis://127.0.0.1:1/0", "--no-store"}, "connection refused"},
 		{"cleanup redis down", []string{"cleanup", "--redis", "redis://127.0.0.1:1/0"}, "connection refused"},
 		{"runs list window", []string{"runs", "list", "--window", "noon"}, `--window must be peak, offpeak or mid; got "noon"`},
 		{"runs list since", []string{"runs", "list", "--since", "soon"}, `--since must be a duration`},
