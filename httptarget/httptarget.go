@@ -143,7 +143,8 @@ func parseURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "url must look like http://host:port/path; got %q", s)
+		// Unparsable, it may still hold a password.
+		return nil, tare.Errorf(tare.EINVALID, "url must look like http://host:port/path; got %q", tare.RedactText(s))
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if u.Scheme != "http" && u.Scheme != "https" {

@@ -139,7 +139,7 @@ func parseEndpoint(raw string) (*url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown := raw
+		shown := tare.RedactText(raw) // unparsable, it may still hold a password
 		if err == nil {
 			shown = u.Redacted()
 		}

@@ -64,6 +64,10 @@ const (
 	DefaultMaxDeliveries = 5
 )
 
+// MinClaimIdle is the shortest ClaimIdle: Redis counts a pending job's idle
+// time in milliseconds, and the heartbeat runs three times per ClaimIdle.
+const MinClaimIdle = 3 * time.Millisecond
+
 // Model is the model endpoint a worker calls.
 type Model interface {
 	// Complete generates one completion of prompt, of at most maxTokens
@@ -138,6 +142,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ClaimIdle == 0 {
 		c.ClaimIdle = DefaultClaimIdle
+	}
+	if c.ClaimIdle < MinClaimIdle {
+		// Redis counts idle time in milliseconds, and the heartbeat, a
+		// third of it by default, must be a positive ticker interval.
+		return c, tare.Errorf(tare.EINVALID, "worker claim idle %v: want %v or more", c.ClaimIdle, MinClaimIdle)
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = c.ClaimIdle / 3

@@ -374,6 +374,10 @@ func TestConfigErrors(t *testing.T) {
 		{"negative claim idle", worker.Config{ClaimIdle: -time.Second}},
 		{"heartbeat as long as claim idle", worker.Config{ClaimIdle: time.Second, Heartbeat: time.Second}},
 		{"negative max deliveries", worker.Config{MaxDeliveries: -2}},
+		// A heartbeat of ClaimIdle/3 rounded to 0 once panicked in
+		// time.NewTicker.
+		{"claim idle of a nanosecond", worker.Config{ClaimIdle: time.Nanosecond}},
+		{"claim idle under the minimum", worker.Config{ClaimIdle: worker.MinClaimIdle - 1}},
 		{"bad name", worker.Config{Name: "a\nb"}},
 	}
 	for _, tt := range tests {

@@ -192,8 +192,12 @@ func readSummaryFile(path string) (tare.Summary, error) {
 		}
 		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil || s.Schema != tare.SummarySchema {
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints)", path, tare.SummarySchema)
+	if err := json.Unmarshal(b, &s); err != nil {
+		// The decoder's message names the field and the type it wanted.
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
+	}
+	if s.Schema != tare.SummarySchema {
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)
 	}
 	return s, nil
 }

@@ -147,6 +147,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, targetWarnings(m.target)...)
 	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
 		s.Verdict.Attribution = att.Sentence
 	}

@@ -34,6 +34,9 @@ Ctrl-C stops it.`,
 			if err := modelsim.CheckListen(listen, cmd.Flags().Changed("listen")); err != nil {
 				return flagged(err, "listen")
 			}
+			if err := checkModelFlags(cfg); err != nil {
+				return err
+			}
 			srv, err := modelsim.New(cfg)
 			if err != nil {
 				return err

@@ -58,6 +58,9 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 			if filter.Limit < 0 {
 				return tare.Errorf(tare.EINVALID, "--limit must be 0 (all) or more; got %d", filter.Limit)
 			}
+			if err := checkWindow(filter.Window); err != nil {
+				return err
+			}
 			if since > 0 {
 				filter.Since = time.Now().Add(-since)
 			}

@@ -83,9 +83,10 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestWorkersKilled: 240 jobs through Redis to 3 tare worker processes, one
-// killed with SIGKILL mid-run: every job completes exactly once, none lost,
-// none counted twice, the redeliveries counted.
+// TestWorkersKilled: 240 jobs through Redis to 3 tare worker processes, two
+// killed with SIGKILL mid-run while they hold jobs: the survivor completes
+// every job exactly once, none lost, none counted twice, the redeliveries
+// counted.
 func TestWorkersKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ~8 s of load through 3 worker processes; skipped with -short")
@@ -112,14 +113,17 @@ func TestWorkersKilled(t *testing.T) {
 		}
 		workers = append(workers, w)
 	}
-	// Kill the first worker while it holds jobs, a second into the run.
+	// Kill two of the three workers while each holds jobs, a second into
+	// the run; w2 survives.
+	const victims = 2
 	go func() {
 		time.Sleep(time.Second)
-		for ctx.Err() == nil {
+		for i := 0; i < victims && ctx.Err() == nil; {
 			p, err := rdb.XPending(ctx, "tare:"+name+":jobs", "workers").Result()
-			if err == nil && p.Consumers["w0"] > 0 {
-				workers[0].Process.Signal(syscall.SIGKILL)
-				return
+			if err == nil && p.Consumers[fmt.Sprintf("w%d", i)] > 0 {
+				workers[i].Process.Signal(syscall.SIGKILL)
+				i++
+				continue
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -163,12 +167,16 @@ func TestWorkersKilled(t *testing.T) {
 		t.Errorf("no job was redelivered: the killed worker held none, or redeliveries are not counted")
 	}
 	tareCmd(t, "cleanup", "--redis", redisURL(), "--queue", name, "--wait", "5s")
-	for _, w := range workers[1:] {
+	for _, w := range workers[victims:] {
 		if err := w.Wait(); err != nil {
 			t.Errorf("worker after cleanup's stop signal: %v", err)
 		}
 	}
-	workers[0].Wait()
+	for _, w := range workers[:victims] {
+		if err := w.Wait(); err == nil {
+			t.Errorf("a victim exited cleanly: it was not killed")
+		}
+	}
 }
 
 // TestCleanupOnlyItsQueue: tare cleanup deletes its queue's keys and no

@@ -43,6 +43,9 @@ the jobs it holds finish for --grace.`,
 			if timeout <= 0 {
 				return tare.Errorf(tare.EINVALID, "--timeout must be positive, like 2m; got %s", timeout)
 			}
+			if err := checkWorkerFlags(cfg); err != nil {
+				return err
+			}
 			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: apiKey(), Timeout: timeout})
 			if err != nil {
 				return flagged(err, "model")
