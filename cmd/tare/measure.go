@@ -22,6 +22,7 @@ import (
 // measurement is one load window: what to send, how, and what to watch.
 type measurement struct {
 	run      tare.Run
+	start    time.Time // when the arrivals begin (tare run --start-at); now when zero
 	target   tare.Target
 	schedule arrival.Process
 	rate     float64 // offered arrivals per second, for the arrival span
@@ -56,9 +57,12 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		return tare.Summary{}, nil, nil, err
 	}
 
-	start := time.Now()
+	start := m.start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	m.run.StartedAt, m.run.Status = start, tare.StatusRunning
-	if m.store != nil {
+	if m.store != nil && m.run.ID == "" {
 		m.run.ID = store.NewRunID()
 	}
 	out := newSink(ctx, m.store, m.run, sampler.Env())

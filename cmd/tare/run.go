@@ -33,6 +33,7 @@ type runFlags struct {
 	judge  judgeFlags
 	store  storeFlags
 	target targetFlags
+	shard  shardFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -62,6 +63,7 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	f.host.register(fs)
 	f.judge.register(fs)
 	f.store.registerNoStore(fs)
+	f.shard.register(fs)
 	return cmd
 }
 
@@ -69,6 +71,15 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	sched, err := f.load.schedule()
 	if err != nil {
 		return err
+	}
+	sh, err := f.shard.plan(f.load.label, time.Now())
+	if err != nil {
+		return err
+	}
+	if sh.shard.Sharded() {
+		if sched, err = f.load.split(sh.shard); err != nil {
+			return err
+		}
 	}
 	j, err := f.judge.judging()
 	if err != nil {
@@ -93,8 +104,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	m := measurement{
 		store: st,
+		start: sh.startAt,
 		run: tare.Run{
-			Label: f.load.label, Window: f.load.window, Target: t.name, Arrival: sched.String(), Version: version,
+			ID: sh.rowID(), Label: f.load.label, Window: f.load.window, Target: t.name, Arrival: sched.String(), Version: version,
 			Config: redactedConfig(cmd),
 		},
 		target:   t.target,
@@ -105,6 +117,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		sampler:  sampling,
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
+	}
+	if sh.shard.Sharded() {
+		m.rate /= float64(sh.shard.Count)
+	}
+	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
+		return err
 	}
 	return measureAndReport(cmd, m, f.judge.json)
 }
