@@ -22,7 +22,8 @@ import (
 // measurement is one load window: what to send, how, and what to watch.
 type measurement struct {
 	run      tare.Run
-	start    time.Time // when the arrivals begin (tare run --start-at); now when zero
+	start    time.Time           // when the arrivals begin (tare run --start-at); now when zero
+	finish   func(*tare.Summary) // when not nil, adds to the summary before it is stored
 	target   tare.Target
 	schedule arrival.Process
 	rate     float64 // offered arrivals per second, for the arrival span
@@ -155,6 +156,9 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		s.Verdict.Attribution = att.Sentence
 	}
 	s.Thresholds = m.judging.thresholds.Map()
+	if m.finish != nil {
+		m.finish(&s)
+	}
 	out.ticks(rec, true)
 	return s, ticks, out.finish(&s), nil
 }

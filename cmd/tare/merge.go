@@ -57,6 +57,7 @@ func shardName(rowID string) string {
 // any shard whose own generator was starved.
 func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
 	parts := make([]tare.Summary, len(rows))
+	shifts := make([]time.Duration, len(rows))
 	var start, end time.Time
 	for i, r := range rows {
 		s, err := st.FindSummary(ctx, r.ID)
@@ -64,6 +65,17 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 			return tare.Summary{}, nil, err
 		}
 		parts[i] = s
+		// Each shard stamped its records with its own clock: a coordinated
+		// shard's recorded offset moves them onto the Redis clock, one time
+		// axis for all, unless it is too large to trust.
+		if mean, worst, ok := shardClock(s.Run); ok {
+			if worst > DefaultClockTolerance {
+				return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "run %s: %s on host %s had its clock %s off the coordinating Redis (tolerance %s): its records cannot be merged onto one time axis with the others; synchronise the clocks (chrony, NTP) and measure again",
+					group, shardName(r.ID), orDefault(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
+			}
+			shifts[i] = mean
+			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
+		}
 		if i == 0 || s.Run.StartedAt.Before(start) {
 			start = s.Run.StartedAt
 		}
@@ -79,8 +91,9 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 		n           int
 		first, last time.Time
 	)
-	for _, r := range rows {
+	for i, r := range rows {
 		err := st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
+			onRedisClock(res, shifts[i])
 			if n == 0 || res.Scheduled.Before(first) {
 				first = res.Scheduled
 			}
@@ -190,4 +203,22 @@ func loadMerged(ctx context.Context, st tare.Store, id string, rows []tare.Run, 
 		}
 	}
 	return run, nil
+}
+
+// onRedisClock moves the times a generator stamped by its clock offset.
+// A queue job's Started, FirstByte and Done are a worker's stamps, on its
+// own host's clock: they are left alone (workers record no offset yet).
+func onRedisClock(res *tare.Result, shift time.Duration) {
+	if shift == 0 {
+		return
+	}
+	stamps := []*time.Time{&res.Scheduled, &res.Sent, &res.FirstByte, &res.Done}
+	if !res.Started.IsZero() {
+		stamps = stamps[:2]
+	}
+	for _, t := range stamps {
+		if !t.IsZero() {
+			*t = t.Add(shift)
+		}
+	}
 }

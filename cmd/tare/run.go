@@ -34,6 +34,7 @@ type runFlags struct {
 	store  storeFlags
 	target targetFlags
 	shard  shardFlags
+	coord  coordFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -64,6 +65,7 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	f.judge.register(fs)
 	f.store.registerNoStore(fs)
 	f.shard.register(fs)
+	f.coord.register(fs)
 	return cmd
 }
 
@@ -72,14 +74,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	sh, err := f.shard.plan(f.load.label, time.Now())
+	sh, err := f.shard.plan(f.load.label, time.Now(), f.coord.url != "")
 	if err != nil {
 		return err
-	}
-	if sh.shard.Sharded() {
-		if sched, err = f.load.split(sh.shard); err != nil {
-			return err
-		}
 	}
 	j, err := f.judge.judging()
 	if err != nil {
@@ -102,6 +99,20 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if st != nil {
 		defer st.Close()
 	}
+	// The barrier last, when nothing is left that could fail: the other
+	// shards start when this one joins.
+	co, err := f.coord.coordinate(cmd.Context(), &f.shard, f.load.label, &sh)
+	if err != nil {
+		return err
+	}
+	if co != nil {
+		defer co.rdb.Close()
+	}
+	if sh.shard.Sharded() {
+		if sched, err = f.load.split(sh.shard); err != nil {
+			return err
+		}
+	}
 	m := measurement{
 		store: st,
 		start: sh.startAt,
@@ -121,6 +132,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if sh.shard.Sharded() {
 		m.rate /= float64(sh.shard.Count)
 	}
+	co.record(&m.run)
+	m.finish = co.finish
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}

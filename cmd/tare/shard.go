@@ -35,8 +35,9 @@ type sharding struct {
 	group   string        // the run id all shards share; "" to let the store pick one
 }
 
-// plan validates the flags against now.
-func (f *shardFlags) plan(label string, now time.Time) (sharding, error) {
+// plan validates the flags against now. A coordinated run gets its id
+// and start from the barrier (coordFlags.coordinate), not from here.
+func (f *shardFlags) plan(label string, now time.Time, coordinated bool) (sharding, error) {
 	var p sharding
 	if f.shard != "" {
 		sh, err := arrival.ParseShard(f.shard)
@@ -63,7 +64,7 @@ func (f *shardFlags) plan(label string, now time.Time) (sharding, error) {
 		p.group = f.runID
 	case p.shard.Sharded() && label != "" && !p.startAt.IsZero():
 		p.group = groupID(label, p.startAt)
-	case p.shard.Sharded():
+	case p.shard.Sharded() && !coordinated:
 		return p, tare.Errorf(tare.EINVALID, "--shard %s needs the run id the shards share: give --run-id ID, or --label and --start-at (the same on every shard)", f.shard)
 	}
 	return p, nil

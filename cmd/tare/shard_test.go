@@ -9,11 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/store"
@@ -48,7 +51,7 @@ func TestShardFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := tt.f.plan(tt.label, now)
+			p, err := tt.f.plan(tt.label, now, false)
 			if tt.wantErrSubstr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrSubstr) || tare.ErrorCode(err) != tare.EINVALID {
 					t.Fatalf("err %v; want EINVALID mentioning %q", err, tt.wantErrSubstr)
@@ -236,5 +239,148 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 	}
 	if got := s.Shards[1]; got.Hostname != "host-2" || got.Level != tare.Polluted || !slices.Equal(got.Fired, []string{"steal"}) {
 		t.Errorf("shard 2's line: %+v", got)
+	}
+}
+
+// TestMergeRefusesSkewedClocks: a shard whose clock was further off the
+// coordinating Redis than the tolerance is not merged, and the error names
+// it; within the tolerance its records move onto the Redis clock.
+func TestMergeRefusesSkewedClocks(t *testing.T) {
+	tests := []struct {
+		name    string
+		offset  string // shard 2's offset at start and end, ms
+		wantErr string
+	}{
+		{name: "in tolerance", offset: "20.000"},
+		{name: "skewed", offset: "120.000", wantErr: "shard 2/2 on host host-2 had its clock 120ms off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, t.TempDir()+"/clock.db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+			for i := 1; i <= 2; i++ {
+				run := tare.Run{ID: fmt.Sprintf("g.shard-%d-of-2", i), StartedAt: start, Config: map[string]string{
+					configClockStart: "0.000", configClockEnd: "0.000"}}
+				if i == 2 {
+					run.Config[configClockStart], run.Config[configClockEnd] = tt.offset, tt.offset
+				}
+				env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
+				if err := st.CreateRun(ctx, run, env); err != nil {
+					t.Fatal(err)
+				}
+				at := start.Add(time.Second)
+				st.AppendResults(ctx, run.ID, []tare.Result{{Scheduled: at, Sent: at, Done: at.Add(5 * time.Millisecond)}})
+				s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env}
+				s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(2*time.Second)
+				if err := st.FinishRun(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rows, _ := findShards(ctx, st, "g")
+			s, _, err := mergeShards(ctx, st, "g", rows)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("merged despite the skew: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Latency.Max == nil || math.Abs(*s.Latency.Max-5) > 0.01 {
+				t.Errorf("latency max %v ms: the shift changed a latency", s.Latency.Max)
+			}
+		})
+	}
+}
+
+// TestCoordinatedShards: three shards started with the same command meet
+// at a Redis barrier, take indexes 1..3, start at one instant, record
+// their clock offsets, and read back as one run.
+func TestCoordinatedShards(t *testing.T) {
+	redisURL := os.Getenv("TARE_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	dsn := postgresDSN()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	defer st.Close()
+	group := fmt.Sprintf("coord-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		rows, _ := findShards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+	})
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	t.Cleanup(func() {
+		k := "tare:barrier:" + group
+		rdb.Del(ctx, k+":joined", k+":start", k+":next")
+	})
+	const shards = 3
+	var wg sync.WaitGroup
+	errs := make([]string, shards)
+	for i := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "150/s", "--jobs", "90",
+				"--coordinate", redisURL, "--shards", fmt.Sprint(shards), "--run-id", group,
+				"--db", dsn, "--quiet", "--tick", "100ms")
+			if code != 0 {
+				errs[i] = fmt.Sprintf("exit %d:\n%s\n%s", code, stdout, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatal(e)
+		}
+	}
+	rows, err := findShards(ctx, st, group)
+	if err != nil || len(rows) != shards {
+		t.Fatalf("%d shard rows, %v", len(rows), err)
+	}
+	// Each shard starts at the agreed Redis instant less its own measured
+	// offset: the starts agree within the offsets' error bounds, RTT/2
+	// each, plus the microsecond they are recorded to.
+	var bound time.Duration
+	for _, r := range rows {
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := shardClock(s.Run); !ok || s.Run.Config[configClockEnd] == "" {
+			t.Fatalf("%s recorded no clock offsets: %v", r.ID, s.Run.Config)
+		}
+		rtt, _ := strconv.ParseFloat(s.Run.Config[configClockRTT], 64)
+		bound += time.Duration(rtt*float64(time.Millisecond))/2 + time.Microsecond
+	}
+	for _, r := range rows {
+		if d := r.StartedAt.Sub(rows[0].StartedAt).Abs(); d > bound {
+			t.Errorf("%s started %v apart from %s; the clock readings bound it to %v", r.ID, d, rows[0].ID, bound)
+		}
+	}
+	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
+	var s tare.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || s.Requests.Total != 90 {
+		t.Fatalf("runs show: exit %d, %d requests: %s", code, s.Requests.Total, stderr)
 	}
 }
