@@ -134,6 +134,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	co.record(&m.run)
 	m.finish = co.finish
+	if f.target.queue != "" {
+		hosts := workerHostsFinish(f.target.queue, f.target.queueName, j.thresholds)
+		m.finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
+	}
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
