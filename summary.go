@@ -26,6 +26,8 @@ type Summary struct {
 	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
 	StatusCodes  map[string]int     `json:"status_codes,omitempty"` // HTTP status → count
 	Thresholds   map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
+	Shards       []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
+	WorkerHosts  []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
 }
 
 // Requests counts what happened to every arrival.

@@ -203,6 +203,9 @@ func readSummaryFile(path string) (tare.Summary, error) {
 }
 
 func storedInput(ctx context.Context, st tare.Store, id string) (stats.CompareInput, error) {
+	if s, ticks, merged, err := findShardsMerged(ctx, st, id); merged || err != nil {
+		return stats.CompareInput{Summary: s, Ticks: ticks, Source: "store"}, err
+	}
 	s, err := st.FindSummary(ctx, id)
 	if err != nil {
 		return stats.CompareInput{}, err

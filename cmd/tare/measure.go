@@ -22,6 +22,8 @@ import (
 // measurement is one load window: what to send, how, and what to watch.
 type measurement struct {
 	run      tare.Run
+	start    time.Time           // when the arrivals begin (tare run --start-at); now when zero
+	finish   func(*tare.Summary) // when not nil, adds to the summary before it is stored
 	target   tare.Target
 	schedule arrival.Process
 	rate     float64 // offered arrivals per second, for the arrival span
@@ -56,9 +58,12 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		return tare.Summary{}, nil, nil, err
 	}
 
-	start := time.Now()
+	start := m.start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	m.run.StartedAt, m.run.Status = start, tare.StatusRunning
-	if m.store != nil {
+	if m.store != nil && m.run.ID == "" {
 		m.run.ID = store.NewRunID()
 	}
 	out := newSink(ctx, m.store, m.run, sampler.Env())
@@ -152,6 +157,9 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		s.Verdict.Attribution = att.Sentence
 	}
 	s.Thresholds = m.judging.thresholds.Map()
+	if m.finish != nil {
+		m.finish(&s)
+	}
 	out.ticks(rec, true)
 	return s, ticks, out.finish(&s), nil
 }

@@ -158,6 +158,9 @@ func (s *sources) load(ctx context.Context, arg string) ([]*report.Run, error) {
 // loadStored reads a stored run: its summary, its ticks and, streamed, its
 // raw records.
 func loadStored(ctx context.Context, st tare.Store, id string) (*report.Run, error) {
+	if rows, err := findShards(ctx, st, id); err != nil || len(rows) > 0 {
+		return loadMerged(ctx, st, id, rows, err)
+	}
 	s, err := st.FindSummary(ctx, id)
 	if err != nil {
 		return nil, err

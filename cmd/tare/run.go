@@ -29,6 +29,8 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
 type runFlags struct {
 	window windowFlags
 	store  storeFlags
+	shard  shardFlags
+	coord  coordFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -55,15 +57,22 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	fs := cmd.Flags()
 	f.window.register(fs, arrival.Rate(10), 0, 30*time.Second)
 	f.store.registerNoStore(fs)
+	f.shard.register(fs)
+	f.coord.register(fs)
 	return cmd
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
-	p, err := f.window.prepare(cmd.Context(), "tare run")
+	w := &f.window
+	p, err := w.prepare(cmd.Context(), "tare run")
 	if err != nil {
 		return err
 	}
 	defer p.release()
+	sh, err := f.shard.plan(w.load.label, time.Now(), f.coord.url != "")
+	if err != nil {
+		return err
+	}
 	st, err := f.store.open(cmd.Context())
 	if err != nil {
 		return err
@@ -71,10 +80,35 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if st != nil {
 		defer st.Close()
 	}
-	w := &f.window
-	run := tare.Run{Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
+	// The barrier last, when nothing is left that could fail: the other
+	// shards start when this one joins.
+	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.load.label, &sh)
+	if err != nil {
+		return err
+	}
+	if co != nil {
+		defer co.rdb.Close()
+	}
+	run := tare.Run{ID: sh.rowID(), Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
 	m, err := w.measurement(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
+		return err
+	}
+	if sh.shard.Sharded() {
+		if m.schedule, err = w.load.split(sh.shard); err != nil {
+			return err
+		}
+		m.run.Arrival = m.schedule.String()
+		m.rate /= float64(sh.shard.Count)
+	}
+	m.start = sh.startAt
+	co.record(&m.run)
+	m.finish = co.finish
+	if w.target.queue != "" {
+		hosts := workerHostsFinish(w.target.queue, w.target.queueName, p.judging.thresholds)
+		m.finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
+	}
+	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
 	return measureAndReport(cmd, m, w.judge.json)

@@ -124,6 +124,9 @@ func resolveRun(ctx context.Context, st tare.Store, prefix string) (string, erro
 	if prefix == "" {
 		return "", tare.Errorf(tare.EINVALID, "give a run id (tare runs list shows them)")
 	}
+	if rows, err := findShards(ctx, st, prefix); err != nil || len(rows) > 0 {
+		return prefix, err // a sharded run: its shards are merged when read
+	}
 	runs, err := st.FindRuns(ctx, tare.RunFilter{})
 	if err != nil {
 		return "", err
@@ -162,11 +165,10 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := st.FindSummary(cmd.Context(), id)
+			s, ticks, err := findMerged(cmd.Context(), st, id)
 			if err != nil {
 				return err
 			}
-			ticks, _ := st.FindTicks(cmd.Context(), id) // without them, no sparklines
 			return printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...)
 		},
 	}

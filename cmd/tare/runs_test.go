@@ -247,10 +247,7 @@ func TestStoreFailsMidRun(t *testing.T) {
 
 // TestPostgresStore: the same run stored in PostgreSQL, the team store.
 func TestPostgresStore(t *testing.T) {
-	dsn := os.Getenv("TARE_POSTGRES_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
-	}
+	dsn := postgresDSN()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	label := fmt.Sprintf("pg-%d", time.Now().UnixNano())

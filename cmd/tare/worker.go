@@ -56,6 +56,7 @@ the jobs it holds finish for --grace.`,
 				return flagged(err, "redis")
 			}
 			defer b.Close()
+			defer publishWorkerHost(cmd.Context(), redisURL, queueName, time.Second, cmd.ErrOrStderr())()
 			if verbose {
 				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}

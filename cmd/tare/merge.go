@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+)
+
+// findShards returns the stored rows of the shards of run id, in shard
+// order, or none when id is not a sharded run.
+func findShards(ctx context.Context, st tare.Store, id string) ([]tare.Run, error) {
+	if id == "" || strings.Contains(id, shardSep) {
+		return nil, nil
+	}
+	runs, err := st.FindRuns(ctx, tare.RunFilter{})
+	if err != nil {
+		return nil, err
+	}
+	var out []tare.Run
+	for _, r := range runs {
+		if strings.HasPrefix(r.ID, id+shardSep) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return shardOf(out[i].ID) < shardOf(out[j].ID) })
+	return out, nil
+}
+
+// shardOf is the index of a shard row's id ("…​.shard-2-of-4" is 2).
+func shardOf(rowID string) int {
+	_, rest, _ := strings.Cut(rowID, shardSep)
+	var i, n int
+	fmt.Sscanf(rest, "%d-of-%d", &i, &n)
+	return i
+}
+
+// shardName is "shard 2/4".
+func shardName(rowID string) string {
+	_, rest, _ := strings.Cut(rowID, shardSep)
+	return "shard " + strings.Replace(rest, "-of-", "/", 1)
+}
+
+// mergeShards summarises the shards of one run as one run. Latency and
+// every other per-request figure are re-summarised from the pooled raw
+// records, so the merged percentiles are those of all records together,
+// exactly as one generator would have reported them (percentiles do not
+// average). Host signals are not pooled: each shard's host was judged on
+// its own ticks when it ran, and the merged verdict keeps those judgements
+// per host, naming the shard and host whose steal or throttling fired and
+// any shard whose own generator was starved.
+func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
+	parts := make([]tare.Summary, len(rows))
+	shifts := make([]time.Duration, len(rows))
+	var start, end time.Time
+	for i, r := range rows {
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			return tare.Summary{}, nil, err
+		}
+		parts[i] = s
+		// Each shard stamped its records with its own clock: a coordinated
+		// shard's recorded offset moves them onto the Redis clock, one time
+		// axis for all, unless it is too large to trust.
+		if mean, worst, ok := shardClock(s.Run); ok {
+			if worst > DefaultClockTolerance {
+				return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "run %s: %s on host %s had its clock %s off the coordinating Redis (tolerance %s): its records cannot be merged onto one time axis with the others; synchronise the clocks (chrony, NTP) and measure again",
+					group, shardName(r.ID), orDefault(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
+			}
+			shifts[i] = mean
+			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
+		}
+		if i == 0 || s.Run.StartedAt.Before(start) {
+			start = s.Run.StartedAt
+		}
+		end = maxTime(end, s.Run.EndedAt)
+	}
+	// Shards stream one after another, so records are not in time order:
+	// a grace over the whole run keeps every tick open until the end.
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	var (
+		n           int
+		first, last time.Time
+	)
+	for i, r := range rows {
+		err := st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
+			onRedisClock(res, shifts[i])
+			if n == 0 || res.Scheduled.Before(first) {
+				first = res.Scheduled
+			}
+			last = maxTime(last, res.Scheduled)
+			end = maxTime(end, res.Done)
+			n++
+			rec.AddResult(res)
+			return nil
+		})
+		if err != nil {
+			return tare.Summary{}, nil, err
+		}
+	}
+	span := last.Sub(first)
+	if n > 1 {
+		span += span / time.Duration(n-1)
+	}
+	s := rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = parts[0].Run
+	s.Run.ID, s.Run.StartedAt, s.Run.EndedAt = group, start, end
+	s.Run.Status = tare.StatusComplete
+	for _, p := range parts {
+		if p.Run.Status != tare.StatusComplete {
+			s.Run.Status = p.Run.Status
+		}
+	}
+	s.Run.Arrival = strings.TrimSuffix(parts[0].Run.Arrival, ", "+shardName(rows[0].ID))
+	s.Env = parts[0].Env
+	ticks := rec.Ticks()
+	th := judge.DefaultThresholds()
+	s.Verdict = judge.Judge(&s, ticks, th, nil)
+	s.Thresholds = th.Map()
+	s.Shards = make([]tare.ShardSummary, len(rows))
+	for i, p := range parts {
+		s.Shards[i] = shardSummary(rows[i].ID, &p)
+		for _, sig := range judge.Fired(p.Verdict) {
+			switch sig.Name {
+			case judge.SignalSteal, judge.SignalThrottling, judge.SignalGenerator:
+				s.Verdict.Level = tare.Polluted
+			default:
+				if s.Verdict.Level == tare.Clean {
+					s.Verdict.Level = tare.Suspect
+				}
+			}
+			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), orDefault(p.Env.Hostname, "?"), sig.Detail)
+			s.Verdict.Signals = append(s.Verdict.Signals, sig)
+		}
+	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; host figures are per shard (see each shard's row)", len(rows), n))
+	return s, ticks, nil
+}
+
+// shardSummary is one shard's line in a merged summary.
+func shardSummary(rowID string, p *tare.Summary) tare.ShardSummary {
+	sh := tare.ShardSummary{
+		Shard: strings.TrimPrefix(shardName(rowID), "shard "), RunID: rowID, Hostname: p.Env.Hostname,
+		Requests: p.Requests.Total, LatencyP99: p.Latency.P99, StealMeanPct: p.Host.Steal.Mean,
+		ThrottledPct: p.Host.ThrottledPct, SendLagP99: p.SendLag.P99, Level: p.Verdict.Level,
+	}
+	for _, sig := range judge.Fired(p.Verdict) {
+		sh.Fired = append(sh.Fired, sig.Name)
+	}
+	return sh
+}
+
+// findShardsMerged merges the shards of run id; merged is false when id
+// is not a sharded run.
+func findShardsMerged(ctx context.Context, st tare.Store, id string) (s tare.Summary, ticks []tare.Tick, merged bool, err error) {
+	rows, err := findShards(ctx, st, id)
+	if err != nil || len(rows) == 0 {
+		return s, nil, false, err
+	}
+	s, ticks, err = mergeShards(ctx, st, id, rows)
+	return s, ticks, true, err
+}
+
+// findMerged returns a run's summary and ticks, merged from its shards
+// when it was sharded. Without ticks, a summary still prints (no
+// sparklines), so a failure to read them is not an error.
+func findMerged(ctx context.Context, st tare.Store, id string) (tare.Summary, []tare.Tick, error) {
+	if s, ticks, merged, err := findShardsMerged(ctx, st, id); merged || err != nil {
+		return s, ticks, err
+	}
+	s, err := st.FindSummary(ctx, id)
+	if err != nil {
+		return s, nil, err
+	}
+	ticks, _ := st.FindTicks(ctx, id)
+	return s, ticks, nil
+}
+
+// loadMerged reads a sharded run for the report: the merged summary, and
+// the raw records of every shard.
+func loadMerged(ctx context.Context, st tare.Store, id string, rows []tare.Run, err error) (*report.Run, error) {
+	if err != nil {
+		return nil, err
+	}
+	s, ticks, err := mergeShards(ctx, st, id, rows)
+	if err != nil {
+		return nil, err
+	}
+	run := report.NewRun(s, ticks)
+	for _, r := range rows {
+		if err := st.StreamResults(ctx, r.ID, run.AddResult); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// onRedisClock moves the times a generator stamped by its clock offset.
+// A queue job's Started, FirstByte and Done are a worker's stamps, on its
+// own host's clock: they are left alone (workers record no offset yet).
+func onRedisClock(res *tare.Result, shift time.Duration) {
+	if shift == 0 {
+		return
+	}
+	stamps := []*time.Time{&res.Scheduled, &res.Sent, &res.FirstByte, &res.Done}
+	if !res.Started.IsZero() {
+		stamps = stamps[:2]
+	}
+	for _, t := range stamps {
+		if !t.IsZero() {
+			*t = t.Add(shift)
+		}
+	}
+}

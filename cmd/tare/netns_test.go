@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/store"
+)
+
+// netHost is a "host" made for a test: a network namespace joined to this
+// one by a veth pair, its own UTS namespace (so its own host name) when a
+// process runs in it through exec.
+type netHost struct {
+	ns     string
+	name   string // its host name
+	hostIP string // this side of the veth: where its services are reached
+}
+
+// newNetHost makes namespace k of this test, 10.213.x.2 inside and
+// 10.213.x.1 on this side, removed when the test ends. It skips the test
+// when namespaces cannot be made.
+func newNetHost(t *testing.T, k int) *netHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root: skipped")
+	}
+	id := fmt.Sprintf("%d%c", os.Getpid()%100000, 'a'+k)
+	h := &netHost{ns: "tare" + id, name: fmt.Sprintf("tare-shard-%c", 'a'+k)}
+	x := (os.Getpid()%100)*2 + k + 20 // a /24 of this test alone
+	h.hostIP = fmt.Sprintf("10.213.%d.1", x)
+	inner := fmt.Sprintf("10.213.%d.2/24", x)
+	hv, nv := "tv"+id, "tv"+id+"n"
+	if out, err := exec.Command("ip", "netns", "add", h.ns).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a network namespace (ip netns add): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command("ip", "link", "del", hv).Run() // gone already when the namespace took its peer with it
+		if out, err := exec.Command("ip", "netns", "del", h.ns).CombinedOutput(); err != nil {
+			t.Errorf("remove namespace %s: %v: %s", h.ns, err, out)
+		}
+	})
+	for _, c := range [][]string{
+		{"ip", "link", "add", hv, "type", "veth", "peer", "name", nv},
+		{"ip", "link", "set", nv, "netns", h.ns},
+		{"ip", "addr", "add", h.hostIP + "/24", "dev", hv},
+		{"ip", "link", "set", hv, "up"},
+		{"ip", "netns", "exec", h.ns, "ip", "addr", "add", inner, "dev", nv},
+		{"ip", "netns", "exec", h.ns, "ip", "link", "set", nv, "up"},
+		{"ip", "netns", "exec", h.ns, "ip", "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Skipf("cannot wire namespace %s (%s): %v: %s", h.ns, strings.Join(c, " "), err, out)
+		}
+	}
+	return h
+}
+
+// forward accepts on addr and relays every connection to the loopback
+// service at to, until the test ends: how a namespace reaches the one
+// Redis and the one PostgreSQL of this machine.
+func forward(t *testing.T, addr, to string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.DialTimeout("tcp", to, 5*time.Second)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); io.Copy(out, in); out.Close() }()
+			go func() { defer wg.Done(); io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// serveOn starts an HTTP target listening on ip only.
+func serveOn(t *testing.T, ip string) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestShardsOnHostsNamesTheHoggedOne: two shards of one run, each in a
+// network namespace with a host name of its own, meet at the Redis barrier
+// and write to the one PostgreSQL, both reached through the veth; a CPU
+// hog shares the CPU of shard 2. The merged verdict names shard 2's host.
+func TestShardsOnHostsNamesTheHoggedOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two namespaced shards and a CPU hog for ~8 s: skipped with -short")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("the hogged shard and the quiet one need a CPU each: fewer than 2 CPUs")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare not installed: a namespace cannot get a host name of its own")
+	}
+	redisURL := os.Getenv("TARE_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	ru, err := url.Parse(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := postgresDSN()
+	pu, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	defer st.Close()
+	opt, _ := redis.ParseURL(redisURL)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+
+	interfere.Exclusive(t)
+	group := fmt.Sprintf("netns-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		rows, _ := findShards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+		k := "tare:barrier:" + group
+		rdb.Del(ctx, k+":joined", k+":start", k+":next")
+	})
+
+	const shards = 2
+	hosts := make([]*netHost, shards)
+	cmds := make([]*exec.Cmd, shards)
+	outs := make([]strings.Builder, shards)
+	errs := make([]strings.Builder, shards)
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for k := range shards {
+		h := newNetHost(t, k)
+		hosts[k] = h
+		r, p := *ru, *pu
+		r.Host = forward(t, h.hostIP+":0", ru.Host)
+		p.Host = forward(t, h.hostIP+":0", pu.Host)
+		args := []string{"netns", "exec", h.ns, "unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, h.name,
+			"taskset", "-c", fmt.Sprint(k), os.Args[0],
+			"run", "--url", serveOn(t, h.hostIP) + "/", "--rate", "100/s", "--duration", "4s",
+			"--shard", fmt.Sprintf("%d/%d", k+1, shards), "--coordinate", r.String(), "--run-id", group,
+			"--db", p.String(), "--quiet", "--json", "--tick", "200ms"}
+		cmds[k] = exec.CommandContext(runCtx, "ip", args...)
+		cmds[k].Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+		cmds[k].Stdout, cmds[k].Stderr = &outs[k], &errs[k]
+	}
+	// The hog shares shard 2's CPU, at a higher priority when root.
+	interfere.Busy(t, interfere.Pinned(1)...)
+	for k, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatalf("start shard %d: %v", k+1, err)
+		}
+	}
+	for k, c := range cmds {
+		if err := c.Wait(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 { // 1: a judged run, exit 2 is an error
+				t.Fatalf("shard %d in %s: %v\n%s", k+1, hosts[k].ns, err, errs[k].String())
+			}
+		}
+	}
+
+	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Shards) != shards {
+		t.Fatalf("%d shards merged, want %d", len(s.Shards), shards)
+	}
+	for k, sh := range s.Shards {
+		t.Logf("shard %s on %s: %d requests, send lag p99 %v ms, level %s, fired %v", sh.Shard, sh.Hostname, sh.Requests, deref(sh.SendLagP99), sh.Level, sh.Fired)
+		if sh.Hostname != hosts[k].name {
+			t.Errorf("shard %s reports host %q, want %q", sh.Shard, sh.Hostname, hosts[k].name)
+		}
+	}
+	var named bool
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired && strings.Contains(sig.Detail, "shard 2/2 on host "+hosts[1].name) {
+			named = true
+		}
+	}
+	if !named || s.Verdict.Level == tare.Clean {
+		t.Errorf("the merged verdict (%s) does not name shard 2 on %s:\n%+v", s.Verdict.Level, hosts[1].name, s.Verdict.Signals)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

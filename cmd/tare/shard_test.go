@@ -1,0 +1,379 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/store"
+)
+
+func TestShardFlags(t *testing.T) {
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name                   string
+		f                      shardFlags
+		label                  string
+		wantRow, wantErrSubstr string
+	}{
+		{name: "unsharded", f: shardFlags{}, wantRow: ""},
+		{name: "explicit id", f: shardFlags{shard: "2/4", runID: "abc"}, wantRow: "abc.shard-2-of-4"},
+		{name: "derived id", f: shardFlags{shard: "1/2", startAt: "2026-11-29T14:00:05Z"}, label: "checkout",
+			wantRow: groupID("checkout", now.Add(5*time.Second)) + ".shard-1-of-2"},
+		{name: "unix start", f: shardFlags{shard: "1/2", startAt: fmt.Sprint(now.Unix() + 5)}, label: "checkout",
+			wantRow: groupID("checkout", now.Add(5*time.Second)) + ".shard-1-of-2"},
+		{name: "no id", f: shardFlags{shard: "1/2"}, wantErrSubstr: "--run-id"},
+		{name: "past start", f: shardFlags{startAt: "2026-11-29T13:00:00Z"}, wantErrSubstr: "already past"},
+		{name: "bad start", f: shardFlags{startAt: "tomorrow"}, wantErrSubstr: "RFC 3339"},
+		{name: "bad shard", f: shardFlags{shard: "5/4", runID: "x"}, wantErrSubstr: "--shard must be i/N"},
+		{name: "slash in id", f: shardFlags{shard: "1/2", runID: "a/b"}, wantErrSubstr: "--run-id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.f.plan(tt.label, now, false)
+			if tt.wantErrSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrSubstr) || tare.ErrorCode(err) != tare.EINVALID {
+					t.Fatalf("err %v; want EINVALID mentioning %q", err, tt.wantErrSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.rowID(); got != tt.wantRow {
+				t.Errorf("row id %q, want %q", got, tt.wantRow)
+			}
+		})
+	}
+}
+
+func FuzzParseInstant(f *testing.F) {
+	for _, s := range []string{"2026-11-29T14:00:00Z", "1795960800", "1795960800.25", "", "-1", "1e300", "NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := parseInstant(s); err != nil && tare.ErrorCode(err) != tare.EINVALID {
+			t.Fatalf("parseInstant(%q): %v is not EINVALID", s, err)
+		}
+	})
+}
+
+// TestShardedRunMerges runs four shards of one run at 50/s each into one
+// PostgreSQL store, starting together at --start-at, and reads the run
+// back merged: every record counted once, and the merged p99 that of all
+// records pooled.
+func TestShardedRunMerges(t *testing.T) {
+	dsn := postgresDSN()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(n.Add(1)%20) * time.Millisecond) // a spread of latencies
+	}))
+	defer srv.Close()
+
+	const shards, jobs = 4, 200
+	label := fmt.Sprintf("shards-%d", time.Now().UnixNano())
+	startAt := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	group := groupID(label, startAt)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	defer st.Close()
+	t.Cleanup(func() {
+		rows, _ := findShards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+	})
+
+	var wg sync.WaitGroup
+	errs := make([]string, shards)
+	for i := 1; i <= shards; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "200/s", "--jobs", fmt.Sprint(jobs),
+				"--shard", fmt.Sprintf("%d/%d", i, shards), "--start-at", startAt.Format(time.RFC3339Nano),
+				"--label", label, "--db", dsn, "--quiet", "--tick", "100ms")
+			if want := fmt.Sprintf("%s.shard-%d-of-%d", group, i, shards); code != 0 || !strings.Contains(stdout, want) {
+				errs[i-1] = fmt.Sprintf("shard %d: exit %d, want run %s in\n%s\n%s", i, code, want, stdout, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatal(e)
+		}
+	}
+
+	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Run.ID != group || s.Requests.Total != jobs || len(s.Shards) != shards {
+		t.Fatalf("merged run %s: %d requests over %d shards; want %s, %d over %d", s.Run.ID, s.Requests.Total, len(s.Shards), group, jobs, shards)
+	}
+	var lat []float64
+	rows, err := findShards(ctx, st, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.StartedAt.Sub(startAt).Abs() > time.Millisecond {
+			t.Errorf("%s started at %v, not at --start-at %v", r.ID, r.StartedAt, startAt)
+		}
+		st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
+			lat = append(lat, float64(res.Latency())/1e6)
+			return nil
+		})
+	}
+	slices.Sort(lat)
+	// The nearest-rank p99 of the pooled records, against the merged
+	// figure: equal within the histogram's resolution (3 significant
+	// digits, so within 0.2% with the rounding of both, and a microsecond unit).
+	pooled := lat[int(math.Ceil(0.99*float64(len(lat))))-1]
+	if s.Latency.P99 == nil || math.Abs(*s.Latency.P99-pooled) > pooled*0.002+0.001 {
+		t.Errorf("merged p99 %v ms, pooled p99 %.3f ms", s.Latency.P99, pooled)
+	}
+	t.Logf("merged p99 %.3f ms, pooled p99 %.3f ms over %d records", *s.Latency.P99, pooled, len(lat))
+
+	// compare and report read the merged run too.
+	if code, _, stderr := tareCmd(t, "compare", group, group, "--db", dsn); code == 2 {
+		t.Errorf("compare of a sharded run: exit %d: %s", code, stderr)
+	}
+}
+
+// TestMergedVerdictNamesTheShard: the shards' own verdicts, judged on
+// their own hosts, reach the merged verdict by shard and host name: one
+// whose host had steal, one whose generator was starved.
+func TestMergedVerdictNamesTheShard(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir()+"/merge.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const group = "0193-merge"
+	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	fired := map[int]tare.Signal{
+		2: {Name: "steal", Fired: true, Value: tare.Float(31), Threshold: 10, Detail: "steal was 31% of ticks"},
+		3: {Name: "generator", Fired: true, Value: tare.Float(40), Threshold: 10, Detail: "send lag p99 was 40 ms"},
+	}
+	for i := 1; i <= 3; i++ {
+		run := tare.Run{ID: fmt.Sprintf("%s.shard-%d-of-3", group, i), Label: "merge", Target: "http://127.0.0.1/",
+			Arrival: fmt.Sprintf("poisson 10/s for 20 jobs, shard %d/3", i), StartedAt: start}
+		env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
+		if err := st.CreateRun(ctx, run, env); err != nil {
+			t.Fatal(err)
+		}
+		var rs []tare.Result
+		for k := range 20 {
+			at := start.Add(time.Duration(k*300+i*100) * time.Millisecond)
+			rs = append(rs, tare.Result{Seq: uint64(k), Scheduled: at, Sent: at, Done: at.Add(time.Duration(i*k+1) * time.Millisecond)})
+		}
+		if err := st.AppendResults(ctx, run.ID, rs); err != nil {
+			t.Fatal(err)
+		}
+		s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env, Requests: tare.Requests{Total: 20, OK: 20},
+			Verdict: tare.Verdict{Level: tare.Clean}}
+		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(7*time.Second)
+		if sig, ok := fired[i]; ok {
+			s.Verdict.Level, s.Verdict.Signals = tare.Polluted, []tare.Signal{sig}
+		}
+		if err := st.FinishRun(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := findShards(ctx, st, group)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("findShards: %d rows, %v", len(rows), err)
+	}
+	s, _, err := mergeShards(ctx, st, group, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 10/s for 20 jobs" {
+		t.Errorf("merged: %d requests, level %s, arrival %q", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
+	}
+	var details []string
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired {
+			details = append(details, sig.Detail)
+		}
+	}
+	all := strings.Join(details, "\n")
+	for _, want := range []string{"shard 2/3 on host host-2: steal", "shard 3/3 on host host-3: send lag"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the merged verdict does not say %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "host-1") {
+		t.Errorf("the quiet shard is blamed:\n%s", all)
+	}
+	if got := s.Shards[1]; got.Hostname != "host-2" || got.Level != tare.Polluted || !slices.Equal(got.Fired, []string{"steal"}) {
+		t.Errorf("shard 2's line: %+v", got)
+	}
+}
+
+// TestMergeRefusesSkewedClocks: a shard whose clock was further off the
+// coordinating Redis than the tolerance is not merged, and the error names
+// it; within the tolerance its records move onto the Redis clock.
+func TestMergeRefusesSkewedClocks(t *testing.T) {
+	tests := []struct {
+		name    string
+		offset  string // shard 2's offset at start and end, ms
+		wantErr string
+	}{
+		{name: "in tolerance", offset: "20.000"},
+		{name: "skewed", offset: "120.000", wantErr: "shard 2/2 on host host-2 had its clock 120ms off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, t.TempDir()+"/clock.db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+			for i := 1; i <= 2; i++ {
+				run := tare.Run{ID: fmt.Sprintf("g.shard-%d-of-2", i), StartedAt: start, Config: map[string]string{
+					configClockStart: "0.000", configClockEnd: "0.000"}}
+				if i == 2 {
+					run.Config[configClockStart], run.Config[configClockEnd] = tt.offset, tt.offset
+				}
+				env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
+				if err := st.CreateRun(ctx, run, env); err != nil {
+					t.Fatal(err)
+				}
+				at := start.Add(time.Second)
+				st.AppendResults(ctx, run.ID, []tare.Result{{Scheduled: at, Sent: at, Done: at.Add(5 * time.Millisecond)}})
+				s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env}
+				s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(2*time.Second)
+				if err := st.FinishRun(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rows, _ := findShards(ctx, st, "g")
+			s, _, err := mergeShards(ctx, st, "g", rows)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("merged despite the skew: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Latency.Max == nil || math.Abs(*s.Latency.Max-5) > 0.01 {
+				t.Errorf("latency max %v ms: the shift changed a latency", s.Latency.Max)
+			}
+		})
+	}
+}
+
+// TestCoordinatedShards: three shards started with the same command meet
+// at a Redis barrier, take indexes 1..3, start at one instant, record
+// their clock offsets, and read back as one run.
+func TestCoordinatedShards(t *testing.T) {
+	redisURL := os.Getenv("TARE_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	dsn := postgresDSN()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	defer st.Close()
+	group := fmt.Sprintf("coord-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		rows, _ := findShards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+	})
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	t.Cleanup(func() {
+		k := "tare:barrier:" + group
+		rdb.Del(ctx, k+":joined", k+":start", k+":next")
+	})
+	const shards = 3
+	var wg sync.WaitGroup
+	errs := make([]string, shards)
+	for i := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "150/s", "--jobs", "90",
+				"--coordinate", redisURL, "--shards", fmt.Sprint(shards), "--run-id", group,
+				"--db", dsn, "--quiet", "--tick", "100ms")
+			if code != 0 {
+				errs[i] = fmt.Sprintf("exit %d:\n%s\n%s", code, stdout, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatal(e)
+		}
+	}
+	rows, err := findShards(ctx, st, group)
+	if err != nil || len(rows) != shards {
+		t.Fatalf("%d shard rows, %v", len(rows), err)
+	}
+	// Each shard starts at the agreed Redis instant less its own measured
+	// offset: the starts agree within the offsets' error bounds, RTT/2
+	// each, plus the microsecond they are recorded to.
+	var bound time.Duration
+	for _, r := range rows {
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := shardClock(s.Run); !ok || s.Run.Config[configClockEnd] == "" {
+			t.Fatalf("%s recorded no clock offsets: %v", r.ID, s.Run.Config)
+		}
+		rtt, _ := strconv.ParseFloat(s.Run.Config[configClockRTT], 64)
+		bound += time.Duration(rtt*float64(time.Millisecond))/2 + time.Microsecond
+	}
+	for _, r := range rows {
+		if d := r.StartedAt.Sub(rows[0].StartedAt).Abs(); d > bound {
+			t.Errorf("%s started %v apart from %s; the clock readings bound it to %v", r.ID, d, rows[0].ID, bound)
+		}
+	}
+	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
+	var s tare.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || s.Requests.Total != 90 {
+		t.Fatalf("runs show: exit %d, %d requests: %s", code, s.Requests.Total, stderr)
+	}
+}

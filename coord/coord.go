@@ -1,0 +1,167 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tare-dev/tare"
+)
+
+// DefaultLead is how far after the last join the agreed start lies: long
+// enough for every shard to read the start key at the poll interval and
+// measure its clock.
+const DefaultLead = 2 * time.Second
+
+// DefaultTTL bounds how long a barrier's keys outlive their run, so a
+// crashed shard leaves nothing behind for long.
+const DefaultTTL = 10 * time.Minute
+
+// afterStart is how long a barrier's keys live past its start instant.
+const afterStart = 30 * time.Second
+
+// poll is how often a waiting shard reads the start key.
+const poll = 50 * time.Millisecond
+
+// ErrStale is wrapped when a barrier's start instant already passed: the
+// key belongs to an earlier run with the same id.
+var ErrStale = errors.New("barrier already used")
+
+// Clock is one reading of the offset between this host and the Redis
+// server.
+type Clock struct {
+	Offset time.Duration // Redis TIME − the local midpoint of the call
+	RTT    time.Duration // the round trip; |error| ≤ RTT/2
+	At     time.Time     // local midpoint of the reading
+}
+
+// Offset measures the clock offset against Redis TIME: the best of n
+// readings, the one with the shortest round trip, whose error bound is
+// the tightest.
+func Offset(ctx context.Context, rdb *redis.Client, n int) (Clock, error) {
+	var best Clock
+	for i := range max(n, 1) {
+		t0 := time.Now()
+		rt, err := rdb.Time(ctx).Result()
+		t1 := time.Now()
+		if err != nil {
+			return Clock{}, fmt.Errorf("read redis TIME: %w", err)
+		}
+		rtt := t1.Sub(t0)
+		mid := t0.Add(rtt / 2)
+		c := Clock{Offset: rt.Sub(mid), RTT: rtt, At: mid}
+		if i == 0 || c.RTT < best.RTT {
+			best = c
+		}
+	}
+	return best, nil
+}
+
+// Barrier is one run's meeting point.
+type Barrier struct {
+	RDB   *redis.Client
+	Key   string        // the run's key prefix, like "tare:barrier:<run id>"
+	Count int           // N, the shards to wait for
+	Lead  time.Duration // DefaultLead when zero
+	TTL   time.Duration // DefaultTTL when zero
+}
+
+// Start is the agreed start of a run, in both clocks.
+type Start struct {
+	Redis time.Time // as the Redis server's clock has it: the same for every shard
+	Local time.Time // in this host's clock: Redis − clock.Offset
+}
+
+// Join adds shard index (1..Count) to the barrier and waits until all
+// Count have joined; it returns the agreed start instant. It returns ctx's error when
+// ctx ends first, and an error wrapping ErrStale when the barrier's start
+// already passed.
+func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, error) {
+	lead, ttl := b.Lead, b.TTL
+	if lead <= 0 {
+		lead = DefaultLead
+	}
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	members, start := b.Key+":joined", b.Key+":start"
+	pipe := b.RDB.TxPipeline()
+	pipe.SAdd(ctx, members, index)
+	pipe.Expire(ctx, members, ttl)
+	card := pipe.SCard(ctx, members)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Start{}, fmt.Errorf("join barrier %q: %w", b.Key, err)
+	}
+	if int(card.Val()) >= b.Count {
+		now, err := b.RDB.Time(ctx).Result()
+		if err != nil {
+			return Start{}, fmt.Errorf("join barrier %q: read redis TIME: %w", b.Key, err)
+		}
+		// Once the start is set, the keys need only outlive the lead and
+		// the slowest reader: a rerun under the same key soon after works.
+		keep := lead + afterStart
+		at := now.Add(lead).UnixNano()
+		pipe := b.RDB.TxPipeline()
+		pipe.SetNX(ctx, start, strconv.FormatInt(at, 10), keep)
+		pipe.Expire(ctx, members, keep)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return Start{}, fmt.Errorf("join barrier %q: set start: %w", b.Key, err)
+		}
+	}
+	return b.wait(ctx, start, clock)
+}
+
+// wait polls the start key until it is set.
+func (b *Barrier) wait(ctx context.Context, start string, clock Clock) (Start, error) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		v, err := b.RDB.Get(ctx, start).Result()
+		switch {
+		case err == nil:
+			ns, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil {
+				return Start{}, tare.Errorf(tare.EINVALID, "barrier %q: start key holds %q, not Unix nanoseconds", start, v)
+			}
+			agreed := time.Unix(0, ns)
+			local := agreed.Add(-clock.Offset)
+			if time.Since(local) > time.Second {
+				return Start{}, fmt.Errorf("barrier %q started at %s: %w (give another run id, or wait %s for its keys to expire)",
+					b.Key, local.UTC().Format(time.RFC3339), ErrStale, afterStart)
+			}
+			return Start{Redis: agreed, Local: local}, nil
+		case !errors.Is(err, redis.Nil):
+			return Start{}, fmt.Errorf("wait at barrier %q: %w", b.Key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return Start{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Index hands out shard indexes 1, 2, … in the order shards ask, for
+// shards started with identical commands (a Kubernetes indexed Job or N
+// copies of one script): the counter lives beside the barrier and
+// expires with it.
+func (b *Barrier) Index(ctx context.Context) (int, error) {
+	ttl := b.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	pipe := b.RDB.TxPipeline()
+	n := pipe.Incr(ctx, b.Key+":next")
+	pipe.Expire(ctx, b.Key+":next", ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("take a shard index at %q: %w", b.Key, err)
+	}
+	if int(n.Val()) > b.Count {
+		return 0, tare.Errorf(tare.EINVALID, "barrier %q already has its %d shards: a shard too many was started, or the key is left from an earlier run (give another run id)", b.Key, b.Count)
+	}
+	return int(n.Val()), nil
+}

@@ -1,0 +1,146 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func client(t *testing.T) *redis.Client {
+	t.Helper()
+	u := os.Getenv("TARE_REDIS_URL")
+	if u == "" {
+		u = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatalf("TARE_REDIS_URL %q: %v", u, err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Skipf("no Redis at %s: %v", u, err)
+	}
+	return rdb
+}
+
+// key is a barrier key of this test alone, deleted when it ends.
+func key(t *testing.T, rdb *redis.Client) string {
+	k := fmt.Sprintf("tare:test:barrier:%s:%d", t.Name(), time.Now().UnixNano())
+	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next") })
+	return k
+}
+
+// TestOffsetAgainstOwnClock: Redis on this host shares its clock, so the
+// offset must lie within the reading's own error bound, RTT/2, plus the
+// microsecond TIME is given in.
+func TestOffsetAgainstOwnClock(t *testing.T) {
+	rdb := client(t)
+	c, err := Offset(context.Background(), rdb, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("offset %v, rtt %v", c.Offset, c.RTT)
+	if c.Offset.Abs() > c.RTT/2+time.Microsecond {
+		t.Errorf("offset %v exceeds its own bound rtt/2 = %v", c.Offset, c.RTT/2)
+	}
+}
+
+func TestBarrierStartsAllTogether(t *testing.T) {
+	rdb := client(t)
+	k := key(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 4
+	starts := make([]Start, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 30 * time.Millisecond) // joins apart
+			b := Barrier{RDB: rdb, Key: k, Count: n, Lead: 300 * time.Millisecond}
+			starts[i], errs[i] = b.Join(ctx, i+1, Clock{})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("shard %d: %v", i+1, errs[i])
+		}
+		if !starts[i].Local.Equal(starts[0].Local) {
+			t.Errorf("shard %d starts at %v, shard 1 at %v", i+1, starts[i], starts[0])
+		}
+	}
+}
+
+func TestBarrierWaitsForAll(t *testing.T) {
+	rdb := client(t)
+	k := key(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	b := Barrier{RDB: rdb, Key: k, Count: 2}
+	if _, err := b.Join(ctx, 1, Clock{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("one of two shards went ahead: %v", err)
+	}
+	// The same shard joining twice is still one shard.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if _, err := b.Join(ctx2, 1, Clock{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a shard joining twice completed the barrier: %v", err)
+	}
+}
+
+func TestBarrierStale(t *testing.T) {
+	rdb := client(t)
+	k := key(t, rdb)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Minute).UnixNano()
+	rdb.Set(ctx, k+":start", strconv.FormatInt(past, 10), time.Minute)
+	b := Barrier{RDB: rdb, Key: k, Count: 1}
+	if _, err := b.Join(ctx, 1, Clock{}); !errors.Is(err, ErrStale) {
+		t.Fatalf("a passed start was taken: %v", err)
+	}
+}
+
+// TestBarrierConvertsToLocalClock: a shard whose clock is 5 s behind
+// Redis's (offset +5 s) starts 5 s earlier by its own clock.
+func TestBarrierConvertsToLocalClock(t *testing.T) {
+	rdb := client(t)
+	k := key(t, rdb)
+	ctx := context.Background()
+	at := time.Now().Add(10 * time.Second)
+	rdb.Set(ctx, k+":start", strconv.FormatInt(at.UnixNano(), 10), time.Minute)
+	b := Barrier{RDB: rdb, Key: k, Count: 1}
+	got, err := b.Join(ctx, 1, Clock{Offset: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := at.Add(-5 * time.Second); !got.Local.Equal(want) || !got.Redis.Equal(time.Unix(0, at.UnixNano())) {
+		t.Errorf("local start %v, want %v", got, want)
+	}
+}
+
+func TestBarrierIndex(t *testing.T) {
+	rdb := client(t)
+	k := key(t, rdb)
+	b := Barrier{RDB: rdb, Key: k, Count: 2}
+	for want := 1; want <= 2; want++ {
+		if got, err := b.Index(context.Background()); err != nil || got != want {
+			t.Fatalf("index %d, %v; want %d", got, err, want)
+		}
+	}
+	if _, err := b.Index(context.Background()); err == nil {
+		t.Error("a third shard of two got an index")
+	}
+}
