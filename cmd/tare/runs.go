@@ -119,6 +119,21 @@ func listRuns(ctx context.Context, w io.Writer, st tare.Store, runs []tare.Run) 
 	return tw.Flush()
 }
 
+// openRun opens the store and finds the run arg names; the caller closes
+// the store.
+func (f *storeFlags) openRun(ctx context.Context, arg string) (tare.Store, string, error) {
+	st, err := f.open(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := resolveRun(ctx, st, arg)
+	if err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, id, nil
+}
+
 // resolveRun finds the one stored run whose id starts with prefix.
 func resolveRun(ctx context.Context, st tare.Store, prefix string) (string, error) {
 	if prefix == "" {
@@ -156,15 +171,11 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 		Short: "Print a stored run's summary and verdict as tare run printed them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := sf.open(cmd.Context())
+			st, id, err := sf.openRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			id, err := resolveRun(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
 			s, ticks, err := findMerged(cmd.Context(), st, id)
 			if err != nil {
 				return err
@@ -195,15 +206,11 @@ flat memory, whatever the run's size.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := sf.open(ctx)
+			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			id, err := resolveRun(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
 			s, err := st.FindSummary(ctx, id)
 			if err != nil {
 				return err
@@ -356,15 +363,11 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := sf.open(ctx)
+			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			id, err := resolveRun(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
 			if !yes {
 				s, err := st.FindSummary(ctx, id)
 				if err != nil {
