@@ -368,8 +368,18 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			// A sharded run is stored as one row per shard: all go.
+			ids := []string{id}
+			if rows, err := findShards(ctx, st, id); err != nil {
+				return err
+			} else if len(rows) > 0 {
+				ids = ids[:0]
+				for _, r := range rows {
+					ids = append(ids, r.ID)
+				}
+			}
 			if !yes {
-				s, err := st.FindSummary(ctx, id)
+				s, _, err := findMerged(ctx, st, id)
 				if err != nil {
 					return err
 				}
@@ -380,7 +390,13 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 					return &exitError{code: 1, reason: "not deleted"}
 				}
 			}
-			if err := st.DeleteRun(ctx, id); err != nil {
+			for _, rowID := range ids {
+				if err := st.DeleteRun(ctx, rowID); err != nil {
+					return err
+				}
+			}
+			if len(ids) > 1 {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted run %s (%d shards)\n", id, len(ids))
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted run %s\n", id)

@@ -161,6 +161,13 @@ func TestShardedRunMerges(t *testing.T) {
 	if code, _, stderr := tareCmd(t, "compare", group, group, "--db", dsn); code == 2 {
 		t.Errorf("compare of a sharded run: exit %d: %s", code, stderr)
 	}
+	// Deleting the run deletes every shard's row.
+	if code, stdout, stderr := tareCmd(t, "runs", "delete", "--yes", group, "--db", dsn); code != 0 || !strings.Contains(stdout, "4 shards") {
+		t.Errorf("delete of a sharded run: exit %d: %s%s", code, stdout, stderr)
+	}
+	if rows, err := findShards(ctx, st, group); err != nil || len(rows) != 0 {
+		t.Errorf("after delete, %d shard rows remain (%v)", len(rows), err)
+	}
 }
 
 // TestMergedVerdictNamesTheShard: the shards' own verdicts, judged on
