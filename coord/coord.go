@@ -43,22 +43,11 @@ type Clock struct {
 // readings, the one with the shortest round trip, whose error bound is
 // the tightest.
 func Offset(ctx context.Context, rdb *redis.Client, n int) (Clock, error) {
-	var best Clock
-	for i := range max(n, 1) {
-		t0 := time.Now()
-		rt, err := rdb.Time(ctx).Result()
-		t1 := time.Now()
-		if err != nil {
-			return Clock{}, fmt.Errorf("read redis TIME: %w", err)
-		}
-		rtt := t1.Sub(t0)
-		mid := t0.Add(rtt / 2)
-		c := Clock{Offset: rt.Sub(mid), RTT: rtt, At: mid}
-		if i == 0 || c.RTT < best.RTT {
-			best = c
-		}
+	off, rtt, at, err := tare.MeasureOffset(time.Now, func() (time.Time, error) { return rdb.Time(ctx).Result() }, n)
+	if err != nil {
+		return Clock{}, fmt.Errorf("read redis TIME: %w", err)
 	}
-	return best, nil
+	return Clock{Offset: off, RTT: rtt, At: at}, nil
 }
 
 // Barrier is one run's meeting point.

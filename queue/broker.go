@@ -69,6 +69,9 @@ type Broker interface {
 	Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error)
 	// Depth returns the queue's backlog now.
 	Depth(ctx context.Context) (Depth, error)
+	// Time reads the broker's clock, the one clock every host of a run
+	// shares: workers and generators measure their offsets against it.
+	Time(ctx context.Context) (time.Time, error)
 
 	// Stop tells the queue's workers to stop: they finish what they hold
 	// and exit. The signal stays until Cleanup.
@@ -203,4 +206,14 @@ func WaitWorkers(ctx context.Context, b Broker, poll time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// ClockOffset measures the broker's clock minus the local one (now),
+// best of n round trips (tare.MeasureOffset).
+func ClockOffset(ctx context.Context, b Broker, now func() time.Time, n int) (offset, rtt time.Duration, err error) {
+	offset, rtt, _, err = tare.MeasureOffset(now, func() (time.Time, error) { return b.Time(ctx) }, n)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the clock of queue %q: %w", b.Queue(), err)
+	}
+	return offset, rtt, nil
 }

@@ -50,6 +50,10 @@ type Result struct {
 	Status      string    // StatusOK or StatusError
 	Error       string    // the failure kind when Status is StatusError ("timeout", "http 503", …)
 	Deliveries  int       // how many times the job was delivered (1 = once)
+	// ClockOffset is the broker's clock minus the worker's, as the worker
+	// measured it (Broker.Time, best of a few round trips); 0 when unknown.
+	// The generator moves the worker's stamps onto its own clock with it.
+	ClockOffset time.Duration
 }
 
 // OK reports whether the job succeeded.
@@ -72,6 +76,7 @@ const (
 	fieldStatus      = "status"
 	fieldError       = "error"
 	fieldDeliveries  = "deliveries"
+	fieldClockOffset = "clock_offset"
 )
 
 // fields encodes a job as stream entry fields.
@@ -100,6 +105,7 @@ func (r Result) fields() map[string]string {
 		fieldStatus:      r.Status,
 		fieldError:       r.Error,
 		fieldDeliveries:  strconv.Itoa(r.Deliveries),
+		fieldClockOffset: strconv.FormatInt(int64(r.ClockOffset), 10),
 	}
 }
 
@@ -134,6 +140,7 @@ func parseResult(f map[string]string) (Result, error) {
 		Status:      p.required(fieldStatus),
 		Error:       f[fieldError],
 		Deliveries:  p.count(fieldDeliveries, 1),
+		ClockOffset: p.offset(fieldClockOffset),
 	}
 	switch r.TokenSource {
 	case "", TokensUsage, TokensCounted:
@@ -209,6 +216,21 @@ func (p *fieldParser) count(field string, def int) int {
 		return def
 	}
 	return n
+}
+
+// offset decodes a signed count of nanoseconds, 0 when the field is
+// missing or empty.
+func (p *fieldParser) offset(field string) time.Duration {
+	v := p.f[field]
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		p.fail(field, v, errors.New("want an integer of nanoseconds, signed"))
+		return 0
+	}
+	return time.Duration(n)
 }
 
 // unixNano encodes t as unix nanoseconds, "0" for the zero time.

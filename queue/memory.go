@@ -289,6 +289,9 @@ func (m *Memory) Results(ctx context.Context, cursor string, limit int, block ti
 	}
 }
 
+// Time is the broker's clock.
+func (m *Memory) Time(ctx context.Context) (time.Time, error) { return m.now(), nil }
+
 // Depth returns the backlog now.
 func (m *Memory) Depth(ctx context.Context) (Depth, error) {
 	m.mu.Lock()

@@ -413,6 +413,15 @@ func (r *Redis) checkEpoch(ctx context.Context) error {
 	return fmt.Errorf("read results of queue %q: %w (the server restarted or the queue was cleaned up)", r.queue, ErrLost)
 }
 
+// Time is the Redis server's clock (TIME).
+func (r *Redis) Time(ctx context.Context) (time.Time, error) {
+	t, err := r.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis TIME: %w", err)
+	}
+	return t, nil
+}
+
 // Depth reads the group's lag and pending count (XINFO GROUPS), the oldest
 // pending entry (XPENDING) and the server's clock (TIME).
 func (r *Redis) Depth(ctx context.Context) (Depth, error) {

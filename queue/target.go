@@ -53,10 +53,13 @@ type TargetConfig struct {
 // Stats().Duplicates and not reported again; a job with no result when Do's
 // context ends is recorded as KindUnfinished, never dropped.
 //
-// Worker stamps (Started, FirstByte, Done) are the worker's clock. When
-// workers run on other machines their clocks must agree with this one;
-// Stats().Skewed counts results whose stamps fall outside the job's
-// [enqueue, receipt] interval, which only disagreeing clocks produce.
+// Worker stamps (Started, FirstByte, Done) are taken on the worker's clock.
+// A worker that reports its offset against the broker's clock (as tare
+// worker does) has its stamps moved onto this generator's clock, through
+// the broker's: queue wait across hosts is then right to within the two
+// measurements' round trips. Stats().Skewed counts results whose stamps
+// still fall outside the job's [enqueue, receipt] interval, which only
+// disagreeing clocks produce.
 type Target struct {
 	b         Broker
 	runID     string
@@ -74,6 +77,7 @@ type Target struct {
 	matched seqSet             // jobs reported with their result
 	settled seqSet             // jobs reported without one (unfinished, unavailable)
 	stats   TargetStats
+	offset  time.Duration // the broker's clock − this generator's, measured when the reader starts
 }
 
 // waiter is one Do call waiting for its job's result.
@@ -85,8 +89,9 @@ type waiter struct {
 // outcome is what a waiting Do receives: a worker's result, or a kind the
 // Target decided on.
 type outcome struct {
-	res  Result
-	kind string
+	res         Result
+	kind        string
+	localOffset time.Duration // the broker's clock − the generator's, to move worker stamps with
 }
 
 // TargetStats counts what the Target saw besides the results it reported.
@@ -267,6 +272,15 @@ func fill(res *tare.Result, o outcome) {
 	res.Started = r.Start
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
+	if r.ClockOffset != 0 {
+		// worker clock → broker clock → generator clock.
+		shift := r.ClockOffset - o.localOffset
+		res.Started = r.Start.Add(shift)
+		if !r.FirstToken.IsZero() {
+			res.FirstByte = r.FirstToken.Add(shift)
+		}
+		res.Done = r.Done.Add(shift)
+	}
 	res.Worker = r.Worker
 	res.Deliveries = r.Deliveries
 	res.OutputTokens = r.TokensOut
@@ -289,6 +303,11 @@ const (
 // dispatches them.
 func (t *Target) read(ctx context.Context) {
 	defer close(t.done)
+	if off, _, err := ClockOffset(ctx, t.b, time.Now, 3); err == nil {
+		t.mu.Lock()
+		t.offset = off
+		t.mu.Unlock()
+	}
 	cursor := ""
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
@@ -342,10 +361,13 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		t.stats.Matched++
 		// Stamps compared by wall clock: the worker's carry no monotonic
 		// reading.
-		if r.Start.Before(w.sent.Round(0)) || r.Done.After(received.Round(0)) {
+		o := outcome{res: r, localOffset: t.offset}
+		var check tare.Result
+		fill(&check, o)
+		if check.Started.Before(w.sent.Round(0)) || check.Done.After(received.Round(0)) {
 			t.stats.Skewed++
 		}
-		w.ch <- outcome{res: r}
+		w.ch <- o
 	case t.matched.has(seq):
 		t.stats.Duplicates++
 	default:

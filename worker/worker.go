@@ -193,6 +193,7 @@ type Worker struct {
 	inflight map[string]struct{} // delivery ids being worked on, touched every heartbeat
 
 	fetched, claimed, done, failed, abandoned, superseded atomic.Int64
+	clockOffset                                           atomic.Int64 // broker clock − ours, ns; stamped on every result
 }
 
 // Stats counts a worker's jobs so far.
@@ -260,7 +261,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("register worker %q on queue %q: %w", cfg.Name, w.b.Queue(), err)
 	}
 	log := cfg.Log.With("worker", cfg.Name, "queue", w.b.Queue())
-	log.Info("worker started", "concurrency", cfg.Concurrency, "claim_idle", cfg.ClaimIdle)
+	w.measureClock(ctx, log)
+	log.Info("worker started", "concurrency", cfg.Concurrency, "claim_idle", cfg.ClaimIdle, "clock_offset", time.Duration(w.clockOffset.Load()))
 
 	// Shutdown is a fixed sequence: stop closes, the fetch loop returns,
 	// jobs in flight finish (or are cancelled after Grace), housekeeping
@@ -409,6 +411,7 @@ func (w *Worker) housekeep(ctx context.Context, info queue.WorkerInfo, ttl time.
 				requestStop()
 			}
 		case <-beat.C:
+			w.measureClock(ctx, log)
 			if err := w.b.Register(ctx, info, ttl); err != nil {
 				log.Warn("refreshing the registration failed", "err", err)
 			}
@@ -419,6 +422,18 @@ func (w *Worker) housekeep(ctx context.Context, info queue.WorkerInfo, ttl time.
 			}
 		}
 	}
+}
+
+// measureClock measures the broker's clock against the worker's, so the
+// generator can put this worker's stamps on its own clock: queue wait
+// across hosts means nothing without it. A failed reading keeps the last.
+func (w *Worker) measureClock(ctx context.Context, log *slog.Logger) {
+	off, _, err := queue.ClockOffset(ctx, w.b, w.cfg.Now, 3)
+	if err != nil {
+		log.Warn("measuring the clock offset failed", "err", err)
+		return
+	}
+	w.clockOffset.Store(int64(off))
 }
 
 func (w *Worker) inflightIDs() []string {
@@ -456,6 +471,7 @@ func (w *Worker) process(ctx context.Context, d queue.Delivery, log *slog.Logger
 		Start:      w.cfg.Now(),
 		Deliveries: d.Count,
 	}
+	res.ClockOffset = time.Duration(w.clockOffset.Load())
 	switch {
 	case d.Err != nil:
 		log.Warn("job entry cannot be decoded", "entry", d.ID, "err", d.Err)

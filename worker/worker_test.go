@@ -400,3 +400,38 @@ func TestBrokerClosedAtStart(t *testing.T) {
 		t.Errorf("Run on a closed broker = %v, want an error wrapping ErrClosed", err)
 	}
 }
+
+// TestSkewedWorkerClock: a worker whose clock runs 5 s ahead (another host
+// without NTP) reports its offset against the broker's clock, and the
+// generator moves its stamps onto its own: queue wait stays small and
+// positive, and no result counts as skewed.
+func TestSkewedWorkerClock(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b queue.Broker) {
+		const skew = 5 * time.Second
+		ahead := func() time.Time { return time.Now().Add(skew) }
+		model := worker.ModelFunc(func(ctx context.Context, prompt string, maxTokens int) (worker.Completion, error) {
+			return worker.Completion{FirstToken: ahead(), OutputTokens: maxTokens, TokenSource: queue.TokensCounted}, nil
+		})
+		tg := newTarget(t, b, queue.TargetConfig{MaxTokens: 3})
+		cfg := fast("skewed")
+		cfg.Now = ahead
+		r := start(t, b, model, cfg)
+		for _, res := range doAll(testContext(t), tg, 10) {
+			if !res.OK() {
+				t.Fatalf("job %d: %q", res.Seq, res.Err)
+			}
+			if w := res.QueueWait(); w < 0 || w > time.Second {
+				t.Errorf("job %d: queue wait %v with a worker 5 s ahead; want the skew taken out", res.Seq, w)
+			}
+			if res.Done.Before(res.Started) || res.FirstByte.Before(res.Started) {
+				t.Errorf("job %d: started %v first token %v done %v: out of order", res.Seq, res.Started, res.FirstByte, res.Done)
+			}
+		}
+		if err := r.stop(t); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if s := tg.Stats().Skewed; s != 0 {
+			t.Errorf("%d results counted skewed after the correction", s)
+		}
+	})
+}
