@@ -2,6 +2,7 @@ package modelsim
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -55,6 +56,11 @@ func (b burner) burn(ctx context.Context, seed uint64, d time.Duration) (uint64,
 			return x, ctx.Err()
 		default:
 		}
+		// Yield between slices, as the kernel preempts a model in a process
+		// of its own: in tare demo the model shares tare's Go scheduler,
+		// and a burn holding its P for a whole time slice would make the
+		// load generator's pacer beside it late.
+		runtime.Gosched()
 	}
 	return x, nil
 }
