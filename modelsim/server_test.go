@@ -2,27 +2,22 @@ package modelsim
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/goldenfile"
 	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -50,23 +45,6 @@ func do(t *testing.T, h http.Handler, method, path, body string) *httptest.Respo
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
 	return rec
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
 }
 
 func TestGolden(t *testing.T) {
@@ -116,7 +94,7 @@ func TestGolden(t *testing.T) {
 			if rec.Code != tt.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
 			}
-			golden(t, tt.name, rec.Body.Bytes())
+			goldenfile.Check(t, tt.name, rec.Body.Bytes())
 		})
 	}
 }

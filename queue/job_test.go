@@ -2,35 +2,14 @@ package queue
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs (run go test -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
 
 // TestWireGolden pins the wire format that docs/job-protocol.md documents
 // and workers in other languages rely on.
@@ -47,7 +26,7 @@ func TestWireGolden(t *testing.T) {
 	b.WriteString(formatFields(res.fields()))
 	b.WriteString("\n# result entry, failed after a redelivery\n")
 	b.WriteString(formatFields(failed.fields()))
-	golden(t, "wire.golden.txt", []byte(b.String()))
+	goldenfile.Check(t, "wire.golden.txt", []byte(b.String()))
 }
 
 func TestJobRoundTrip(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
 
 // comparison is a three-window protocol laid out as stats.Compare and
@@ -54,11 +55,11 @@ func TestCompareGolden(t *testing.T) {
 	if err := CompareText(&txt, c); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.golden.txt", txt.Bytes())
+	goldenfile.Check(t, "compare.golden.txt", txt.Bytes())
 	if err := CompareJSON(&js, c); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.golden.json", js.Bytes())
+	goldenfile.Check(t, "compare.golden.json", js.Bytes())
 
 	// A sweep protocol: capacity in requests per second, runs without
 	// windows: the best and worst run.
@@ -69,7 +70,7 @@ func TestCompareGolden(t *testing.T) {
 	if err := CompareText(&txt, c); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare-sweep.golden.txt", txt.Bytes())
+	goldenfile.Check(t, "compare-sweep.golden.txt", txt.Bytes())
 }
 
 func TestSweepGolden(t *testing.T) {
@@ -91,9 +92,9 @@ func TestSweepGolden(t *testing.T) {
 	if err := SweepText(&txt, s); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sweep.golden.txt", txt.Bytes())
+	goldenfile.Check(t, "sweep.golden.txt", txt.Bytes())
 	if err := SweepJSON(&js, s); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sweep.golden.json", js.Bytes())
+	goldenfile.Check(t, "sweep.golden.json", js.Bytes())
 }

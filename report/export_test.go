@@ -13,6 +13,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
 
 var exportStart = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
@@ -64,8 +65,8 @@ func export(t *testing.T, format string, results []tare.Result) []byte {
 
 func TestExportGolden(t *testing.T) {
 	results := seededResults(40)
-	golden(t, "records.golden.jsonl", export(t, FormatJSONL, results))
-	golden(t, "records.golden.csv", export(t, FormatCSV, results))
+	goldenfile.Check(t, "records.golden.jsonl", export(t, FormatJSONL, results))
+	goldenfile.Check(t, "records.golden.csv", export(t, FormatCSV, results))
 }
 
 func TestJSONLRoundTrip(t *testing.T) {

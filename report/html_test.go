@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
 
 // dataPart returns the JSON of a report's data part, as HTML wrote it.
@@ -82,7 +83,7 @@ func TestHTMLDataGolden(t *testing.T) {
 	run, _ := seeded.build(t)
 	html := render(t, Page{Runs: []*Run{run}})
 	saveOut(t, "seeded.html", html)
-	golden(t, "report.golden.json", readable(t, dataPart(t, html)))
+	goldenfile.Check(t, "report.golden.json", readable(t, dataPart(t, html)))
 }
 
 // htmlComparison is three windows of the same load: a stolen peak, a quiet
@@ -134,7 +135,7 @@ func htmlComparison(t *testing.T) *Comparison {
 func TestHTMLComparisonGolden(t *testing.T) {
 	c := htmlComparison(t)
 	html := render(t, Page{Comparison: c})
-	golden(t, "html-compare.golden.json", readable(t, dataPart(t, html)))
+	goldenfile.Check(t, "html-compare.golden.json", readable(t, dataPart(t, html)))
 	var runs []*Run
 	for _, w := range c.Windows {
 		runs = append(runs, w.Run)

@@ -2,35 +2,13 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 	"github.com/tare-dev/tare/judge"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // fixture is a run of 10 ticks with a flat load; steal, run delay and
 // p95 per tick come from the case.
@@ -97,12 +75,12 @@ func TestTextGolden(t *testing.T) {
 			if err := Text(&buf, s, ticks...); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name+".golden.txt", buf.Bytes())
+			goldenfile.Check(t, tt.name+".golden.txt", buf.Bytes())
 			buf.Reset()
 			if err := JSON(&buf, s); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name+".golden.json", buf.Bytes())
+			goldenfile.Check(t, tt.name+".golden.json", buf.Bytes())
 		})
 	}
 }

@@ -1,21 +1,16 @@
 package stats
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // queueRun is a seeded synthetic run of the reference topology: Poisson jobs
 // at 10/s for 30 s through a queue to a model, with the host stolen from in
@@ -126,19 +121,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("marshal: %v", err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join("testdata", "queue-run.golden.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatalf("update golden: %v", err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update after checking the change):\n%s", path, got)
-	}
+	goldenfile.Check(t, "queue-run.golden.json", got)
 
 	// The story the file tells, checked in words: the stolen seconds are
 	// polluted and outside the clean percentiles, and steal or queue depth

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -19,8 +18,6 @@ import (
 
 	"github.com/tare-dev/tare"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) {
 	// The interrupted-run test re-executes this binary as the writer it

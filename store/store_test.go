@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 )
 
 func TestCreateFindRuns(t *testing.T) {
@@ -503,27 +504,8 @@ func TestUnfinishedSummary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "unfinished_summary.golden.json", append(got, '\n'))
+		goldenfile.Check(t, "unfinished_summary.golden.json", append(got, '\n'))
 	})
-}
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update to accept)\n got:\n%s\nwant:\n%s", path, got, want)
-	}
 }
 
 func TestRedactsStoredConfig(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,11 +13,10 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/goldenfile"
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/modelsim"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // tare runs the command line in-process and returns its exit status and
 // what it printed.
@@ -32,20 +30,7 @@ func tareCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/tare -update creates it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Check(t, name, []byte(got))
 }
 
 // TestGoldenCLI pins the output of the invocations whose output does not
