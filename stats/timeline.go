@@ -45,10 +45,22 @@ func (r *Recorder) Closed() int { return r.firstOpen }
 // latest ticks grow as their requests finish; percentiles of ticks still open
 // are read from their live histograms. Each call returns fresh values the
 // caller may keep.
-func (r *Recorder) Ticks() []tare.Tick {
-	out := make([]tare.Tick, len(r.ticks))
+func (r *Recorder) Ticks() []tare.Tick { return r.TicksBetween(0, len(r.ticks)) }
+
+// TicksBetween returns ticks from to to (exclusive) of the timeline, as
+// Ticks would, building only those: a caller that streams the closed ticks
+// of a long run as they close does not copy the whole timeline each time.
+func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
+	from, to = max(from, 0), min(to, len(r.ticks))
+	if from >= to {
+		return nil
+	}
 	inFlight := 0
-	for k := range r.ticks {
+	for k := range from {
+		inFlight += r.ticks[k].sent - r.ticks[k].completions
+	}
+	out := make([]tare.Tick, 0, to-from)
+	for k := from; k < to; k++ {
 		t := &r.ticks[k]
 		// Outstanding at the end of tick k: sent in ticks ≤ k and not yet
 		// finished in ticks ≤ k. A request is outstanding from Scheduled,
@@ -77,7 +89,7 @@ func (r *Recorder) Ticks() []tare.Tick {
 			h := copySample(t.host)
 			o.Host = &h
 		}
-		out[k] = o
+		out = append(out, o)
 	}
 	return out
 }

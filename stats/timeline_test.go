@@ -277,3 +277,28 @@ func TestPendingStaysSmall(t *testing.T) {
 		t.Errorf("CleanLatency = %+v, want all 10000 requests clean", c)
 	}
 }
+
+func TestTicksBetweenMatchesTicks(t *testing.T) {
+	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	r, err := NewRecorder(Config{Start: start, Tick: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		s := start.Add(time.Duration(i) * 150 * time.Millisecond)
+		r.AddResult(&tare.Result{Seq: uint64(i), Scheduled: s, Sent: s, Done: s.Add(time.Duration(i%7) * 400 * time.Millisecond)})
+	}
+	all := r.Ticks()
+	for _, span := range [][2]int{{0, len(all)}, {2, 5}, {3, 3}, {4, 1000}, {-1, 2}} {
+		got := r.TicksBetween(span[0], span[1])
+		from, to := max(span[0], 0), min(span[1], len(all))
+		if len(got) != max(to-from, 0) {
+			t.Fatalf("TicksBetween(%d, %d): %d ticks, want %d", span[0], span[1], len(got), max(to-from, 0))
+		}
+		for i, tk := range got {
+			if w := all[from+i]; tk.InFlight != w.InFlight || tk.Completions != w.Completions || tk.P95 != w.P95 || !tk.Start.Equal(w.Start) {
+				t.Errorf("TicksBetween(%d, %d)[%d] = %+v, want %+v", span[0], span[1], i, tk, w)
+			}
+		}
+	}
+}

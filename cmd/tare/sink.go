@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -47,17 +48,14 @@ func (k *sink) ticks(rec *stats.Recorder, all bool) {
 		return
 	}
 	upto := rec.Closed()
-	if !all && upto <= k.written {
-		return
-	}
-	ticks := rec.Ticks()
 	if all {
-		upto = len(ticks)
+		upto = math.MaxInt
 	}
-	for _, t := range ticks[k.written:min(upto, len(ticks))] {
+	ticks := rec.TicksBetween(k.written, upto)
+	for _, t := range ticks {
 		k.w.AddTick(t)
 	}
-	k.written = max(k.written, min(upto, len(ticks)))
+	k.written += len(ticks)
 }
 
 // finish flushes what is buffered and stores the summary. It returns the
