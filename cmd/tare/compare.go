@@ -182,22 +182,29 @@ func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareIn
 	return []stats.CompareInput{in}, nil, err
 }
 
-// readSummaryFile reads one tare.summary/v1 object.
+// readSummaryFile reads one tare.summary/v1 object. It decodes from the
+// file as a stream: a large file of raw records is refused after its first
+// line, not read whole.
 func readSummaryFile(path string) (tare.Summary, error) {
 	var s tare.Summary
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
 		}
 		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&s); err != nil {
 		// The decoder's message names the field and the type it wanted.
 		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
 	}
 	if s.Schema != tare.SummarySchema {
 		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)
+	}
+	if dec.More() {
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): more than one JSON value", path, tare.SummarySchema)
 	}
 	return s, nil
 }

@@ -179,7 +179,7 @@ func loadStored(ctx context.Context, st tare.Store, id string) (*report.Run, err
 // loadFile reads a summary JSON file as it is, or raw JSONL records,
 // summarised and judged here, then streamed once more into the report.
 func loadFile(path string) (*report.Run, error) {
-	if s, ok := readSummary(path); ok {
+	if s, err := readSummaryFile(path); err == nil {
 		return report.NewRun(s, nil), nil
 	}
 	f := recordsFile{path, "report"}

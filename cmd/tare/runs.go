@@ -273,7 +273,7 @@ sampled, so the host figures are n/a).`,
 			}
 			defer st.Close()
 			var id string
-			if s, ok := readSummary(args[0]); ok {
+			if s, serr := readSummaryFile(args[0]); serr == nil {
 				id, err = importSummary(ctx, st, s, label)
 			} else {
 				id, err = importRecords(ctx, st, args[0], label)
@@ -287,21 +287,6 @@ sampled, so the host figures are n/a).`,
 	}
 	cmd.Flags().StringVar(&label, "label", "", "label the imported run (default: its own label, or the file name)")
 	return cmd
-}
-
-// readSummary reports whether the file holds one tare.summary/v1 object.
-func readSummary(path string) (tare.Summary, bool) {
-	var s tare.Summary
-	f, err := os.Open(path)
-	if err != nil {
-		return s, false
-	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&s); err != nil || s.Schema != tare.SummarySchema {
-		return s, false
-	}
-	return s, !dec.More()
 }
 
 func importSummary(ctx context.Context, st tare.Store, s tare.Summary, label string) (string, error) {
