@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -219,33 +219,25 @@ flat memory, whatever the run's size.
 			if ticks, err := st.FindTicks(ctx, id); err == nil && len(ticks) > 0 {
 				tick = ticks[0].End.Sub(ticks[0].Start)
 			}
-			w := cmd.OutOrStdout()
-			var file *os.File
-			if output != "" && output != "-" {
-				if file, err = os.Create(output); err != nil {
-					return tare.Errorf(tare.EINVALID, "-o %s: %v", output, err)
-				}
-				defer file.Close()
-				w = file
-			}
-			bw := bufio.NewWriterSize(w, 256<<10)
-			exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick)
-			if err != nil {
+			// Validated before any file is made.
+			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick); err != nil {
 				return flagged(err, "format")
 			}
-			if err := st.StreamResults(ctx, id, exp.Write); err != nil {
-				return err
-			}
-			if err := exp.Close(); err != nil {
-				return err
-			}
-			if err := bw.Flush(); err != nil {
-				return fmt.Errorf("write export: %w", err)
-			}
-			if file != nil {
-				return file.Close()
-			}
-			return nil
+			_, err = writeOutput(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
+				bw := bufio.NewWriterSize(w, 256<<10)
+				exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick)
+				if err != nil {
+					return err
+				}
+				if err := st.StreamResults(ctx, id, exp.Write); err != nil {
+					return err
+				}
+				if err := exp.Close(); err != nil {
+					return err
+				}
+				return bw.Flush()
+			})
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", report.FormatJSONL, "jsonl, csv or hdr")
