@@ -4,34 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/tare-dev/tare/internal/testservice"
 )
-
-func client(t *testing.T) *redis.Client {
-	t.Helper()
-	u := os.Getenv("TARE_REDIS_URL")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("TARE_REDIS_URL %q: %v", u, err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Skipf("no Redis at %s: %v", u, err)
-	}
-	return rdb
-}
 
 // key is a barrier key of this test alone, deleted when it ends.
 func key(t *testing.T, rdb *redis.Client) string {
@@ -144,3 +124,5 @@ func TestBarrierIndex(t *testing.T) {
 		t.Error("a third shard of two got an index")
 	}
 }
+
+var client = testservice.Redis

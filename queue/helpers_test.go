@@ -4,47 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/tare-dev/tare/internal/testservice"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// redisURL is the test server: TARE_REDIS_URL, or the local default.
-func redisURL() (url string, explicit bool) {
-	if u := os.Getenv("TARE_REDIS_URL"); u != "" {
-		return u, true
-	}
-	return "redis://127.0.0.1:6379/0", false
-}
-
-// redisClient connects to the test server. When TARE_REDIS_URL is unset and
-// nothing answers on the default address the test is skipped; when it is
-// set, a server that does not answer fails the test.
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	u, explicit := redisURL()
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("TARE_REDIS_URL %q: %v", u, err)
-	}
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		if explicit {
-			t.Fatalf("redis at %s does not answer: %v", RedactURL(u), err)
-		}
-		t.Skipf("no redis at %s (%v): run scripts/test, which starts one", RedactURL(u), err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
 
 // uniqueQueue returns a queue name no other test uses, and deletes its keys
 // when the test ends.
@@ -119,3 +87,6 @@ func sampleResult(id, worker string) Result {
 		Deliveries:  1,
 	}
 }
+
+// The test Redis, as every package finds it.
+var redisURL, redisClient = testservice.RedisURL, testservice.Redis

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 func TestMain(m *testing.M) {
@@ -72,13 +73,6 @@ func openSQLiteT(t testing.TB) testStore {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return testStore{Store: s, c: &s.core, dsn: path}
-}
-
-func postgresDSN() string {
-	if dsn := os.Getenv("TARE_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
 }
 
 // openPostgresT opens a store in a schema of its own, dropped at the end,
@@ -279,3 +273,5 @@ func streamAll(t testing.TB, s tare.Store, runID string) []tare.Result {
 	}
 	return got
 }
+
+var postgresDSN = testservice.PostgresDSN

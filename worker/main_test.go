@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
@@ -25,37 +26,6 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain())
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// redisURL is the test server: TARE_REDIS_URL, or the local default.
-func redisURL() (url string, explicit bool) {
-	if u := os.Getenv("TARE_REDIS_URL"); u != "" {
-		return u, true
-	}
-	return "redis://127.0.0.1:6379/0", false
-}
-
-// redisClient connects to the test server, skipping the test when
-// TARE_REDIS_URL is unset and nothing answers, failing it when it is set.
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	u, explicit := redisURL()
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("TARE_REDIS_URL %q: %v", u, err)
-	}
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		if explicit {
-			t.Fatalf("redis at %s does not answer: %v", queue.RedactURL(u), err)
-		}
-		t.Skipf("no redis at %s (%v): run scripts/test, which starts one", queue.RedactURL(u), err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
 }
 
 // uniqueQueue returns a queue name no other test uses and, given a client,
@@ -194,3 +164,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The test Redis, as every package finds it.
+var redisURL, redisClient = testservice.RedisURL, testservice.Redis

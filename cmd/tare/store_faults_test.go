@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // runWhile runs `tare run` in-process against a loopback server for about
@@ -120,13 +121,6 @@ func TestDiskFullMidRun(t *testing.T) {
 	}
 }
 
-func postgresDSN() string {
-	if dsn := os.Getenv("TARE_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
-}
-
 // TestPostgresGoneMidRun: the run's PostgreSQL database is dropped a second
 // into the run, its connections terminated (DROP DATABASE … WITH (FORCE)).
 // The load goes on, the summary is printed, and tare exits 2 naming the
@@ -162,3 +156,5 @@ func TestPostgresGoneMidRun(t *testing.T) {
 		t.Errorf("the DSN's password was printed: %s", stderr)
 	}
 }
+
+var postgresDSN = testservice.PostgresDSN

@@ -15,29 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
-
-func redisURL() string {
-	if u := os.Getenv("TARE_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
-
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(redisURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v (scripts/test starts one)", redisURL(), err)
-	}
-	return rdb
-}
 
 func demoSummary(t *testing.T, args ...string) tare.Summary {
 	t.Helper()
@@ -204,3 +184,11 @@ func TestCleanupOnlyItsQueue(t *testing.T) {
 		t.Errorf("keys left: %v", n)
 	}
 }
+
+// redisURL is the test Redis's URL.
+func redisURL() string {
+	u, _ := testservice.RedisURL()
+	return u
+}
+
+var redisClient = testservice.Redis

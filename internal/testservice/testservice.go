@@ -1,0 +1,55 @@
+// Package testservice finds the real services tests talk to: the Redis and
+// the PostgreSQL that scripts/test starts, or those TARE_REDIS_URL and
+// TARE_POSTGRES_DSN name.
+package testservice
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisURL is the test Redis: TARE_REDIS_URL, or the local default, and
+// whether the environment named it.
+func RedisURL() (url string, explicit bool) {
+	if u := os.Getenv("TARE_REDIS_URL"); u != "" {
+		return u, true
+	}
+	return "redis://127.0.0.1:6379/0", false
+}
+
+// Redis connects to the test Redis, closed when the test ends. When
+// TARE_REDIS_URL is unset and nothing answers on the default address the
+// test is skipped; when it is set, a server that does not answer fails it.
+func Redis(t testing.TB) *redis.Client {
+	t.Helper()
+	u, explicit := RedisURL()
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatalf("TARE_REDIS_URL %q: %v", u, err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		if explicit {
+			t.Fatalf("redis at %s does not answer: %v", opt.Addr, err)
+		}
+		t.Skipf("no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// PostgresDSN is the test PostgreSQL: TARE_POSTGRES_DSN, or the local
+// default that scripts/test sets up.
+func PostgresDSN() string {
+	if dsn := os.Getenv("TARE_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
+}
