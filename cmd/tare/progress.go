@@ -35,28 +35,36 @@ func newProgress(w io.Writer, quiet bool, duration time.Duration, jobs int) *pro
 }
 
 func (p *progress) show(s stats.Progress, e load.Progress) {
-	elapsed := s.Elapsed.Truncate(100 * time.Millisecond)
 	of := ""
-	switch {
-	case p.duration > 0:
-		of = "/" + p.duration.String()
-	case p.jobs > 0:
+	if p.duration == 0 && p.jobs > 0 {
 		of = fmt.Sprintf("  %d/%d sent", e.Sent+e.Dropped, p.jobs)
 	}
 	rate := 0.0
 	if secs := s.Elapsed.Seconds(); secs > 0 {
 		rate = float64(s.OK+s.Errors) / secs
 	}
-	steal := "n/a"
-	if s.Steal != nil {
-		steal = fmt.Sprintf("%.1f%%", *s.Steal)
-	}
 	p95 := "n/a"
 	if s.P95 > 0 {
 		p95 = s.P95.Round(10 * time.Microsecond).String()
 	}
-	line := fmt.Sprintf("%s%s  achieved %.1f/s  in flight %d  errors %d  dropped %d  p95 %s  steal %s",
-		elapsed, of, rate, e.InFlight, s.Errors, s.Dropped, p95, steal)
+	p.write(s, fmt.Sprintf("%s  achieved %.1f/s  in flight %d  errors %d  dropped %d  p95 %s", of, rate, e.InFlight, s.Errors, s.Dropped, p95))
+}
+
+// showHost is the live line of a window with no load of tare's own.
+func (p *progress) showHost(s stats.Progress) { p.write(s, "") }
+
+// write prints the elapsed time (of the planned duration), middle, and the
+// latest steal: on a terminal in place, elsewhere as a line.
+func (p *progress) write(s stats.Progress, middle string) {
+	line := s.Elapsed.Truncate(100 * time.Millisecond).String()
+	if p.duration > 0 {
+		line += "/" + p.duration.String()
+	}
+	steal := "n/a"
+	if s.Steal != nil {
+		steal = fmt.Sprintf("%.1f%%", *s.Steal)
+	}
+	line += middle + "  steal " + steal
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		return
@@ -69,23 +77,4 @@ func (p *progress) done() {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-}
-
-// showHost is the live line of a window with no load of tare's own.
-func (p *progress) showHost(s stats.Progress) {
-	elapsed := s.Elapsed.Truncate(100 * time.Millisecond)
-	of := ""
-	if p.duration > 0 {
-		of = "/" + p.duration.String()
-	}
-	steal := "n/a"
-	if s.Steal != nil {
-		steal = fmt.Sprintf("%.1f%%", *s.Steal)
-	}
-	line := fmt.Sprintf("%s%s  steal %s", elapsed, of, steal)
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-		return
-	}
-	fmt.Fprintln(p.w, line)
 }
