@@ -2,56 +2,44 @@ package load
 
 import (
 	"context"
-	"runtime"
 	"time"
 )
 
-// precise is how much of a wait the pacer sleeps with a precise sleep
-// rather than a Go timer. Go's timers wake through the network poller,
-// whose timeout counts whole milliseconds, so a timer fires up to a
-// millisecond late: a send lag the generator would invent. The timer
-// covers the bulk of a long wait cheaply and wakes early; nanosleep(2)
-// covers the rest, within the kernel's timer slack (50 µs by default).
-//
-// With a single P (GOMAXPROCS=1, or tare confined to one CPU) a goroutine
-// coming back from a blocking syscall waits for the P behind the workers,
-// up to a scheduler time slice: there the timer alone is more punctual.
-const precise = 1500 * time.Microsecond
-
-// clock is the pacer's way of waiting for an instant. It belongs to one
-// goroutine.
-type clock struct {
-	timer   *time.Timer
-	precise time.Duration
+// clock is the pacer's way of waiting for an instant. Implementations
+// belong to one goroutine.
+type clock interface {
+	// sleepUntil waits until at, and reports false if the run's context
+	// ended first.
+	sleepUntil(at time.Time) bool
+	stop()
 }
 
-func newClock() *clock {
+// timerClock waits on a Go timer. Go's timers wake through the network
+// poller, whose timeout counts whole milliseconds, so a wait can end up to a
+// millisecond late: a send lag the generator would invent. It is the
+// fallback where the kernel has no timerfd.
+type timerClock struct {
+	ctx   context.Context
+	timer *time.Timer
+}
+
+func newTimerClock(ctx context.Context) *timerClock {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	c := &clock{timer: t}
-	if runtime.GOMAXPROCS(0) >= 2 {
-		c.precise = precise
-	}
-	return c
+	return &timerClock{ctx: ctx, timer: t}
 }
 
-// sleepUntil waits until at, and reports false if ctx ended first. Only
-// the timer part of the wait can be cut short; the precise part is at most
-// `precise` long.
-func (c *clock) sleepUntil(ctx context.Context, at time.Time) bool {
-	if wait := time.Until(at) - c.precise; wait > 0 {
+func (c *timerClock) sleepUntil(at time.Time) bool {
+	if wait := time.Until(at); wait > 0 {
 		c.timer.Reset(wait)
 		select {
-		case <-ctx.Done():
+		case <-c.ctx.Done():
 			c.timer.Stop()
 			return false
 		case <-c.timer.C:
 		}
 	}
-	if wait := time.Until(at); wait > 0 && c.precise > 0 {
-		sleepPrecise(wait)
-	}
-	return ctx.Err() == nil
+	return c.ctx.Err() == nil
 }
 
-func (c *clock) stop() { c.timer.Stop() }
+func (c *timerClock) stop() { c.timer.Stop() }

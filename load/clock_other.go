@@ -2,7 +2,6 @@
 
 package load
 
-import "time"
+import "context"
 
-// sleepPrecise falls back to time.Sleep where nanosleep is not at hand.
-func sleepPrecise(d time.Duration) { time.Sleep(d) }
+func newClock(ctx context.Context) clock { return newTimerClock(ctx) }

@@ -135,7 +135,7 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 // pace owns the clock: it waits for each arrival's absolute time and offers
 // it without blocking, starting a worker when none is idle.
 func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- tare.Result, spawn func()) {
-	clock := newClock()
+	clock := newClock(ctx)
 	defer clock.stop()
 	for seq := uint64(0); ; seq++ {
 		at, ok := sched.Next()
@@ -143,7 +143,7 @@ func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arri
 			return
 		}
 		scheduled := start.Add(at)
-		if !clock.sleepUntil(ctx, scheduled) {
+		if !clock.sleepUntil(scheduled) {
 			return
 		}
 		a := arrival{seq: seq, scheduled: scheduled}
