@@ -48,10 +48,16 @@ type Config struct {
 	Timeout  time.Duration // per request, from send to the last body byte; default DefaultTimeout
 	Insecure bool          // skip TLS certificate verification
 	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
+
+	netHTTP bool // send plain http:// through net/http too (tests of both clients)
 }
+
+// userAgent is sent when the user's headers name none.
+const userAgent = "tare"
 
 // Target sends the configured request. It is safe for concurrent use.
 type Target struct {
+	lean      *lean // plain http:// without a proxy; nil otherwise
 	client    *http.Client
 	transport *http.Transport
 	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
@@ -104,6 +110,9 @@ func New(cfg Config) (*Target, error) {
 
 	// Go's transport ignores a Host entry in the header map: the request's
 	// Host field is what it sends.
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", userAgent)
+	}
 	tmpl := &http.Request{Method: method, URL: u, Header: header}
 	if h := header.Get("Host"); h != "" {
 		tmpl.Host = h
@@ -125,14 +134,18 @@ func New(cfg Config) (*Target, error) {
 		ForceAttemptHTTP2:     true,
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
 	}
-	return &Target{
+	t := &Target{
 		client:    &http.Client{Transport: tr},
 		transport: tr,
 		tmpl:      tmpl,
 		body:      cfg.Body,
 		timeout:   timeout,
 		name:      method + " " + redactURL(u),
-	}, nil
+	}
+	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.netHTTP {
+		t.lean = newLean(tmpl, cfg.Body, timeout, maxConns, cfg.Insecure)
+	}
+	return t, nil
 }
 
 // parseURL accepts an absolute http or https URL with a host.
@@ -181,7 +194,12 @@ func parseMethod(m string, hasBody bool) (string, error) {
 func (t *Target) String() string { return t.name }
 
 // Close closes the idle connections. Requests in flight are unaffected.
-func (t *Target) Close() { t.transport.CloseIdleConnections() }
+func (t *Target) Close() {
+	t.transport.CloseIdleConnections()
+	if t.lean != nil {
+		t.lean.close()
+	}
+}
 
 // Do sends one request and records it in res; res.Sent is already set. It
 // sets FirstByte when the response headers have arrived, Done once the body
@@ -189,6 +207,10 @@ func (t *Target) Close() { t.transport.CloseIdleConnections() }
 // BytesOut and, for a failure, Err. A request still running when ctx ends is
 // "canceled": the run stopped waiting, the target did not fail.
 func (t *Target) Do(ctx context.Context, res *tare.Result) {
+	if t.lean != nil {
+		t.lean.do(ctx, res)
+		return
+	}
 	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	req := t.tmpl.WithContext(reqCtx)

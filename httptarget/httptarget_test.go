@@ -20,7 +20,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, fasthttpCleaners...)
+}
+
+// fasthttpCleaners are fasthttp's idle-connection sweepers: they outlive
+// Target.Close by up to a sweep period and then exit by themselves.
+var fasthttpCleaners = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 }
 
 // quietLog swallows the server's log of the failures the tests provoke.
@@ -40,6 +47,13 @@ func newServer(t *testing.T, tlsOn bool, h http.HandlerFunc) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// clients are the two ways a Target sends plain http://: fasthttp, and
+// net/http (kept for https:// and proxies). Tests of behaviour run on both.
+var clients = []struct {
+	name    string
+	netHTTP bool
+}{{"lean", false}, {"net-http", true}}
 
 // newTarget builds a target closed at the end of the test.
 func newTarget(t *testing.T, cfg Config) *Target {
@@ -159,6 +173,9 @@ func TestDo(t *testing.T) {
 				if got.method != "GET" || got.header.Get("X-Test") != "yes" || len(got.body) != 0 {
 					t.Errorf("server saw %s with X-Test %q and a %d-byte body", got.method, got.header.Get("X-Test"), len(got.body))
 				}
+				if ua := got.header.Get("User-Agent"); ua != "tare" {
+					t.Errorf("User-Agent = %q, want tare", ua)
+				}
 				// Compression is the user's choice: the target asks for none.
 				if ae := got.header.Get("Accept-Encoding"); ae != "" {
 					t.Errorf("Accept-Encoding = %q, want none", ae)
@@ -184,6 +201,16 @@ func TestDo(t *testing.T) {
 				wantResult(t, res, 200, "", 0, 0)
 				if got.host != "api.example.test" {
 					t.Errorf("server saw host %q, want api.example.test", got.host)
+				}
+			},
+		},
+		{
+			name:    "user agent of the user's",
+			cfg:     Config{Header: http.Header{"User-Agent": {"probe/1"}}},
+			handler: func(w http.ResponseWriter, r *http.Request) {},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				if ua := got.header.Get("User-Agent"); ua != "probe/1" {
+					t.Errorf("User-Agent = %q, want probe/1", ua)
 				}
 			},
 		},
@@ -250,26 +277,29 @@ func TestDo(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var (
-				mu  sync.Mutex // guards got, written by the server's goroutine
-				got seen
-			)
-			srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
+	for _, client := range clients {
+		for _, tt := range tests {
+			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
+				var (
+					mu  sync.Mutex // guards got, written by the server's goroutine
+					got seen
+				)
+				srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+					body, _ := io.ReadAll(r.Body)
+					mu.Lock()
+					got = seen{method: r.Method, host: r.Host, path: r.URL.Path, header: r.Header, body: body}
+					mu.Unlock()
+					tt.handler(w, r)
+				})
+				cfg := tt.cfg
+				cfg.URL = srv.URL + "/start"
+				cfg.netHTTP = client.netHTTP
+				res := do(t.Context(), newTarget(t, cfg))
 				mu.Lock()
-				got = seen{method: r.Method, host: r.Host, path: r.URL.Path, header: r.Header, body: body}
-				mu.Unlock()
-				tt.handler(w, r)
+				defer mu.Unlock()
+				tt.check(t, res, got)
 			})
-			cfg := tt.cfg
-			cfg.URL = srv.URL + "/start"
-			res := do(t.Context(), newTarget(t, cfg))
-			mu.Lock()
-			defer mu.Unlock()
-			tt.check(t, res, got)
-		})
+		}
 	}
 }
 
@@ -329,35 +359,72 @@ func TestDoErrorKinds(t *testing.T) {
 		{name: "untrusted certificate", url: serverURL(true, ok), want: "tls"},
 		{name: "insecure accepts the certificate", url: serverURL(true, ok), insecure: true, want: ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tg := newTarget(t, Config{URL: tt.url(t), Insecure: tt.insecure, Timeout: tt.timeout})
-			res := do(t.Context(), tg)
-			if res.Err != tt.want {
-				t.Errorf("Err = %q, want %q", res.Err, tt.want)
+	for _, client := range clients {
+		for _, tt := range tests {
+			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
+				tg := newTarget(t, Config{URL: tt.url(t), Insecure: tt.insecure, Timeout: tt.timeout, netHTTP: client.netHTTP})
+				res := do(t.Context(), tg)
+				if res.Err != tt.want {
+					t.Errorf("Err = %q, want %q", res.Err, tt.want)
+				}
+				if res.Done.Before(res.Sent) {
+					t.Errorf("done %v before sent %v", res.Done, res.Sent)
+				}
+			})
+		}
+
+		// A run that ends cancels its requests in flight; the next run on
+		// the same target must still find its connections usable.
+		t.Run(client.name+"/canceled", func(t *testing.T) {
+			// Two warm-up requests meet in the handler, so two connections
+			// exist: one the canceled request takes, one idle through it.
+			const (
+				warmUp = iota
+				holding
+				serving
+			)
+			var mode atomic.Int32
+			var met sync.WaitGroup
+			met.Add(2)
+			started := make(chan struct{}, 1)
+			srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+				switch mode.Load() {
+				case warmUp:
+					met.Done()
+					met.Wait()
+				case holding:
+					started <- struct{}{}
+					hang(w, r)
+					return
+				}
+				ok(w, r)
+			})
+			tg := newTarget(t, Config{URL: srv.URL, netHTTP: client.netHTTP})
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() { do(t.Context(), tg) })
 			}
-			if res.Done.Before(res.Sent) {
-				t.Errorf("done %v before sent %v", res.Done, res.Sent)
+			wg.Wait()
+			mode.Store(holding)
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				<-started
+				cancel()
+			}()
+			if res := do(ctx, tg); res.Err != "canceled" {
+				t.Errorf("Err = %q, want canceled", res.Err)
+			}
+			if res := do(ctx, tg); res.Err != "canceled" {
+				t.Errorf("after the end: Err = %q, want canceled", res.Err)
+			}
+			mode.Store(serving)
+			for i := range 3 {
+				if res := do(t.Context(), tg); res.Err != "" {
+					t.Errorf("next run, request %d: Err = %q, want none", i, res.Err)
+				}
 			}
 		})
 	}
-
-	t.Run("canceled", func(t *testing.T) {
-		started := make(chan struct{})
-		srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
-			close(started)
-			hang(w, r)
-		})
-		tg := newTarget(t, Config{URL: srv.URL})
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel()
-		}()
-		if res := do(ctx, tg); res.Err != "canceled" {
-			t.Errorf("Err = %q, want canceled", res.Err)
-		}
-	})
 }
 
 // serverURL starts a server when the test case runs and returns its URL.
@@ -397,77 +464,84 @@ func TestKeepAlive(t *testing.T) {
 		// so concurrency can open a few more connections than workers.
 		{name: "8 concurrent", status: 200, workers: 8, requests: 25, maxConns: 16},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var conns atomic.Int64
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.WriteHeader(tt.status)
-				w.Write(bytes.Repeat([]byte("y"), 512))
-			}))
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
-			srv.Start()
-			defer srv.Close()
-			cfg := tt.cfg
-			cfg.URL = srv.URL
-			tg := newTarget(t, cfg)
-
-			var wg sync.WaitGroup
-			var bad atomic.Int64
-			for range tt.workers {
-				wg.Go(func() {
-					for range tt.requests {
-						if res := do(t.Context(), tg); res.Status != tt.status {
-							bad.Add(1)
-						}
+	for _, client := range clients {
+		for _, tt := range tests {
+			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
+				var conns atomic.Int64
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.WriteHeader(tt.status)
+					w.Write(bytes.Repeat([]byte("y"), 512))
+				}))
+				srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+					if s == http.StateNew {
+						conns.Add(1)
 					}
-				})
-			}
-			wg.Wait()
-			total := tt.workers * tt.requests
-			t.Logf("%d requests over %d connections", total, conns.Load())
-			if bad.Load() > 0 {
-				t.Errorf("%d of %d requests did not get status %d", bad.Load(), total, tt.status)
-			}
-			if n := conns.Load(); n > tt.maxConns {
-				t.Errorf("%d requests opened %d connections, want at most %d", total, n, tt.maxConns)
-			}
-		})
+				}
+				srv.Start()
+				defer srv.Close()
+				cfg := tt.cfg
+				cfg.URL = srv.URL
+				cfg.netHTTP = client.netHTTP
+				tg := newTarget(t, cfg)
+
+				var wg sync.WaitGroup
+				var bad atomic.Int64
+				for range tt.workers {
+					wg.Go(func() {
+						for range tt.requests {
+							if res := do(t.Context(), tg); res.Status != tt.status {
+								bad.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				total := tt.workers * tt.requests
+				t.Logf("%d requests over %d connections", total, conns.Load())
+				if bad.Load() > 0 {
+					t.Errorf("%d of %d requests did not get status %d", bad.Load(), total, tt.status)
+				}
+				if n := conns.Load(); n > tt.maxConns {
+					t.Errorf("%d requests opened %d connections, want at most %d", total, n, tt.maxConns)
+				}
+			})
+		}
 	}
 }
 
+// BenchmarkDo is one request's cost on each client, against a loopback
+// server in the same process: compare lean with net-http.
 func BenchmarkDo(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		body []byte
-	}{
-		{"get", nil},
-		{"post", []byte(`{"prompt":"hello"}`)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				io.WriteString(w, "ok")
-			}))
-			defer srv.Close()
-			tg, err := New(Config{URL: srv.URL, Body: bc.body})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer tg.Close()
-			ctx := b.Context()
-			b.ReportAllocs()
-			for b.Loop() {
-				res := tare.Result{Sent: time.Now()}
-				tg.Do(ctx, &res)
-				if res.Err != "" {
-					b.Fatalf("request failed: %s", res.Err)
+	for _, client := range clients {
+		for _, bc := range []struct {
+			name string
+			body []byte
+		}{
+			{"get", nil},
+			{"post", []byte(`{"prompt":"hello"}`)},
+		} {
+			b.Run(client.name+"/"+bc.name, func(b *testing.B) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					io.WriteString(w, "ok")
+				}))
+				defer srv.Close()
+				tg, err := New(Config{URL: srv.URL, Body: bc.body, netHTTP: client.netHTTP})
+				if err != nil {
+					b.Fatal(err)
 				}
-			}
-		})
+				defer tg.Close()
+				ctx := b.Context()
+				b.ReportAllocs()
+				for b.Loop() {
+					res := tare.Result{Sent: time.Now()}
+					tg.Do(ctx, &res)
+					if res.Err != "" {
+						b.Fatalf("request failed: %s", res.Err)
+					}
+				}
+			})
+		}
 	}
 }
