@@ -8,7 +8,10 @@
 //	go run ./bench/peers -max 5s -memory=false
 //
 // It installs what is missing: vegeta and hey with `go install` from the
-// module proxy, wrk from Debian's packages when run as root.
+// module proxy, wrk from Debian's packages when run as root. Where a C
+// compiler is at hand it also prints the floor: bench/floor/floor.c, the
+// CPU that one timer wake, one write, one wake and one read per request
+// cost on this machine with no runtime and no HTTP parsing at all.
 package main
 
 import (
@@ -66,6 +69,7 @@ func main() {
 	echo := build(dir, "echo", "./bench/echo")
 	vegeta, hey := goTool(dir, "vegeta", vegetaModule), goTool(dir, "hey", heyModule)
 	wrk := debTool("wrk", "wrk")
+	floor := buildFloor(dir)
 
 	server := exec.Command("taskset", "-c", "1", echo)
 	stdout, _ := server.StdoutPipe()
@@ -94,6 +98,10 @@ func main() {
 	if wrk != "" {
 		order = append(order, "wrk")
 		results["wrk"] = measureWrk(wrk, url)
+	}
+	if floor != "" {
+		order = append(order, "floor")
+		results["floor"] = measureFloor(floor, url)
 	}
 	printTable(order, results)
 	sampler()
@@ -212,17 +220,40 @@ func measureWrk(wrk, url string) figures {
 	return f
 }
 
+// measureFloor runs the C floor at the fixed rate: the least CPU per
+// request any generator could spend here.
+func measureFloor(floor, url string) figures {
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	out, _ := run(floor, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))
+	return figures{maxRate: math.NaN(), cpuPer10k: grab(out, `cpu_s ([0-9.]+)`) * 10000 / float64(*fixedJobs), lagP99MS: math.NaN(),
+		note: "C, one timerfd + epoll loop, no parsing: CPU per 10k only"}
+}
+
+func buildFloor(dir string) string {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		log.Printf("floor left out: no C compiler (cc)")
+		return ""
+	}
+	out := filepath.Join(dir, "floor")
+	if b, err := exec.Command(cc, "-O2", "-o", out, "bench/floor/floor.c").CombinedOutput(); err != nil {
+		log.Printf("floor left out: %v\n%s", err, b)
+		return ""
+	}
+	return out
+}
+
 func printTable(order []string, r map[string]figures) {
 	t := r["tare"]
 	fmt.Printf("\n%-8s %14s %18s %16s   %s\n", "tool", "highest rate/s", "CPU s / 10k req", "send-lag p99", "note")
 	for _, name := range order {
 		f := r[name]
-		fmt.Printf("%-8s %14.0f %18.3f %16s   %s\n", name, f.maxRate, f.cpuPer10k, ms(f.lagP99MS), f.note)
+		fmt.Printf("%-8s %14s %18.3f %16s   %s\n", name, rate(f.maxRate), f.cpuPer10k, ms(f.lagP99MS), f.note)
 	}
 	fmt.Printf("\n%-16s %22s %22s %22s\n", "tare vs", "highest rate (×, ↑)", "CPU per 10k (×, ↓)", "send-lag p99 (×, ↓)")
 	for _, name := range order[1:] {
 		f := r[name]
-		fmt.Printf("%-16s %22.2f %22.2f %22s\n", name, t.maxRate/f.maxRate, t.cpuPer10k/f.cpuPer10k, ratio(t.lagP99MS, f.lagP99MS))
+		fmt.Printf("%-16s %22s %22s %22s\n", name, ratio(t.maxRate, f.maxRate), ratio(t.cpuPer10k, f.cpuPer10k), ratio(t.lagP99MS, f.lagP99MS))
 	}
 }
 
@@ -309,6 +340,13 @@ func ms(v float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.3fms", v)
+}
+
+func rate(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 func ratio(a, b float64) string {
