@@ -49,7 +49,9 @@ type Config struct {
 	Insecure bool          // skip TLS certificate verification
 	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
 
-	netHTTP bool // send plain http:// through net/http too (tests of both clients)
+	// NetHTTP sends plain http:// through net/http too, instead of the lean
+	// client: for a server the lean client cannot talk to.
+	NetHTTP bool
 }
 
 // userAgent is sent when the user's headers name none.
@@ -142,7 +144,7 @@ func New(cfg Config) (*Target, error) {
 		timeout:   timeout,
 		name:      method + " " + redactURL(u),
 	}
-	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.netHTTP {
+	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
 		t.lean = newLean(tmpl, cfg.Body, timeout, maxConns, cfg.Insecure)
 	}
 	return t, nil

@@ -194,6 +194,21 @@ func TestDo(t *testing.T) {
 			},
 		},
 		{
+			name: "host header through a relative redirect",
+			cfg:  Config{Header: http.Header{"Host": {"api.example.test"}}},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/start" {
+					http.Redirect(w, r, "/end", http.StatusFound)
+				}
+			},
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 0, 0)
+				if got.path != "/end" || got.host != "api.example.test" {
+					t.Errorf("server saw %s for host %q, want /end for api.example.test", got.path, got.host)
+				}
+			},
+		},
+		{
 			name:    "host header",
 			cfg:     Config{Header: http.Header{"Host": {"api.example.test"}}},
 			handler: func(w http.ResponseWriter, r *http.Request) {},
@@ -293,7 +308,7 @@ func TestDo(t *testing.T) {
 				})
 				cfg := tt.cfg
 				cfg.URL = srv.URL + "/start"
-				cfg.netHTTP = client.netHTTP
+				cfg.NetHTTP = client.netHTTP
 				res := do(t.Context(), newTarget(t, cfg))
 				mu.Lock()
 				defer mu.Unlock()
@@ -362,7 +377,7 @@ func TestDoErrorKinds(t *testing.T) {
 	for _, client := range clients {
 		for _, tt := range tests {
 			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
-				tg := newTarget(t, Config{URL: tt.url(t), Insecure: tt.insecure, Timeout: tt.timeout, netHTTP: client.netHTTP})
+				tg := newTarget(t, Config{URL: tt.url(t), Insecure: tt.insecure, Timeout: tt.timeout, NetHTTP: client.netHTTP})
 				res := do(t.Context(), tg)
 				if res.Err != tt.want {
 					t.Errorf("Err = %q, want %q", res.Err, tt.want)
@@ -399,7 +414,7 @@ func TestDoErrorKinds(t *testing.T) {
 				}
 				ok(w, r)
 			})
-			tg := newTarget(t, Config{URL: srv.URL, netHTTP: client.netHTTP})
+			tg := newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP})
 			var wg sync.WaitGroup
 			for range 2 {
 				wg.Go(func() { do(t.Context(), tg) })
@@ -482,7 +497,7 @@ func TestKeepAlive(t *testing.T) {
 				defer srv.Close()
 				cfg := tt.cfg
 				cfg.URL = srv.URL
-				cfg.netHTTP = client.netHTTP
+				cfg.NetHTTP = client.netHTTP
 				tg := newTarget(t, cfg)
 
 				var wg sync.WaitGroup
@@ -527,7 +542,7 @@ func BenchmarkDo(b *testing.B) {
 					io.WriteString(w, "ok")
 				}))
 				defer srv.Close()
-				tg, err := New(Config{URL: srv.URL, Body: bc.body, netHTTP: client.netHTTP})
+				tg, err := New(Config{URL: srv.URL, Body: bc.body, NetHTTP: client.netHTTP})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -542,6 +557,22 @@ func BenchmarkDo(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestLargeResponseHeader pins the one known difference of the lean client:
+// response headers beyond its read buffer fail the request, where net/http
+// (--net-http) reads them.
+func TestLargeResponseHeader(t *testing.T) {
+	srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Large", strings.Repeat("v", leanReadBuffer))
+	})
+	want := map[bool]string{false: "other", true: ""}
+	for _, client := range clients {
+		res := do(t.Context(), newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP}))
+		if res.Err != want[client.netHTTP] {
+			t.Errorf("%s: Err = %q, want %q", client.name, res.Err, want[client.netHTTP])
 		}
 	}
 }

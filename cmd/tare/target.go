@@ -24,6 +24,7 @@ type targetFlags struct {
 	body     string
 	timeout  time.Duration
 	insecure bool
+	netHTTP  bool
 
 	model     string
 	modelName string
@@ -52,6 +53,7 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.body, "body", "", "request body: inline text, or @path to read a file")
 	fs.DurationVar(&f.timeout, "timeout", httptarget.DefaultTimeout, "per-request timeout (for --model, the whole completion)")
 	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.BoolVar(&f.netHTTP, "net-http", false, "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)")
 	fs.StringVar(&f.modelName, "model-name", "", `with --model, the "model" of each request (default: none, which single-model servers accept)`)
 	fs.StringVar(&f.prompt, "prompt", "", "with --model, the user message of each request")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --model, max_tokens of each request (0: the server's default)")
@@ -99,7 +101,7 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 		}
 		return built{target: c, name: c.String(), release: c.Close}, nil
 	case f.url != "":
-		cfg := httptarget.Config{Method: f.method, URL: f.url, Header: header, Timeout: f.timeout, Insecure: f.insecure, MaxConns: maxConns}
+		cfg := httptarget.Config{Method: f.method, URL: f.url, Header: header, Timeout: f.timeout, Insecure: f.insecure, MaxConns: maxConns, NetHTTP: f.netHTTP}
 		if f.body != "" {
 			if cfg.Body, err = httptarget.ReadBody(f.body); err != nil {
 				return built{}, flagged(err, "body")
