@@ -230,6 +230,7 @@ func (s *connSet) aborted() bool {
 // connection, and a reset is a different failure from a close.
 type trackedConn struct {
 	net.Conn
+	raw     *rawIO // nil where raw calls are not available
 	set     *connSet
 	local   *connAddr
 	readErr atomic.Pointer[error]
@@ -261,12 +262,23 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-func (c *trackedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+func (c *trackedConn) Read(p []byte) (n int, err error) {
+	if c.raw != nil {
+		n, err = c.raw.read(p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
 	if err != nil && err != io.EOF {
 		c.readErr.Store(&err)
 	}
 	return n, err
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.write(p)
+	}
+	return c.Conn.Write(p)
 }
 
 // readFailure is the read error behind err on the connection resp was read
@@ -281,7 +293,7 @@ func readFailure(resp *fasthttp.Response, err error) error {
 }
 
 func (s *connSet) add(c net.Conn) net.Conn {
-	tc := &trackedConn{Conn: c, set: s}
+	tc := &trackedConn{Conn: c, raw: newRawIO(c), set: s}
 	tc.local = &connAddr{Addr: c.LocalAddr(), conn: tc}
 	s.mu.Lock()
 	if s.conns == nil {

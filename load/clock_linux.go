@@ -3,7 +3,9 @@ package load
 import (
 	"context"
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,10 +14,15 @@ import (
 // kernel fires the timer at its nanosecond expiry (a timerfd gets no timer
 // slack), and the poller wakes the pacer like any socket: no millisecond
 // rounding, no thread blocked in a sleep, the same with one P or many.
+//
+// Both calls are raw: a system call through the scheduler's syscall path
+// wakes the runtime's monitor thread when every P had gone idle, which at
+// a moderate rate is every arrival (see httptarget's rawIO).
 type timerfdClock struct {
 	ctx     context.Context
 	fd      int
 	file    *os.File
+	raw     syscall.RawConn
 	unwatch func() bool
 	buf     [8]byte
 }
@@ -29,6 +36,10 @@ func newClock(ctx context.Context) clock {
 	// A non-blocking descriptor makes the file pollable: Read parks the
 	// goroutine in the poller instead of blocking a thread.
 	c := &timerfdClock{ctx: ctx, fd: fd, file: os.NewFile(uintptr(fd), "timerfd")}
+	if c.raw, err = c.file.SyscallConn(); err != nil {
+		c.file.Close()
+		return newTimerClock(ctx)
+	}
 	c.unwatch = context.AfterFunc(ctx, func() { c.file.SetReadDeadline(time.Unix(1, 0)) })
 	return c
 }
@@ -39,13 +50,17 @@ func (c *timerfdClock) sleepUntil(at time.Time) bool {
 		return c.ctx.Err() == nil
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(wait))}
-	if err := unix.TimerfdSettime(c.fd, 0, &spec, nil); err != nil {
+	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(c.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if e != 0 {
 		time.Sleep(wait)
 		return c.ctx.Err() == nil
 	}
-	// The context's end sets a read deadline in the past, which ends a Read
+	// The context's end sets a read deadline in the past, which ends a wait
 	// in progress or about to start.
-	_, err := c.file.Read(c.buf[:])
+	err := c.raw.Read(func(fd uintptr) bool {
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.buf[0])), uintptr(len(c.buf)))
+		return e != unix.EAGAIN
+	})
 	return err == nil && c.ctx.Err() == nil
 }
 
