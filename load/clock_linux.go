@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -55,13 +56,25 @@ func (c *timerfdClock) sleepUntil(at time.Time) bool {
 		time.Sleep(wait)
 		return c.ctx.Err() == nil
 	}
-	// The context's end sets a read deadline in the past, which ends a wait
-	// in progress or about to start.
+	// The poller is consulted only when a P runs out of work: while every P
+	// is kept busy (goroutines that yield, never block) the timerfd's wake
+	// would wait for the runtime's 10 ms network poll. A read deadline at
+	// the same instant is a runtime timer, checked whenever a P schedules,
+	// so the wait ends on time either way.
+	c.file.SetReadDeadline(at)
+	if c.ctx.Err() != nil {
+		// The context's end set a deadline in the past, which the line
+		// above may have overwritten.
+		return false
+	}
 	err := c.raw.Read(func(fd uintptr) bool {
 		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.buf[0])), uintptr(len(c.buf)))
 		return e != unix.EAGAIN
 	})
-	return err == nil && c.ctx.Err() == nil
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	return c.ctx.Err() == nil
 }
 
 func (c *timerfdClock) stop() {
