@@ -4,7 +4,7 @@
 // pinned to CPU 0 against one loopback server pinned to CPU 1; every run is
 // bounded in time.
 //
-//	go run ./bench/peers                 # the whole table (about 2 minutes)
+//	go run ./bench/peers                 # the whole table (about 4 minutes)
 //	go run ./bench/peers -max 5s -memory=false
 //
 // It installs what is missing: vegeta and hey with `go install` from the
@@ -40,6 +40,7 @@ var (
 	fixedJobs = flag.Int("jobs", 10000, "requests of each fixed-rate run")
 	conns     = flag.Int("c", 64, "connections (workers, in-flight cap) every tool may use")
 	memory    = flag.Bool("memory", true, "also measure tare's peak RSS over 1,000,000 requests")
+	rounds    = flag.Int("rounds", 3, "fixed-rate runs of each tool, taking turns; the table shows their medians")
 )
 
 const (
@@ -84,25 +85,20 @@ func main() {
 	url := "http://" + strings.TrimSpace(addr) + "/"
 	log.Printf("server %s on CPU 1; every generator on CPU 0; %d connections; highest rate over %s; fixed %d/s × %d", url, *conns, *maxFor, *fixedRate, *fixedJobs)
 
-	results := map[string]figures{}
-	order := []string{"tare"}
-	results["tare"] = measureTare(tare, url, dir)
+	tools := []tool{tareTool(tare, url)}
 	if vegeta != "" {
-		order = append(order, "vegeta")
-		results["vegeta"] = measureVegeta(vegeta, url, dir)
+		tools = append(tools, vegetaTool(vegeta, url, dir))
 	}
 	if hey != "" {
-		order = append(order, "hey")
-		results["hey"] = measureHey(hey, url)
+		tools = append(tools, heyTool(hey, url))
 	}
 	if wrk != "" {
-		order = append(order, "wrk")
-		results["wrk"] = measureWrk(wrk, url)
+		tools = append(tools, wrkTool(wrk, url))
 	}
 	if floor != "" {
-		order = append(order, "floor")
-		results["floor"] = measureFloor(floor, url)
+		tools = append(tools, floorTool(floor, url))
 	}
+	order, results := measure(tools)
 	printTable(order, results)
 	sampler()
 	if *memory {
@@ -122,18 +118,68 @@ func run(name string, args ...string) ([]byte, time.Duration) {
 	return out.Bytes(), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-func measureTare(tare, url, dir string) figures {
-	var f figures
-	// The highest sustained open-loop rate: offered far above what can be
-	// served, with the in-flight cap of the other tools; what is achieved
-	// is what tare sustained.
-	out, _ := run(tare, "run", "--url", url, "--rate", "100000/s", "--duration", maxFor.String(), "--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
-	f.maxRate = summary(out)["rate"].(map[string]any)["achieved_per_s"].(float64)
-	out, cpu := run(tare, "run", "--url", url, "--rate", fmt.Sprintf("%d/s", *fixedRate), "--arrival", "constant", "--jobs", strconv.Itoa(*fixedJobs),
-		"--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
-	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
-	f.lagP99MS = summary(out)["send_lag_ms"].(map[string]any)["p99"].(float64)
-	return f
+// tool is one generator: its highest rate (NaN when it has none), and one
+// run at the fixed rate giving its CPU per 10,000 requests and its send-lag
+// p99 (NaN when it has no schedule to lag behind).
+type tool struct {
+	name    string
+	highest func() float64
+	fixed   func() (cpuPer10k, lagP99MS float64)
+	note    string
+}
+
+// measure takes each tool's highest rate once, then its fixed-rate figures
+// -rounds times, the tools taking turns so that the machine's moods fall on
+// all of them alike, and keeps the medians.
+func measure(tools []tool) ([]string, map[string]figures) {
+	var order []string
+	results := map[string]figures{}
+	cpu, lag := map[string][]float64{}, map[string][]float64{}
+	for _, t := range tools {
+		order = append(order, t.name)
+		results[t.name] = figures{maxRate: t.highest(), note: t.note}
+	}
+	for range *rounds {
+		for _, t := range tools {
+			c, l := t.fixed()
+			cpu[t.name] = append(cpu[t.name], c)
+			lag[t.name] = append(lag[t.name], l)
+		}
+	}
+	for _, t := range tools {
+		f := results[t.name]
+		f.cpuPer10k, f.lagP99MS = median(cpu[t.name]), median(lag[t.name])
+		results[t.name] = f
+	}
+	return order, results
+}
+
+func median(v []float64) float64 {
+	if math.IsNaN(v[0]) {
+		return v[0]
+	}
+	return percentile(v, 0.5)
+}
+
+func perTenK(cpu time.Duration) float64 { return cpu.Seconds() * 10000 / float64(*fixedJobs) }
+
+func tareTool(tare, url string) tool {
+	common := []string{"--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json"}
+	return tool{
+		name: "tare",
+		// The highest sustained open-loop rate: offered far above what can
+		// be served, with the in-flight cap of the other tools; what is
+		// achieved is what tare sustained.
+		highest: func() float64 {
+			out, _ := run(tare, append([]string{"run", "--url", url, "--rate", "100000/s", "--duration", maxFor.String()}, common...)...)
+			return summary(out)["rate"].(map[string]any)["achieved_per_s"].(float64)
+		},
+		fixed: func() (float64, float64) {
+			out, cpu := run(tare, append([]string{"run", "--url", url, "--rate", fmt.Sprintf("%d/s", *fixedRate), "--arrival", "constant",
+				"--jobs", strconv.Itoa(*fixedJobs)}, common...)...)
+			return perTenK(cpu), summary(out)["send_lag_ms"].(map[string]any)["p99"].(float64)
+		},
+	}
 }
 
 func summary(out []byte) map[string]any {
@@ -144,8 +190,7 @@ func summary(out []byte) map[string]any {
 	return s
 }
 
-func measureVegeta(vegeta, url, dir string) figures {
-	var f figures
+func vegetaTool(vegeta, url, dir string) tool {
 	results := filepath.Join(dir, "vegeta.bin")
 	attack := func(rate string, d time.Duration) time.Duration {
 		cmd := exec.Command("taskset", "-c", "0", vegeta, "attack", "-rate", rate, "-duration", d.String(),
@@ -156,20 +201,30 @@ func measureVegeta(vegeta, url, dir string) figures {
 		}
 		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	attack("0", *maxFor)
-	out, err := exec.Command(vegeta, "report", "-type", "json", results).Output()
-	if err != nil {
-		log.Fatalf("vegeta report: %v", err)
+	return tool{
+		name: "vegeta",
+		highest: func() float64 {
+			attack("0", *maxFor)
+			out, err := exec.Command(vegeta, "report", "-type", "json", results).Output()
+			if err != nil {
+				log.Fatalf("vegeta report: %v", err)
+			}
+			var rep struct{ Throughput float64 }
+			json.Unmarshal(out, &rep)
+			return rep.Throughput
+		},
+		fixed: func() (float64, float64) {
+			d := time.Duration(float64(*fixedJobs) / float64(*fixedRate) * float64(time.Second))
+			cpu := attack(fmt.Sprintf("%d/s", *fixedRate), d)
+			return perTenK(cpu), vegetaLagP99(vegeta, results)
+		},
 	}
-	var rep struct{ Throughput float64 }
-	json.Unmarshal(out, &rep)
-	f.maxRate = rep.Throughput
+}
 
-	d := time.Duration(float64(*fixedJobs) / float64(*fixedRate) * float64(time.Second))
-	cpu := attack(fmt.Sprintf("%d/s", *fixedRate), d)
-	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
-	// vegeta stamps each hit with its actual start and its sequence number;
-	// its pacer meant hit i for t0 + i/rate, t0 being hit 0's start.
+// vegetaLagP99 is the send-lag p99 of a vegeta results file: vegeta stamps
+// each hit with its actual start and its sequence number, and its pacer
+// meant hit i for t0 + i/rate, t0 being hit 0's start.
+func vegetaLagP99(vegeta, results string) float64 {
 	enc, err := exec.Command(vegeta, "encode", "--to", "csv", results).Output()
 	if err != nil {
 		log.Fatalf("vegeta encode: %v", err)
@@ -192,41 +247,55 @@ func measureVegeta(vegeta, url, dir string) figures {
 	for i := range lags {
 		lags[i] = (lags[i] - float64(t0)) / 1e6
 	}
-	f.lagP99MS = percentile(lags, 0.99)
-	return f
+	return percentile(lags, 0.99)
 }
 
-func measureHey(hey, url string) figures {
-	var f figures
-	out, _ := run(hey, "-z", maxFor.String(), "-c", strconv.Itoa(*conns), url)
-	f.maxRate = grab(out, `Requests/sec:\s+([0-9.]+)`)
-	// hey paces each worker closed-loop (-q per worker): the same total rate.
-	workers := 4
-	_, cpu := run(hey, "-n", strconv.Itoa(*fixedJobs), "-c", strconv.Itoa(workers), "-q", strconv.Itoa(*fixedRate/workers), url)
-	f.cpuPer10k = cpu.Seconds() * 10000 / float64(*fixedJobs)
-	f.lagP99MS = math.NaN()
-	f.note = "closed loop: no schedule to lag behind"
-	return f
+func heyTool(hey, url string) tool {
+	return tool{
+		name: "hey",
+		highest: func() float64 {
+			out, _ := run(hey, "-z", maxFor.String(), "-c", strconv.Itoa(*conns), url)
+			return grab(out, `Requests/sec:\s+([0-9.]+)`)
+		},
+		// hey paces each worker closed-loop (-q per worker): the same total rate.
+		fixed: func() (float64, float64) {
+			workers := 4
+			_, cpu := run(hey, "-n", strconv.Itoa(*fixedJobs), "-c", strconv.Itoa(workers), "-q", strconv.Itoa(*fixedRate/workers), url)
+			return perTenK(cpu), math.NaN()
+		},
+		note: "closed loop: no schedule to lag behind",
+	}
 }
 
-func measureWrk(wrk, url string) figures {
-	var f figures
-	out, cpu := run(wrk, "-t1", "-c"+strconv.Itoa(*conns), "-d"+strconv.Itoa(int(maxFor.Seconds()))+"s", url)
-	f.maxRate = grab(out, `Requests/sec:\s+([0-9.]+)`)
-	// wrk cannot hold a fixed rate: its CPU per request at full speed.
-	f.cpuPer10k = cpu.Seconds() * 10000 / (f.maxRate * maxFor.Seconds())
-	f.lagP99MS = math.NaN()
-	f.note = "closed loop at full speed; CPU per 10k at its highest rate"
-	return f
+func wrkTool(wrk, url string) tool {
+	var cpuAtFull float64
+	return tool{
+		name: "wrk",
+		highest: func() float64 {
+			out, cpu := run(wrk, "-t1", "-c"+strconv.Itoa(*conns), "-d"+strconv.Itoa(int(maxFor.Seconds()))+"s", url)
+			rate := grab(out, `Requests/sec:\s+([0-9.]+)`)
+			cpuAtFull = cpu.Seconds() * 10000 / (rate * maxFor.Seconds())
+			return rate
+		},
+		// wrk cannot hold a fixed rate: its CPU per request at full speed.
+		fixed: func() (float64, float64) { return cpuAtFull, math.NaN() },
+		note:  "closed loop at full speed; CPU per 10k at its highest rate",
+	}
 }
 
-// measureFloor runs the C floor at the fixed rate: the least CPU per
-// request any generator could spend here.
-func measureFloor(floor, url string) figures {
+// floorTool runs the C floor at the fixed rate: the least CPU per request
+// any generator could spend here.
+func floorTool(floor, url string) tool {
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
-	out, _ := run(floor, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))
-	return figures{maxRate: math.NaN(), cpuPer10k: grab(out, `cpu_s ([0-9.]+)`) * 10000 / float64(*fixedJobs), lagP99MS: math.NaN(),
-		note: "C, one timerfd + epoll loop, no parsing: CPU per 10k only"}
+	return tool{
+		name:    "floor",
+		highest: func() float64 { return math.NaN() },
+		fixed: func() (float64, float64) {
+			out, _ := run(floor, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))
+			return grab(out, `cpu_s ([0-9.]+)`) * 10000 / float64(*fixedJobs), math.NaN()
+		},
+		note: "C, one timerfd + epoll loop, no parsing: CPU per 10k only",
+	}
 }
 
 func buildFloor(dir string) string {
