@@ -20,8 +20,8 @@ import (
 // lean sends plain http:// requests with fasthttp. net/http hands every
 // request to two goroutines of its connection and allocates its request
 // and response anew; fasthttp writes and reads on the caller's goroutine
-// with pooled buffers. The generator shares the CPU it measures, so this is
-// what lets one core offer several times the rate (docs/performance.md).
+// with pooled buffers. The generator shares the CPU it measures: on one
+// core this nearly doubles the highest rate (docs/performance.md).
 // net/http stays for https:// (HTTP/2) and for targets behind a proxy.
 type lean struct {
 	client  *fasthttp.Client
