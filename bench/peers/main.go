@@ -85,7 +85,7 @@ func main() {
 	url := "http://" + strings.TrimSpace(addr) + "/"
 	log.Printf("server %s on CPU 1; every generator on CPU 0; %d connections; highest rate over %s; fixed %d/s × %d", url, *conns, *maxFor, *fixedRate, *fixedJobs)
 
-	tools := []tool{tareTool(tare, url)}
+	tools := []tool{tareTool(tare, url, "tare", "--no-store"), tareTool(tare, url, "tare+db", "--db", filepath.Join(dir, "runs.db"))}
 	if vegeta != "" {
 		tools = append(tools, vegetaTool(vegeta, url, dir))
 	}
@@ -163,10 +163,17 @@ func median(v []float64) float64 {
 
 func perTenK(cpu time.Duration) float64 { return cpu.Seconds() * 10000 / float64(*fixedJobs) }
 
-func tareTool(tare, url string) tool {
-	common := []string{"--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json"}
+// tareTool is tare with storeFlags: --no-store for the generator alone, or
+// a SQLite store, which is what a user gets by default.
+func tareTool(tare, url, name string, storeFlags ...string) tool {
+	common := append([]string{"--max-inflight", strconv.Itoa(*conns), "--quiet", "--json"}, storeFlags...)
+	note := ""
+	if name != "tare" {
+		note = "tare with its default store (SQLite): every record kept"
+	}
 	return tool{
-		name: "tare",
+		name: name,
+		note: note,
 		// The highest sustained open-loop rate: offered far above what can
 		// be served, with the in-flight cap of the other tools; what is
 		// achieved is what tare sustained.
@@ -312,17 +319,27 @@ func buildFloor(dir string) string {
 	return out
 }
 
+// printTable prints each tool's figures, then the ratio of each tare
+// (alone, and with its store) to each peer.
 func printTable(order []string, r map[string]figures) {
-	t := r["tare"]
 	fmt.Printf("\n%-8s %14s %18s %16s   %s\n", "tool", "highest rate/s", "CPU s / 10k req", "send-lag p99", "note")
 	for _, name := range order {
 		f := r[name]
 		fmt.Printf("%-8s %14s %18.3f %16s   %s\n", name, rate(f.maxRate), f.cpuPer10k, ms(f.lagP99MS), f.note)
 	}
-	fmt.Printf("\n%-16s %22s %22s %22s\n", "tare vs", "highest rate (×, ↑)", "CPU per 10k (×, ↓)", "send-lag p99 (×, ↓)")
-	for _, name := range order[1:] {
-		f := r[name]
-		fmt.Printf("%-16s %22s %22s %22s\n", name, ratio(t.maxRate, f.maxRate), ratio(t.cpuPer10k, f.cpuPer10k), ratio(t.lagP99MS, f.lagP99MS))
+	fmt.Printf("\n%-20s %22s %22s %22s\n", "", "highest rate (×, ↑)", "CPU per 10k (×, ↓)", "send-lag p99 (×, ↓)")
+	for _, ours := range order {
+		if !strings.HasPrefix(ours, "tare") {
+			continue
+		}
+		t := r[ours]
+		for _, name := range order {
+			if strings.HasPrefix(name, "tare") {
+				continue
+			}
+			f := r[name]
+			fmt.Printf("%-20s %22s %22s %22s\n", ours+" vs "+name, ratio(t.maxRate, f.maxRate), ratio(t.cpuPer10k, f.cpuPer10k), ratio(t.lagP99MS, f.lagP99MS))
+		}
 	}
 }
 
