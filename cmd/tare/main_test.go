@@ -184,6 +184,37 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunNetHTTP: --net-http reaches the target. Response headers larger
+// than the lean client's buffer fail every request without it and none with
+// it.
+func TestRunNetHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Large", strings.Repeat("v", 32<<10))
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		flags  []string
+		ok     int
+		errors int
+	}{
+		{nil, 0, 20},
+		{[]string{"--net-http"}, 20, 0},
+	} {
+		args := append([]string{"run", "--url", srv.URL + "/", "--rate", "200/s", "--jobs", "20", "--quiet", "--json", "--no-store"}, tt.flags...)
+		code, stdout, stderr := tareCmd(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d; stderr %s", tt.flags, code, stderr)
+		}
+		var s tare.Summary
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+			t.Fatalf("summary json: %v\n%s", err, stdout)
+		}
+		if s.Requests.OK != tt.ok || s.Requests.Errors != tt.errors {
+			t.Errorf("%v: %d ok, %d errors; want %d, %d", tt.flags, s.Requests.OK, s.Requests.Errors, tt.ok, tt.errors)
+		}
+	}
+}
+
 // TestRunPoissonAchievesOffered: 1,000 Poisson arrivals at 200/s against a
 // loopback server; the achieved rate stays within 5% of the offered one.
 func TestRunPoissonAchievesOffered(t *testing.T) {
