@@ -110,11 +110,11 @@ func New(cfg Config) (*Target, error) {
 		maxConns = DefaultMaxConns
 	}
 
-	// Go's transport ignores a Host entry in the header map: the request's
-	// Host field is what it sends.
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", userAgent)
 	}
+	// Go's transport ignores a Host entry in the header map: the request's
+	// Host field is what it sends.
 	tmpl := &http.Request{Method: method, URL: u, Header: header}
 	if h := header.Get("Host"); h != "" {
 		tmpl.Host = h
