@@ -148,53 +148,51 @@ func sloRules(c *tare.Comparison, runs []tare.Summary, slo SLO, advice []string)
 // protocol swept the rate, else the p95 of each window at the load run.
 // Runs without windows give the best and worst run instead.
 func capacityRange(c *tare.Comparison) tare.CapacityRange {
+	var windows []string
+	var values []float64
 	if len(c.Sweeps) > 0 {
-		return sweepRange(c.Sweeps)
-	}
-	r := tare.CapacityRange{Metric: "p95_ms", From: "windows"}
-	byWindow := map[string][]float64{}
-	var all []float64
-	for _, run := range c.Runs {
-		if run.Latency.P95 == nil {
-			continue
+		for _, s := range c.Sweeps {
+			if s.CapacityPerS != nil {
+				windows, values = append(windows, s.Window), append(values, *s.CapacityPerS)
+			}
 		}
-		byWindow[run.Window] = append(byWindow[run.Window], *run.Latency.P95)
-		all = append(all, *run.Latency.P95)
+		return valueRange("rate_per_s", windows, values, true)
 	}
-	if len(byWindow[WindowPeak]) > 0 || len(byWindow[WindowOffpeak]) > 0 || len(byWindow[WindowMid]) > 0 {
-		r.Best, r.Worst, r.Typical = medianPtr(byWindow[WindowOffpeak]), medianPtr(byWindow[WindowPeak]), medianPtr(byWindow[WindowMid])
-	} else if len(all) > 0 {
-		r.From = "runs"
-		r.Best, r.Worst = tare.Float(slices.Min(all)), tare.Float(slices.Max(all))
+	for _, run := range c.Runs {
+		if run.Latency.P95 != nil {
+			windows, values = append(windows, run.Window), append(values, *run.Latency.P95)
+		}
 	}
-	if r.Best != nil && r.Worst != nil {
-		r.Gap = roundTo(*r.Worst-*r.Best, 3)
-		r.GapPct = gapPct(*r.Best, *r.Worst)
-	}
-	return r
+	return valueRange("p95_ms", windows, values, false)
 }
 
-// sweepRange is the capacity range in requests per second: higher is
-// better, so the gap is best − worst.
-func sweepRange(sweeps []tare.SweepCapacity) tare.CapacityRange {
-	r := tare.CapacityRange{Metric: "rate_per_s", From: "windows"}
+// valueRange is the range of values, each measured in windows[i]: best
+// off-peak, worst at peak, typical mid, the medians of each; without any
+// window, the best and worst value. higherIsBetter says which end is best
+// (a rate, not a latency); the gap is always the worse minus the better.
+func valueRange(metric string, windows []string, values []float64, higherIsBetter bool) tare.CapacityRange {
+	r := tare.CapacityRange{Metric: metric, From: "windows"}
 	byWindow := map[string][]float64{}
-	var all []float64
-	for _, s := range sweeps {
-		if s.CapacityPerS == nil {
-			continue
-		}
-		byWindow[s.Window] = append(byWindow[s.Window], *s.CapacityPerS)
-		all = append(all, *s.CapacityPerS)
+	for i, w := range windows {
+		byWindow[w] = append(byWindow[w], values[i])
 	}
-	if len(byWindow[WindowPeak]) > 0 || len(byWindow[WindowOffpeak]) > 0 || len(byWindow[WindowMid]) > 0 {
+	switch {
+	case len(byWindow[WindowPeak]) > 0 || len(byWindow[WindowOffpeak]) > 0 || len(byWindow[WindowMid]) > 0:
 		r.Best, r.Worst, r.Typical = medianPtr(byWindow[WindowOffpeak]), medianPtr(byWindow[WindowPeak]), medianPtr(byWindow[WindowMid])
-	} else if len(all) > 0 {
+	case len(values) > 0:
 		r.From = "runs"
-		r.Best, r.Worst = tare.Float(slices.Max(all)), tare.Float(slices.Min(all))
+		best, worst := slices.Min(values), slices.Max(values)
+		if higherIsBetter {
+			best, worst = worst, best
+		}
+		r.Best, r.Worst = tare.Float(best), tare.Float(worst)
 	}
 	if r.Best != nil && r.Worst != nil {
-		r.Gap = roundTo(*r.Best-*r.Worst, 3)
+		gap := *r.Worst - *r.Best
+		if higherIsBetter {
+			gap = -gap
+		}
+		r.Gap = roundTo(gap, 3)
 		r.GapPct = gapPct(*r.Best, *r.Worst)
 	}
 	return r
