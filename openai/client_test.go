@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -27,20 +28,8 @@ func newClient(t *testing.T, cfg Config) *Client {
 	return c
 }
 
-// simServer runs a real simulated model on loopback.
-func simServer(t *testing.T, cfg modelsim.Config) *httptest.Server {
-	t.Helper()
-	s, err := modelsim.New(cfg)
-	if err != nil {
-		t.Fatalf("modelsim.New: %v", err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	return ts
-}
-
 func TestAgainstModelsim(t *testing.T) {
-	ts := simServer(t, modelsim.Config{TokenCost: 300 * time.Microsecond, MeanTokens: 8, Seed: 1})
+	ts := testservice.Model(t, modelsim.Config{TokenCost: 300 * time.Microsecond, MeanTokens: 8, Seed: 1})
 	tests := []struct {
 		name       string
 		cfg        Config
@@ -130,7 +119,7 @@ func TestAgainstModelsim(t *testing.T) {
 }
 
 func TestDo(t *testing.T) {
-	ts := simServer(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4})
+	ts := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4})
 	c := newClient(t, Config{URL: ts.URL + "/v1"})
 	var target tare.Target = c
 	sched := time.Now()
@@ -433,7 +422,7 @@ func TestModelsimFaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := simServer(t, tt.sim)
+			ts := testservice.Model(t, tt.sim)
 			c := newClient(t, Config{URL: ts.URL + "/v1", Model: tt.model, Timeout: 10 * time.Second})
 			if r := c.Call(context.Background(), Request{}); r.Err != tt.wantErr {
 				t.Errorf("Err %q (%s), want %q", r.Err, r.Detail, tt.wantErr)
@@ -565,7 +554,7 @@ func TestKeyNeverShown(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	ts := simServer(t, modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 5, TokenSpread: 0.5, Seed: 7})
+	ts := testservice.Model(t, modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 5, TokenSpread: 0.5, Seed: 7})
 	c := newClient(t, Config{URL: ts.URL + "/v1"})
 	var wg sync.WaitGroup
 	results := make([]Response, 16)

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"
@@ -189,7 +190,7 @@ func TestCrashedWorkerProcess(t *testing.T) {
 
 	// One generation slot at ~8 ms of CPU a job: the 200/s arrivals outrun
 	// it, so every worker holds its four jobs when the victim is killed.
-	sim := modelServer(t, modelsim.Config{TokenCost: time.Millisecond, MeanTokens: 8, Parallel: 1, Seed: 1})
+	sim := testservice.Model(t, modelsim.Config{TokenCost: time.Millisecond, MeanTokens: 8, Parallel: 1, Seed: 1})
 	b, err := queue.OpenRedis(ctx, u, q)
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +349,7 @@ func TestRedisRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	sim := modelServer(t, modelsim.Config{TokenCost: 2 * time.Millisecond, MeanTokens: 10, Parallel: 1, Seed: 2})
+	sim := testservice.Model(t, modelsim.Config{TokenCost: 2 * time.Millisecond, MeanTokens: 10, Parallel: 1, Seed: 2})
 	gen, err := queue.OpenRedis(ctx, u, "restart")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
@@ -34,7 +35,7 @@ func TestEndToEnd(t *testing.T) {
 		const jobs = 50
 		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 		defer cancel()
-		sim := modelServer(t, modelsim.Config{TokenCost: 300 * time.Microsecond, MeanTokens: 12, TokenSpread: 0.3, Seed: 3})
+		sim := testservice.Model(t, modelsim.Config{TokenCost: 300 * time.Microsecond, MeanTokens: 12, TokenSpread: 0.3, Seed: 3})
 		model := openaiModel(t, sim.URL)
 		tg := newTarget(t, b, queue.TargetConfig{MaxTokens: 16, Timeout: 20 * time.Second})
 		for _, name := range []string{"w1", "w2"} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare/internal/testservice"
-	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/worker"
@@ -79,18 +77,6 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// modelServer starts the simulated model on loopback.
-func modelServer(t *testing.T, cfg modelsim.Config) *httptest.Server {
-	t.Helper()
-	s, err := modelsim.New(cfg)
-	if err != nil {
-		t.Fatalf("modelsim.New: %v", err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	return ts
 }
 
 // openaiModel adapts the streaming client to worker.Model, as cmd/tare does.

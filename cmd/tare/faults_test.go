@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -65,12 +66,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	const header, key = "hdr-secret-0f3a9c", "sk-secret-77b1e2"
 	db := filepath.Join(t.TempDir(), "secrets.db")
 	t.Setenv("TARE_API_KEY", key)
-	sim, err := modelsim.New(modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := httptest.NewServer(sim)
-	defer model.Close()
+	model := testservice.Model(t, modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 4})
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer web.Close()
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/goldenfile"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -280,12 +281,7 @@ func TestCompletion(t *testing.T) {
 // TestRunModel loads the simulated model through the OpenAI-compatible
 // client: TTFT, TPOT, tokens and goodput against a per-request SLO.
 func TestRunModel(t *testing.T) {
-	sim, err := modelsim.New(modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
+	srv := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 16})
 	t.Setenv("TARE_API_KEY", "sk-test-secret-key")
 	code, stdout, stderr := tareCmd(t, "run", "--model", srv.URL+"/v1", "--rate", "20/s", "--jobs", "30", "--max-tokens", "16",
 		"--slo", "ttft<=10s,e2e<=20s", "--quiet", "--json", "--tick", "100ms")

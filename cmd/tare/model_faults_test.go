@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"
 )
@@ -81,13 +82,7 @@ func TestModelMisbehaving(t *testing.T) {
 	}
 	sim := func(t *testing.T, cfg modelsim.Config) string {
 		cfg.TokenCost, cfg.MeanTokens, cfg.Seed = 100*time.Microsecond, 8, 3
-		s, err := modelsim.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(s)
-		t.Cleanup(srv.Close)
-		return srv.URL + "/v1"
+		return testservice.Model(t, cfg).URL + "/v1"
 	}
 	status := func(t *testing.T, code int) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

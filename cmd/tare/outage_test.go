@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
 )
@@ -181,12 +181,7 @@ func TestRedisRestartUnderRunQueue(t *testing.T) {
 		t.Skip("restarts a private redis-server under ~8 s of load")
 	}
 	r := newPrivateRedis(t)
-	sim, err := modelsim.New(modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := httptest.NewServer(sim)
-	defer model.Close()
+	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 8})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var workers []*exec.Cmd

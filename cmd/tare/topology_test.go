@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -74,12 +73,7 @@ func TestWorkersKilled(t *testing.T) {
 	rdb := redisClient(t)
 	name := fmt.Sprintf("killtest-%d", time.Now().UnixNano())
 	t.Cleanup(func() { tareCmd(t, "cleanup", "--redis", redisURL(), "--queue", name, "--wait", "1s") })
-	sim, err := modelsim.New(modelsim.Config{TokenCost: 2 * time.Millisecond, MeanTokens: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := httptest.NewServer(sim)
-	defer model.Close()
+	model := testservice.Model(t, modelsim.Config{TokenCost: 2 * time.Millisecond, MeanTokens: 8})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

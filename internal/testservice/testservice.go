@@ -1,15 +1,18 @@
 // Package testservice finds the real services tests talk to: the Redis and
 // the PostgreSQL that scripts/test starts, or those TARE_REDIS_URL and
-// TARE_POSTGRES_DSN name.
+// TARE_POSTGRES_DSN name; and starts the simulated model on loopback.
 package testservice
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tare-dev/tare/modelsim"
 )
 
 // RedisURL is the test Redis: TARE_REDIS_URL, or the local default, and
@@ -52,4 +55,16 @@ func PostgresDSN() string {
 		return dsn
 	}
 	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
+}
+
+// Model starts the simulated model on loopback, closed when the test ends.
+func Model(t testing.TB, cfg modelsim.Config) *httptest.Server {
+	t.Helper()
+	s, err := modelsim.New(cfg)
+	if err != nil {
+		t.Fatalf("modelsim.New: %v", err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts
 }
