@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/rawio"
 )
 
 // lean sends plain http:// requests with fasthttp. net/http hands every
@@ -230,7 +232,7 @@ func (s *connSet) aborted() bool {
 // connection, and a reset is a different failure from a close.
 type trackedConn struct {
 	net.Conn
-	raw     *rawIO // nil where raw calls are not available
+	raw     *rawio.Conn // nil where raw calls are not available
 	set     *connSet
 	local   *connAddr
 	readErr atomic.Pointer[error]
@@ -264,7 +266,7 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 
 func (c *trackedConn) Read(p []byte) (n int, err error) {
 	if c.raw != nil {
-		n, err = c.raw.read(p)
+		n, err = c.raw.Read(p)
 	} else {
 		n, err = c.Conn.Read(p)
 	}
@@ -276,7 +278,7 @@ func (c *trackedConn) Read(p []byte) (n int, err error) {
 
 func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.raw != nil {
-		return c.raw.write(p)
+		return c.raw.Write(p)
 	}
 	return c.Conn.Write(p)
 }
@@ -293,7 +295,10 @@ func readFailure(resp *fasthttp.Response, err error) error {
 }
 
 func (s *connSet) add(c net.Conn) net.Conn {
-	tc := &trackedConn{Conn: c, raw: newRawIO(c), set: s}
+	tc := &trackedConn{Conn: c, set: s}
+	if sc, ok := c.(syscall.Conn); ok {
+		tc.raw = rawio.New(sc)
+	}
 	tc.local = &connAddr{Addr: c.LocalAddr(), conn: tc}
 	s.mu.Lock()
 	if s.conns == nil {

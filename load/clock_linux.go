@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/rawio"
 )
 
 // timerfdClock waits on a timerfd(2) read through Go's network poller. The
@@ -18,12 +19,12 @@ import (
 //
 // Both calls are raw: a system call through the scheduler's syscall path
 // wakes the runtime's monitor thread when every P had gone idle, which at
-// a moderate rate is every arrival (see httptarget's rawIO).
+// a moderate rate is every arrival (see internal/rawio).
 type timerfdClock struct {
 	ctx     context.Context
 	fd      int
 	file    *os.File
-	raw     syscall.RawConn
+	raw     *rawio.Conn
 	unwatch func() bool
 	buf     [8]byte
 }
@@ -37,7 +38,7 @@ func newClock(ctx context.Context) clock {
 	// A non-blocking descriptor makes the file pollable: Read parks the
 	// goroutine in the poller instead of blocking a thread.
 	c := &timerfdClock{ctx: ctx, fd: fd, file: os.NewFile(uintptr(fd), "timerfd")}
-	if c.raw, err = c.file.SyscallConn(); err != nil {
+	if c.raw = rawio.New(c.file); c.raw == nil {
 		c.file.Close()
 		return newTimerClock(ctx)
 	}
@@ -67,10 +68,7 @@ func (c *timerfdClock) sleepUntil(at time.Time) bool {
 		// above may have overwritten.
 		return false
 	}
-	err := c.raw.Read(func(fd uintptr) bool {
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.buf[0])), uintptr(len(c.buf)))
-		return e != unix.EAGAIN
-	})
+	_, err := c.raw.Read(c.buf[:])
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return false
 	}
