@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	jdg "github.com/tare-dev/tare/judge"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -34,25 +35,25 @@ verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
 			if err != nil {
 				return err
 			}
-			// The measured processes are those named with --pid; without
-			// any, tare itself stands for the load to come, so throttling
-			// is read from its cgroup.
+			// tare itself stands for the load to come, so throttling is
+			// read from its cgroup too; --pid names the service.
 			cfg, err := host.config(os.Getpid())
 			if err != nil {
 				return err
 			}
-			cfg.Descendants = false
-			if len(host.pids) > 0 {
-				cfg.PIDs = host.pids
+			sutBy, err := host.findSUT(&cfg, "")
+			if err != nil {
+				return err
 			}
 			stop := make(chan struct{})
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
-			s, err := observe(cmd.Context(), cfg, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
+			s, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
 				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
 			if err != nil {
 				return err
 			}
+			s.Verdict = jdg.Check(&s, j.thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
 				return err

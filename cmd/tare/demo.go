@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,12 +40,14 @@ type demoFlags struct {
 	neighbour   bool
 }
 
-const demoLong = `Run the reference topology in one process and measure it:
+const demoLong = `Run the reference topology on this machine and measure it:
 
   [Poisson arrivals] --enqueue--> [queue] --> [agent workers] --> [simulated model]
         tare                    in memory,      pop a job,       OpenAI-compatible on
                                 or Redis        call the model   loopback; every token
-                                with --redis                     burns real CPU
+                                with --redis    (inside tare)    burns real CPU; its own
+                                                                 process: the system
+                                                                 under test
 
 The host is sampled during the very same seconds; the summary shows queue
 wait, end-to-end latency, TTFT, tokens/s, CPU and steal, then the verdict.
@@ -114,19 +121,15 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		defer st.Close()
 	}
 
-	// The model: a simulated endpoint on loopback.
-	sim, err := modelsim.New(modelsim.Config{TokenCost: f.tokenCost, MeanTokens: f.meanTokens, TokenSpread: 0.5, Seed: f.load.seed})
+	// The model: a simulated endpoint on loopback, in a process of its own,
+	// so that the system under test and the generator are told apart.
+	model, err := startDemoModel(ctx, cmd.ErrOrStderr(), f.tokenCost, f.meanTokens, f.load.seed)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return tare.Errorf(tare.EUNAVAILABLE, "start the simulated model on loopback: %v", err)
-	}
-	modelCtx, stopModel := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopModel()
-	go sim.Serve(modelCtx, ln)
-	client, err := openai.New(openai.Config{URL: "http://" + ln.Addr().String() + "/v1", Timeout: 5 * time.Minute})
+	defer model.stop()
+	sampling.SUT = []int{model.pid}
+	client, err := openai.New(openai.Config{URL: model.url, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -173,8 +176,8 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}()
 
 	if !f.judge.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (%s a token)\n",
-			sched, where, f.workers, f.concurrency, ln.Addr(), f.tokenCost)
+		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (pid %d, %s a token)\n",
+			sched, where, f.workers, f.concurrency, model.url, model.pid, f.tokenCost)
 	}
 	if f.neighbour {
 		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
@@ -188,12 +191,91 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		rate:     float64(f.load.rate),
 		engine:   f.load.engine(),
 		sampler:  sampling,
+		sutBy:    "started by tare demo: the simulated model",
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
 		store:    st,
 	}
 	return measureAndReport(cmd, m, f.judge.json)
 }
+
+// demoModel is the simulated model the demo runs as a child process.
+type demoModel struct {
+	pid  int
+	url  string
+	stop func()
+}
+
+// selfCommand runs this executable with args: the demo's model is a tare
+// model process. Tests replace it, to run their binary as tare.
+var selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "find the tare executable to start the simulated model: %v", err)
+	}
+	return exec.CommandContext(ctx, exe, args...), nil
+}
+
+// startDemoModel starts tare model on a free loopback port and waits for it to
+// say where it serves. The model dies with tare (SIGKILL on the parent's
+// death), and stop ends it with SIGTERM and waits.
+func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Duration, meanTokens int, seed uint64) (*demoModel, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c, err := selfCommand(ctx, "model", "--listen", "127.0.0.1:0", "--token-cost", tokenCost.String(),
+		"--mean-tokens", strconv.Itoa(meanTokens), "--token-spread", "0.5", "--seed", strconv.FormatUint(seed, 10))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = 5 * time.Second
+	out, err := c.StderrPipe()
+	if err != nil {
+		cancel()
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "start the simulated model: %v", err)
+	}
+	if err := c.Start(); err != nil {
+		cancel()
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "start the simulated model: %v", err)
+	}
+	var stopping atomic.Bool // once set, the model's goodbye is not passed on
+	stop := func() {
+		stopping.Store(true)
+		cancel()
+		c.Wait()
+	}
+	// Its first line says where it serves; the rest passes through.
+	lines := bufio.NewScanner(out)
+	found := make(chan string, 1)
+	go func() {
+		defer close(found)
+		for lines.Scan() {
+			if m := modelServing.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+			fmt.Fprintln(stderr, lines.Text())
+		}
+		for lines.Scan() {
+			if !stopping.Load() {
+				fmt.Fprintln(stderr, lines.Text())
+			}
+		}
+	}()
+	select {
+	case url, ok := <-found:
+		if ok {
+			return &demoModel{pid: c.Process.Pid, url: url, stop: stop}, nil
+		}
+	case <-time.After(30 * time.Second):
+	}
+	stop()
+	return nil, tare.Errorf(tare.EUNAVAILABLE, "the simulated model (tare model, pid %d) did not start serving", c.Process.Pid)
+}
+
+// modelServing matches the line tare model prints once it listens.
+var modelServing = regexp.MustCompile(`at (http://\S+/v1) `)
 
 // startNeighbour starts one CPU hog per core after the delay, as a noisy
 // neighbour would, and returns the function that stops them. The hogs are

@@ -10,15 +10,18 @@ import (
 	"github.com/tare-dev/tare/stats"
 )
 
-// observe samples the host, with no load of tare's own, until stop is
+// observe samples the host, with no load of tare's own (the system under
+// test is cfg.SUT, found as sutBy says), until stop is
 // closed or ctx is done, and returns the host-only summary and verdict of
 // that window. started, when not nil, is called once the sampler has taken
-// its first reading: what happens after it is inside the window.
-func observe(ctx context.Context, cfg host.Config, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func()) (tare.Summary, error) {
+// its first reading: what happens after it is inside the window, and
+// what it starts can be counted as tare (Sampler.AddTareTree).
+func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, error) {
 	sampler, err := host.NewSampler(cfg)
 	if err != nil {
 		return tare.Summary{}, err
 	}
+	defer sampler.Close()
 	start := time.Now()
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
 	if err != nil {
@@ -29,7 +32,7 @@ func observe(ctx context.Context, cfg host.Config, j judging, run tare.Run, stop
 	samples := make(chan tare.HostSample, 16)
 	go sampler.Run(sampleCtx, samples)
 	if started != nil {
-		started()
+		started(sampler)
 	}
 
 	var refresh <-chan time.Time
@@ -72,6 +75,7 @@ loop:
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
+	s.SUT = sutSummary(s.SUT, cfg.SUT, sutBy)
 	s.Verdict = judge.Judge(&s, rec.Ticks(), j.thresholds, j.slo)
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	hostpkg "github.com/tare-dev/tare/host"
 )
 
 func newWatchCmd() *cobra.Command {
@@ -56,12 +57,14 @@ stdout holds only the JSON). tare exits with the command's status, unless
 
 			exited := make(chan struct{})
 			var waitErr error
-			start := func() {
+			start := func(sampler *hostpkg.Sampler) {
 				if err := child.Start(); err != nil {
 					waitErr = err
 					close(exited)
 					return
 				}
+				// The load tool and what it starts are tare's side of the test.
+				sampler.AddTareTree(child.Process.Pid)
 				go func() {
 					waitErr = child.Wait()
 					close(exited)
@@ -77,9 +80,11 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				}()
 			}
 			run := tare.Run{Label: "watch", Target: strings.Join(args, " "), Version: version}
-			// The sampler measures tare and its descendants: the command,
-			// once started, and whatever it starts.
-			s, err := observe(cmd.Context(), sampling, j, run, exited, nil, start)
+			sutBy, err := host.findSUT(&sampling, "")
+			if err != nil {
+				return err
+			}
+			s, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
 			<-exited
 			if err != nil {
 				return err

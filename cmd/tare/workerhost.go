@@ -55,11 +55,13 @@ func pushHostSample(ctx context.Context, rdb *redis.Client, q, name string, s ta
 // that stops it and waits. A host that cannot be sampled, or a Redis that
 // fails, costs a warning, never the worker.
 func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer) (stop func()) {
-	sampler, err := host.NewSampler(host.Config{Tick: tick, PIDs: []int{os.Getpid()}, Descendants: true})
+	sampler, err := host.NewSampler(host.Config{Tick: tick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		fmt.Fprintf(warn, "tare worker: this host's interference is not published: %v\n", err)
 		return func() {}
 	}
+	// The worker is the system under test on its host: its descendants (a
+	// model it runs) count with it.
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return func() {}
