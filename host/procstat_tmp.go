@@ -11,7 +11,7 @@ type procStat struct {
 }
 type procTable struct{}
 
-func newProcTable(string) *procTable                  { return &procTable{} }
+func newProcTable(string) *procTable                 { return &procTable{} }
 func (t *procTable) read(dst map[int]procStat) error { clear(dst); return nil }
 func (t *procTable) close()                          {}
 

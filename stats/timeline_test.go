@@ -191,7 +191,7 @@ func TestCleanTicks(t *testing.T) {
 	// Waiting behind a neighbour: 30 % run delay × 60 / (60 + 20) = 22.5 %.
 	samples[5].RunDelay = tare.Float(30)
 	samples[5].CPUBy = &tare.CPUBy{SystemUnderTest: 20, Others: 60, Idle: 20}
-	samples[7].PSISome = tare.Float(40) // CPU pressure alone pollutes nothing
+	samples[7].PSISome = tare.Float(40)   // CPU pressure alone pollutes nothing
 	samples[6].Throttled = tare.Float(10) // at the threshold, not above: clean
 
 	feeds := []struct {
