@@ -80,16 +80,20 @@ const TopOthersKept = 5
 // containers show up.
 func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 
-// NeighbourWait estimates the share of the tick that the system under test
-// and tare waited for a CPU because something outside the test held it:
-// their run delay, scaled by the neighbours' part of the CPU time that
-// user processes used in the tick:
+// NeighbourWait estimates the CPU that the system under test and tare
+// lost in the tick because something outside the test held it, in percent
+// of one CPU: their run delay, scaled by the neighbours' part of the CPU
+// time that processes used, and never more than the CPU the neighbours
+// actually used:
 //
-//	neighbour wait = run delay × neighbours / (neighbours + system under test + tare)
+//	neighbour wait = min(run delay × neighbours / (neighbours + system under test + tare),
+//	                     neighbours × CPUs)
 //
 // A service that waits behind its own threads, or behind tare, has no
-// neighbour wait however long it waits: that is its own load. Nil when
-// run delay or the ledger was not measured.
+// neighbour wait however long it waits: that is its own load. The cap keeps
+// a saturated service's long waits from turning a quiet host's background
+// (a daemon's 1 %) into pollution. Nil when run delay or the ledger was not
+// measured.
 func (h *HostSample) NeighbourWait() *float64 {
 	if h.RunDelay == nil || h.CPUBy == nil {
 		return nil
@@ -99,7 +103,8 @@ func (h *HostSample) NeighbourWait() *float64 {
 	if all <= 0 {
 		return Float(0)
 	}
-	return Float(*h.RunDelay * n / all)
+	cpus := float64(max(len(h.PerCPU), 1))
+	return Float(min(*h.RunDelay*n/all, n*cpus))
 }
 
 // Polluted reports whether interference from outside the test exceeded

@@ -300,10 +300,16 @@ func generator(s *tare.Summary, th Thresholds) tare.Signal {
 		return sig
 	}
 	sig.Value = tare.Float(*lag)
-	sig.Fired = *lag > ms(th.SendLagP99)
-	if sig.Fired {
+	// Late sends change the figures only where they are a visible part of
+	// the latency: 14 ms of lag inside 8 s latencies does not.
+	material := s.Latency.P50 == nil || *lag > 0.1**s.Latency.P50
+	switch {
+	case *lag > ms(th.SendLagP99) && material:
+		sig.Fired = true
 		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): tare itself could not send on time, so it invented latency", *lag, ms(th.SendLagP99))
-	} else {
+	case *lag > ms(th.SendLagP99):
+		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms), under a tenth of the median latency (%.0f ms), so it did not change the figures", *lag, ms(th.SendLagP99), *s.Latency.P50)
+	default:
 		sig.Detail = fmt.Sprintf("send lag p99 was %.2f ms (threshold %g ms): tare sent on time", *lag, ms(th.SendLagP99))
 	}
 	if by := s.Host.CPUBy; by != nil && by.Tare >= 1 {
@@ -345,7 +351,7 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 	switch {
 	case *w > th.Neighbours:
 		sig.Fired = true
-		sig.Detail = fmt.Sprintf("%s while %s waited for a CPU %.1f%% of the time behind them (threshold %g%%)", who, waited, *w, th.Neighbours)
+		sig.Detail = fmt.Sprintf("%s, while %s waited for a CPU %.1f%% of the time behind them (threshold %g%%)", who, waited, *w, th.Neighbours)
 	case overPct > th.NeighbourTicks:
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("%s; %s waited behind them more than %g%% of the tick in %.0f%% of ticks (%d of %d; threshold %g%% of ticks)", who, waited, th.Steal, overPct, over, measured, th.NeighbourTicks)
@@ -365,7 +371,7 @@ func neighbourNames(by *tare.CPUBy, vcpus int) string {
 	top := by.TopOthers[0]
 	out := fmt.Sprintf("`%s` (pid %d) used %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*cores)
 	if rest := by.Neighbours() - top.CPUPct; rest*cores >= 5 {
-		out += fmt.Sprintf(", other processes %.0f%% more", rest*cores)
+		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
 	}
 	return out
 }

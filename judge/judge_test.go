@@ -232,7 +232,7 @@ func TestNeighbourNamed(t *testing.T) {
 	s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}}}
 	v := Judge(s, ticks, DefaultThresholds(), nil)
 	sig := find(t, v, SignalNeighbours)
-	want := "`batch` (pid 4121) used 96% of a CPU while the system under test waited for a CPU 11.6% of the time behind them"
+	want := "`batch` (pid 4121) used 96% of a CPU, while the system under test waited for a CPU 11.6% of the time behind them"
 	if !sig.Fired || !strings.Contains(sig.Detail, want) {
 		t.Errorf("neighbours: %+v; want fired with %q", sig, want)
 	}

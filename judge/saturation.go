@@ -63,6 +63,8 @@ func cpuOfService(s *tare.Summary) string {
 	switch {
 	case by == nil:
 		return "how much CPU it used was not measured"
+	case by.Neighbours() > by.SystemUnderTest:
+		return fmt.Sprintf("other processes had more of the CPUs (%.0f%%) than the service (%.0f%%): this is not its capacity, only what the neighbours left it", by.Neighbours(), by.SystemUnderTest)
 	case s.SUT == nil:
 		return fmt.Sprintf("the host's CPUs were %.0f%% idle; the system under test was not found, so its own CPU is not known", by.Idle)
 	case by.Idle < 15:

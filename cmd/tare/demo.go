@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,9 +123,9 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	defer model.stop()
-	sampling.SUT = []int{model.pid}
-	client, err := openai.New(openai.Config{URL: model.url, Timeout: 5 * time.Minute})
+	defer model.Stop()
+	sampling.SUT = []int{model.PID}
+	client, err := openai.New(openai.Config{URL: model.URL, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -177,7 +173,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 
 	if !f.judge.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (pid %d, %s a token)\n",
-			sched, where, f.workers, f.concurrency, model.url, model.pid, f.tokenCost)
+			sched, where, f.workers, f.concurrency, model.URL, model.PID, f.tokenCost)
 	}
 	if f.neighbour {
 		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
@@ -199,13 +195,6 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	return measureAndReport(cmd, m, f.judge.json)
 }
 
-// demoModel is the simulated model the demo runs as a child process.
-type demoModel struct {
-	pid  int
-	url  string
-	stop func()
-}
-
 // selfCommand runs this executable with args: the demo's model is a tare
 // model process. Tests replace it, to run their binary as tare.
 var selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
@@ -216,66 +205,21 @@ var selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	return exec.CommandContext(ctx, exe, args...), nil
 }
 
-// startDemoModel starts tare model on a free loopback port and waits for it to
-// say where it serves. The model dies with tare (SIGKILL on the parent's
-// death), and stop ends it with SIGTERM and waits.
-func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Duration, meanTokens int, seed uint64) (*demoModel, error) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c, err := selfCommand(ctx, "model", "--listen", "127.0.0.1:0", "--token-cost", tokenCost.String(),
+// startDemoModel starts tare model on a free loopback port.
+func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Duration, meanTokens int, seed uint64) (*modelsim.Process, error) {
+	// Not cancelled with ctx: the model serves the drain after Ctrl-C, and
+	// stops when the demo stops it.
+	c, err := selfCommand(context.WithoutCancel(ctx), "model", "--listen", "127.0.0.1:0", "--token-cost", tokenCost.String(),
 		"--mean-tokens", strconv.Itoa(meanTokens), "--token-spread", "0.5", "--seed", strconv.FormatUint(seed, 10))
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
-	c.WaitDelay = 5 * time.Second
-	out, err := c.StderrPipe()
+	p, err := modelsim.Start(c, 30*time.Second, stderr)
 	if err != nil {
-		cancel()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "start the simulated model: %v", err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "%v", err)
 	}
-	if err := c.Start(); err != nil {
-		cancel()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "start the simulated model: %v", err)
-	}
-	var stopping atomic.Bool // once set, the model's goodbye is not passed on
-	stop := func() {
-		stopping.Store(true)
-		cancel()
-		c.Wait()
-	}
-	// Its first line says where it serves; the rest passes through.
-	lines := bufio.NewScanner(out)
-	found := make(chan string, 1)
-	go func() {
-		defer close(found)
-		for lines.Scan() {
-			if m := modelServing.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-			fmt.Fprintln(stderr, lines.Text())
-		}
-		for lines.Scan() {
-			if !stopping.Load() {
-				fmt.Fprintln(stderr, lines.Text())
-			}
-		}
-	}()
-	select {
-	case url, ok := <-found:
-		if ok {
-			return &demoModel{pid: c.Process.Pid, url: url, stop: stop}, nil
-		}
-	case <-time.After(30 * time.Second):
-	}
-	stop()
-	return nil, tare.Errorf(tare.EUNAVAILABLE, "the simulated model (tare model, pid %d) did not start serving", c.Process.Pid)
+	return p, nil
 }
-
-// modelServing matches the line tare model prints once it listens.
-var modelServing = regexp.MustCompile(`at (http://\S+/v1) `)
 
 // startNeighbour starts one CPU hog per core after the delay, as a noisy
 // neighbour would, and returns the function that stops them. The hogs are
