@@ -47,23 +47,16 @@ func parsePIDList(b []byte, dst []int) ([]int, error) {
 	return dst, nil
 }
 
-// parseStatPPID returns the parent pid from a /proc/<pid>/stat line. The
-// command name (field 2) is in parentheses and may hold spaces and ')', so
-// fields are counted from the last ')': state, then ppid.
+// parseStatPPID returns the parent pid from a /proc/<pid>/stat line, for
+// the descendant scan. It is parseProcStat stopped at field 4, so the stat
+// line is parsed in one place (parseStat) and the scan does not depend on
+// fields it does not use.
 func parseStatPPID(b []byte) (int, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%w: stat %q: no command name", ErrParse, b)
+	var s procStat
+	if _, err := parseStat(b, statPPID, &s); err != nil {
+		return 0, err
 	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("%w: stat %q: no ppid field", ErrParse, b)
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	if err != nil || ppid < 0 {
-		return 0, fmt.Errorf("%w: stat %q: bad ppid %q", ErrParse, b, f[1])
-	}
-	return ppid, nil
+	return s.PPID, nil
 }
 
 // runDelayDelta is the run delay the tasks accrued between two readings a
