@@ -150,6 +150,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		prev:      newReading(),
 		cur:       newReading(),
 	}
+	if !onProcfs(cfg.ProcRoot) {
+		s.procs.maxHeld = 0
+	}
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
