@@ -81,8 +81,8 @@ func neighbourAdvice(s *tare.Summary) string {
 	by := s.Host.CPUBy
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
 	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
-		top := by.TopOthers[0]
-		return fmt.Sprintf("Stop `%s` (pid %d) or move it elsewhere during the test, or %s; then rerun.", top.Name, top.PID, pin)
+		name, pids, _ := busiestCommand(by)
+		return fmt.Sprintf("Stop `%s` (%s) or move it elsewhere during the test, or %s; then rerun.", name, pids, pin)
 	}
 	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
 }

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -361,19 +363,38 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 	return sig
 }
 
-// neighbourNames says who the neighbours were, in shares of one CPU.
+// neighbourNames says who the neighbours were, in shares of one CPU. The
+// busiest command is named with all its processes: two `sh` hogs are one
+// neighbour to stop.
 func neighbourNames(by *tare.CPUBy, vcpus int) string {
 	cores := float64(max(vcpus, 1))
 	if len(by.TopOthers) == 0 || by.TopOthers[0].CPUPct < by.Unattributed {
 		return fmt.Sprintf("other processes used %.0f%% of a CPU, %.0f%% of it busy time no visible process accounts for (other containers, short-lived processes)",
 			by.Neighbours()*cores, by.Unattributed*cores)
 	}
-	top := by.TopOthers[0]
-	out := fmt.Sprintf("`%s` (pid %d) used %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*cores)
-	if rest := by.Neighbours() - top.CPUPct; rest*cores >= 5 {
+	name, pids, used := busiestCommand(by)
+	out := fmt.Sprintf("`%s` (%s) used %.0f%% of a CPU", name, pids, used*cores)
+	if rest := by.Neighbours() - used; rest*cores >= 5 {
 		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
 	}
 	return out
+}
+
+// busiestCommand is the command of the busiest other process, its pids
+// ("pid 7" or "pids 7, 9") and their summed share of the host.
+func busiestCommand(by *tare.CPUBy) (name, pids string, used float64) {
+	name = by.TopOthers[0].Name
+	var ids []string
+	for _, p := range by.TopOthers {
+		if p.Name == name {
+			ids = append(ids, strconv.Itoa(p.PID))
+			used += p.CPUPct
+		}
+	}
+	if len(ids) == 1 {
+		return name, "pid " + ids[0], used
+	}
+	return name, "pids " + strings.Join(ids, ", "), used
 }
 
 // waiter names who waited: the system under test when tare knows it.

@@ -63,6 +63,8 @@ func cpuOfService(s *tare.Summary) string {
 	switch {
 	case by == nil:
 		return "how much CPU it used was not measured"
+	case s.Host.ThrottledPct != nil && *s.Host.ThrottledPct > 5:
+		return fmt.Sprintf("its cgroup was throttled %.0f%% of the time: its limit was the CPU quota, not the host", *s.Host.ThrottledPct)
 	case by.Neighbours() > by.SystemUnderTest:
 		return fmt.Sprintf("other processes had more of the CPUs (%.0f%%) than the service (%.0f%%): this is not its capacity, only what the neighbours left it", by.Neighbours(), by.SystemUnderTest)
 	case s.SUT == nil:
