@@ -21,8 +21,10 @@ func newCheckCmd() *cobra.Command {
 		Short: "Say whether the host is quiet enough to measure now",
 		Long: `Sample the host for a while, sending no load, and say whether now is quiet
 enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
---cgroup), run delay of --pid processes, with the same thresholds and
-verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
+--cgroup), run delay of --pid processes, and who is using the CPUs now, by
+name (the busy signal: other processes above the steal threshold of the
+host's CPU time), with the same thresholds and verdict as a run. Exit
+status 3 with --fail-on polluted (or suspect) when it is not.`,
 		Example: `  tare check
   tare check --for 30s --json
   tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s`,
