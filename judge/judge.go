@@ -93,7 +93,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 	v := tare.Verdict{Level: tare.Clean, Signals: signals}
 	for _, sig := range signals {
 		if sig.Fired {
-			v.Level = Raise(v.Level, levelOf(sig.Name))
+			v.Level = Raise(v.Level, LevelOf(sig.Name))
 		}
 	}
 	v.SLO = slo.Check(s)
@@ -102,8 +102,8 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 	return v
 }
 
-// levelOf is the level a fired signal gives a run.
-func levelOf(signal string) tare.Level {
+// LevelOf is the level a fired signal gives a run.
+func LevelOf(signal string) tare.Level {
 	switch signal {
 	case SignalSteal, SignalThrottling, SignalNeighbours, SignalGenerator:
 		return tare.Polluted
