@@ -13,7 +13,7 @@ import (
 // raises the level. It says at what arrival rate it began and how much CPU
 // the service had, so a failed SLO can be read as the capacity it is.
 func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
-	sig := tare.Signal{Name: SignalSaturation}
+	sig := tare.Signal{Name: SignalSaturation, Finding: true}
 	var window []tare.Tick // the ticks with arrivals: the load as offered
 	for _, t := range ticks {
 		if t.Arrivals > 0 {

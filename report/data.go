@@ -272,7 +272,6 @@ func (r *Run) whoseCPUChart(id string) *chartData {
 			c.Series[n-1].Fill = true
 		}
 	}
-	c.YMax = 100
 	c.Note = "The rest, up to 100 %, is idle. The system under test's own load is never interference; other processes and steal, while it waited, are."
 	c.foldedNote()
 	return c

@@ -121,8 +121,8 @@ func Verdict(w io.Writer, v tare.Verdict) error {
 	p.line("verdict: %s", strings.ToUpper(string(v.Level)))
 	for _, sig := range v.Signals {
 		switch {
-		case sig.Fired && sig.Name == "saturation":
-			// A finding about the code, not against the measurement.
+		case sig.Fired && sig.Finding:
+			// About the code, not against the measurement.
 			p.line("  ▲ %s: %s", sig.Name, sig.Detail)
 		case sig.Fired:
 			p.line("  ✗ %s: %s", sig.Name, sig.Detail)
