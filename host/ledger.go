@@ -18,12 +18,13 @@ import (
 // process that exits, is counted where it belongs.
 type members struct {
 	sut, tare map[int]bool
+	measured  map[int]bool  // both: the processes the table reads at every tick
 	kids      map[int][]int // ppid → pids, rebuilt at every reading
 	queue     []int
 }
 
 func newMembers() *members {
-	return &members{sut: map[int]bool{}, tare: map[int]bool{}, kids: map[int][]int{}}
+	return &members{sut: map[int]bool{}, tare: map[int]bool{}, measured: map[int]bool{}, kids: map[int][]int{}}
 }
 
 // find fills the sets from the process table: the sut pids with all their
@@ -45,8 +46,13 @@ func (m *members) find(procs map[int]procStat, sut, tare, tareTrees []int) {
 	for _, pid := range tare {
 		m.tare[pid] = true
 	}
+	clear(m.measured)
 	for pid := range m.sut {
 		delete(m.tare, pid)
+		m.measured[pid] = true
+	}
+	for pid := range m.tare {
+		m.measured[pid] = true
 	}
 }
 

@@ -50,11 +50,19 @@ type procTable struct {
 
 // procEntry is what procTable remembers of one process between readings.
 type procEntry struct {
-	fd    int    // its stat file, or -1 when not held open
-	start uint64 // starttime the fd was opened for: a change means another process
-	comm  string // last command name, reused while it does not change
-	gen   uint64 // the reading that last listed it: older entries are gone
+	last  procStat // what the last read said
+	idle  int      // readings in a row that found its CPU time unchanged
+	fd    int      // its stat file, or -1 when not held open
+	start uint64   // starttime the fd was opened for: a change means another process
+	comm  string   // last command name, reused while it does not change
+	gen   uint64   // the reading that last listed it: older entries are gone
 }
+
+// A process idle for idleAfter readings is read every idleEvery readings.
+const (
+	idleAfter = 3
+	idleEvery = 8
+)
 
 // defaultMaxHeld caps the stat files a procTable keeps open. 4096 covers
 // any host a load generator sensibly runs on, and is a small part of the
@@ -103,7 +111,16 @@ func onProcfs(root string) bool {
 // falls between to unattributed time. Only thread-group leaders are
 // listed (/proc hides thread ids from its listing), and each one's stat
 // already sums its threads.
-func (t *procTable) read(dst map[int]procStat) error {
+//
+// A process that has not run for idleAfter readings is read only every
+// idleEvery readings, and otherwise given as it was (no CPU since): most of
+// a host's processes sleep, and reading their stat files is most of the
+// cost. What such a process uses when it wakes is counted at its next
+// reading, at most idleEvery ticks later, and is unattributed until then;
+// the processes in keep (the system under test's, tare's), kernel threads
+// and new processes are read every time, so no owner's time moves to
+// another but a neighbour's between two kinds of neighbour.
+func (t *procTable) read(dst map[int]procStat, keep map[int]bool) error {
 	clear(dst)
 	if err := t.list(); err != nil {
 		return err
@@ -116,9 +133,21 @@ func (t *procTable) read(dst map[int]procStat) error {
 			t.procs[pid] = e
 		}
 		e.gen = t.gen
-		if s, ok := t.readProc(pid, e); ok {
-			dst[pid] = s
+		if e.idle >= idleAfter && !e.last.KThread && !keep[pid] && (t.gen+uint64(pid))%idleEvery != 0 {
+			dst[pid] = e.last
+			continue
 		}
+		s, ok := t.readProc(pid, e)
+		if !ok {
+			continue
+		}
+		if s.Ticks == e.last.Ticks && s.Start == e.last.Start {
+			e.idle++
+		} else {
+			e.idle = 0
+		}
+		e.last = s
+		dst[pid] = s
 	}
 	for pid, e := range t.procs {
 		if e.gen != t.gen {

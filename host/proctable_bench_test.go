@@ -50,13 +50,13 @@ func benchmarkProcTable(b *testing.B, root string) {
 	pt := newProcTable(root)
 	defer pt.close()
 	dst := map[int]procStat{}
-	if err := pt.read(dst); err != nil {
+	if err := pt.read(dst, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := pt.read(dst); err != nil {
+		if err := pt.read(dst, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func BenchmarkProcTableFixture500Cold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		pt := newProcTable(root)
-		if err := pt.read(dst); err != nil {
+		if err := pt.read(dst, nil); err != nil {
 			b.Fatal(err)
 		}
 		pt.close()

@@ -21,7 +21,7 @@ import (
 func readTable(t *testing.T, pt *procTable) map[int]procStat {
 	t.Helper()
 	dst := map[int]procStat{-1: {}} // read must clear what was there
-	if err := pt.read(dst); err != nil {
+	if err := pt.read(dst, nil); err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	return dst
@@ -197,10 +197,10 @@ func TestProcTableAllocs(t *testing.T) {
 	pt := newProcTable(writeProcTree(t, t.TempDir(), 50))
 	defer pt.close()
 	dst := map[int]procStat{}
-	if err := pt.read(dst); err != nil {
+	if err := pt.read(dst, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(20, func() { _ = pt.read(dst) }); n != 0 {
+	if n := testing.AllocsPerRun(20, func() { _ = pt.read(dst, nil) }); n != 0 {
 		t.Errorf("a reading of 50 known processes allocates %v times, want 0", n)
 	}
 }
@@ -210,7 +210,7 @@ func TestProcTableAllocs(t *testing.T) {
 func TestProcTableRootErrors(t *testing.T) {
 	pt := newProcTable(filepath.Join(t.TempDir(), "missing"))
 	defer pt.close()
-	if err := pt.read(map[int]procStat{}); !errors.Is(err, fs.ErrNotExist) {
+	if err := pt.read(map[int]procStat{}, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("read of a missing procRoot: %v, want ErrNotExist", err)
 	}
 
@@ -222,7 +222,7 @@ func TestProcTableRootErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := map[int]procStat{1000: {}}
-	if err := pt2.read(dst); err == nil || len(dst) != 0 {
+	if err := pt2.read(dst, nil); err == nil || len(dst) != 0 {
 		t.Errorf("read of a removed procRoot: %v, %v; want an error and nothing read", dst, err)
 	}
 	// it recovers when the root comes back
@@ -344,5 +344,49 @@ func TestProcTableLiveExit(t *testing.T) {
 	}
 	if pids := slices.Sorted(maps.Keys(got)); len(pids) == 0 {
 		t.Errorf("nothing read after the child exited")
+	}
+}
+
+// TestProcTableIdle: a process idle for idleAfter readings is read only
+// every idleEvery readings, and given as it was in between; a process in
+// keep, and a kernel thread, are read every time; what the idle one used
+// while it was not read shows at its next reading.
+func TestProcTableIdle(t *testing.T) {
+	root := t.TempDir()
+	bash := func(utime int) string { return strings.Replace(statBash, " 3 10 ", " "+strconv.Itoa(utime)+" 10 ", 1) }
+	writeFiles(t, root, map[string]string{"1092/stat": bash(3), "2/stat": statKthreadd})
+	// The same bash line under another pid, kept.
+	writeFiles(t, root, map[string]string{"500/stat": strings.Replace(bash(3), "1092 (bash)", "500 (bash)", 1)})
+	pt := newProcTable(root)
+	defer pt.close()
+	pt.maxHeld = 0 // every read opens the file: the test rewrites it
+	keep := map[int]bool{500: true}
+	reads := 0
+	for i := range 2 * idleEvery {
+		if i == idleAfter+1 {
+			writeFiles(t, root, map[string]string{
+				"1092/stat": bash(90),
+				"500/stat":  strings.Replace(bash(90), "1092 (bash)", "500 (bash)", 1),
+			})
+		}
+		dst := map[int]procStat{}
+		if err := pt.read(dst, keep); err != nil {
+			t.Fatal(err)
+		}
+		if dst[500].Ticks != 13 && i <= idleAfter || i > idleAfter && dst[500].Ticks != 100 {
+			t.Fatalf("reading %d: kept process has %d ticks, want it read every time", i, dst[500].Ticks)
+		}
+		if _, ok := dst[2]; !ok {
+			t.Fatalf("reading %d: kernel thread missing", i)
+		}
+		if dst[1092].Ticks == 100 && reads == 0 {
+			reads = i
+		}
+		if _, ok := dst[1092]; !ok {
+			t.Fatalf("reading %d: idle process missing: it must be given as it was", i)
+		}
+	}
+	if reads == 0 || reads == idleAfter+1 {
+		t.Errorf("the idle process's new CPU time showed at reading %d; want later than %d (skipped), within %d", reads, idleAfter+1, idleAfter+1+idleEvery)
 	}
 }

@@ -303,7 +303,7 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	// counts where its parent does. Without the table (a /proc that cannot
 	// be listed) the named processes still count, without descendants.
 	r.HasProcs = false
-	if err := s.procs.read(r.Procs); err != nil {
+	if err := s.procs.read(r.Procs, s.members.measured); err != nil {
 		s.warn(fmt.Errorf("whose CPU not measured: %w", err))
 	} else if up, err := readUptime(s.cfg.ProcRoot); err != nil {
 		s.warn(fmt.Errorf("whose CPU not measured: %w", err))
