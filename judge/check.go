@@ -30,16 +30,27 @@ func Check(s *tare.Summary, th Thresholds) tare.Verdict {
 		}
 	}
 	v.Signals = append(v.Signals, sig)
-	if sig.Fired {
+	switch {
+	case sig.Fired && *sig.Value > checkBusyPolluted:
+		v.Level = Raise(v.Level, tare.Polluted) // a run now would mostly wait behind them
+	case sig.Fired:
 		v.Level = Raise(v.Level, tare.Suspect)
 	}
 	return v
 }
 
+// checkBusyPolluted is the share of the host's CPU time (%) other processes
+// use above which tare check calls now a bad time: more than half the
+// machine is taken before the test starts.
+const checkBusyPolluted = 50
+
 // busiest lists the busiest other processes in shares of one CPU.
 func busiest(by *tare.CPUBy, vcpus int) string {
 	var parts []string
 	for _, p := range by.TopOthers {
+		if p.CPUPct*float64(max(vcpus, 1)) < 1 {
+			break // busiest first: the rest are idle
+		}
 		parts = append(parts, fmt.Sprintf("`%s` (pid %d) %.0f%% of a CPU", p.Name, p.PID, p.CPUPct*float64(max(vcpus, 1))))
 	}
 	return strings.Join(parts, ", ")

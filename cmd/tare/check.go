@@ -23,7 +23,8 @@ func newCheckCmd() *cobra.Command {
 enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
 --cgroup), run delay of --pid processes, and who is using the CPUs now, by
 name (the busy signal: other processes above the steal threshold of the
-host's CPU time), with the same thresholds and verdict as a run. Exit
+host's CPU time make now suspect, above half of it polluted), with the same
+thresholds and verdict as a run. Exit
 status 3 with --fail-on polluted (or suspect) when it is not.`,
 		Example: `  tare check
   tare check --for 30s --json
