@@ -74,38 +74,54 @@ func Pinned(cpu int) []string {
 // the limit. It skips the test when the cgroup cannot be made (root needed).
 func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
 	t.Helper()
+	dir, remove, err := MakeQuota(root, quotaUS, periodUS)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() {
+		// The processes in it are killed by cleanups registered after this
+		// one (last in, first out), but the kernel may take a moment to
+		// empty the cgroup.
+		if err := remove(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
+
+// MakeQuota makes the cgroup of QuotaCgroup for code that is not a test
+// (bench/verdict-matrix), and returns the function that removes it, once
+// its processes have left or exited (it waits up to 5 s for the kernel to
+// empty it). The error says why when the machine does not allow it.
+func MakeQuota(root string, quotaUS, periodUS int) (dir string, remove func() error, err error) {
 	name := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	mount, version := cpuMount(root)
-	files := map[string]string{}
+	var files map[string]string
 	switch version {
 	case "v1":
 		files = map[string]string{"cpu.cfs_period_us": strconv.Itoa(periodUS), "cpu.cfs_quota_us": strconv.Itoa(quotaUS), "cpu.shares": "10240"}
 	case "v2":
 		files = map[string]string{"cpu.max": fmt.Sprintf("%d %d", quotaUS, periodUS), "cpu.weight": "1000"}
 	default:
-		t.Skipf("no cgroup cpu controller under %s", root)
+		return "", nil, fmt.Errorf("no cgroup cpu controller under %s", root)
 	}
-	dir := filepath.Join(mount, name)
+	dir = filepath.Join(mount, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a cgroup (root needed): %v", err)
+		return "", nil, fmt.Errorf("cannot make a cgroup (root needed): %w", err)
 	}
-	t.Cleanup(func() {
-		// The processes in it are killed by cleanups registered after this
-		// one (last in, first out), but the kernel may take a moment to
-		// empty the cgroup.
+	remove = func() error {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			err := os.Remove(dir)
 			if err == nil || os.IsNotExist(err) {
-				return
+				return nil
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("remove cgroup %s: %v", dir, err)
-				return
+				return fmt.Errorf("remove cgroup %s: %w", dir, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-	})
+	}
 	// Period before quota: v1 refuses a quota above the current period.
 	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", "cpu.max", "cpu.weight"} {
 		v, ok := files[f]
@@ -113,10 +129,11 @@ func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
-			t.Skipf("cannot set %s of cgroup %s: %v", f, dir, err)
+			remove()
+			return "", nil, fmt.Errorf("cannot set %s of cgroup %s: %w", f, dir, err)
 		}
 	}
-	return dir
+	return dir, remove, nil
 }
 
 // Join moves a process into the cgroup at dir.

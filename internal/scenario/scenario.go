@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -194,55 +195,23 @@ func hogs(ctx context.Context, n int, after time.Duration) (stop func()) {
 }
 
 // quota moves pid into a new cgroup allowed pct % of one CPU, and returns
-// the function that removes it (the process must have exited first, or is
-// moved back to the root).
+// the function that moves it back to the parent and removes the cgroup.
 func quota(root string, pid, pct int) (undo func(), err error) {
 	if root == "" {
 		root = "/sys/fs/cgroup"
 	}
-	dir, files := "", map[string]string{}
-	switch {
-	case isDir(filepath.Join(root, "cpu,cpuacct")), isDir(filepath.Join(root, "cpu")):
-		mount := filepath.Join(root, "cpu")
-		if isDir(filepath.Join(root, "cpu,cpuacct")) {
-			mount = filepath.Join(root, "cpu,cpuacct")
-		}
-		dir = filepath.Join(mount, fmt.Sprintf("tare-scenario-%d", os.Getpid()))
-		files = map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(pct * 1000)}
-	case isFile(filepath.Join(root, "cgroup.controllers")):
-		dir = filepath.Join(root, fmt.Sprintf("tare-scenario-%d", os.Getpid()))
-		files = map[string]string{"cpu.max": fmt.Sprintf("%d 100000", pct*1000)}
-	default:
-		return nil, fmt.Errorf("%w: no cgroup cpu controller under %s", ErrSkip, root)
+	dir, remove, err := interfere.MakeQuota(root, pct*1000, 100000)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSkip, err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: make a cgroup (root needed): %v", ErrSkip, err)
-	}
-	remove := func() {
-		parent := filepath.Dir(dir)
-		os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-		}
-	}
-	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.max"} {
-		if v, ok := files[f]; ok {
-			if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
-				remove()
-				return nil, fmt.Errorf("%w: set %s of %s: %v", ErrSkip, f, dir, err)
-			}
-		}
-	}
-	// Every thread of the service: cgroup v1 moves one task per write to
-	// "tasks", cgroup.procs the whole process.
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+	back := func() {
+		os.WriteFile(filepath.Join(filepath.Dir(dir), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 		remove()
+	}
+	// cgroup.procs moves the whole process, every thread of the service.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		back()
 		return nil, fmt.Errorf("move pid %d into %s: %w", pid, dir, err)
 	}
-	return remove, nil
+	return back, nil
 }
-
-func isDir(p string) bool  { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
-func isFile(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() }
