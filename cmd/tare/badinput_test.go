@@ -80,6 +80,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"model token cost", []string{"model", "--token-cost", "0"}, "--token-cost must be positive, like 2ms; got 0s"},
 		{"model prompt cost", []string{"model", "--prompt-cost", "-1ms"}, "--prompt-cost must be positive"},
 		{"model mean tokens", []string{"model", "--mean-tokens", "0"}, "--mean-tokens must be at least 1; got 0"},
+		{"model context length", []string{"model", "--context-length", "0"}, "--context-length must be at least 1, like 8192; got 0"},
 		{"model cut rate", []string{"model", "--cut-rate", "x"}, `--cut-rate must be a number; got "x"`},
 		{"model listen", []string{"model", "--listen", "nonsense"}, `--listen address "nonsense": want host:port`},
 		{"model port", []string{"model", "--listen", "127.0.0.1:99999"}, `port "99999": want a number from 0 to 65535`},

@@ -58,6 +58,7 @@ Ctrl-C stops it.`,
 	fs.Float64Var(&cfg.TokenSpread, "token-spread", 0.5, "spread (lognormal sigma) of the output-token count; 0 for a fixed count")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the token draws")
 	fs.StringVar(&cfg.Model, "name", modelsim.DefaultModel, "the model id served")
+	fs.IntVar(&cfg.ContextLength, "context-length", modelsim.DefaultContextLength, "context window in tokens, messages and completion together: a larger max_tokens is refused with a 400, as OpenAI refuses one")
 	fs.IntVar(&cfg.Parallel, "parallel", 0, "requests generating at once at most (0: no cap); the others queue")
 	fs.Float64Var(&cfg.ErrorRate, "error-rate", 0, "share (0–1) of requests answered 503, for fault tests")
 	fs.Float64Var(&cfg.CutRate, "cut-rate", 0, "share (0–1) of streams cut half-way, for fault tests")
