@@ -59,10 +59,20 @@ func (r *Result) QueueWait() time.Duration {
 	return r.Started.Sub(r.Sent)
 }
 
+// FirstIsToken reports whether FirstByte is the first content token of a
+// model call (a model target, or the worker's call for a queue job) rather
+// than the first response byte of a plain HTTP request: what tells a time
+// to first token (TTFT) from a time to first byte (TTFB), both of them
+// FirstByte − Sent.
+func (r *Result) FirstIsToken() bool {
+	return r.OutputTokens > 0 || r.TokenSource != "" || !r.Started.IsZero()
+}
+
 // TTFT is the time to the first byte or token from the start of the call:
 // FirstByte − Sent, or for a queue job FirstByte − Started, since the model
 // call begins when a worker takes the job (the wait before is QueueWait).
-// It is 0 when the response had no first byte.
+// It is 0 when the response had no first byte. FirstIsToken says which of
+// the two it is.
 func (r *Result) TTFT() time.Duration {
 	switch {
 	case r.FirstByte.IsZero():
