@@ -28,6 +28,10 @@ type Result struct {
 	BytesIn  int64  // response body bytes read
 	BytesOut int64  // request body bytes written
 
+	// Redirects is how many redirects the request followed: the server
+	// answered it Redirects + 1 times. Status is that of the last answer.
+	Redirects int
+
 	// Queue jobs only.
 	Started    time.Time // when a worker began the job; zero otherwise
 	Worker     string    // which worker did it
