@@ -39,8 +39,85 @@ type HostSample struct {
 
 	PSISome   *float64 `json:"psi_some"`  // % of the tick some task waited for a CPU (/proc/pressure/cpu)
 	PSIFull   *float64 `json:"psi_full"`  // % of the tick all non-idle tasks waited
-	Throttled *float64 `json:"throttled"` // % of the tick the measured cgroup was throttled
-	RunDelay  *float64 `json:"run_delay"` // % of the tick the measured processes waited on a run queue
+	Throttled *float64 `json:"throttled"` // % of the tick the cgroup of the system under test (or tare's) was throttled
+	RunDelay  *float64 `json:"run_delay"` // % of the tick the measured processes (system under test and tare) waited on a run queue
+
+	SUTRunDelay  *float64 `json:"sut_run_delay,omitempty"`  // of the system under test alone; nil when it is not known
+	TareRunDelay *float64 `json:"tare_run_delay,omitempty"` // of tare alone
+
+	// CPUBy is whose CPU the tick was; nil when the processes could not be read.
+	CPUBy *CPUBy `json:"cpu_by,omitempty"`
+}
+
+// CPUBy is the whose-CPU ledger of a tick or a run: all of the host's CPU
+// time split by owner, in percent of it, summing to 100. It is what tells
+// the system under test's own load from a neighbour's.
+type CPUBy struct {
+	SystemUnderTest float64 `json:"system_under_test"` // its processes and threads, and their descendants
+	Tare            float64 `json:"tare"`              // the generator, and what it started as part of the load
+	Others          float64 `json:"others"`            // every other process
+	Kernel          float64 `json:"kernel"`            // irq, softirq and kernel threads
+	Unattributed    float64 `json:"unattributed"`      // busy time no visible process accounts for
+	Steal           float64 `json:"steal"`
+	Idle            float64 `json:"idle"` // idle and iowait
+
+	// TopOthers are the busiest other processes, busiest first (five at most).
+	TopOthers []ProcessShare `json:"top_others"`
+}
+
+// ProcessShare is one process's part of the host's CPU time.
+type ProcessShare struct {
+	Name   string  `json:"name"` // its command name (comm)
+	PID    int     `json:"pid"`
+	CPUPct float64 `json:"cpu_pct"` // percent of all the host's CPU time, as the rest of CPUBy
+}
+
+// TopOthersKept is how many of the busiest other processes a CPUBy keeps.
+const TopOthersKept = 5
+
+// Neighbours is the CPU that others held while anyone might have wanted
+// it: other processes and unattributed busy time, which is where other
+// containers show up.
+func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
+
+// NeighbourWait estimates the CPU that the system under test and tare
+// lost in the tick because something outside the test held it, in percent
+// of one CPU: their run delay, scaled by the neighbours' part of the CPU
+// time that processes used, and never more than the CPU the neighbours
+// actually used:
+//
+//	neighbour wait = min(run delay × neighbours / (neighbours + system under test + tare),
+//	                     neighbours × CPUs)
+//
+// A service that waits behind its own threads, or behind tare, has no
+// neighbour wait however long it waits: that is its own load. The cap keeps
+// a saturated service's long waits from turning a quiet host's background
+// (a daemon's 1 %) into pollution. Nil when run delay or the ledger was not
+// measured.
+func (h *HostSample) NeighbourWait() *float64 {
+	if h.RunDelay == nil || h.CPUBy == nil {
+		return nil
+	}
+	n := h.CPUBy.Neighbours()
+	all := n + h.CPUBy.SystemUnderTest + h.CPUBy.Tare
+	if all <= 0 {
+		return Float(0)
+	}
+	cpus := float64(max(len(h.PerCPU), 1))
+	return Float(min(*h.RunDelay*n/all, n*cpus))
+}
+
+// Polluted reports whether interference from outside the test exceeded
+// threshold (percent) in the tick: steal, throttling, or the measured
+// processes waiting behind neighbours. CPU pressure alone does not pollute
+// a tick: it cannot tell the system under test waiting for its own threads
+// from waiting for a neighbour.
+func (h *HostSample) Polluted(threshold float64) bool {
+	if h.CPU.Steal > threshold || h.Throttled != nil && *h.Throttled > threshold {
+		return true
+	}
+	w := h.NeighbourWait()
+	return w != nil && *w > threshold
 }
 
 // MaxCPUSteal is the highest steal of any single CPU in the sample: the

@@ -20,6 +20,7 @@ type Summary struct {
 	Queue        *QueueSummary      `json:"queue"`
 	Model        *ModelSummary      `json:"model"`
 	Host         HostSummary        `json:"host"`
+	SUT          *SUTSummary        `json:"system_under_test"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
 	Goodput      *Goodput           `json:"goodput,omitempty"`
 	Verdict      Verdict            `json:"verdict"`
@@ -116,7 +117,21 @@ type HostSummary struct {
 	PSISomePct       *float64   `json:"psi_some_pct"`
 	ThrottledPct     *float64   `json:"throttled_pct"`
 	RunDelayPct      *float64   `json:"run_delay_pct"`
-	Ticks            int        `json:"ticks"`
+	// NeighbourWaitPct is the mean share of wall time the system under test
+	// and tare waited for a CPU that a neighbour held (HostSample.NeighbourWait).
+	NeighbourWaitPct *float64 `json:"neighbour_wait_pct"`
+	CPUBy            *CPUBy   `json:"cpu_by"` // whose CPU the run was, over all its ticks; nil when not measured
+	Ticks            int      `json:"ticks"`
+}
+
+// SUTSummary is what tare knows of the system under test: which processes
+// it is, how it found them, and what they got of the machine.
+type SUTSummary struct {
+	PIDs         []int    `json:"pids"`
+	FoundBy      string   `json:"found_by"`      // e.g. "--pid", "listening socket of 127.0.0.1:8080", "started by tare"
+	CPUPct       *float64 `json:"cpu_pct"`       // share of one core, as the generator's: 150 is one and a half cores
+	RunDelayPct  *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
+	ThrottledPct *float64 `json:"throttled_pct"` // share of the run its cgroup was throttled
 }
 
 // StealStats is steal over the run: the mean and worst tick of the

@@ -18,6 +18,9 @@ type Signal struct {
 	Value     *float64 `json:"value"` // nil when the source was unavailable
 	Threshold float64  `json:"threshold"`
 	Detail    string   `json:"detail"` // a sentence a person can act on
+	// Finding marks a signal about the system under test, not about the
+	// measurement (saturation): fired, it never changes the level.
+	Finding bool `json:"finding,omitempty"`
 }
 
 // Verdict is the judgement of one run.

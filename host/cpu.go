@@ -133,7 +133,8 @@ func deltaOf(prev, cur cpuTimes) cpuDelta {
 //	share(field) = Δfield / Δtotal × 100
 //	Δtotal       = Δ(user + nice + system + idle + iowait + irq + softirq + steal)
 //
-// per CPU, and for the aggregate the same over the sum of the per-CPU deltas.
+// per CPU, and for the aggregate the same over the sum of the per-CPU deltas,
+// which it also returns (the whose-CPU ledger splits it).
 // A CPU is left out (of PerCPU and of the aggregate) when it is missing from
 // either reading (offline now, or just back online with no reference) or
 // when its Δtotal is 0 (mpstat prints such a CPU as 0 or 100 % idle; here it
@@ -144,8 +145,7 @@ func deltaOf(prev, cur cpuTimes) cpuDelta {
 // subtracts it from the total instead (and, for idle, counts it from 0).
 // User and Nice include guest time, as in /proc/stat; mpstat's %usr and %nice
 // subtract it and print it as %guest and %gnice.
-func cpuShares(prev, cur []cpuTimes, per []tare.CPUShares) (tare.CPUShares, []tare.CPUShares, error) {
-	var all cpuDelta
+func cpuShares(prev, cur []cpuTimes, per []tare.CPUShares) (agg tare.CPUShares, perCPU []tare.CPUShares, all cpuDelta, err error) {
 	i, j := 0, 0
 	for i < len(prev) && j < len(cur) {
 		p, c := prev[i], cur[j]
@@ -167,7 +167,7 @@ func cpuShares(prev, cur []cpuTimes, per []tare.CPUShares) (tare.CPUShares, []ta
 		all.add(d)
 	}
 	if all.total() == 0 {
-		return tare.CPUShares{CPU: -1}, per, errNoCPUTime
+		return tare.CPUShares{CPU: -1}, per, all, errNoCPUTime
 	}
-	return all.shares(-1), per, nil
+	return all.shares(-1), per, all, nil
 }

@@ -121,7 +121,7 @@ func TestCPUShares(t *testing.T) {
 				}
 				return c
 			}
-			all, per, err := cpuShares(read("0"), read("1"), nil)
+			all, per, _, err := cpuShares(read("0"), read("1"), nil)
 			if !errors.Is(err, tt.wantFail) {
 				t.Fatalf("error %v, want %v", err, tt.wantFail)
 			}

@@ -58,7 +58,7 @@ func TestRunDelayHog(t *testing.T) {
 	pin := interfere.Pinned(0)
 	probe := interfere.Busy(t, pin...)
 	measure := func() float64 {
-		s, err := NewSampler(Config{Tick: 500 * time.Millisecond, PIDs: []int{probe.Process.Pid}})
+		s, err := NewSampler(Config{Tick: 500 * time.Millisecond, SUT: []int{probe.Process.Pid}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,12 +87,12 @@ func TestCgroupThrottling(t *testing.T) {
 	dir := interfere.QuotaCgroup(t, DefaultCgroupRoot, 20000, 100000)
 	busy := interfere.Busy(t)
 	interfere.Join(t, dir, busy.Process.Pid)
-	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, PIDs: []int{busy.Process.Pid}})
+	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, SUT: []int{busy.Process.Pid}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cgroup.Path != dir {
-		t.Fatalf("sampler found cgroup %q for pid %d, want %q (warnings %v)", s.cgroup.Path, busy.Process.Pid, dir, s.Warnings())
+	if len(s.cgroups) == 0 || s.cgroups[0].Path != dir {
+		t.Fatalf("sampler found cgroups %v for pid %d, want %q first (warnings %v)", s.cgroups, busy.Process.Pid, dir, s.Warnings())
 	}
 	samples := samplesOf(t, s, 6)
 	throttled := 0

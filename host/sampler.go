@@ -1,9 +1,11 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,16 +35,20 @@ type Config struct {
 	CgroupRoot string        // where cgroupfs is mounted; DefaultCgroupRoot when empty
 	Tick       time.Duration // sampling period for Run; DefaultTick when 0, at least MinTick
 
-	// PIDs are the measured processes: their threads' run delay is
-	// RunDelay, and the cgroup of PIDs[0] is the one whose throttling is
-	// Throttled unless Cgroup names another.
-	PIDs []int
-	// Descendants also measures every descendant of PIDs (what they
-	// started), found again at every tick.
-	Descendants bool
-	// Cgroup names the cgroup whose throttling is measured: a directory
-	// under CgroupRoot (/sys/fs/cgroup/cpu/app) or a path inside the
-	// hierarchy (/app).
+	// SUT are the processes of the system under test, each with its threads
+	// and every descendant, found again at every tick: their run delay is
+	// SUTRunDelay, their CPU the ledger's SystemUnderTest, and the cgroup
+	// of SUT[0] is measured for throttling unless Cgroup names another.
+	SUT []int
+	// Tare are tare's own processes, their threads but not their
+	// descendants: what tare starts beside the test (the demo's neighbour)
+	// is not tare. TareTrees are processes tare started as part of the load
+	// (the command tare watch runs), with their descendants. Their run
+	// delay is TareRunDelay, and the cgroup of the first is measured too.
+	Tare, TareTrees []int
+	// Cgroup names the system under test's cgroup, whose throttling is
+	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
+	// path inside the hierarchy (/app).
 	Cgroup string
 
 	// Now is the clock; time.Now when nil. Tests inject one.
@@ -53,11 +59,15 @@ type Config struct {
 // readings into a tare.HostSample. Its methods must not be called
 // concurrently, except Warnings.
 type Sampler struct {
-	cfg    Config
-	fs     procfs.FS
-	tasks  *taskReader
-	cgroup cgroupDir // Path is "" when no cgroup is measured
-	env    tare.Env
+	cfg       Config
+	fs        procfs.FS
+	procs     *procTable
+	members   *members
+	sutTasks  *taskReader
+	tareTasks *taskReader
+	pids      []int       // scratch for the member lists
+	cgroups   []cgroupDir // the system under test's, then tare's when it is another one
+	env       tare.Env
 
 	// prev is the reading the next sample is a delta against; cur is
 	// filled by the next reading. They swap after every good sample so
@@ -66,6 +76,10 @@ type Sampler struct {
 
 	mu       sync.Mutex // guards warnings, added by Run's goroutine and read by its owner
 	warnings []error
+
+	treesMu sync.Mutex // guards trees, added to by AddTareTree while Run samples
+	trees   []int      // Config.TareTrees, and those added since
+
 }
 
 // reading is every counter the sampler reads, at one instant.
@@ -74,17 +88,26 @@ type reading struct {
 	CPUs      []cpuTimes
 	PSI       psiTotals
 	HasPSI    bool
-	Cgroup    cgroupCPUStat
-	HasCgroup bool
-	Tasks     map[int]uint64 // thread id → cumulative run delay, ns
-	HasTasks  bool           // at least one measured process existed
+	Cgroup    [2]cgroupCPUStat // of Sampler.cgroups, in order
+	HasCgroup [2]bool
+	SUT, Tare map[int]uint64 // thread id → cumulative run delay, ns
+	HasSUT    bool           // at least one process of the system under test existed
+	HasTare   bool
+	Procs     map[int]procStat // every process, for the ledger
+	HasProcs  bool
+	Uptime    uint64 // clock ticks since boot
 }
 
-// NewSampler checks the configuration, finds the measured cgroup and takes
+func newReading() reading {
+	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, Procs: map[int]procStat{}}
+}
+
+// NewSampler checks the configuration, finds the measured cgroups and takes
 // the first reading, against which the first Sample is computed. A tick
 // below MinTick or a bad pid is an *tare.Error with code EINVALID; a pid or
-// an explicit cgroup that does not exist, ENOTFOUND. When the cgroup of
-// PIDs[0] cannot be found, throttling is not measured and Warnings says why.
+// an explicit cgroup that does not exist, ENOTFOUND. When the cgroup of a
+// measured process cannot be found, its throttling is not measured and
+// Warnings says why.
 func NewSampler(cfg Config) (*Sampler, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = DefaultProcRoot
@@ -101,8 +124,10 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	case cfg.Tick < MinTick:
 		return nil, tare.Errorf(tare.EINVALID, "host sampling tick %v is too short: use %v or more", cfg.Tick, MinTick)
 	}
-	cfg.PIDs = append([]int(nil), cfg.PIDs...)
-	for _, pid := range cfg.PIDs {
+	cfg.SUT = slices.Clone(cfg.SUT)
+	cfg.Tare = slices.Clone(cfg.Tare)
+	cfg.TareTrees = slices.Clone(cfg.TareTrees)
+	for _, pid := range slices.Concat(cfg.SUT, cfg.Tare, cfg.TareTrees) {
 		if pid <= 0 {
 			return nil, tare.Errorf(tare.EINVALID, "pid %d is not a process id: want a positive integer", pid)
 		}
@@ -115,30 +140,52 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		return nil, fmt.Errorf("open proc filesystem %q: %w", cfg.ProcRoot, err)
 	}
 	s := &Sampler{
-		cfg:   cfg,
-		fs:    pfs,
-		tasks: newTaskReader(cfg.ProcRoot, cfg.Descendants, cfg.PIDs),
-		prev:  reading{Tasks: map[int]uint64{}},
-		cur:   reading{Tasks: map[int]uint64{}},
+		trees:     cfg.TareTrees,
+		cfg:       cfg,
+		fs:        pfs,
+		procs:     newProcTable(cfg.ProcRoot),
+		members:   newMembers(),
+		sutTasks:  newTaskReader(cfg.ProcRoot),
+		tareTasks: newTaskReader(cfg.ProcRoot),
+		prev:      newReading(),
+		cur:       newReading(),
 	}
+	if !onProcfs(cfg.ProcRoot) {
+		s.procs.maxHeld = 0
+	}
+	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
-		if s.cgroup, err = explicitCgroup(cfg.CgroupRoot, cfg.Cgroup); err != nil {
+		if sutCgroup, err = explicitCgroup(cfg.CgroupRoot, cfg.Cgroup); err != nil {
 			return nil, tare.Errorf(tare.ENOTFOUND, "%v", err)
 		}
-	case len(cfg.PIDs) > 0:
-		s.cgroup, err = pidCgroup(pfs, cfg.CgroupRoot, cfg.PIDs[0])
-		if err != nil {
-			s.warn(fmt.Errorf("cgroup throttling not measured: cgroup of pid %d: %w", cfg.PIDs[0], err))
+	case len(cfg.SUT) > 0:
+		if sutCgroup, err = pidCgroup(pfs, cfg.CgroupRoot, cfg.SUT[0]); err != nil {
+			s.warn(fmt.Errorf("throttling of the system under test not measured: cgroup of pid %d: %w", cfg.SUT[0], err))
+		}
+	}
+	if sutCgroup.Path != "" {
+		s.cgroups = append(s.cgroups, sutCgroup)
+	}
+	if own := slices.Concat(cfg.Tare, cfg.TareTrees); len(own) > 0 {
+		c, err := pidCgroup(pfs, cfg.CgroupRoot, own[0])
+		switch {
+		case err != nil:
+			s.warn(fmt.Errorf("throttling of tare not measured: cgroup of pid %d: %w", own[0], err))
+		case c.Path != sutCgroup.Path:
+			s.cgroups = append(s.cgroups, c)
 		}
 	}
 	if err := s.begin(cfg.Now()); err != nil {
 		return nil, err
 	}
-	if s.cgroup.Path != "" && !s.prev.HasCgroup {
-		s.warn(fmt.Errorf("cgroup throttling not measured: %s/cpu.stat has no throttling counters (on cgroup v2, enable the cpu controller in the parent's cgroup.subtree_control)", s.cgroup.Path))
+	version := ""
+	for i, c := range s.cgroups {
+		if !s.prev.HasCgroup[i] {
+			s.warn(fmt.Errorf("cgroup throttling not measured: %s/cpu.stat has no throttling counters (on cgroup v2, enable the cpu controller in the parent's cgroup.subtree_control)", c.Path))
+		}
+		version = cmp.Or(version, c.Version)
 	}
-	version := s.cgroup.Version
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
@@ -149,6 +196,18 @@ func NewSampler(cfg Config) (*Sampler, error) {
 // Env describes the machine: hostname, online vCPUs, kernel, cgroup version
 // of the measured cgroup, whether PSI and a hypervisor are present.
 func (s *Sampler) Env() tare.Env { return s.env }
+
+// AddTareTree counts pid and its descendants as tare from the next reading
+// on: a load tool tare started once sampling had begun (tare watch). It
+// may be called while Run samples.
+func (s *Sampler) AddTareTree(pid int) {
+	s.treesMu.Lock()
+	defer s.treesMu.Unlock()
+	s.trees = append(slices.Clip(s.trees), pid)
+}
+
+// Close releases the files the sampler keeps open between readings.
+func (s *Sampler) Close() { s.procs.close() }
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
@@ -169,7 +228,7 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 	if err := s.read(&s.cur, now); err != nil {
 		return tare.HostSample{}, err
 	}
-	hs, err := diff(&s.prev, &s.cur)
+	hs, err := diff(&s.prev, &s.cur, s.members)
 	if err != nil {
 		return tare.HostSample{}, err
 	}
@@ -232,35 +291,58 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		s.warn(err)
 	}
 
-	r.HasCgroup = false
-	if s.cgroup.Path != "" {
-		st, err := readCgroupCPUStat(s.cgroup.Path)
+	for i, c := range s.cgroups {
+		st, err := readCgroupCPUStat(c.Path)
 		if err != nil {
 			s.warn(err)
 		}
-		r.Cgroup, r.HasCgroup = st, err == nil && (st.HasThrottling || st.HasPeriods)
+		r.Cgroup[i], r.HasCgroup[i] = st, err == nil && (st.HasThrottling || st.HasPeriods)
 	}
 
-	r.HasTasks = false
-	if len(s.cfg.PIDs) > 0 {
-		alive, err := s.tasks.read(s.cfg.PIDs, r.Tasks)
-		if err != nil {
-			s.warn(err)
-		}
-		r.HasTasks = err == nil && alive > 0
+	// Who is who, from the process table, so that a worker forked mid-run
+	// counts where its parent does. Without the table (a /proc that cannot
+	// be listed) the named processes still count, without descendants.
+	r.HasProcs = false
+	if err := s.procs.read(r.Procs, s.members.measured); err != nil {
+		s.warn(fmt.Errorf("whose CPU not measured: %w", err))
+	} else if up, err := readUptime(s.cfg.ProcRoot); err != nil {
+		s.warn(fmt.Errorf("whose CPU not measured: %w", err))
+	} else {
+		r.Uptime, r.HasProcs = up, true
 	}
+	s.treesMu.Lock()
+	trees := s.trees
+	s.treesMu.Unlock()
+	s.members.find(r.Procs, s.cfg.SUT, s.cfg.Tare, trees)
+	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
+	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
 	return nil
+}
+
+// readTasks reads the run delay of the threads of set into dst and reports
+// whether any of its processes existed.
+func (s *Sampler) readTasks(tr *taskReader, set map[int]bool, dst map[int]uint64) bool {
+	if len(set) == 0 {
+		clear(dst)
+		return false
+	}
+	s.pids = pidsOf(set, s.pids[:0])
+	alive, err := tr.read(s.pids, dst)
+	if err != nil {
+		s.warn(err)
+	}
+	return err == nil && alive > 0
 }
 
 // diff computes the sample between two readings. It is pure: everything it
 // needs is in the readings.
-func diff(prev, cur *reading) (tare.HostSample, error) {
+func diff(prev, cur *reading, m *members) (tare.HostSample, error) {
 	tick := cur.At.Sub(prev.At)
 	if tick <= 0 {
 		return tare.HostSample{}, fmt.Errorf("sample at %s is not after the previous one at %s",
 			cur.At.Format(time.RFC3339Nano), prev.At.Format(time.RFC3339Nano))
 	}
-	cpu, per, err := cpuShares(prev.CPUs, cur.CPUs, make([]tare.CPUShares, 0, len(cur.CPUs)))
+	cpu, per, all, err := cpuShares(prev.CPUs, cur.CPUs, make([]tare.CPUShares, 0, len(cur.CPUs)))
 	if err != nil {
 		return tare.HostSample{}, fmt.Errorf("sample %v after the previous one: %w", tick, err)
 	}
@@ -268,11 +350,31 @@ func diff(prev, cur *reading) (tare.HostSample, error) {
 	if prev.HasPSI && cur.HasPSI {
 		hs.PSISome, hs.PSIFull = psiShares(prev.PSI, cur.PSI, tick)
 	}
-	if prev.HasCgroup && cur.HasCgroup {
-		hs.Throttled = throttleOf(prev.Cgroup, cur.Cgroup, tick).Time
+	for i := range cur.Cgroup {
+		if prev.HasCgroup[i] && cur.HasCgroup[i] {
+			t := throttleOf(prev.Cgroup[i], cur.Cgroup[i], tick).Time
+			if hs.Throttled == nil || t != nil && *t > *hs.Throttled {
+				hs.Throttled = t
+			}
+		}
 	}
-	if prev.HasTasks && cur.HasTasks {
-		hs.RunDelay = runDelayShare(runDelayDelta(prev.Tasks, cur.Tasks, tick), tick)
+	if prev.HasSUT && cur.HasSUT {
+		hs.SUTRunDelay = runDelayShare(runDelayDelta(prev.SUT, cur.SUT, tick), tick)
+	}
+	if prev.HasTare && cur.HasTare {
+		hs.TareRunDelay = runDelayShare(runDelayDelta(prev.Tare, cur.Tare, tick), tick)
+	}
+	switch {
+	case hs.SUTRunDelay != nil && hs.TareRunDelay != nil:
+		hs.RunDelay = ptr(*hs.SUTRunDelay + *hs.TareRunDelay) // the sets are disjoint
+	case hs.SUTRunDelay != nil:
+		hs.RunDelay = ptr(*hs.SUTRunDelay)
+	case hs.TareRunDelay != nil:
+		hs.RunDelay = ptr(*hs.TareRunDelay)
+	}
+	if prev.HasProcs && cur.HasProcs {
+		by := ledger(all, prev.Procs, cur.Procs, prev.Uptime, m)
+		hs.CPUBy = &by
 	}
 	return hs, nil
 }

@@ -34,38 +34,6 @@ func parseSchedstat(b []byte) (uint64, error) {
 	return v, nil
 }
 
-// parsePIDList parses the space-separated pids of a
-// /proc/<pid>/task/<tid>/children file, appending them to dst.
-func parsePIDList(b []byte, dst []int) ([]int, error) {
-	for _, f := range bytes.Fields(b) {
-		pid, err := strconv.Atoi(string(f))
-		if err != nil || pid <= 0 {
-			return dst, fmt.Errorf("%w: pid list %q: bad pid %q", ErrParse, b, f)
-		}
-		dst = append(dst, pid)
-	}
-	return dst, nil
-}
-
-// parseStatPPID returns the parent pid from a /proc/<pid>/stat line. The
-// command name (field 2) is in parentheses and may hold spaces and ')', so
-// fields are counted from the last ')': state, then ppid.
-func parseStatPPID(b []byte) (int, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%w: stat %q: no command name", ErrParse, b)
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("%w: stat %q: no ppid field", ErrParse, b)
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	if err != nil || ppid < 0 {
-		return 0, fmt.Errorf("%w: stat %q: bad ppid %q", ErrParse, b, f[1])
-	}
-	return ppid, nil
-}
-
 // runDelayDelta is the run delay the tasks accrued between two readings a
 // tick apart, each a map from thread id to its cumulative run delay in ns.
 // Threads come and go between readings, so the delta is kept per thread:
@@ -104,45 +72,23 @@ func runDelayShare(delta uint64, tick time.Duration) *float64 {
 }
 
 // taskReader reads the run delay of every thread of a set of processes,
-// reusing its buffers between ticks so a reading allocates little.
+// reusing its buffer between ticks so a reading allocates little.
 type taskReader struct {
-	procRoot    string
-	descendants bool
-	children    bool // the kernel has /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)
-	buf         []byte
-	queue       []int
-	seen        map[int]bool
+	procRoot string
+	buf      []byte
 }
 
-func newTaskReader(procRoot string, descendants bool, pids []int) *taskReader {
-	r := &taskReader{procRoot: procRoot, descendants: descendants, buf: make([]byte, 512), seen: map[int]bool{}}
-	if descendants && len(pids) > 0 {
-		p := strconv.Itoa(pids[0])
-		_, err := os.Stat(filepath.Join(procRoot, p, "task", p, "children"))
-		r.children = err == nil
-	}
-	return r
+func newTaskReader(procRoot string) *taskReader {
+	return &taskReader{procRoot: procRoot, buf: make([]byte, 512)}
 }
 
-// read fills dst (tid → run delay ns) with the threads of pids and, when
-// asked, of all their descendants. It reports how many of the processes
-// still exist. Threads and processes that exit while being read are
-// skipped: that is the normal life of a process, not an error.
+// read fills dst (tid → run delay ns) with the threads of pids and reports
+// how many of the processes still exist. Threads and processes that exit
+// while being read are skipped: that is the normal life of a process, not
+// an error.
 func (r *taskReader) read(pids []int, dst map[int]uint64) (alive int, err error) {
 	clear(dst)
-	clear(r.seen)
-	r.queue = append(r.queue[:0], pids...)
-	if r.descendants && !r.children {
-		if r.queue, err = r.scanDescendants(r.queue); err != nil {
-			return 0, err
-		}
-	}
-	for i := 0; i < len(r.queue); i++ {
-		pid := r.queue[i]
-		if r.seen[pid] {
-			continue
-		}
-		r.seen[pid] = true
+	for _, pid := range pids {
 		ok, err := r.readProc(pid, dst)
 		if err != nil {
 			return 0, err
@@ -154,8 +100,7 @@ func (r *taskReader) read(pids []int, dst map[int]uint64) (alive int, err error)
 	return alive, nil
 }
 
-// readProc reads the schedstat of each thread of pid into dst and, with
-// the children files, queues pid's children.
+// readProc reads the schedstat of each thread of pid into dst.
 func (r *taskReader) readProc(pid int, dst map[int]uint64) (bool, error) {
 	taskDir := filepath.Join(r.procRoot, strconv.Itoa(pid), "task")
 	d, err := os.Open(taskDir)
@@ -187,56 +132,8 @@ func (r *taskReader) readProc(pid int, dst map[int]uint64) (bool, error) {
 			return false, fmt.Errorf("thread %d of pid %d: %w", tid, pid, err)
 		}
 		dst[tid] = delay
-		if r.descendants && r.children {
-			b, err := r.readFile(filepath.Join(taskDir, name, "children"))
-			if gone(err) {
-				continue
-			} else if err != nil {
-				return false, err
-			}
-			if r.queue, err = parsePIDList(b, r.queue); err != nil {
-				return false, fmt.Errorf("children of thread %d of pid %d: %w", tid, pid, err)
-			}
-		}
 	}
 	return true, nil
-}
-
-// scanDescendants adds to pids every descendant found by reading the ppid
-// of every process: the slow path, for kernels without children files.
-func (r *taskReader) scanDescendants(pids []int) ([]int, error) {
-	d, err := os.Open(r.procRoot)
-	if err != nil {
-		return pids, fmt.Errorf("list processes: %w", err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return pids, fmt.Errorf("list processes: %w", err)
-	}
-	kids := map[int][]int{}
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		b, err := r.readFile(filepath.Join(r.procRoot, name, "stat"))
-		if gone(err) {
-			continue
-		} else if err != nil {
-			return pids, err
-		}
-		ppid, err := parseStatPPID(b)
-		if err != nil {
-			return pids, fmt.Errorf("pid %d: %w", pid, err)
-		}
-		kids[ppid] = append(kids[ppid], pid)
-	}
-	for i := 0; i < len(pids); i++ {
-		pids = append(pids, kids[pids[i]]...)
-		delete(kids, pids[i]) // a pid met twice must not loop
-	}
-	return pids, nil
 }
 
 // readFile reads a small /proc file into the reader's buffer, valid until

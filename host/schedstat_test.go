@@ -2,10 +2,7 @@ package host
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 )
@@ -54,103 +51,6 @@ func FuzzParseSchedstat(f *testing.F) {
 	})
 }
 
-func TestParsePIDList(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    []int
-		wantErr bool
-	}{
-		{name: "live", in: "5305 5316 ", want: []int{5305, 5316}},
-		{name: "empty", in: "", want: nil},
-		{name: "newline", in: "7\n", want: []int{7}},
-		{name: "zero", in: "0 ", wantErr: true},
-		{name: "garbage", in: "12 x ", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parsePIDList([]byte(tt.in), nil)
-			if tt.wantErr {
-				if !errors.Is(err, ErrParse) {
-					t.Fatalf("error %v, want one wrapping ErrParse", err)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(got, tt.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
-func FuzzParsePIDList(f *testing.F) {
-	f.Add([]byte("5305 5316 "))
-	f.Add([]byte(""))
-	f.Add([]byte("-1 2"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		pids, err := parsePIDList(b, nil)
-		if err != nil {
-			if !errors.Is(err, ErrParse) {
-				t.Fatalf("error %v does not wrap ErrParse", err)
-			}
-			return
-		}
-		for _, p := range pids {
-			if p <= 0 {
-				t.Fatalf("pid %d accepted from %q", p, b)
-			}
-		}
-	})
-}
-
-func TestParseStatPPID(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    int
-		wantErr bool
-	}{
-		{name: "plain", in: "200 (sh) S 100 200 100 0 -1", want: 100},
-		{name: "paren in name", in: "100 (redis) server) S 1 100 100 0 -1", want: 1},
-		{name: "space in name", in: "300 (a b) R 200 300", want: 200},
-		{name: "kernel thread", in: "2 (kthreadd) S 0 0 0", want: 0},
-		{name: "no name", in: "1 init S 0", wantErr: true},
-		{name: "truncated", in: "1 (init) S", wantErr: true},
-		{name: "bad ppid", in: "1 (init) S x", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatPPID([]byte(tt.in))
-			if tt.wantErr {
-				if !errors.Is(err, ErrParse) {
-					t.Fatalf("error %v, want one wrapping ErrParse", err)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("got %d, %v; want %d", got, err, tt.want)
-			}
-		})
-	}
-}
-
-func FuzzParseStatPPID(f *testing.F) {
-	f.Add([]byte("100 (redis) server) S 1 100 100 0 -1 4194560"))
-	f.Add([]byte("1 (x) S"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ppid, err := parseStatPPID(b)
-		if err != nil {
-			if !errors.Is(err, ErrParse) {
-				t.Fatalf("error %v does not wrap ErrParse", err)
-			}
-			return
-		}
-		if ppid < 0 {
-			t.Fatalf("ppid %d accepted from %q", ppid, b)
-		}
-	})
-}
-
 func TestRunDelayDelta(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -189,49 +89,34 @@ func TestRunDelayDelta(t *testing.T) {
 //
 // Over a 1 s tick: 42 % and 55 %.
 func TestTaskReader(t *testing.T) {
-	noChildren := func(t *testing.T, dir string) {
-		t.Helper()
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Name() == "children" {
-				err = os.Remove(p)
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The process table at t1, as the sampler's would hold it.
+	procs := map[int]procStat{100: {PID: 100, PPID: 1}, 200: {PID: 200, PPID: 100}, 300: {PID: 300, PPID: 200}, 400: {PID: 400, PPID: 1}}
 	tests := []struct {
 		name        string
 		descendants bool
-		prepare     func(t *testing.T, dir string)
 		want        float64
 		wantAlive   int
 	}{
 		{name: "own threads", want: 42, wantAlive: 1},
-		{name: "descendants from children files", descendants: true, want: 55, wantAlive: 3},
-		{name: "descendants from ppid scan", descendants: true, prepare: noChildren, want: 55, wantAlive: 3},
+		{name: "descendants", descendants: true, want: 55, wantAlive: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			step := func(moment string) {
-				replaceTree(t, filepath.Join("testdata", "tasks", moment), root)
-				if tt.prepare != nil {
-					tt.prepare(t, root)
-				}
+			pids := []int{100}
+			if tt.descendants {
+				m := newMembers()
+				m.find(procs, []int{100}, nil, nil)
+				pids = pidsOf(m.sut, nil)
 			}
-			step("t0")
-			r := newTaskReader(root, tt.descendants, []int{100})
-			if tt.prepare != nil && r.children {
-				t.Fatal("children files removed, yet the reader uses them")
-			}
+			replaceTree(t, filepath.Join("testdata", "tasks", "t0"), root)
+			r := newTaskReader(root)
 			prev, cur := map[int]uint64{}, map[int]uint64{}
-			if _, err := r.read([]int{100}, prev); err != nil {
+			if _, err := r.read(pids, prev); err != nil {
 				t.Fatal(err)
 			}
-			step("t1")
-			alive, err := r.read([]int{100}, cur)
+			replaceTree(t, filepath.Join("testdata", "tasks", "t1"), root)
+			alive, err := r.read(pids, cur)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +132,7 @@ func TestTaskReader(t *testing.T) {
 }
 
 func TestTaskReaderGone(t *testing.T) {
-	r := newTaskReader(t.TempDir(), true, []int{99})
+	r := newTaskReader(t.TempDir())
 	dst := map[int]uint64{1: 1}
 	alive, err := r.read([]int{99}, dst)
 	if err != nil || alive != 0 || len(dst) != 0 {

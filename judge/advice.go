@@ -10,33 +10,46 @@ import (
 // polluted run never yields a recommendation to scale: it says what would
 // make the measurement valid instead.
 func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
-	fired := make(map[string]bool)
+	fired := make(map[string]tare.Signal)
 	for _, sig := range v.Signals {
-		fired[sig.Name] = sig.Fired
+		if sig.Fired {
+			fired[sig.Name] = sig
+		}
 	}
+	_, saturated := fired[SignalSaturation]
 	var a []string
 	switch v.Level {
 	case tare.Polluted:
-		a = append(a, "Do not scale up (or down) on these figures: they describe the host, not your code.")
+		a = append(a, "Do not scale up (or down) on these figures: interference from outside the test shaped them, so they describe the host, not your code.")
 	case tare.Suspect:
-		a = append(a, "Treat these figures with care: something besides your code moved them.")
-	default:
-		a = append(a, "No interference signal fired: these figures describe the system under test.")
+		a = append(a, "Treat these figures with care: tare cannot tell whether something besides your code moved them.")
+	case tare.Clean:
+		if saturated {
+			a = append(a, "No interference from outside the test: these figures describe the system under test, which ran out of capacity at this load.")
+		} else {
+			a = append(a, "No interference from outside the test: these figures describe the system under test.")
+		}
 	}
-	if fired[SignalSteal] {
+	if _, ok := fired[SignalSteal]; ok {
 		a = append(a, "Rerun when the host is quiet (tare check says whether now is), or run the three-window protocol (tare protocol) to get capacity as a range; for a single number to plan on, use a dedicated or non-burstable host.")
 	}
-	if fired[SignalThrottling] {
+	if _, ok := fired[SignalThrottling]; ok {
 		a = append(a, "Raise the cgroup's CPU quota (cpu.max, or cpu.cfs_quota_us on cgroup v1) or give the container more CPUs; if production runs with this limit, the limit is your capacity.")
 	}
-	if fired[SignalGenerator] {
-		a = append(a, "Give tare its own CPU: lower the rate, pin it away from the system under test (taskset), or run it on another host.")
+	if _, ok := fired[SignalNeighbours]; ok {
+		a = append(a, neighbourAdvice(s))
 	}
-	if fired[SignalRunDelay] {
-		a = append(a, "Stop other work on this machine, or pin the system under test to its own cores, then rerun.")
+	if _, ok := fired[SignalGenerator]; ok {
+		a = append(a, "Give tare its own CPU: lower the rate, pin tare and the system under test to different cores (taskset -c), or run tare on another host.")
 	}
-	if fired[SignalLatencyAlone] {
+	if _, ok := fired[SignalRunDelay]; ok {
+		a = append(a, "Let tare read /proc of every process (a /proc mounted with hidepid hides them), or name the system under test with --pid, so a neighbour can be told from the service's own load.")
+	}
+	if _, ok := fired[SignalLatencyAlone]; ok {
 		a = append(a, "Rerun the same load at another hour and compare the two (tare compare): if the curve moves, the host is the variable.")
+	}
+	if saturated && v.Level != tare.Polluted {
+		a = append(a, "The system under test saturated: to serve this load, make each request cheaper or give the service more CPUs (or find what else limits it); tare sweep finds the highest rate that meets the SLO.")
 	}
 	if len(v.SLO) == 0 {
 		return a
@@ -51,12 +64,25 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 		switch v.Level {
 		case tare.Clean:
 			a = append(a, fmt.Sprintf("The SLO failed on a quiet host (%v): the problem is the code or its capacity, and a scaling decision from this run is valid.", missed))
+		case tare.Suspect:
+			a = append(a, fmt.Sprintf("The SLO failed (%v) on a run tare cannot fully vouch for: rerun in a quiet window; if it still fails, the problem is the code.", missed))
 		default:
-			a = append(a, fmt.Sprintf("The SLO failed (%v), but on a host that was not quiet: rerun in a quiet window before deciding; if it still fails off-peak, the problem is the code.", missed))
+			a = append(a, fmt.Sprintf("The SLO failed (%v), but interference shaped the figures: measure again on a quiet host before deciding; if it still fails off-peak, the problem is the code.", missed))
 		}
 	}
 	if st := s.Host.Steal; st.Max != nil && (*st.Max > th.Steal || (st.Mean != nil && *st.Mean >= 1)) {
 		a = append(a, fmt.Sprintf("A shared host cannot guarantee a hard SLO: steal reached %.0f%% in a tick of this run. Only dedicated CPU makes the SLO a promise.", *st.Max))
 	}
 	return a
+}
+
+// neighbourAdvice names the neighbour to stop, or the cores to pin.
+func neighbourAdvice(s *tare.Summary) string {
+	by := s.Host.CPUBy
+	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
+	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
+		name, pids, _ := busiestCommand(by)
+		return fmt.Sprintf("Stop `%s` (%s) or move it elsewhere during the test, or %s; then rerun.", name, pids, pin)
+	}
+	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
 }

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -12,9 +14,11 @@ import (
 const (
 	SignalSteal        = "steal"
 	SignalThrottling   = "throttling"
+	SignalNeighbours   = "neighbours"
 	SignalRunDelay     = "run_delay"
 	SignalLatencyAlone = "latency_without_queue"
 	SignalGenerator    = "generator_starved"
+	SignalSaturation   = "saturation"
 )
 
 // Thresholds are the limits the signals test against. Shares are percent.
@@ -22,13 +26,14 @@ type Thresholds struct {
 	Steal          float64       // mean steal, a tick's steal, or one CPU's mean steal above this fires (10)
 	StealTicks     float64       // share of ticks above Steal that fires (10)
 	ThrottledTicks float64       // share of ticks with any throttling that fires (5)
-	RunDelay       float64       // run delay of the measured processes, share of wall time (5)
+	Neighbours     float64       // mean share of wall time the measured processes waited behind neighbours (5)
+	NeighbourTicks float64       // or the share of ticks in which that wait exceeded Steal (10)
+	RunDelay       float64       // run delay of the measured processes that no ledger explains, share of wall time (5)
 	LatencyFactor  float64       // a tick's p95 at least this many times the median tick p95 (2)
 	LatencyTicks   int           // that many such ticks fire (3)
 	LatencyShare   float64       // or that share of ticks (10)
 	LatencyFloor   time.Duration // and the tick's p95 exceeds the median by at least this (1ms): below it, scheduler noise on a fast service is not a signal
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
-	GeneratorDelay float64       // tare's own run delay, share of wall time (5)
 }
 
 // DefaultThresholds returns the thresholds of DESIGN.md.
@@ -37,13 +42,14 @@ func DefaultThresholds() Thresholds {
 		Steal:          10,
 		StealTicks:     10,
 		ThrottledTicks: 5,
+		Neighbours:     5,
+		NeighbourTicks: 10,
 		RunDelay:       5,
 		LatencyFactor:  2,
 		LatencyTicks:   3,
 		LatencyShare:   10,
 		LatencyFloor:   time.Millisecond,
 		SendLagP99:     10 * time.Millisecond,
-		GeneratorDelay: 5,
 	}
 }
 
@@ -51,47 +57,69 @@ func DefaultThresholds() Thresholds {
 // verdict used.
 func (t Thresholds) Map() map[string]float64 {
 	return map[string]float64{
-		"steal_pct":               t.Steal,
-		"steal_ticks_pct":         t.StealTicks,
-		"throttled_ticks_pct":     t.ThrottledTicks,
-		"run_delay_pct":           t.RunDelay,
-		"latency_factor":          t.LatencyFactor,
-		"latency_ticks":           float64(t.LatencyTicks),
-		"latency_ticks_pct":       t.LatencyShare,
-		"send_lag_p99_ms":         ms(t.SendLagP99),
-		"generator_run_delay_pct": t.GeneratorDelay,
+		"steal_pct":           t.Steal,
+		"steal_ticks_pct":     t.StealTicks,
+		"throttled_ticks_pct": t.ThrottledTicks,
+		"neighbour_wait_pct":  t.Neighbours,
+		"neighbour_ticks_pct": t.NeighbourTicks,
+		"run_delay_pct":       t.RunDelay,
+		"latency_factor":      t.LatencyFactor,
+		"latency_ticks":       float64(t.LatencyTicks),
+		"latency_ticks_pct":   t.LatencyShare,
+		"send_lag_p99_ms":     ms(t.SendLagP99),
 	}
 }
 
 // Judge returns the verdict on a run from its summary and timeline. slo may
 // be nil.
+//
+// The level answers one question: do these figures describe the code?
+// Interference from outside the test (steal, throttling, neighbours, a
+// generator that could not send on time) makes the run polluted; run
+// delay that tare cannot attribute, or latency moving on its own, makes it
+// suspect. The system under test's own load never does: saturation is
+// reported beside the level, a finding about the code.
 func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verdict {
 	host := hostTicks(ticks)
 	signals := []tare.Signal{
 		steal(s, host, th),
 		throttling(host, th),
+		neighbours(s, host, th),
+		generator(s, th),
 		runDelay(s, th),
 		latencyAlone(ticks, th),
-		generator(s, th),
+		saturation(s, ticks),
 	}
 	v := tare.Verdict{Level: tare.Clean, Signals: signals}
 	for _, sig := range signals {
-		if !sig.Fired {
-			continue
-		}
-		switch sig.Name {
-		case SignalSteal, SignalThrottling, SignalGenerator:
-			v.Level = tare.Polluted
-		default:
-			if v.Level == tare.Clean {
-				v.Level = tare.Suspect
-			}
+		if sig.Fired {
+			v.Level = Raise(v.Level, LevelOf(sig.Name))
 		}
 	}
 	v.SLO = slo.Check(s)
 	v.Advice = advise(s, v, th)
-	v.Warnings = warnings(s, host, signals[0].Fired)
+	v.Warnings = warnings(s, v, th)
 	return v
+}
+
+// LevelOf is the level a fired signal gives a run.
+func LevelOf(signal string) tare.Level {
+	switch signal {
+	case SignalSteal, SignalThrottling, SignalNeighbours, SignalGenerator:
+		return tare.Polluted
+	case SignalRunDelay, SignalLatencyAlone:
+		return tare.Suspect
+	}
+	return tare.Clean // saturation: a finding about the code, never about the host
+}
+
+// Raise returns the worse of two levels.
+func Raise(a, b tare.Level) tare.Level {
+	rank := map[tare.Level]int{tare.Clean: 0, tare.Suspect: 1, tare.Polluted: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 // Fired returns the signals of v that fired.
@@ -182,6 +210,11 @@ func throttling(host []*tare.HostSample, th Thresholds) tare.Signal {
 	return sig
 }
 
+// runDelay fires only when the measured processes waited and tare cannot
+// say behind whom: without the whose-CPU ledger, waiting for a CPU may be
+// a neighbour's doing or the service's own. With the ledger, the wait is
+// split: behind neighbours (the neighbours signal), behind the measured
+// processes themselves (their own load, not interference).
 func runDelay(s *tare.Summary, th Thresholds) tare.Signal {
 	sig := tare.Signal{Name: SignalRunDelay, Threshold: th.RunDelay}
 	d := s.Host.RunDelayPct
@@ -190,10 +223,14 @@ func runDelay(s *tare.Summary, th Thresholds) tare.Signal {
 		return sig
 	}
 	sig.Value = tare.Float(*d)
+	if w := s.Host.NeighbourWaitPct; w != nil {
+		sig.Detail = fmt.Sprintf("the measured processes waited on a run queue %.1f%% of the time, %.1f%% of it behind neighbours; the rest was their own threads and tare competing, which is load, not interference", *d, *w)
+		return sig
+	}
 	sig.Fired = *d > th.RunDelay
 	sig.Detail = fmt.Sprintf("the measured processes waited on a run queue %.1f%% of the time (threshold %g%%)", *d, th.RunDelay)
 	if sig.Fired {
-		sig.Detail += ": something else in this machine competes for the same CPUs"
+		sig.Detail += ", and tare could not read the other processes' CPU time to tell a neighbour from their own load"
 	}
 	return sig
 }
@@ -254,39 +291,131 @@ func depthName(ticks []tare.Tick) string {
 	return "in-flight"
 }
 
+// generator fires when tare could not send on time: lateness changes the
+// measurement. tare's own wait for a CPU, or its sharing the cores with
+// the service (co-location), does not, as long as it sends on time.
 func generator(s *tare.Summary, th Thresholds) tare.Signal {
 	sig := tare.Signal{Name: SignalGenerator, Threshold: ms(th.SendLagP99)}
-	lag, delay := s.SendLag.P99, s.Generator.RunDelayPct
-	if lag == nil && delay == nil {
+	lag := s.SendLag.P99
+	if lag == nil {
 		sig.Detail = "send lag was not measured (nothing was sent)"
 		return sig
 	}
-	if lag != nil {
-		sig.Value = tare.Float(*lag)
-	}
+	sig.Value = tare.Float(*lag)
+	// Late sends change the figures only where they are a visible part of
+	// the latency: 14 ms of lag inside 8 s latencies does not.
+	material := s.Latency.P50 == nil || *lag > 0.1**s.Latency.P50
 	switch {
-	case lag != nil && *lag > ms(th.SendLagP99):
+	case *lag > ms(th.SendLagP99) && material:
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): tare itself could not send on time, so it invented latency", *lag, ms(th.SendLagP99))
-	case delay != nil && *delay > th.GeneratorDelay:
-		sig.Fired = true
-		sig.Threshold = th.GeneratorDelay
-		sig.Value = tare.Float(*delay)
-		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f%% of the time (threshold %g%%): the load generator was short of CPU", *delay, th.GeneratorDelay)
-	case lag != nil:
-		sig.Detail = fmt.Sprintf("send lag p99 was %.2f ms (threshold %g ms)", *lag, ms(th.SendLagP99))
+	case *lag > ms(th.SendLagP99):
+		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms), under a tenth of the median latency (%.0f ms), so it did not change the figures", *lag, ms(th.SendLagP99), *s.Latency.P50)
 	default:
-		sig.Detail = fmt.Sprintf("tare waited on a run queue %.1f%% of the time (threshold %g%%)", *delay, th.GeneratorDelay)
+		sig.Detail = fmt.Sprintf("send lag p99 was %.2f ms (threshold %g ms): tare sent on time", *lag, ms(th.SendLagP99))
+	}
+	if by := s.Host.CPUBy; by != nil && by.Tare >= 1 {
+		sig.Detail += fmt.Sprintf("; it used %.0f%% of the host's CPU beside the system under test (%.0f%%)", by.Tare, by.SystemUnderTest)
+	}
+	if d := s.Generator.RunDelayPct; d != nil {
+		sig.Detail += fmt.Sprintf(", and waited for a CPU %.1f%% of the time", *d)
 	}
 	return sig
 }
 
-func warnings(s *tare.Summary, host []*tare.HostSample, stealFired bool) []string {
+// neighbours fires when the measured processes waited for CPUs that other
+// processes held: the interference of a neighbour on the same machine. It
+// names the busiest of them.
+func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Signal {
+	sig := tare.Signal{Name: SignalNeighbours, Threshold: th.Neighbours}
+	w := s.Host.NeighbourWaitPct
+	by := s.Host.CPUBy
+	if w == nil || by == nil {
+		sig.Detail = "neighbours were not measured (the other processes' CPU time, or the measured processes' run delay, could not be read)"
+		return sig
+	}
+	sig.Value = tare.Float(*w)
+	measured, over := 0, 0
+	for _, h := range host {
+		if nw := h.NeighbourWait(); nw != nil {
+			measured++
+			if *nw > th.Steal {
+				over++
+			}
+		}
+	}
+	overPct := 0.0
+	if measured > 0 {
+		overPct = 100 * float64(over) / float64(measured)
+	}
+	who := neighbourNames(by, s.Env.VCPUs)
+	waited := waiter(s)
+	switch {
+	case *w > th.Neighbours:
+		sig.Fired = true
+		sig.Detail = fmt.Sprintf("%s, while %s waited for a CPU %.1f%% of the time behind them (threshold %g%%)", who, waited, *w, th.Neighbours)
+	case overPct > th.NeighbourTicks:
+		sig.Fired = true
+		sig.Detail = fmt.Sprintf("%s; %s waited behind them more than %g%% of the tick in %.0f%% of ticks (%d of %d; threshold %g%% of ticks)", who, waited, th.Steal, overPct, over, measured, th.NeighbourTicks)
+	default:
+		sig.Detail = fmt.Sprintf("%s waited behind other processes %.1f%% of the time (threshold %g%%); %s", waited, *w, th.Neighbours, who)
+	}
+	return sig
+}
+
+// neighbourNames says who the neighbours were, in shares of one CPU. The
+// busiest command is named with all its processes: two `sh` hogs are one
+// neighbour to stop.
+func neighbourNames(by *tare.CPUBy, vcpus int) string {
+	cores := float64(max(vcpus, 1))
+	if len(by.TopOthers) == 0 || by.TopOthers[0].CPUPct < by.Unattributed {
+		return fmt.Sprintf("other processes used %.0f%% of a CPU, %.0f%% of it busy time no visible process accounts for (other containers, short-lived processes)",
+			by.Neighbours()*cores, by.Unattributed*cores)
+	}
+	name, pids, used := busiestCommand(by)
+	out := fmt.Sprintf("`%s` (%s) used %.0f%% of a CPU", name, pids, used*cores)
+	if rest := by.Neighbours() - used; rest*cores >= 5 {
+		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
+	}
+	return out
+}
+
+// busiestCommand is the command of the busiest other process, its pids
+// ("pid 7" or "pids 7, 9") and their summed share of the host.
+func busiestCommand(by *tare.CPUBy) (name, pids string, used float64) {
+	name = by.TopOthers[0].Name
+	var ids []string
+	for _, p := range by.TopOthers {
+		if p.Name == name {
+			ids = append(ids, strconv.Itoa(p.PID))
+			used += p.CPUPct
+		}
+	}
+	if len(ids) == 1 {
+		return name, "pid " + ids[0], used
+	}
+	return name, "pids " + strings.Join(ids, ", "), used
+}
+
+// waiter names who waited: the system under test when tare knows it.
+func waiter(s *tare.Summary) string {
+	if s.SUT != nil {
+		return "the system under test"
+	}
+	return "tare"
+}
+
+// warnings are the findings beside the level. Each says only what the
+// summary shows.
+func warnings(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	var w []string
-	if p := s.Host.PollutedTicksPct; p != nil && *p > 0 && !stealFired {
-		// A tick polluted by CPU pressure or throttling, not steal: the
-		// clean-tick percentiles leave those ticks out.
-		w = append(w, fmt.Sprintf("%.0f%% of ticks were polluted (steal, throttling or CPU pressure above the threshold): compare the clean-tick percentiles with the raw ones", *p))
+	if p := s.Host.PollutedTicksPct; p != nil && *p > 0 && v.Level == tare.Clean {
+		// Too few to pollute the run, but the clean-tick figures leave them out.
+		msg := fmt.Sprintf("%.0f%% of ticks had interference above %g%% (steal, throttling or waiting behind neighbours), too few to change the verdict", *p, th.Steal)
+		if s.CleanLatency != nil {
+			msg += ": the clean-tick percentiles leave them out"
+		}
+		w = append(w, msg)
 	}
 	if s.Host.Ticks == 0 {
 		w = append(w, "the host was not sampled: no interference figure backs these numbers")
@@ -298,6 +427,9 @@ func warnings(s *tare.Summary, host []*tare.HostSample, stealFired bool) []strin
 	}
 	if c := s.Generator.CPUPct; c != nil && *c > 80 {
 		w = append(w, fmt.Sprintf("tare used %.0f%% of a core: a generator near its limit invents latency", *c))
+	}
+	if s.SUT == nil && s.Requests.Total > 0 {
+		w = append(w, "the system under test was not found on this host (give --pid or --cgroup when it runs here): its CPU is counted with the others, and a neighbour cannot be told from it")
 	}
 	return w
 }

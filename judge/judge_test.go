@@ -163,7 +163,23 @@ func TestLevels(t *testing.T) {
 		}, tare.Polluted, SignalThrottling},
 		{"run delay", func(s *tare.Summary, _ []tare.Tick) { s.Host.RunDelayPct = pct(12) }, tare.Suspect, SignalRunDelay},
 		{"send lag", func(s *tare.Summary, _ []tare.Tick) { s.SendLag.P99 = pct(25) }, tare.Polluted, SignalGenerator},
-		{"generator run delay", func(s *tare.Summary, _ []tare.Tick) { s.Generator.RunDelayPct = pct(9) }, tare.Polluted, SignalGenerator},
+		// tare waiting for a CPU beside the service it loads is co-location:
+		// it changes nothing as long as tare sends on time.
+		{"generator run delay", func(s *tare.Summary, _ []tare.Tick) { s.Generator.RunDelayPct = pct(9) }, tare.Clean, ""},
+		// A service waiting behind its own threads: load, not interference.
+		{"run delay of its own load", func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = pct(40), pct(0.4)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 90, Tare: 8, Others: 1, Idle: 1}
+		}, tare.Clean, ""},
+		{"neighbours", func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = pct(30), pct(12)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: []tare.ProcessShare{{Name: "sh", PID: 4121, CPUPct: 48}}}
+		}, tare.Polluted, SignalNeighbours},
+		{"saturated", func(s *tare.Summary, ticks []tare.Tick) {
+			for i := range ticks {
+				ticks[i].Arrivals, ticks[i].Completions, ticks[i].InFlight = 100, 80, 20*(i+1)
+			}
+		}, tare.Clean, SignalSaturation},
 		{"latency moves, in-flight flat", func(s *tare.Summary, ticks []tare.Tick) {
 			for _, i := range []int{2, 5, 7} {
 				ticks[i].P95 = 400 * time.Millisecond
@@ -203,6 +219,61 @@ func TestLevels(t *testing.T) {
 				t.Errorf("level %s fired %v; want %s %v", v.Level, fired, tt.level, want)
 			}
 		})
+	}
+}
+
+// TestNeighbourNamed: the neighbours signal names the busiest other
+// process in shares of one CPU, and the advice says to stop it.
+func TestNeighbourNamed(t *testing.T) {
+	s, ticks := run(make([]float64, 10))
+	s.Env.VCPUs = 2
+	s.SUT = &tare.SUTSummary{PIDs: []int{77}}
+	s.Host.RunDelayPct, s.Host.NeighbourWaitPct = tare.Float(30), tare.Float(11.6)
+	s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}}}
+	v := Judge(s, ticks, DefaultThresholds(), nil)
+	sig := find(t, v, SignalNeighbours)
+	want := "`batch` (pid 4121) used 96% of a CPU, while the system under test waited for a CPU 11.6% of the time behind them"
+	if !sig.Fired || !strings.Contains(sig.Detail, want) {
+		t.Errorf("neighbours: %+v; want fired with %q", sig, want)
+	}
+	if !strings.Contains(strings.Join(v.Advice, "\n"), "Stop `batch` (pid 4121)") {
+		t.Errorf("advice %q does not name the neighbour to stop", v.Advice)
+	}
+	for _, a := range v.Advice {
+		if strings.Contains(a, "scale") && !strings.Contains(a, "Do not scale") {
+			t.Errorf("a polluted run advises scaling: %q", a)
+		}
+	}
+}
+
+// TestSaturationIsAboutTheCode: a clean host where the service falls
+// behind: clean, saturation fired with the rate, and a failed SLO blamed on
+// the code.
+func TestSaturationIsAboutTheCode(t *testing.T) {
+	s, ticks := run(make([]float64, 10))
+	s.Env.VCPUs = 2
+	s.SUT = &tare.SUTSummary{PIDs: []int{77}}
+	s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 88, Tare: 8, Kernel: 2, Idle: 2}
+	s.Latency.P95 = tare.Float(900)
+	for i := range ticks {
+		ticks[i].Arrivals, ticks[i].Completions, ticks[i].InFlight = 260, 245, 15*(i+1)
+	}
+	slo, err := ParseSLO("p95<=300ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Judge(s, ticks, DefaultThresholds(), slo)
+	sig := find(t, v, SignalSaturation)
+	if v.Level != tare.Clean || !sig.Fired {
+		t.Fatalf("level %s, saturation %+v; want clean with saturation fired", v.Level, sig)
+	}
+	for _, want := range []string{"fell behind from about 260 arrivals/s", "used 1.8 of 2 CPUs", "ran out of CPU"} {
+		if !strings.Contains(sig.Detail, want) {
+			t.Errorf("saturation detail %q lacks %q", sig.Detail, want)
+		}
+	}
+	if advice := strings.Join(v.Advice, "\n"); !strings.Contains(advice, "the problem is the code") {
+		t.Errorf("advice %q does not blame the code for the failed SLO", advice)
 	}
 }
 

@@ -141,6 +141,7 @@ var thresholdKeys = map[string]string{
 	"steal": "steal-threshold", "steal-ticks": "steal-ticks", "throttled-ticks": "throttled-ticks",
 	"run-delay": "run-delay-threshold", "latency-factor": "latency-factor", "latency-ticks": "latency-ticks",
 	"latency-floor": "latency-floor", "send-lag": "send-lag-threshold", "generator-delay": "generator-delay-threshold",
+	"neighbours": "neighbour-threshold", "neighbour-ticks": "neighbour-ticks",
 }
 
 var sweepKeys = map[string]string{"from": "from", "to": "to", "step": "step", "narrow": "narrow", "cooldown": "cooldown"}

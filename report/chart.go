@@ -62,6 +62,7 @@ type seriesData struct {
 	Color  string  `json:"color"`
 	Dashed bool    `json:"dashed,omitempty"`
 	Dots   bool    `json:"dots,omitempty"` // mark each point
+	Fill   bool    `json:"fill,omitempty"` // filled down to zero: a layer of a stacked chart, drawn top layer first
 	Points []point `json:"points"`
 }
 
@@ -399,6 +400,9 @@ func (c *chartData) plotLines(p *plot.Plot) {
 				continue // cannot happen: segments holds finite points only
 			}
 			l.LineStyle = sty
+			if s.Fill {
+				l.FillColor = hexColor(s.Color, 0xd0)
+			}
 			p.Add(l)
 			if s.Dots || len(seg) == 1 {
 				sc, err := plotter.NewScatter(xys)

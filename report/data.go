@@ -46,23 +46,28 @@ type comparisonData struct {
 
 // Colours of the series, the same in every chart of a page.
 const (
-	colP50       = "#6baed6"
-	colP95       = "#2171b5"
-	colP99       = "#08306b"
-	colSteal     = "#d62728"
-	colThrottled = "#ff7f0e"
-	colRunDelay  = "#9467bd"
-	colPSI       = "#17becf"
-	colThreshold = "#7f7f7f"
-	colSLO       = "#e6550d"
-	colArrivals  = "#969696"
-	colDone      = "#2ca02c"
-	colErrors    = "#d62728"
-	colDropped   = "#8c564b"
-	colInFlight  = "#1f77b4"
-	colDepth     = "#ff7f0e"
-	colTokens    = "#2ca02c"
-	colClean     = "#2ca02c"
+	colP50          = "#6baed6"
+	colP95          = "#2171b5"
+	colP99          = "#08306b"
+	colSteal        = "#d62728"
+	colSUT          = "#2ca02c"
+	colTare         = "#1f77b4"
+	colOthers       = "#8c564b"
+	colKernel       = "#bcbd22"
+	colUnattributed = "#c7c7c7"
+	colThrottled    = "#ff7f0e"
+	colRunDelay     = "#9467bd"
+	colPSI          = "#17becf"
+	colThreshold    = "#7f7f7f"
+	colSLO          = "#e6550d"
+	colArrivals     = "#969696"
+	colDone         = "#2ca02c"
+	colErrors       = "#d62728"
+	colDropped      = "#8c564b"
+	colInFlight     = "#1f77b4"
+	colDepth        = "#ff7f0e"
+	colTokens       = "#2ca02c"
+	colClean        = "#2ca02c"
 )
 
 // windowColor gives the protocol windows fixed colours (peak red, off-peak
@@ -85,7 +90,11 @@ func (r *Run) data(id string) runData {
 	d := runData{Summary: r.Summary, Ticks: len(r.Ticks), Records: r.records}
 	if len(r.Ticks) > 0 {
 		d.TickS = r.tickSeconds()
-		d.Charts = append(d.Charts, r.latencyChart(id), r.loadChart(id), r.outstandingChart(id))
+		d.Charts = append(d.Charts, r.latencyChart(id))
+		if c := r.whoseCPUChart(id); c != nil {
+			d.Charts = append(d.Charts, c)
+		}
+		d.Charts = append(d.Charts, r.loadChart(id), r.outstandingChart(id))
 		if r.Summary.Model != nil && r.ttft != nil {
 			d.Charts = append(d.Charts, r.modelCharts(id)...)
 		}
@@ -225,6 +234,47 @@ func (r *Run) sloMarks() []markData {
 		marks = append(marks, markData{Name: "slo " + s.Objective, Value: s.LimitMS, Color: colSLO})
 	}
 	return marks
+}
+
+// whoseCPUChart stacks each tick's whose-CPU ledger: the system under test
+// at the bottom, then tare, other processes, the kernel, unattributed time
+// and steal; what is left up to 100 % is idle. Nil when no tick has one.
+func (r *Run) whoseCPUChart(id string) *chartData {
+	if !slices.ContainsFunc(r.Ticks, func(t tare.Tick) bool { return t.Host != nil && t.Host.CPUBy != nil }) {
+		return nil
+	}
+	c := r.timeChart(id, "whose-cpu", "Whose CPU per tick", "% of the host's CPU")
+	layers := []struct {
+		name, colour string
+		get          func(*tare.CPUBy) float64
+	}{
+		{"system under test", colSUT, func(b *tare.CPUBy) float64 { return b.SystemUnderTest }},
+		{"tare", colTare, func(b *tare.CPUBy) float64 { return b.Tare }},
+		{"other processes", colOthers, func(b *tare.CPUBy) float64 { return b.Others }},
+		{"kernel", colKernel, func(b *tare.CPUBy) float64 { return b.Kernel }},
+		{"unattributed", colUnattributed, func(b *tare.CPUBy) float64 { return b.Unattributed }},
+		{"steal", colSteal, func(b *tare.CPUBy) float64 { return b.Steal }},
+	}
+	// Each layer is drawn as its top edge, the sum of it and those below,
+	// filled down to zero: the highest first, so the lower ones paint over.
+	for i := len(layers) - 1; i >= 0; i-- {
+		c.addLine(layers[i].name, layers[i].colour, r.series(func(_ int, t *tare.Tick) float64 {
+			if t.Host == nil || t.Host.CPUBy == nil {
+				return math.NaN()
+			}
+			sum := 0.0
+			for _, l := range layers[:i+1] {
+				sum += l.get(t.Host.CPUBy)
+			}
+			return sum
+		}))
+		if n := len(c.Series); n > 0 && c.Series[n-1].Name == layers[i].name {
+			c.Series[n-1].Fill = true
+		}
+	}
+	c.Note = "The rest, up to 100 %, is idle. The system under test's own load is never interference; other processes and steal, while it waited, are."
+	c.foldedNote()
+	return c
 }
 
 func (r *Run) loadChart(id string) *chartData {

@@ -101,6 +101,10 @@ func (sy synth) build(t testing.TB) (*Run, []tare.Result) {
 			PSISome:   tare.Float(steal[i] / 3),
 			Throttled: tare.Float(0),
 			RunDelay:  tare.Float(1 + steal[i]/6),
+			// A service using about a third of the host, tare a little, a
+			// neighbour whenever the steal rises.
+			CPUBy: &tare.CPUBy{SystemUnderTest: 30, Tare: 4, Others: 2 + steal[i]/4, Kernel: 2, Unattributed: 1, Steal: steal[i],
+				Idle: max(61-steal[i]-steal[i]/4, 0), TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 2 + steal[i]/4}}},
 		}
 		rec.AddHost(h)
 		if sy.queue {

@@ -134,7 +134,7 @@ type verdictView struct {
 	Warnings    []string
 }
 
-type signalView struct{ Name, Value, Threshold, Detail string }
+type signalView struct{ Mark, Name, Value, Threshold, Detail string }
 
 type sloView struct {
 	Met               bool
@@ -284,7 +284,10 @@ func verdict(vd tare.Verdict) verdictView {
 	}
 	v.Advice = advice
 	for _, sig := range vd.Signals {
-		sv := signalView{Name: sig.Name, Value: "unavailable", Threshold: fmtFigure(sig.Threshold), Detail: sig.Detail}
+		sv := signalView{Mark: "✗", Name: sig.Name, Value: "unavailable", Threshold: fmtFigure(sig.Threshold), Detail: sig.Detail}
+		if sig.Finding {
+			sv.Mark = "▲" // about the code, not against the measurement
+		}
 		if sig.Value != nil {
 			sv.Value = fmtFigure(*sig.Value)
 		}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/tare-dev/tare"
@@ -91,7 +92,15 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	h := s.Host
 	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
 		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
-	p.row("", "psi some %s   throttled %s   run delay %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))
+	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
+	if by := h.CPUBy; by != nil {
+		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
+	}
+	if u := s.SUT; u != nil {
+		p.row("under test", "pid %s (%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, pct(u.CPUPct), pct(u.RunDelayPct))
+	} else if s.Requests.Total > 0 {
+		p.row("under test", "not found on this host (--pid or --cgroup name it)")
+	}
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
 	}
@@ -114,7 +123,11 @@ func Verdict(w io.Writer, v tare.Verdict) error {
 	p := &printer{w: w}
 	p.line("verdict: %s", strings.ToUpper(string(v.Level)))
 	for _, sig := range v.Signals {
-		if sig.Fired {
+		switch {
+		case sig.Fired && sig.Finding:
+			// About the code, not against the measurement.
+			p.line("  ▲ %s: %s", sig.Name, sig.Detail)
+		case sig.Fired:
 			p.line("  ✗ %s: %s", sig.Name, sig.Detail)
 		}
 	}
@@ -135,6 +148,26 @@ func Verdict(w io.Writer, v tare.Verdict) error {
 		p.line("  ! %s", warn)
 	}
 	return p.err
+}
+
+// WhoseCPU is the ledger in one line: each owner's share of the host's CPU
+// time, and the busiest other process in shares of one CPU.
+func WhoseCPU(by *tare.CPUBy, vcpus int) string {
+	line := fmt.Sprintf("under test %.1f%%  tare %.1f%%  others %.1f%%  kernel %.1f%%  unattributed %.1f%%  steal %.1f%%  idle %.1f%%",
+		by.SystemUnderTest, by.Tare, by.Others, by.Kernel, by.Unattributed, by.Steal, by.Idle)
+	if len(by.TopOthers) > 0 {
+		top := by.TopOthers[0]
+		line += fmt.Sprintf("   top other: %s (pid %d) %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*float64(max(vcpus, 1)))
+	}
+	return line
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 type printer struct {

@@ -62,14 +62,39 @@ func TestTextGolden(t *testing.T) {
 		steal     []float64
 		runDelay  *float64
 		slowTicks []int
+		edit      func(*tare.Summary, []tare.Tick)
 	}{
-		{"clean", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(0.3), nil},
-		{"suspect", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(7.5), []int{2, 5, 8}},
-		{"polluted", []float64{38.5, 71.2, 12.0, 89.4, 44.1, 3, 2, 1, 0, 0}, nil, nil},
+		{"clean", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(0.3), nil, nil},
+		{"suspect", []float64{0, 0.5, 0, 1, 0, 0, 0.2, 0, 0, 0}, tare.Float(7.5), []int{2, 5, 8}, nil},
+		{"polluted", []float64{38.5, 71.2, 12.0, 89.4, 44.1, 3, 2, 1, 0, 0}, nil, nil, nil},
+		// A quiet host, a service that ran out of its CPUs: clean, saturated,
+		// the failed SLO the code's.
+		{"saturated", make([]float64, 10), tare.Float(41), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			s.Latency.P95 = tare.Float(940)
+			s.Rate = tare.Rate{Offered: tare.Float(300), Achieved: tare.Float(251)}
+			s.Host.NeighbourWaitPct = tare.Float(0.6)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 86.1, Tare: 8.2, Others: 0.4, Kernel: 2.1, Unattributed: 0.3, Idle: 2.9,
+				TopOthers: []tare.ProcessShare{{Name: "redis-server", PID: 812, CPUPct: 0.3}}}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "listening socket of 127.0.0.1:8080", CPUPct: tare.Float(172.2), RunDelayPct: tare.Float(38), ThrottledPct: tare.Float(0)}
+			for i := range ticks {
+				ticks[i].Arrivals, ticks[i].Completions, ticks[i].InFlight = 300, 251, 49*(i+1)
+			}
+		}},
+		// A light service beside a batch job: polluted, the job named.
+		{"neighbour", make([]float64, 10), tare.Float(14), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.NeighbourWaitPct = tare.Float(11.6)
+			s.Host.PollutedTicksPct = tare.Float(80)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 9.5, Tare: 3.1, Others: 48.6, Kernel: 1.2, Unattributed: 0.8, Idle: 36.8,
+				TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ticks := fixture(tt.steal, tt.runDelay, tt.slowTicks...)
+			if tt.edit != nil {
+				tt.edit(s, ticks)
+			}
 			s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), slo)
 			var buf bytes.Buffer
 			if err := Text(&buf, s, ticks...); err != nil {

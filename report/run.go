@@ -53,7 +53,7 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 		r.clean = make([]bool, len(ticks))
 		for i := range ticks {
 			h := ticks[i].Host
-			r.clean[i] = h != nil && !polluted(h, threshold)
+			r.clean[i] = h != nil && !h.Polluted(threshold)
 		}
 	}
 	return r
@@ -62,11 +62,6 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 // polluted reports whether a tick's steal, throttled share or PSI some
 // share exceeds the threshold: the definition of DESIGN.md, as stats
 // applies it to clean-tick percentiles.
-func polluted(h *tare.HostSample, threshold float64) bool {
-	return h.CPU.Steal > threshold ||
-		(h.Throttled != nil && *h.Throttled > threshold) ||
-		(h.PSISome != nil && *h.PSISome > threshold)
-}
 
 // AddResult adds one raw record. It never fails; the error return lets it
 // be passed to tare.Store.StreamResults and report.ReadRecords as it is.

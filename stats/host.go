@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -35,6 +37,13 @@ func copySample(h *tare.HostSample) tare.HostSample {
 	c.PSIFull = clonePtr(h.PSIFull)
 	c.Throttled = clonePtr(h.Throttled)
 	c.RunDelay = clonePtr(h.RunDelay)
+	c.SUTRunDelay = clonePtr(h.SUTRunDelay)
+	c.TareRunDelay = clonePtr(h.TareRunDelay)
+	if h.CPUBy != nil {
+		by := *h.CPUBy
+		by.TopOthers = slices.Clone(h.CPUBy.TopOthers)
+		c.CPUBy = &by
+	}
 	return c
 }
 
@@ -76,6 +85,65 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.PSIFull = mixPtr(acc.PSIFull, s.PSIFull, fa, fb)
 	acc.Throttled = mixPtr(acc.Throttled, s.Throttled, fa, fb)
 	acc.RunDelay = mixPtr(acc.RunDelay, s.RunDelay, fa, fb)
+	acc.SUTRunDelay = mixPtr(acc.SUTRunDelay, s.SUTRunDelay, fa, fb)
+	acc.TareRunDelay = mixPtr(acc.TareRunDelay, s.TareRunDelay, fa, fb)
+	switch {
+	case acc.CPUBy == nil && s.CPUBy != nil:
+		by := *s.CPUBy
+		by.TopOthers = slices.Clone(s.CPUBy.TopOthers)
+		acc.CPUBy = &by
+	case acc.CPUBy != nil && s.CPUBy != nil:
+		var top topOthers
+		top.add(acc.CPUBy.TopOthers, fa)
+		top.add(s.CPUBy.TopOthers, fb)
+		by := mixCPUBy(*acc.CPUBy, *s.CPUBy, fa, fb)
+		by.TopOthers = top.top(1)
+		acc.CPUBy = &by
+	}
+}
+
+// mixCPUBy is the weighted mean of two ledgers, without their top others.
+func mixCPUBy(a, b tare.CPUBy, fa, fb float64) tare.CPUBy {
+	return tare.CPUBy{
+		SystemUnderTest: a.SystemUnderTest*fa + b.SystemUnderTest*fb,
+		Tare:            a.Tare*fa + b.Tare*fb,
+		Others:          a.Others*fa + b.Others*fb,
+		Kernel:          a.Kernel*fa + b.Kernel*fb,
+		Unattributed:    a.Unattributed*fa + b.Unattributed*fb,
+		Steal:           a.Steal*fa + b.Steal*fb,
+		Idle:            a.Idle*fa + b.Idle*fb,
+	}
+}
+
+// topOthers adds up the busiest other processes of several ledgers, each
+// weighted, to name the busiest over all of them.
+type topOthers map[procKey]float64
+
+// procKey names a process: a pid reused by another command is another one.
+type procKey struct {
+	name string
+	pid  int
+}
+
+func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
+	if *t == nil {
+		*t = topOthers{}
+	}
+	for _, p := range ps {
+		(*t)[procKey{p.Name, p.PID}] += p.CPUPct * weight
+	}
+}
+
+// top returns the busiest, their summed shares divided by n, busiest first.
+func (t topOthers) top(n float64) []tare.ProcessShare {
+	out := make([]tare.ProcessShare, 0, len(t))
+	for k, v := range t {
+		out = append(out, tare.ProcessShare{Name: k.name, PID: k.pid, CPUPct: v / n})
+	}
+	slices.SortFunc(out, func(a, b tare.ProcessShare) int {
+		return cmp.Or(cmp.Compare(b.CPUPct, a.CPUPct), cmp.Compare(a.PID, b.PID))
+	})
+	return out[:min(len(out), tare.TopOthersKept)]
 }
 
 func mixShares(a, b tare.CPUShares, fa, fb float64) tare.CPUShares {
@@ -111,7 +179,14 @@ type hostTotals struct {
 	polluted              int
 	psiSome, throttled    optSum
 	runDelay              optSum
+	neighbourWait         optSum
+	sutRunDelay, sutCores optSum
+	tareRunDelay          optSum
 	last                  float64 // aggregate steal of the latest sample
+
+	ledgers int        // samples with a ledger
+	cpuBy   tare.CPUBy // their sum, without TopOthers
+	top     topOthers
 }
 
 // optSum sums a figure that a source may not provide.
@@ -144,12 +219,24 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64) {
 	h.steal += s.CPU.Steal
 	h.stealMax = max(h.stealMax, s.CPU.Steal)
 	h.stealMaxCPU = max(h.stealMaxCPU, s.MaxCPUSteal())
-	if polluted(s, threshold) {
+	if s.Polluted(threshold) {
 		h.polluted++
 	}
 	h.psiSome.add(s.PSISome)
 	h.throttled.add(s.Throttled)
 	h.runDelay.add(s.RunDelay)
+	h.neighbourWait.add(s.NeighbourWait())
+	h.sutRunDelay.add(s.SUTRunDelay)
+	h.tareRunDelay.add(s.TareRunDelay)
+	if by := s.CPUBy; by != nil {
+		h.ledgers++
+		h.cpuBy = mixCPUBy(h.cpuBy, *by, 1, 1)
+		h.top.add(by.TopOthers, 1)
+		if s.SUTRunDelay != nil {
+			// The system under test's share of the host, in cores.
+			h.sutCores.add(tare.Float(by.SystemUnderTest * float64(max(len(s.PerCPU), 1))))
+		}
+	}
 	h.last = s.CPU.Steal
 }
 
@@ -178,5 +265,30 @@ func (h *hostTotals) summary() tare.HostSummary {
 	s.PSISomePct = h.psiSome.mean()
 	s.ThrottledPct = h.throttled.mean()
 	s.RunDelayPct = h.runDelay.mean()
+	s.NeighbourWaitPct = h.neighbourWait.mean()
+	if h.ledgers > 0 {
+		by := mixCPUBy(h.cpuBy, tare.CPUBy{}, 1/float64(h.ledgers), 0)
+		by.TopOthers = h.top.top(float64(h.ledgers))
+		roundCPUBy(&by)
+		s.CPUBy = &by
+	}
 	return s
+}
+
+// sut returns what the samples measured of the system under test: nil
+// when none had its run delay (no system under test, or it never ran).
+func (h *hostTotals) sut() *tare.SUTSummary {
+	if h.sutRunDelay.n == 0 {
+		return nil
+	}
+	return &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}
+}
+
+func roundCPUBy(by *tare.CPUBy) {
+	for _, v := range []*float64{&by.SystemUnderTest, &by.Tare, &by.Others, &by.Kernel, &by.Unattributed, &by.Steal, &by.Idle} {
+		*v = *round(*v, 2)
+	}
+	for i := range by.TopOthers {
+		by.TopOthers[i].CPUPct = *round(by.TopOthers[i].CPUPct, 2)
+	}
 }

@@ -427,18 +427,9 @@ func (r *Recorder) cleanSpan(first, last int) bool {
 	}
 	for k := first; k <= last; k++ {
 		h := r.ticks[k].host
-		if h == nil || polluted(h, r.cfg.Threshold) {
+		if h == nil || h.Polluted(r.cfg.Threshold) {
 			return false
 		}
 	}
 	return true
-}
-
-// polluted reports whether a host sample's steal, throttled share or PSI
-// some share exceeds the threshold. Steal is the aggregate's: one starved
-// vCPU shows in steal_pct.max_cpu, not here.
-func polluted(h *tare.HostSample, threshold float64) bool {
-	return h.CPU.Steal > threshold ||
-		(h.Throttled != nil && *h.Throttled > threshold) ||
-		(h.PSISome != nil && *h.PSISome > threshold)
 }

@@ -44,7 +44,9 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 			Max: r.sendLag.maxMS(),
 		},
 		Host: r.host.summary(),
+		SUT:  r.host.sut(),
 	}
+	s.Generator.RunDelayPct = r.host.tareRunDelay.mean()
 	if arrivalSpan > 0 {
 		s.Rate.Offered = round(float64(r.total)/arrivalSpan.Seconds(), 3)
 	}

@@ -311,7 +311,9 @@ func TestSummaryHost(t *testing.T) {
 	s2.PerCPU = []tare.CPUShares{{CPU: 0, Steal: 5}, {CPU: 1, Steal: 35}}
 	s2.RunDelay = tare.Float(3)
 	s3 := sample(2, 3, 0)
-	s3.PSISome = tare.Float(15) // polluted by PSI
+	s3.PSISome = tare.Float(15) // not polluted: CPU pressure alone cannot tell the service from a neighbour
+	s3.RunDelay = tare.Float(30)
+	s3.CPUBy = &tare.CPUBy{SystemUnderTest: 20, Others: 60, Idle: 20, TopOthers: []tare.ProcessShare{{Name: "batch", PID: 9, CPUPct: 60}}} // polluted: waiting behind batch
 	s4 := sample(3, 4, 0)
 	s4.Throttled = tare.Float(10) // not above the threshold
 	for _, s := range []tare.HostSample{s1, s2, s3, s4} {
@@ -328,7 +330,11 @@ func TestSummaryHost(t *testing.T) {
 	near(t, "polluted", h.PollutedTicksPct, 50, 0)
 	near(t, "psi some", h.PSISomePct, 10, 0) // mean over the two samples that had it
 	near(t, "throttled", h.ThrottledPct, 10, 0)
-	near(t, "run delay", h.RunDelayPct, 3, 0)
+	near(t, "run delay", h.RunDelayPct, 16.5, 0) // mean of 3 and 30
+	near(t, "behind neighbours", h.NeighbourWaitPct, 22.5, 0)
+	if by := h.CPUBy; by == nil || by.Others != 60 || len(by.TopOthers) != 1 || by.TopOthers[0].Name != "batch" || by.TopOthers[0].CPUPct != 60 {
+		t.Errorf("cpu_by = %+v, want the one ledger with batch at 60 %%", by)
+	}
 }
 
 func TestSnapshot(t *testing.T) {

@@ -188,7 +188,10 @@ func TestCleanTicks(t *testing.T) {
 	}
 	samples[3].CPU.Steal = 30
 	samples[4].Throttled = tare.Float(20)
-	samples[5].PSISome = tare.Float(15)
+	// Waiting behind a neighbour: 30 % run delay × 60 / (60 + 20) = 22.5 %.
+	samples[5].RunDelay = tare.Float(30)
+	samples[5].CPUBy = &tare.CPUBy{SystemUnderTest: 20, Others: 60, Idle: 20}
+	samples[7].PSISome = tare.Float(40)   // CPU pressure alone pollutes nothing
 	samples[6].Throttled = tare.Float(10) // at the threshold, not above: clean
 
 	feeds := []struct {

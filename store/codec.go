@@ -22,7 +22,8 @@ const (
 		"bytes_in, bytes_out, started_ns, worker, deliveries, output_tokens, token_source"
 	tickColumns = "idx, start_ns, end_ns, arrivals, completions, errors, dropped, in_flight, " +
 		"p50_ns, p95_ns, p99_ns, queue_depth, host_start_ns, host_end_ns, steal, busy, " +
-		"max_cpu_steal, psi_some, psi_full, throttled, run_delay, cpu, per_cpu"
+		"max_cpu_steal, psi_some, psi_full, throttled, run_delay, cpu, per_cpu, " +
+		"sut_run_delay, tare_run_delay, cpu_by"
 	runColumns = "id, label, window_name, target, arrival, protocol, version, config, " +
 		"status, started_at, ended_at, heartbeat_at, owner"
 )
@@ -177,7 +178,7 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 	)
 	h := t.Host
 	if h == nil {
-		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
+		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
 	}
 	cpu, err := json.Marshal(toSharesJSON(h.CPU))
 	if err != nil {
@@ -191,11 +192,20 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 	if err != nil {
 		return dst, fmt.Errorf("encode per-CPU shares: %w", err)
 	}
+	var cpuBy any // NULL when the ledger was not measured
+	if h.CPUBy != nil {
+		b, err := json.Marshal(h.CPUBy)
+		if err != nil {
+			return dst, fmt.Errorf("encode whose-CPU ledger: %w", err)
+		}
+		cpuBy = string(b)
+	}
 	return append(dst,
 		nsOf(h.Start), nsOf(h.End),
 		h.CPU.Steal, h.CPU.Busy(), h.MaxCPUSteal(),
 		nullFloat(h.PSISome), nullFloat(h.PSIFull), nullFloat(h.Throttled), nullFloat(h.RunDelay),
 		string(cpu), string(perCPU),
+		nullFloat(h.SUTRunDelay), nullFloat(h.TareRunDelay), cpuBy,
 	), nil
 }
 
@@ -210,6 +220,8 @@ type tickScan struct {
 	steal, busy, maxCPUSteal                     sql.NullFloat64
 	psiSome, psiFull, throttled, runDelay        sql.NullFloat64
 	cpu, perCPU                                  sql.NullString
+	sutRunDelay, tareRunDelay                    sql.NullFloat64
+	cpuBy                                        sql.NullString
 	dest                                         []any
 }
 
@@ -218,7 +230,7 @@ func newTickScan() *tickScan {
 	s.dest = []any{&s.idx, &s.start, &s.end, &s.arrivals, &s.completions, &s.errors,
 		&s.dropped, &s.infl, &s.p50, &s.p95, &s.p99, &s.queueDepth, &s.hostStart,
 		&s.hostEnd, &s.steal, &s.busy, &s.maxCPUSteal, &s.psiSome, &s.psiFull,
-		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU}
+		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU, &s.sutRunDelay, &s.tareRunDelay, &s.cpuBy}
 	return s
 }
 
@@ -251,6 +263,15 @@ func (s *tickScan) tick() (tare.Tick, error) {
 	h.PSIFull = floatOf(s.psiFull)
 	h.Throttled = floatOf(s.throttled)
 	h.RunDelay = floatOf(s.runDelay)
+	h.SUTRunDelay = floatOf(s.sutRunDelay)
+	h.TareRunDelay = floatOf(s.tareRunDelay)
+	if s.cpuBy.Valid {
+		var by tare.CPUBy
+		if err := json.Unmarshal([]byte(s.cpuBy.String), &by); err != nil {
+			return t, fmt.Errorf("%w: tick %d: whose-CPU ledger %q: %w", ErrDecode, s.idx, clip(s.cpuBy.String), err)
+		}
+		h.CPUBy = &by
+	}
 	t.Host = h
 	return t, nil
 }

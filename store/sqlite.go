@@ -232,7 +232,7 @@ func (b sqliteBackend) inTx(ctx context.Context, fn func(q querier) error) error
 
 var (
 	sqliteInsertResult = "INSERT INTO results (run, " + resultColumns + ") VALUES (" + placeholders(16) + ")"
-	sqliteInsertTick   = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(24) + ")"
+	sqliteInsertTick   = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(27) + ")"
 )
 
 func placeholders(n int) string {

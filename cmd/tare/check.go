@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	jdg "github.com/tare-dev/tare/judge"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -20,8 +21,11 @@ func newCheckCmd() *cobra.Command {
 		Short: "Say whether the host is quiet enough to measure now",
 		Long: `Sample the host for a while, sending no load, and say whether now is quiet
 enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
---cgroup), run delay of --pid processes, with the same thresholds and
-verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
+--cgroup), run delay of --pid processes, and who is using the CPUs now, by
+name (the busy signal: other processes above the steal threshold of the
+host's CPU time make now suspect, above half of it polluted), with the same
+thresholds and verdict as a run. Exit
+status 3 with --fail-on polluted (or suspect) when it is not.`,
 		Example: `  tare check
   tare check --for 30s --json
   tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s`,
@@ -34,25 +38,25 @@ verdict as a run. Exit status 1 with --fail-on polluted when it is not.`,
 			if err != nil {
 				return err
 			}
-			// The measured processes are those named with --pid; without
-			// any, tare itself stands for the load to come, so throttling
-			// is read from its cgroup.
+			// tare itself stands for the load to come, so throttling is
+			// read from its cgroup too; --pid names the service.
 			cfg, err := host.config(os.Getpid())
 			if err != nil {
 				return err
 			}
-			cfg.Descendants = false
-			if len(host.pids) > 0 {
-				cfg.PIDs = host.pids
+			sutBy, err := host.findSUT(&cfg, "")
+			if err != nil {
+				return err
 			}
 			stop := make(chan struct{})
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
-			s, _, err := observe(cmd.Context(), cfg, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
+			s, _, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
 				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
 			if err != nil {
 				return err
 			}
+			s.Verdict = jdg.Check(&s, j.thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
 				return err

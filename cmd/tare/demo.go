@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,12 +36,14 @@ type demoFlags struct {
 	neighbour   bool
 }
 
-const demoLong = `Run the reference topology in one process and measure it:
+const demoLong = `Run the reference topology on this machine and measure it:
 
   [Poisson arrivals] --enqueue--> [queue] --> [agent workers] --> [simulated model]
         tare                    in memory,      pop a job,       OpenAI-compatible on
                                 or Redis        call the model   loopback; every token
-                                with --redis                     burns real CPU
+                                with --redis    (inside tare)    burns real CPU; its own
+                                                                 process: the system
+                                                                 under test
 
 The host is sampled during the very same seconds; the summary shows queue
 wait, end-to-end latency, TTFT, tokens/s, CPU and steal, then the verdict.
@@ -114,19 +117,15 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		defer st.Close()
 	}
 
-	// The model: a simulated endpoint on loopback.
-	sim, err := modelsim.New(modelsim.Config{TokenCost: f.tokenCost, MeanTokens: f.meanTokens, TokenSpread: 0.5, Seed: f.load.seed})
+	// The model: a simulated endpoint on loopback, in a process of its own,
+	// so that the system under test and the generator are told apart.
+	model, err := startDemoModel(ctx, cmd.ErrOrStderr(), f.tokenCost, f.meanTokens, f.load.seed)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return tare.Errorf(tare.EUNAVAILABLE, "start the simulated model on loopback: %v", err)
-	}
-	modelCtx, stopModel := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopModel()
-	go sim.Serve(modelCtx, ln)
-	client, err := openai.New(openai.Config{URL: "http://" + ln.Addr().String() + "/v1", Timeout: 5 * time.Minute})
+	defer model.Stop()
+	sampling.SUT = []int{model.PID}
+	client, err := openai.New(openai.Config{URL: model.URL, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -173,8 +172,8 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}()
 
 	if !f.judge.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (%s a token)\n",
-			sched, where, f.workers, f.concurrency, ln.Addr(), f.tokenCost)
+		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (pid %d, %s a token)\n",
+			sched, where, f.workers, f.concurrency, model.URL, model.PID, f.tokenCost)
 	}
 	if f.neighbour {
 		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
@@ -188,11 +187,38 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		rate:     float64(f.load.rate),
 		engine:   f.load.engine(),
 		sampler:  sampling,
+		sutBy:    "started by tare demo: the simulated model",
 		judging:  j,
 		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
 		store:    st,
 	}
 	return measureAndReport(cmd, m, f.judge.json)
+}
+
+// selfCommand runs this executable with args: the demo's model is a tare
+// model process. Tests replace it, to run their binary as tare.
+var selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "find the tare executable to start the simulated model: %v", err)
+	}
+	return exec.CommandContext(ctx, exe, args...), nil
+}
+
+// startDemoModel starts tare model on a free loopback port.
+func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Duration, meanTokens int, seed uint64) (*modelsim.Process, error) {
+	// Not cancelled with ctx: the model serves the drain after Ctrl-C, and
+	// stops when the demo stops it.
+	c, err := selfCommand(context.WithoutCancel(ctx), "model", "--listen", "127.0.0.1:0", "--token-cost", tokenCost.String(),
+		"--mean-tokens", strconv.Itoa(meanTokens), "--token-spread", "0.5", "--seed", strconv.FormatUint(seed, 10))
+	if err != nil {
+		return nil, err
+	}
+	p, err := modelsim.Start(c, 30*time.Second, stderr)
+	if err != nil {
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "%v", err)
+	}
+	return p, nil
 }
 
 // startNeighbour starts one CPU hog per core after the delay, as a noisy

@@ -103,12 +103,12 @@ type hostFlags struct {
 
 func (f *hostFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.tick, "tick", host.DefaultTick, "host sampling interval, 100ms or more")
-	fs.IntSliceVar(&f.pids, "pid", nil, "also measure this process's run delay (repeatable); tare itself and what it started are always measured")
-	fs.StringVar(&f.cgroup, "cgroup", "", "measure throttling of this cgroup (a path under the cgroup mount) instead of tare's own")
+	fs.IntSliceVar(&f.pids, "pid", nil, "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port")
+	fs.StringVar(&f.cgroup, "cgroup", "", "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given")
 }
 
-// config validates the flags and returns the sampler's configuration,
-// measuring self, its descendants and the --pid processes.
+// config validates the flags and returns the sampler's configuration: self
+// is tare, the --pid processes the system under test.
 func (f *hostFlags) config(self int) (host.Config, error) {
 	if f.tick < host.MinTick {
 		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, f.tick)
@@ -123,7 +123,33 @@ func (f *hostFlags) config(self int) (host.Config, error) {
 			return host.Config{}, flagged(err, "cgroup")
 		}
 	}
-	return host.Config{Tick: f.tick, PIDs: append([]int{self}, f.pids...), Descendants: true, Cgroup: f.cgroup}, nil
+	return host.Config{Tick: f.tick, Tare: []int{self}, SUT: f.pids, Cgroup: f.cgroup}, nil
+}
+
+// findSUT fills cfg.SUT with the system under test, unless --pid named it:
+// the processes of --cgroup, or those listening on a loopback target's
+// port. It returns how they were found, for the summary; "" when the
+// system under test is not known.
+func (f *hostFlags) findSUT(cfg *host.Config, target string) (string, error) {
+	switch {
+	case len(f.pids) > 0:
+		return "--pid", nil
+	case f.cgroup != "":
+		pids, err := host.CgroupPIDs(cfg.CgroupRoot, f.cgroup)
+		if err != nil {
+			return "", flagged(tare.Errorf(tare.ENOTFOUND, "%v", err), "cgroup")
+		}
+		cfg.SUT = pids
+		return "--cgroup " + f.cgroup, nil
+	case target == "":
+		return "", nil
+	}
+	pids, how, err := host.FindService(cfg.ProcRoot, target)
+	if err != nil || len(pids) == 0 {
+		return "", err
+	}
+	cfg.SUT = pids
+	return how, nil
 }
 
 // judgeFlags set the verdict's thresholds, the SLO and the exit status.
@@ -140,14 +166,17 @@ func (f *judgeFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.th.Steal, "steal-threshold", f.th.Steal, "steal % above which a tick is polluted and the steal signal fires")
 	fs.Float64Var(&f.th.StealTicks, "steal-ticks", f.th.StealTicks, "share of ticks (%) above the steal threshold that fires the steal signal")
 	fs.Float64Var(&f.th.ThrottledTicks, "throttled-ticks", f.th.ThrottledTicks, "share of ticks (%) with cgroup throttling that fires the throttling signal")
-	fs.Float64Var(&f.th.RunDelay, "run-delay-threshold", f.th.RunDelay, "run delay (% of wall time) of the measured processes that fires the run-delay signal")
+	fs.Float64Var(&f.th.Neighbours, "neighbour-threshold", f.th.Neighbours, "CPU the system under test and tare lost waiting behind other processes, in % of one CPU, above which the neighbours signal fires")
+	fs.Float64Var(&f.th.NeighbourTicks, "neighbour-ticks", f.th.NeighbourTicks, "share of ticks (%) with that loss above the steal threshold that fires the neighbours signal")
+	fs.Float64Var(&f.th.RunDelay, "run-delay-threshold", f.th.RunDelay, "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was")
 	fs.Float64Var(&f.th.LatencyFactor, "latency-factor", f.th.LatencyFactor, "a tick's p95 this many times the median tick p95 counts as latency moving")
 	fs.IntVar(&f.th.LatencyTicks, "latency-ticks", f.th.LatencyTicks, "ticks of latency moving with a flat queue that fire the signal")
 	fs.DurationVar(&f.th.LatencyFloor, "latency-floor", f.th.LatencyFloor, "smallest rise over the median tick p95 that counts as latency moving")
 	fs.DurationVar(&f.th.SendLagP99, "send-lag-threshold", f.th.SendLagP99, "send-lag p99 above which the generator counts as starved")
-	fs.Float64Var(&f.th.GeneratorDelay, "generator-delay-threshold", f.th.GeneratorDelay, "tare's own run delay (% of wall time) above which the generator counts as starved")
+	fs.Float64Var(new(float64), "generator-delay-threshold", 5, "no longer used")
+	fs.MarkDeprecated("generator-delay-threshold", "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold judges")
 	fs.StringVar(&f.slo, "slo", "", "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms")
-	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when the verdict is polluted, suspect (or worse), or the SLO is not met (slo)")
+	fs.StringVar(&f.failOn, "fail-on", "", "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression); slo: exit 1 when the SLO failed on a run that is not polluted")
 	fs.BoolVar(&f.json, "json", false, "print the tare.summary/v1 JSON instead of the text summary")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 }
@@ -160,7 +189,8 @@ func (f *judgeFlags) judging() (judging, error) {
 		return j, tare.Errorf(tare.EINVALID, "--fail-on must be polluted, suspect or slo; got %q", f.failOn)
 	}
 	for name, v := range map[string]float64{"--steal-threshold": f.th.Steal, "--steal-ticks": f.th.StealTicks, "--throttled-ticks": f.th.ThrottledTicks,
-		"--run-delay-threshold": f.th.RunDelay, "--generator-delay-threshold": f.th.GeneratorDelay} {
+		"--run-delay-threshold": f.th.RunDelay,
+		"--neighbour-threshold": f.th.Neighbours, "--neighbour-ticks": f.th.NeighbourTicks} {
 		if v < 0 || v > 100 {
 			return j, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +28,7 @@ type measurement struct {
 	rate     float64 // offered arrivals per second, for the arrival span
 	engine   load.Config
 	sampler  host.Config
+	sutBy    string // how the system under test (sampler.SUT) was found
 	judging  judging
 	progress *progress
 	store    tare.Store                             // nil: the run is not stored
@@ -53,10 +53,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
 	}
-	own, err := host.NewSampler(host.Config{ProcRoot: m.sampler.ProcRoot, PIDs: []int{os.Getpid()}, Tick: m.sampler.Tick})
-	if err != nil {
-		return tare.Summary{}, nil, nil, err
-	}
+	defer sampler.Close()
 
 	start := m.start
 	if start.IsZero() {
@@ -67,7 +64,6 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		m.run.ID = store.NewRunID()
 	}
 	out := newSink(ctx, m.store, m.run, sampler.Env())
-	own.Sample(start) // the baseline of tare's own run delay
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
@@ -143,9 +139,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
 	s.Env = sampler.Env()
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
-	if mine, err := own.Sample(end); err == nil && mine.RunDelay != nil {
-		s.Generator.RunDelayPct = mine.RunDelay
-	}
+	s.SUT = sutSummary(s.SUT, m.sampler.SUT, m.sutBy)
 	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, m.judging.thresholds, m.judging.slo)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
@@ -189,21 +183,47 @@ func (l *lastOffset) span(rate float64) time.Duration {
 	return l.last + time.Duration(float64(time.Second)/rate)
 }
 
+// sutSummary completes what stats measured of the system under test with
+// which processes it was and how tare found them; nil when tare did not
+// know it.
+func sutSummary(measured *tare.SUTSummary, pids []int, foundBy string) *tare.SUTSummary {
+	if len(pids) == 0 {
+		return nil
+	}
+	if measured == nil {
+		measured = &tare.SUTSummary{}
+	}
+	measured.PIDs, measured.FoundBy = pids, foundBy
+	return measured
+}
+
+// Exit statuses of --fail-on: a failed SLO on a run that describes the
+// code, and a measurement that cannot be trusted (rerun, do not file a
+// regression).
+const (
+	exitSLO          = 1
+	exitInconclusive = 3
+)
+
 // verdictStatus turns the verdict into the exit status --fail-on asks for.
 func verdictStatus(s *tare.Summary, failOn string) error {
 	v := s.Verdict
 	switch failOn {
 	case "polluted":
 		if v.Level == tare.Polluted {
-			return &exitError{code: 1, reason: "verdict polluted (--fail-on polluted)"}
+			return &exitError{code: exitInconclusive, reason: "verdict polluted (--fail-on polluted): the measurement is inconclusive, rerun it"}
 		}
 	case "suspect":
 		if v.Level != tare.Clean {
-			return &exitError{code: 1, reason: fmt.Sprintf("verdict %s (--fail-on suspect)", v.Level)}
+			return &exitError{code: exitInconclusive, reason: fmt.Sprintf("verdict %s (--fail-on suspect): the measurement is inconclusive, rerun it", v.Level)}
 		}
 	case "slo":
-		if !judge.Met(v.SLO) {
-			return &exitError{code: 1, reason: "SLO not met (--fail-on slo)"}
+		switch {
+		case judge.Met(v.SLO):
+		case v.Level == tare.Polluted:
+			return &exitError{code: exitInconclusive, reason: "SLO not met, on a polluted run (--fail-on slo): the measurement is inconclusive, rerun it before deciding"}
+		default:
+			return &exitError{code: exitSLO, reason: "SLO not met (--fail-on slo)"}
 		}
 	}
 	return nil

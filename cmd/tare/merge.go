@@ -137,14 +137,7 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 	for i, p := range parts {
 		s.Shards[i] = shardSummary(rows[i].ID, &p)
 		for _, sig := range judge.Fired(p.Verdict) {
-			switch sig.Name {
-			case judge.SignalSteal, judge.SignalThrottling, judge.SignalGenerator:
-				s.Verdict.Level = tare.Polluted
-			default:
-				if s.Verdict.Level == tare.Clean {
-					s.Verdict.Level = tare.Suspect
-				}
-			}
+			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig.Name))
 			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), orDefault(p.Env.Hostname, "?"), sig.Detail)
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}

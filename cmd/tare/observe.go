@@ -10,16 +10,19 @@ import (
 	"github.com/tare-dev/tare/stats"
 )
 
-// observe samples the host, with no load of tare's own, until stop is
+// observe samples the host, with no load of tare's own (the system under
+// test is cfg.SUT, found as sutBy says), until stop is
 // closed or ctx is done, and returns the host-only summary and verdict of
 // that window. started, when not nil, is called once the sampler has taken
-// its first reading: what happens after it is inside the window.
+// its first reading: what happens after it is inside the window, and
+// what it starts can be counted as tare (Sampler.AddTareTree).
 // The window's ticks are returned too, for the store (tare watch).
-func observe(ctx context.Context, cfg host.Config, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func()) (tare.Summary, []tare.Tick, error) {
+func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, []tare.Tick, error) {
 	sampler, err := host.NewSampler(cfg)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
+	defer sampler.Close()
 	start := time.Now()
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
 	if err != nil {
@@ -30,7 +33,7 @@ func observe(ctx context.Context, cfg host.Config, j judging, run tare.Run, stop
 	samples := make(chan tare.HostSample, 16)
 	go sampler.Run(sampleCtx, samples)
 	if started != nil {
-		started()
+		started(sampler)
 	}
 
 	var refresh <-chan time.Time
@@ -73,6 +76,7 @@ loop:
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
+	s.SUT = sutSummary(s.SUT, cfg.SUT, sutBy)
 	ticks := rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, j.thresholds, j.slo)
 	for _, w := range sampler.Warnings() {

@@ -47,10 +47,10 @@ func TestReport(t *testing.T) {
 		runs   int
 		charts int // charts of the first run
 	}{
-		{"stored run by prefix", []string{s.Run.ID[:13]}, 1, 4},
+		{"stored run by prefix", []string{s.Run.ID[:13]}, 1, 5}, // with the whose-CPU chart
 		{"summary file", []string{summary}, 1, 1},
 		{"records file", []string{records}, 1, 4},
-		{"three at once", []string{s.Run.ID, summary, records}, 3, 4},
+		{"three at once", []string{s.Run.ID, summary, records}, 3, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

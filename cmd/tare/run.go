@@ -46,6 +46,14 @@ is measured from the scheduled time, so a stalled target cannot hide its
 queue (no coordinated omission). Service time (from the actual send) is shown
 beside it: the difference is what a closed-loop tool would have hidden.
 
+Every tick tare splits the host's CPU by owner (whose cpu): the system under
+test (the process listening on a loopback target's port, or --pid/--cgroup),
+tare, each other process by name, the kernel, unattributed time, steal and
+idle. A service that uses up its own CPUs is saturated: a finding about the
+code, reported beside a clean verdict. Steal, throttling, and other processes
+holding the CPU while the service waited are interference: polluted, and
+the neighbour is named. docs/verdict.md has every rule.
+
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 		Example: runExample,

@@ -31,6 +31,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("TARE_DB", filepath.Join(dir, "tare.db"))
+	// The demo's model runs as this binary, as tare.
+	selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+		c := exec.CommandContext(ctx, os.Args[0], args...)
+		c.Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+		return c, nil
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	hostpkg "github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -75,12 +76,14 @@ stdout holds only the JSON). tare exits with the command's status, unless
 
 			exited := make(chan struct{})
 			var waitErr error
-			start := func() {
+			start := func(sampler *hostpkg.Sampler) {
 				if err := child.Start(); err != nil {
 					waitErr = err
 					close(exited)
 					return
 				}
+				// The load tool and what it starts are tare's side of the test.
+				sampler.AddTareTree(child.Process.Pid)
 				go func() {
 					waitErr = child.Wait()
 					close(exited)
@@ -100,9 +103,11 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if st != nil {
 				run.ID = store.NewRunID()
 			}
-			// The sampler measures tare and its descendants: the command,
-			// once started, and whatever it starts.
-			s, ticks, err := observe(cmd.Context(), sampling, j, run, exited, nil, start)
+			sutBy, err := host.findSUT(&sampling, "")
+			if err != nil {
+				return err
+			}
+			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
 			<-exited
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"maps"
@@ -38,6 +39,7 @@ type prepared struct {
 	built
 	judging  judging
 	sampling host.Config
+	sutBy    string // how the system under test was found; "" when it was not
 }
 
 // prepare validates the flags and builds what every window of a command
@@ -58,7 +60,12 @@ func (f *windowFlags) prepare(ctx context.Context, command string) (*prepared, e
 	if err != nil {
 		return nil, err
 	}
-	return &prepared{built: t, judging: j, sampling: sampling}, nil
+	sutBy, err := f.host.findSUT(&sampling, cmp.Or(f.target.url, f.target.model))
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	return &prepared{built: t, judging: j, sampling: sampling, sutBy: sutBy}, nil
 }
 
 // measurement is one window at rate r (the flag's rate when r is 0):
@@ -84,6 +91,7 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 		rate:     float64(f.load.rate),
 		engine:   f.load.engine(),
 		sampler:  p.sampling,
+		sutBy:    p.sutBy,
 		judging:  p.judging,
 		progress: newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs),
 	}, nil

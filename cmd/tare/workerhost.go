@@ -55,11 +55,13 @@ func pushHostSample(ctx context.Context, rdb *redis.Client, q, name string, s ta
 // that stops it and waits. A host that cannot be sampled, or a Redis that
 // fails, costs a warning, never the worker.
 func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer) (stop func()) {
-	sampler, err := host.NewSampler(host.Config{Tick: tick, PIDs: []int{os.Getpid()}, Descendants: true})
+	sampler, err := host.NewSampler(host.Config{Tick: tick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		fmt.Fprintf(warn, "tare worker: this host's interference is not published: %v\n", err)
 		return func() {}
 	}
+	// The worker is the system under test on its host: its descendants (a
+	// model it runs) count with it.
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return func() {}
@@ -132,30 +134,18 @@ func judgeWorkerHosts(ctx context.Context, rdb *redis.Client, q string, start, e
 			RunDelayPct: s.Host.RunDelayPct, Level: tare.Clean}
 		for _, sig := range judge.Fired(v) {
 			switch sig.Name {
-			case judge.SignalSteal, judge.SignalThrottling, judge.SignalRunDelay:
+			case judge.SignalSteal, judge.SignalThrottling, judge.SignalNeighbours, judge.SignalRunDelay:
 			default:
-				continue // the latency and generator signals are the generator's
+				continue // the latency, generator and saturation signals are the generator's
 			}
 			wh.Fired = append(wh.Fired, sig.Name)
-			wh.Level = raise(wh.Level, sig.Name)
+			wh.Level = judge.Raise(wh.Level, judge.LevelOf(sig.Name))
 			sig.Detail = fmt.Sprintf("worker host %s: %s", name, sig.Detail)
 			fired = append(fired, sig)
 		}
 		hosts = append(hosts, wh)
 	}
 	return hosts, fired, nil
-}
-
-// raise is the level a fired host signal brings a verdict to: steal and
-// throttling pollute, run delay makes it suspect.
-func raise(l tare.Level, signal string) tare.Level {
-	switch {
-	case signal == judge.SignalSteal || signal == judge.SignalThrottling:
-		return tare.Polluted
-	case l == tare.Clean:
-		return tare.Suspect
-	}
-	return l
 }
 
 // workerHostsFinish returns the summary hook of a queue run on Redis: it
@@ -178,7 +168,7 @@ func workerHostsFinish(redisURL, q string, th judge.Thresholds) func(*tare.Summa
 		}
 		s.WorkerHosts = hosts
 		for _, sig := range fired {
-			s.Verdict.Level = raise(s.Verdict.Level, sig.Name)
+			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig.Name))
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/report"
+)
+
+// TestVerdictMatrix runs every scenario of the verdict matrix once, with
+// real processes on loopback, and checks the verdict: a quiet host is
+// clean whatever the service's own load (saturation is reported beside
+// it), a neighbour pollutes and is named, a quota pollutes by throttling.
+//
+// It needs the machine to itself: a test binary of another package
+// running beside it is a neighbour, and the right verdict on it is
+// polluted. So it runs only with TARE_SCENARIOS=1, which scripts/test sets
+// in a run of its own after the rest of the suite.
+func TestVerdictMatrix(t *testing.T) {
+	if os.Getenv("TARE_SCENARIOS") != "1" {
+		t.Skip("needs the machine to itself: scripts/test runs it alone after the suite (or set TARE_SCENARIOS=1)")
+	}
+	interfere.Exclusive(t)
+	env := scenario.Env{
+		Tare: func(ctx context.Context, args ...string) ([]byte, error) {
+			var out, errb bytes.Buffer
+			err := run(ctx, args, strings.NewReader(""), &out, &errb)
+			if code := exitCode(err, &errb); code == 2 {
+				return nil, errors.New(errb.String())
+			}
+			return out.Bytes(), nil
+		},
+		Command: func(ctx context.Context, args ...string) *exec.Cmd {
+			c := exec.CommandContext(ctx, os.Args[0], args...)
+			c.Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+			return c
+		},
+		Stderr: os.Stderr,
+	}
+	for _, sc := range scenario.Matrix() {
+		t.Run(sc.Name, func(t *testing.T) {
+			s, err := env.Run(t.Context(), sc)
+			if errors.Is(err, scenario.ErrSkip) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text bytes.Buffer
+			report.Text(&text, &s)
+			t.Logf("%s", text.String())
+			for _, w := range scenario.Check(sc, s) {
+				t.Error(w)
+			}
+		})
+	}
+}

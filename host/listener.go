@@ -1,0 +1,238 @@
+package host
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// ListenerPIDs returns the processes that hold a listening TCP socket on
+// port, on any local address, IPv4 or IPv6: the socket inodes of
+// procRoot/net/tcp and procRoot/net/tcp6 in state 0A (LISTEN) whose local
+// port is port, matched against the socket:[inode] links in
+// procRoot/<pid>/fd. Sorted, unique; empty (nil error) when no process is
+// found. It returns an error only when neither net/tcp nor net/tcp6 can be read.
+//
+// It is how tare finds the system under test of a loopback target by
+// itself. Several processes are normal: prefork servers (nginx, gunicorn)
+// share one listening socket among their workers, and SO_REUSEPORT gives
+// each its own. What it cannot see, it leaves out rather than guess:
+//   - procRoot/net is the network namespace of the reader, so a server in
+//     another namespace is not found; behind Docker's port publishing the
+//     listener found is docker-proxy, not the container's process;
+//   - another user's fd directory is readable only with CAP_SYS_PTRACE
+//     (or as root), so without it only tare's own user's processes match.
+//
+// The cost is one readlink per open descriptor on the host (a few
+// milliseconds for a few hundred processes): a lookup at the start of a
+// run, not a per-tick reading. Files are described in proc(5),
+// https://man7.org/linux/man-pages/man5/proc_pid_net_tcp.5.html and
+// https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html.
+func ListenerPIDs(procRoot string, port int) ([]int, error) {
+	inodes := map[uint64]bool{}
+	var socks []tcpSocket
+	var errs []error
+	for _, name := range []string{"tcp", "tcp6"} {
+		p := filepath.Join(procRoot, "net", name)
+		b, err := os.ReadFile(p)
+		if err == nil {
+			if socks, err = parseNetTCP(b, socks[:0]); err != nil {
+				err = fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, s := range socks {
+			if s.State == tcpListen && int(s.Local.Port()) == port && s.Inode != 0 {
+				inodes[s.Inode] = true
+			}
+		}
+	}
+	if len(errs) == 2 {
+		return nil, fmt.Errorf("listening sockets on port %d: %w", port, errors.Join(errs...))
+	}
+	if len(inodes) == 0 {
+		return nil, nil
+	}
+	return socketOwners(procRoot, inodes), nil
+}
+
+// tcpListen is TCP_LISTEN in the st column (include/net/tcp_states.h).
+const tcpListen = 0x0A
+
+// tcpSocket is what ListenerPIDs needs of one row of /proc/net/tcp or
+// /proc/net/tcp6 (proc(5)): where the socket is bound, its state, and the
+// inode that names it in the fd links of the processes holding it.
+type tcpSocket struct {
+	Local netip.AddrPort
+	State uint8  // TCP_ESTABLISHED 0x01 … TCP_LISTEN 0x0A
+	Inode uint64 // 0 for sockets no descriptor holds (TIME_WAIT, not yet accepted)
+}
+
+// parseNetTCP appends to dst the sockets of a /proc/net/tcp or tcp6 file,
+// whose rows read (the header line, which names the columns, is skipped)
+//
+//	sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+//	 1: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 54719 ...
+//
+// The local address is hex ip:hex port. The port is the number itself; the
+// ip is printed as the 32-bit words of the address in network order, each
+// read as a host-order integer: 127.0.0.1 is 0100007F on a little-endian
+// machine. IPv6 addresses are four such words. A TIME_WAIT row is shorter
+// than the others; every row has the inode, field 10.
+func parseNetTCP(b []byte, dst []tcpSocket) ([]tcpSocket, error) {
+	for first := true; len(b) > 0; first = false {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		sl, rest := nextField(line)
+		if sl == nil || (first && string(sl) == "sl") {
+			continue
+		}
+		if len(sl) < 2 || sl[len(sl)-1] != ':' {
+			return dst, fmt.Errorf("%w: net/tcp line %q: no slot number", ErrParse, line)
+		}
+		var local, st, inode []byte
+		for n := 2; n <= 10; n++ {
+			var f []byte
+			if f, rest = nextField(rest); f == nil {
+				return dst, fmt.Errorf("%w: net/tcp line %q: %d fields, want at least 10", ErrParse, line, n-1)
+			}
+			switch n {
+			case 2:
+				local = f
+			case 4:
+				st = f
+			case 10:
+				inode = f
+			}
+		}
+		addr, err := parseHexAddrPort(local)
+		if err != nil {
+			return dst, fmt.Errorf("%w: net/tcp line %q: local address %q: %w", ErrParse, line, local, err)
+		}
+		state, ok := parseHex(st)
+		if !ok || len(st) != 2 {
+			return dst, fmt.Errorf("%w: net/tcp line %q: bad state %q", ErrParse, line, st)
+		}
+		ino, ok := parseDec(inode)
+		if !ok {
+			return dst, fmt.Errorf("%w: net/tcp line %q: bad inode %q", ErrParse, line, inode)
+		}
+		dst = append(dst, tcpSocket{Local: addr, State: uint8(state), Inode: ino})
+	}
+	return dst, nil
+}
+
+// errHexAddr is the cause in the error about a malformed address.
+var errHexAddr = errors.New("want 8 or 32 hex digits, ':', 4 hex digits")
+
+// parseHexAddrPort parses a net/tcp address, "0100007F:1F90" or the same
+// with a 32-digit IPv6 address, as parseNetTCP describes.
+func parseHexAddrPort(b []byte) (netip.AddrPort, error) {
+	ip, port, ok := bytes.Cut(b, []byte{':'})
+	if !ok || len(port) != 4 || (len(ip) != 8 && len(ip) != 32) {
+		return netip.AddrPort{}, errHexAddr
+	}
+	p, ok := parseHex(port)
+	if !ok {
+		return netip.AddrPort{}, errHexAddr
+	}
+	var a [16]byte
+	for i := 0; i < len(ip); i += 8 {
+		w, ok := parseHex(ip[i : i+8])
+		if !ok {
+			return netip.AddrPort{}, errHexAddr
+		}
+		binary.NativeEndian.PutUint32(a[i/2:], uint32(w))
+	}
+	if len(ip) == 8 {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(a[:4])), uint16(p)), nil
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16(a), uint16(p)), nil
+}
+
+// parseHex parses up to 16 hex digits, either case, reporting false for an
+// empty field or any other byte.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}
+
+// socketOwners returns, sorted, the pids under procRoot with a descriptor
+// linked to one of inodes ("socket:[54719]", proc(5)). Processes that exit
+// while being read, and fd directories it may not read, are passed over.
+func socketOwners(procRoot string, inodes map[uint64]bool) []int {
+	names, err := readDirNames(procRoot)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		fdDir := filepath.Join(procRoot, name, "fd")
+		fds, err := readDirNames(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(filepath.Join(fdDir, fd))
+			if err != nil {
+				continue
+			}
+			if ino, ok := socketInode(link); ok && inodes[ino] {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids)
+}
+
+// socketInode returns the inode of an fd link to a socket, "socket:[54719]".
+func socketInode(link string) (uint64, bool) {
+	const prefix, suffix = "socket:[", "]"
+	if len(link) <= len(prefix)+len(suffix) || link[:len(prefix)] != prefix || link[len(link)-1:] != suffix {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(link[len(prefix):len(link)-1], 10, 64)
+	return v, err == nil
+}
+
+// readDirNames lists a directory's names, unsorted: the fd and pid
+// directories are read once each, and sorting them would be wasted work.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}

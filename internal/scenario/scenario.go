@@ -1,0 +1,248 @@
+// Package scenario is the verdict's scenario matrix: the situations a user
+// meets first, made for real on this machine (a service on loopback, CPU
+// hogs beside it, a CPU quota on its cgroup) and the verdict tare must give
+// on each. The matrix test in cmd/tare and bench/verdict-matrix both run it.
+//
+// Every scenario is bounded in time: a few seconds of load, hogs that die
+// with their context, a cgroup removed afterwards. The service is a real
+// `tare model` process whose every token burns CPU: 8 tokens of 1 ms make a
+// request cost 8 ms of CPU, so two vCPUs serve about 250 a second.
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/modelsim"
+)
+
+// Scenario is one situation and the verdict it must get.
+type Scenario struct {
+	Name string
+	// Service is the tare model flags of the service under test; nil for
+	// the demo, which starts its own.
+	Service []string
+	// Args are the tare arguments: run's load flags (the service's URL is
+	// added), or the demo's.
+	Args []string
+	// Hogs is how many CPU hogs run beside the service, started before the
+	// load (HogsAfter: that long after it starts).
+	Hogs      int
+	HogsAfter time.Duration
+	// QuotaPct puts the service in a cgroup with that CPU quota, percent
+	// of one CPU; 0 for none.
+	QuotaPct int
+
+	Want     tare.Level
+	Fired    []string // signals that must fire
+	NotFired []string // signals that must not
+	Named    string   // a process the neighbours signal must name
+	WhyCode  bool     // a failed SLO must be blamed on the code
+}
+
+// service is a request of 8 ms of CPU: 8 tokens of 1 ms, no spread.
+var service = []string{"--token-cost", "1ms", "--mean-tokens", "8", "--token-spread", "0"}
+
+// Matrix returns the scenarios, in the order they run.
+func Matrix() []Scenario {
+	light := []string{"--rate", "40/s", "--duration", "6s"}
+	heavy := []string{"--rate", "400/s", "--duration", "6s", "--slo", "p95<=100ms", "--max-inflight", "2000"}
+	return []Scenario{
+		{Name: "quiet, light service", Service: service, Args: light,
+			Want: tare.Clean, NotFired: []string{"saturation", "neighbours", "generator_starved"}},
+		{Name: "quiet, service offered more than its CPUs serve", Service: service, Args: heavy,
+			Want: tare.Clean, Fired: []string{"saturation"}, NotFired: []string{"neighbours"}, WhyCode: true},
+		{Name: "light service beside CPU hogs", Service: service, Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		{Name: "light service in a cgroup with a 20% CPU quota", Service: service, Args: []string{"--rate", "60/s", "--duration", "6s"}, QuotaPct: 20,
+			Want: tare.Polluted, Fired: []string{"throttling"}},
+		{Name: "saturated service beside CPU hogs", Service: service, Args: heavy, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
+			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
+		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+	}
+}
+
+// Env is how a scenario runs tare: Tare runs a command of it and returns
+// what it printed on stdout (its exit status does not matter here);
+// Command makes a tare command to run as a process (the service).
+type Env struct {
+	Tare    func(ctx context.Context, args ...string) ([]byte, error)
+	Command func(ctx context.Context, args ...string) *exec.Cmd
+	Stderr  io.Writer // where the service's own messages go
+	// CgroupRoot is where cgroups with the cpu controller are made;
+	// /sys/fs/cgroup when empty.
+	CgroupRoot string
+}
+
+// ErrSkip is wrapped by Run's errors about what this machine cannot do
+// (no root for a cgroup).
+var ErrSkip = fmt.Errorf("scenario cannot run here")
+
+// Run runs one scenario and returns tare's summary of it.
+func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	args := slices.Clone(sc.Args)
+	if sc.Service != nil {
+		c := e.Command(ctx, append([]string{"model", "--listen", "127.0.0.1:0"}, sc.Service...)...)
+		svc, err := modelsim.Start(c, 30*time.Second, e.Stderr)
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer svc.Stop()
+		if sc.QuotaPct > 0 {
+			undo, err := quota(e.CgroupRoot, svc.PID, sc.QuotaPct)
+			if err != nil {
+				return tare.Summary{}, err
+			}
+			defer undo()
+		}
+		args = append([]string{"run", "--model", svc.URL, "--max-tokens", "8", "--no-store"}, args...)
+	} else {
+		args = append(args, "--no-store")
+	}
+	if sc.Hogs > 0 {
+		stop := hogs(ctx, sc.Hogs, sc.HogsAfter)
+		defer stop()
+	}
+	out, err := e.Tare(ctx, append(args, "--json", "--quiet")...)
+	if err != nil {
+		return tare.Summary{}, err
+	}
+	var s tare.Summary
+	if err := json.Unmarshal(out, &s); err != nil {
+		return tare.Summary{}, fmt.Errorf("tare %s: summary: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return s, nil
+}
+
+// Check returns what is wrong with the verdict on sc; none when it is right.
+func Check(sc Scenario, s tare.Summary) []string {
+	var wrong []string
+	if s.Verdict.Level != sc.Want {
+		wrong = append(wrong, fmt.Sprintf("level %s, want %s", s.Verdict.Level, sc.Want))
+	}
+	fired := map[string]tare.Signal{}
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired {
+			fired[sig.Name] = sig
+		}
+	}
+	for _, name := range sc.Fired {
+		if _, ok := fired[name]; !ok {
+			wrong = append(wrong, fmt.Sprintf("signal %s did not fire", name))
+		}
+	}
+	for _, name := range sc.NotFired {
+		if sig, ok := fired[name]; ok {
+			wrong = append(wrong, fmt.Sprintf("signal %s fired: %s", name, sig.Detail))
+		}
+	}
+	if sc.Named != "" && !strings.Contains(fired["neighbours"].Detail, "`"+sc.Named+"`") {
+		wrong = append(wrong, fmt.Sprintf("the neighbours signal does not name `%s`: %q", sc.Named, fired["neighbours"].Detail))
+	}
+	if sc.WhyCode && !strings.Contains(strings.Join(s.Verdict.Advice, "\n"), "the problem is the code") {
+		wrong = append(wrong, fmt.Sprintf("the failed SLO is not blamed on the code: %q", s.Verdict.Advice))
+	}
+	return wrong
+}
+
+// hogs starts n CPU-bound shell loops after a delay, as an unrelated
+// neighbour would run, and returns the function that stops them.
+func hogs(ctx context.Context, n int, after time.Duration) (stop func()) {
+	ctx, cancel := context.WithTimeout(ctx, after+2*time.Minute)
+	var started []*exec.Cmd
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-time.After(after):
+		case <-ctx.Done():
+			return
+		}
+		for range n {
+			h := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+			if h.Start() == nil {
+				started = append(started, h)
+			}
+		}
+	}()
+	if after == 0 {
+		<-done
+		time.Sleep(500 * time.Millisecond) // let them be running when the load starts
+	}
+	return func() {
+		cancel()
+		<-done
+		for _, h := range started {
+			h.Wait()
+		}
+	}
+}
+
+// quota moves pid into a new cgroup allowed pct % of one CPU, and returns
+// the function that removes it (the process must have exited first, or is
+// moved back to the root).
+func quota(root string, pid, pct int) (undo func(), err error) {
+	if root == "" {
+		root = "/sys/fs/cgroup"
+	}
+	dir, files := "", map[string]string{}
+	switch {
+	case isDir(filepath.Join(root, "cpu,cpuacct")), isDir(filepath.Join(root, "cpu")):
+		mount := filepath.Join(root, "cpu")
+		if isDir(filepath.Join(root, "cpu,cpuacct")) {
+			mount = filepath.Join(root, "cpu,cpuacct")
+		}
+		dir = filepath.Join(mount, fmt.Sprintf("tare-scenario-%d", os.Getpid()))
+		files = map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(pct * 1000)}
+	case isFile(filepath.Join(root, "cgroup.controllers")):
+		dir = filepath.Join(root, fmt.Sprintf("tare-scenario-%d", os.Getpid()))
+		files = map[string]string{"cpu.max": fmt.Sprintf("%d 100000", pct*1000)}
+	default:
+		return nil, fmt.Errorf("%w: no cgroup cpu controller under %s", ErrSkip, root)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: make a cgroup (root needed): %v", ErrSkip, err)
+	}
+	remove := func() {
+		parent := filepath.Dir(dir)
+		os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+		}
+	}
+	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.max"} {
+		if v, ok := files[f]; ok {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
+				remove()
+				return nil, fmt.Errorf("%w: set %s of %s: %v", ErrSkip, f, dir, err)
+			}
+		}
+	}
+	// Every thread of the service: cgroup v1 moves one task per write to
+	// "tasks", cgroup.procs the whole process.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		remove()
+		return nil, fmt.Errorf("move pid %d into %s: %w", pid, dir, err)
+	}
+	return remove, nil
+}
+
+func isDir(p string) bool  { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+func isFile(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() }

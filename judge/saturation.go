@@ -1,0 +1,101 @@
+package judge
+
+import (
+	"fmt"
+
+	"github.com/tare-dev/tare"
+)
+
+// saturation says whether the system under test fell behind its load:
+// work outstanding (queue depth, or requests in flight) grew through the
+// arrival window while completions fell behind arrivals. It is a finding
+// about the code, or the host's size, never about interference: it never
+// raises the level. It says at what arrival rate it began and how much CPU
+// the service had, so a failed SLO can be read as the capacity it is.
+func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
+	sig := tare.Signal{Name: SignalSaturation, Finding: true}
+	var window []tare.Tick // the ticks with arrivals: the load as offered
+	for _, t := range ticks {
+		if t.Arrivals > 0 {
+			window = append(window, t)
+		}
+	}
+	if len(window) < 4 {
+		sig.Detail = fmt.Sprintf("only %d ticks with arrivals: too few to tell whether work piled up", len(window))
+		return sig
+	}
+	arrivals, completions := 0, 0
+	for _, t := range window {
+		arrivals += t.Arrivals
+		completions += t.Completions
+	}
+	// Piled up: over the last third of the arrivals, at least twice the work
+	// outstanding of the first third (and 5 more), with completions at most
+	// 95 % of arrivals. A steady service holds rate × latency in flight
+	// however slow it is (Little's law); only one that falls behind grows.
+	// A drop at the in-flight cap is work that could not even be outstanding.
+	third := len(window) / 3
+	first := median(depths(window[:third]))
+	last := median(depths(window[len(window)-third:]))
+	bar := max(2*first, first+5)
+	grew := last > bar && float64(completions) <= 0.95*float64(arrivals)
+	sig.Value = tare.Float(last)
+	sig.Threshold = bar
+	if !grew && s.Requests.Dropped == 0 {
+		sig.Detail = fmt.Sprintf("the system under test kept up: %.0f outstanding late in the arrivals, %.0f early on, %d of %d arrivals completed within them", last, first, completions, arrivals)
+		return sig
+	}
+	sig.Fired = true
+	at := rateWhenGrowing(window, first)
+	sig.Detail = fmt.Sprintf("the system under test fell behind from about %.0f arrivals/s: work outstanding grew from %.0f to %.0f during the arrivals", at, first, depth(window[len(window)-1]))
+	if a := s.Rate.Achieved; a != nil && s.Rate.Offered != nil {
+		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered", *a, *s.Rate.Offered)
+	}
+	sig.Detail += "; " + cpuOfService(s)
+	return sig
+}
+
+// cpuOfService says how much of the machine the service had while it
+// saturated: whether CPU was its limit.
+func cpuOfService(s *tare.Summary) string {
+	by := s.Host.CPUBy
+	vcpus := float64(max(s.Env.VCPUs, 1))
+	switch {
+	case by == nil:
+		return "how much CPU it used was not measured"
+	case s.Host.ThrottledPct != nil && *s.Host.ThrottledPct > 5:
+		return fmt.Sprintf("its cgroup was throttled %.0f%% of the time: its limit was the CPU quota, not the host", *s.Host.ThrottledPct)
+	case by.Neighbours() > by.SystemUnderTest:
+		return fmt.Sprintf("other processes had more of the CPUs (%.0f%%) than the service (%.0f%%): this is not its capacity, only what the neighbours left it", by.Neighbours(), by.SystemUnderTest)
+	case s.SUT == nil:
+		return fmt.Sprintf("the host's CPUs were %.0f%% idle; the system under test was not found, so its own CPU is not known", by.Idle)
+	case by.Idle < 15:
+		return fmt.Sprintf("it used %.1f of %.0f CPUs (tare %.1f, idle %.0f%%): it ran out of CPU, so this is its capacity on this host", by.SystemUnderTest*vcpus/100, vcpus, by.Tare*vcpus/100, by.Idle)
+	}
+	return fmt.Sprintf("it used %.1f of %.0f CPUs with %.0f%% idle: its limit is not CPU (a lock, a pool, I/O, a connection limit)", by.SystemUnderTest*vcpus/100, vcpus, by.Idle)
+}
+
+// rateWhenGrowing is the arrival rate, per second, over the ticks up to the
+// one where work outstanding first passed twice its early level.
+func rateWhenGrowing(window []tare.Tick, first float64) float64 {
+	n, secs := 0, 0.0
+	for _, t := range window {
+		n += t.Arrivals
+		secs += t.End.Sub(t.Start).Seconds()
+		if depth(t) > max(2*first, first+5) {
+			break
+		}
+	}
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
+}
+
+func depths(ticks []tare.Tick) []float64 {
+	out := make([]float64, len(ticks))
+	for i, t := range ticks {
+		out[i] = depth(t)
+	}
+	return out
+}
