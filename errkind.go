@@ -27,6 +27,10 @@ const (
 	KindUnreachable = "unreachable" // no route to the host or network
 	KindConnect     = "connect"     // any other failure to connect
 	KindOther       = "other"       // any other transport failure
+
+	// A redirect that was not followed: the 3xx is the response recorded.
+	KindRedirectLimit = "redirect limit"      // more redirects in a row than allowed (--redirects)
+	KindCrossHost     = "cross-host redirect" // to another host than the one named (--redirects-cross-host allows it)
 )
 
 // HTTPKind is the kind of a response with a non-2xx status: "http 503".

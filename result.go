@@ -28,6 +28,10 @@ type Result struct {
 	BytesIn  int64  // response body bytes read
 	BytesOut int64  // request body bytes written
 
+	// Redirects is how many redirects the request followed: the server
+	// answered it Redirects + 1 times. Status is that of the last answer.
+	Redirects int
+
 	// Queue jobs only.
 	Started    time.Time // when a worker began the job; zero otherwise
 	Worker     string    // which worker did it
@@ -59,10 +63,20 @@ func (r *Result) QueueWait() time.Duration {
 	return r.Started.Sub(r.Sent)
 }
 
+// FirstIsToken reports whether FirstByte is the first content token of a
+// model call (a model target, or the worker's call for a queue job) rather
+// than the first response byte of a plain HTTP request: what tells a time
+// to first token (TTFT) from a time to first byte (TTFB), both of them
+// FirstByte − Sent.
+func (r *Result) FirstIsToken() bool {
+	return r.OutputTokens > 0 || r.TokenSource != "" || !r.Started.IsZero()
+}
+
 // TTFT is the time to the first byte or token from the start of the call:
 // FirstByte − Sent, or for a queue job FirstByte − Started, since the model
 // call begins when a worker takes the job (the wait before is QueueWait).
-// It is 0 when the response had no first byte.
+// It is 0 when the response had no first byte. FirstIsToken says which of
+// the two it is.
 func (r *Result) TTFT() time.Duration {
 	switch {
 	case r.FirstByte.IsZero():

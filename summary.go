@@ -37,6 +37,10 @@ type Requests struct {
 	OK      int `json:"ok"`
 	Errors  int `json:"errors"`
 	Dropped int `json:"dropped"` // arrivals never sent: the in-flight cap was reached
+	// Redirects is how many redirects were followed, over all requests:
+	// the server answered Total − Dropped + Redirects requests. Only plain
+	// HTTP targets follow redirects (at most --redirects per request).
+	Redirects int `json:"redirects"`
 }
 
 // Rate is offered against achieved load.

@@ -12,6 +12,14 @@
 // set of kinds ("timeout", "refused", "reset", "dns", "tls", "eof",
 // "canceled", "other") or "http <status>" for a response outside 2xx, so
 // summaries can count failures by cause.
+//
+// Redirects are followed, up to Config.Redirects in a row, and counted in
+// Result.Redirects: each is one more request the server served. A redirect
+// to another host (or port) than the URL's is not followed unless
+// Config.CrossHost allows it; a redirect not followed leaves its 3xx as the
+// response, recorded as "cross-host redirect" or "redirect limit" (or as a
+// success when Config.Redirects is NoRedirects: the 3xx is what was asked
+// for).
 package httptarget
 
 import (
@@ -49,6 +57,14 @@ type Config struct {
 	Insecure bool          // skip TLS certificate verification
 	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
 
+	// Redirects is how many redirects one request follows at most:
+	// DefaultRedirects when 0; NoRedirects follows none.
+	Redirects int
+	// CrossHost lets a redirect lead to another host (or port) than URL's.
+	// Without it such a redirect is not followed: its 3xx is the response,
+	// recorded as tare.KindCrossHost, and the other host gets no load.
+	CrossHost bool
+
 	// NetHTTP sends plain http:// through net/http too, instead of the lean
 	// client: for a server the lean client cannot talk to.
 	NetHTTP bool
@@ -65,6 +81,7 @@ type Target struct {
 	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
 	body      []byte
 	timeout   time.Duration
+	redirects redirects
 	name      string
 }
 
@@ -109,6 +126,9 @@ func New(cfg Config) (*Target, error) {
 	case maxConns == 0:
 		maxConns = DefaultMaxConns
 	}
+	if cfg.Redirects < NoRedirects {
+		return nil, tare.Errorf(tare.EINVALID, "redirects must be 0 or more, like %d; got %d", DefaultRedirects, cfg.Redirects)
+	}
 
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", userAgent)
@@ -137,15 +157,16 @@ func New(cfg Config) (*Target, error) {
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
 	}
 	t := &Target{
-		client:    &http.Client{Transport: tr},
 		transport: tr,
 		tmpl:      tmpl,
 		body:      cfg.Body,
 		timeout:   timeout,
+		redirects: newRedirects(u, cfg.Redirects, cfg.CrossHost),
 		name:      method + " " + redactURL(u),
 	}
+	t.client = &http.Client{Transport: tr, CheckRedirect: t.checkRedirect}
 	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
-		t.lean = newLean(tmpl, cfg.Body, timeout, maxConns, cfg.Insecure)
+		t.lean = newLean(tmpl, cfg.Body, timeout, maxConns, cfg.Insecure, t.redirects)
 	}
 	return t, nil
 }
@@ -225,9 +246,16 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 	}
 
 	resp, err := t.client.Do(req)
+	var refused string // why the redirect the request ended on was not followed
 	if err == nil {
 		res.FirstByte = time.Now()
 		res.Status = resp.StatusCode
+		res.Redirects = hops(resp)
+		if isRedirect(resp.StatusCode) {
+			if loc, lerr := resp.Location(); lerr == nil {
+				_, refused = t.redirects.follow(res.Redirects, loc)
+			}
+		}
 		res.BytesIn, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -242,9 +270,29 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 		res.Err = tare.KindTimeout
 	case err != nil:
 		res.Err = tare.ErrorKind(err)
-	case res.Status < 200 || res.Status > 299:
-		res.Err = tare.HTTPKind(res.Status)
+	default:
+		res.Err = t.redirects.outcome(res.Status, refused)
 	}
+}
+
+// checkRedirect is net/http's CheckRedirect: via holds the requests sent
+// so far, the first one and each redirect followed. A redirect not to be
+// followed ends the request with its 3xx as the response.
+func (t *Target) checkRedirect(next *http.Request, via []*http.Request) error {
+	if ok, _ := t.redirects.follow(len(via)-1, next.URL); !ok {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// hops is how many redirects led to resp: net/http links each request it
+// made for a redirect to the response that asked for it.
+func hops(resp *http.Response) int {
+	n := 0
+	for r := resp.Request; r != nil && r.Response != nil; r = r.Response.Request {
+		n++
+	}
+	return n
 }
 
 // requestBody is one request's body. It counts what the transport read over

@@ -3,6 +3,7 @@ package httptarget
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -574,5 +575,112 @@ func TestLargeResponseHeader(t *testing.T) {
 		if res.Err != want[client.netHTTP] {
 			t.Errorf("%s: Err = %q, want %q", client.name, res.Err, want[client.netHTTP])
 		}
+	}
+}
+
+// TestRedirects: both clients follow at most Config.Redirects redirects,
+// count every hop in Result.Redirects, and never follow one to another
+// host (another port of 127.0.0.1 is another server) unless CrossHost
+// allows it; a redirect not followed leaves its 3xx as the response
+// (issue 20, item 1).
+func TestRedirects(t *testing.T) {
+	// counter is a loopback server that counts the requests it serves by
+	// path: the real load, whatever the client reports.
+	type counter struct {
+		srv  *httptest.Server
+		mu   sync.Mutex // guards hits, written by the server's goroutines
+		hits map[string]int
+	}
+	serve := func(t *testing.T, h http.HandlerFunc) *counter {
+		c := &counter{hits: map[string]int{}}
+		c.srv = newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+			c.mu.Lock()
+			c.hits[r.URL.Path]++
+			c.mu.Unlock()
+			h(w, r)
+		})
+		return c
+	}
+	total := func(c *counter) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n := 0
+		for _, v := range c.hits {
+			n += v
+		}
+		return n
+	}
+
+	tests := []struct {
+		name      string
+		redirects int
+		crossHost bool
+		path      string // first request, on server a
+		status    int
+		err       string
+		hops      int
+		hitsA     int // requests server a served
+		hitsB     int // requests server b, another host, served
+	}{
+		{name: "one hop followed by default", path: "/moved", status: 200, hops: 1, hitsA: 2},
+		{name: "a chain within the limit", redirects: 3, path: "/chain/3", status: 200, hops: 3, hitsA: 4},
+		{name: "a chain beyond the limit", redirects: 2, path: "/chain/3", status: 301, err: tare.KindRedirectLimit, hops: 2, hitsA: 3},
+		{name: "a loop stops at the default limit", path: "/loop", status: 302, err: tare.KindRedirectLimit, hops: DefaultRedirects, hitsA: DefaultRedirects + 1},
+		{name: "none followed: the 3xx is the response", redirects: NoRedirects, path: "/moved", status: 301, hops: 0, hitsA: 1},
+		{name: "another host is not loaded", path: "/away", status: 302, err: tare.KindCrossHost, hops: 0, hitsA: 1},
+		{name: "another host when asked", crossHost: true, path: "/away", status: 200, hops: 1, hitsA: 1, hitsB: 1},
+		{name: "back from another host when asked", crossHost: true, redirects: 1, path: "/away-and-back", status: 302, err: tare.KindRedirectLimit, hops: 1, hitsA: 1, hitsB: 1},
+	}
+	for _, client := range clients {
+		for _, tt := range tests {
+			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
+				var a *counter
+				b := serve(t, func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/away-and-back" {
+						http.Redirect(w, r, a.srv.URL+"/end", http.StatusFound)
+						return
+					}
+					io.WriteString(w, "b")
+				})
+				a = serve(t, func(w http.ResponseWriter, r *http.Request) {
+					switch p := r.URL.Path; {
+					case p == "/moved":
+						http.Redirect(w, r, "/end", http.StatusMovedPermanently)
+					case strings.HasPrefix(p, "/chain/") && p != "/chain/0":
+						var n int
+						fmt.Sscanf(p, "/chain/%d", &n)
+						http.Redirect(w, r, fmt.Sprintf("/chain/%d", n-1), http.StatusMovedPermanently)
+					case p == "/loop":
+						http.Redirect(w, r, "/loop", http.StatusFound)
+					case p == "/away", p == "/away-and-back":
+						http.Redirect(w, r, b.srv.URL+p, http.StatusFound)
+					default:
+						io.WriteString(w, "end")
+					}
+				})
+				tg := newTarget(t, Config{URL: a.srv.URL + tt.path, Redirects: tt.redirects, CrossHost: tt.crossHost, NetHTTP: client.netHTTP})
+				res := do(t.Context(), tg)
+				if res.Status != tt.status || res.Err != tt.err || res.Redirects != tt.hops {
+					t.Errorf("status %d, err %q, redirects %d; want %d, %q, %d", res.Status, res.Err, res.Redirects, tt.status, tt.err, tt.hops)
+				}
+				if got := total(a); got != tt.hitsA {
+					t.Errorf("the server named served %d requests, want %d (%v)", got, tt.hitsA, a.hits)
+				}
+				if got := total(b); got != tt.hitsB {
+					t.Errorf("the other host served %d requests, want %d", got, tt.hitsB)
+				}
+				// Every answer the server sent is one request it served.
+				if res.Redirects+1 != tt.hitsA+tt.hitsB {
+					t.Errorf("%d redirects + 1 ≠ %d requests served", res.Redirects, tt.hitsA+tt.hitsB)
+				}
+			})
+		}
+	}
+}
+
+func TestNewRedirects(t *testing.T) {
+	_, err := New(Config{URL: "http://127.0.0.1:1/", Redirects: -2})
+	if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), "redirects must be 0 or more") {
+		t.Errorf("New with Redirects -2: %v, want EINVALID naming redirects", err)
 	}
 }

@@ -26,10 +26,11 @@ import (
 // core this nearly doubles the highest rate (docs/performance.md).
 // net/http stays for https:// (HTTP/2) and for targets behind a proxy.
 type lean struct {
-	client  *fasthttp.Client
-	tmpl    *fasthttp.Request // method, URL, headers, host and body; copied per request
-	timeout time.Duration
-	conns   connSet
+	client    *fasthttp.Client
+	tmpl      *fasthttp.Request // method, URL, headers, host and body; copied per request
+	timeout   time.Duration
+	redirects redirects
+	conns     connSet
 }
 
 // Response headers must fit the read buffer (a larger header fails the
@@ -38,11 +39,8 @@ type lean struct {
 // million-request run from 64 to 102 MB of RSS.
 const leanReadBuffer = 16 << 10
 
-// maxRedirects is how many redirects a request follows, as net/http does.
-const maxRedirects = 10
-
-func newLean(tmpl *http.Request, body []byte, timeout time.Duration, maxConns int, insecure bool) *lean {
-	l := &lean{timeout: timeout}
+func newLean(tmpl *http.Request, body []byte, timeout time.Duration, maxConns int, insecure bool, redirects redirects) *lean {
+	l := &lean{timeout: timeout, redirects: redirects}
 	l.client = &fasthttp.Client{
 		DialTimeout: l.dial,
 		TLSConfig:   &tls.Config{InsecureSkipVerify: insecure}, // a redirect may lead to https://; --insecure is the user's choice
@@ -124,7 +122,8 @@ func (l *lean) do(ctx context.Context, res *tare.Result) {
 	}
 	deadline := sent.Add(l.timeout)
 	var err error
-	for hop := 0; ; hop++ {
+	var refused string // why the redirect the request ended on was not followed
+	for {
 		if err = l.client.DoDeadline(req, resp, deadline); err != nil {
 			break
 		}
@@ -139,9 +138,20 @@ func (l *lean) do(ctx context.Context, res *tare.Result) {
 		if cerr := resp.CloseBodyStream(); err == nil {
 			err = cerr
 		}
-		if err != nil || hop == maxRedirects || !redirectTo(req, resp) {
+		if err != nil {
 			break
 		}
+		next := redirectLocation(req, resp)
+		if next == nil {
+			break
+		}
+		ok, kind := l.redirects.follow(res.Redirects, next)
+		if !ok {
+			refused = kind
+			break
+		}
+		redirectTo(req, resp)
+		res.Redirects++
 	}
 	res.Done = time.Now()
 	if errors.Is(err, fasthttp.ErrConnectionClosed) {
@@ -156,22 +166,41 @@ func (l *lean) do(ctx context.Context, res *tare.Result) {
 		res.Err = tare.KindEOF
 	case err != nil:
 		res.Err = tare.ErrorKind(err)
-	case res.Status < 200 || res.Status > 299:
-		res.Err = tare.HTTPKind(res.Status)
+	default:
+		res.Err = l.redirects.outcome(res.Status, refused)
 	}
 }
 
-// redirectTo turns req into the request a redirect response asks for, as
-// net/http does: 301, 302 and 303 become a GET without a body (HEAD stays
-// HEAD), 307 and 308 repeat the method and body. It reports false when
-// resp is not a redirect to follow.
-func redirectTo(req *fasthttp.Request, resp *fasthttp.Response) bool {
-	code := resp.StatusCode()
+// redirectLocation is where resp, the answer to req, redirects to, as an
+// absolute URL; nil when resp is not a redirect to follow (not one of the
+// redirect statuses, no Location, or one that does not parse, which
+// net/http does not follow either).
+func redirectLocation(req *fasthttp.Request, resp *fasthttp.Response) *url.URL {
+	if !isRedirect(resp.StatusCode()) {
+		return nil
+	}
 	loc := resp.Header.Peek("Location")
 	if len(loc) == 0 {
-		return false
+		return nil
 	}
-	switch code {
+	base, err := url.Parse(string(req.URI().FullURI()))
+	if err != nil {
+		return nil
+	}
+	next, err := base.Parse(string(loc))
+	if err != nil {
+		return nil
+	}
+	return next
+}
+
+// redirectTo turns req into the request resp, a redirect that
+// redirectLocation accepted, asks for, as net/http does: 301, 302 and 303
+// become a GET without a body (HEAD stays HEAD), 307 and 308 repeat the
+// method and body.
+func redirectTo(req *fasthttp.Request, resp *fasthttp.Response) {
+	loc := resp.Header.Peek("Location")
+	switch resp.StatusCode() {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
 		if !req.Header.IsGet() && !req.Header.IsHead() {
 			req.Header.SetMethod(http.MethodGet)
@@ -179,9 +208,6 @@ func redirectTo(req *fasthttp.Request, resp *fasthttp.Response) bool {
 			req.Header.SetContentLength(0)
 			req.Header.Del("Content-Type")
 		}
-	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-	default:
-		return false
 	}
 	if u, err := url.Parse(string(loc)); err != nil || u.IsAbs() {
 		// The user's Host header named the first server; as net/http does,
@@ -190,7 +216,6 @@ func redirectTo(req *fasthttp.Request, resp *fasthttp.Response) bool {
 		req.Header.Del("Host")
 	}
 	req.URI().UpdateBytes(loc)
-	return true
 }
 
 // watch makes the end of ctx abort the requests in flight: fasthttp takes

@@ -15,6 +15,10 @@ const (
 	DefaultTokenCost  = 2 * time.Millisecond
 	DefaultMeanTokens = 64
 	DefaultModel      = "tare-sim"
+	// DefaultContextLength is the simulated context window, in tokens:
+	// messages and completion together, and so the most max_tokens can
+	// ask for. That of many small open models.
+	DefaultContextLength = 8192
 	// DefaultListen is where `tare model` listens unless told otherwise:
 	// loopback only, so a simulated endpoint is never exposed by accident.
 	DefaultListen = "127.0.0.1:8089"
@@ -43,6 +47,12 @@ type Config struct {
 	Seed uint64
 	// Model is the model id served.
 	Model string
+	// ContextLength is the context window in tokens, messages and
+	// completion together: a request whose max_tokens exceeds it, or whose
+	// messages and max_tokens together do, is refused with a 400 naming
+	// the limit, as OpenAI refuses one; an answer without max_tokens stops
+	// there (finish "length"). DefaultContextLength when 0.
+	ContextLength int
 
 	// Parallel caps how many requests generate at once; the others wait for
 	// a slot (queueing shows in their TTFT). 0 means no cap.
@@ -79,6 +89,9 @@ func (c Config) withDefaults() Config {
 	if c.Model == "" {
 		c.Model = DefaultModel
 	}
+	if c.ContextLength == 0 {
+		c.ContextLength = DefaultContextLength
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -100,6 +113,8 @@ func (c Config) Validate() error {
 		return bad("mean tokens %d: want 1 or more", c.MeanTokens)
 	case c.TokenSpread < 0 || c.TokenSpread > 3:
 		return bad("token spread %g: want a lognormal sigma between 0 and 3", c.TokenSpread)
+	case c.ContextLength < 0:
+		return bad("context length %d: want 0 (the default, %d) or more", c.ContextLength, DefaultContextLength)
 	case c.Parallel < 0:
 		return bad("parallel %d: want 0 (no cap) or more", c.Parallel)
 	case c.KeepAlive < 0:

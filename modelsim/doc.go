@@ -27,5 +27,16 @@
 // messages' text (real BPE tokenizers give about 1.3 tokens per English
 // word; only the cost per token matters here), and a generated token is one
 // short English word. The number of output tokens is a seeded lognormal draw
-// around Config.MeanTokens, capped by the request's max_tokens.
+// around Config.MeanTokens, capped by the request's max_tokens and by the
+// context length (Config.ContextLength, messages and completion together).
+//
+// A request the server refuses is answered as the OpenAI API answers one, so
+// a client written against OpenAI reads it unchanged: status 400 and an error
+// object naming the parameter at fault and the type it wanted,
+//
+//	{"error": {"message": "Invalid type for 'messages': expected an array of objects, but got a string instead.",
+//	           "type": "invalid_request_error", "param": "messages", "code": "invalid_type"}}
+//
+// and a max_tokens beyond the context length is refused naming the limit.
+// Every response carries an x-request-id header.
 package modelsim

@@ -76,8 +76,20 @@ func (s *Server) IterationsPerMS() float64 { return s.burner.perMS }
 // Model is the model id served.
 func (s *Server) Model() string { return s.cfg.Model }
 
-// ServeHTTP answers the OpenAI-compatible routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP answers the OpenAI-compatible routes. Every response, an error
+// too, carries an x-request-id header, as OpenAI's do, so a client's log
+// line can name the request it is about.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Request-Id", newRequestID())
+	s.mux.ServeHTTP(w, r)
+}
+
+// newRequestID is a request id in OpenAI's form: "req_" and 32 hex digits.
+// It is random rather than seeded: no two responses, of this process or
+// another, share one.
+func newRequestID() string {
+	return fmt.Sprintf("req_%016x%016x", rand.Uint64(), rand.Uint64())
+}
 
 // Serve serves on ln until ctx is cancelled, then shuts down. Requests in
 // flight see their context cancelled with ctx and stop burning CPU, so
@@ -167,6 +179,11 @@ func (s *Server) plan(req request) plan {
 	if req.MaxTokens > 0 && p.tokens > req.MaxTokens {
 		p.tokens, p.finish = req.MaxTokens, "length"
 	}
+	// The answer stops where the context ends (checkContext left room for
+	// at least one token).
+	if room := s.cfg.ContextLength - req.PromptTokens; p.tokens > room {
+		p.tokens, p.finish = max(room, 1), "length"
+	}
 	return p
 }
 
@@ -205,8 +222,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := parseRequest(body)
+	if err == nil {
+		err = checkContext(req, s.cfg.ContextLength)
+	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		var re *requestError
+		if !errors.As(err, &re) {
+			re = &requestError{msg: err.Error()}
+		}
+		writeParamError(w, http.StatusBadRequest, re)
 		return
 	}
 	if req.Model != "" && req.Model != s.cfg.Model {
@@ -415,6 +439,19 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
 	e := errorBody{Message: msg, Type: typ}
 	if code != "" {
 		e.Code = &code
+	}
+	writeJSON(w, status, apiError{Error: e})
+}
+
+// writeParamError writes a refused request's error body, naming its
+// parameter; an empty param or code is JSON null.
+func writeParamError(w http.ResponseWriter, status int, re *requestError) {
+	e := errorBody{Message: re.msg, Type: "invalid_request_error"}
+	if re.param != "" {
+		e.Param = &re.param
+	}
+	if re.code != "" {
+		e.Code = &re.code
 	}
 	writeJSON(w, status, apiError{Error: e})
 }

@@ -111,9 +111,9 @@ func TestErrors(t *testing.T) {
 		code     string // "" for JSON null
 		contains string
 	}{
-		{name: "bad json", method: "POST", path: "/v1/chat/completions", body: `{"messages":`, status: 400, typ: "invalid_request_error", contains: "not a JSON object"},
-		{name: "no messages", method: "POST", path: "/v1/chat/completions", body: `{}`, status: 400, typ: "invalid_request_error", contains: "messages"},
-		{name: "bad max_tokens", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"a"}],"max_tokens":-1}`, status: 400, typ: "invalid_request_error", contains: "max_tokens -1"},
+		{name: "bad json", method: "POST", path: "/v1/chat/completions", body: `{"messages":`, status: 400, typ: "invalid_request_error", contains: "not valid JSON"},
+		{name: "no messages", method: "POST", path: "/v1/chat/completions", body: `{}`, status: 400, typ: "invalid_request_error", code: "missing_required_parameter", contains: "messages"},
+		{name: "bad max_tokens", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"a"}],"max_tokens":-1}`, status: 400, typ: "invalid_request_error", code: "integer_below_min_value", contains: "got -1"},
 		{name: "unknown model", method: "POST", path: "/v1/chat/completions", body: `{"model":"gpt-9","messages":[{"role":"user","content":"a"}]}`, status: 404, typ: "invalid_request_error", code: "model_not_found", contains: "gpt-9"},
 		{name: "get completions", method: "GET", path: "/v1/chat/completions", status: 405, typ: "invalid_request_error", code: "method_not_allowed", contains: "use POST"},
 		{name: "post models", method: "POST", path: "/v1/models", status: 405, typ: "invalid_request_error", code: "method_not_allowed", contains: "use GET"},
@@ -178,6 +178,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative parallel", cfg: Config{Parallel: -1}, want: "parallel -1"},
 		{name: "negative keep-alive", cfg: Config{KeepAlive: -time.Second}, want: "keep-alive"},
 		{name: "negative calibration", cfg: Config{IterationsPerMS: -1}, want: "iterations per ms"},
+		{name: "negative context length", cfg: Config{ContextLength: -1}, want: "context length -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,5 +415,140 @@ func TestServe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return ten seconds after cancel")
+	}
+}
+
+// TestErrorsSpeakOpenAI: a refused request is answered over HTTP the way
+// the OpenAI API answers one: an error object naming the parameter at
+// fault and the type it wanted, never the server's Go types (issue 20,
+// item 10).
+func TestErrorsSpeakOpenAI(t *testing.T) {
+	srv := httptest.NewServer(newServer(t, quick(Config{ContextLength: 100})))
+	defer srv.Close()
+	tests := []struct {
+		name  string
+		body  string
+		param string // "" for JSON null
+		code  string // "" for JSON null
+		msg   string
+	}{
+		{"messages a string", `{"messages":"hi"}`, "messages", "invalid_type",
+			"Invalid type for 'messages': expected an array of objects, but got a string instead."},
+		{"content a number", `{"messages":[{"role":"user","content":42}]}`, "messages[0].content", "invalid_type",
+			"Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an integer instead."},
+		{"max_tokens a string", `{"messages":[{"role":"user","content":"a"}],"max_tokens":"8"}`, "max_tokens", "invalid_type",
+			"Invalid type for 'max_tokens': expected an integer, but got a string instead."},
+		{"no messages", `{"model":"tare-sim"}`, "messages", "missing_required_parameter", "Missing required parameter: 'messages'."},
+		{"max_tokens above the context", `{"messages":[{"role":"user","content":"a"}],"max_tokens":101}`, "max_tokens", "",
+			"max_tokens is too large: 101. This model supports at most 100 completion tokens, whereas you provided 101."},
+		{"max_completion_tokens above the context", `{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":5000}`, "max_completion_tokens", "",
+			"max_completion_tokens is too large: 5000. This model supports at most 100 completion tokens"},
+		{"messages and completion above the context", `{"messages":[{"role":"user","content":"` + strings.Repeat("w ", 60) + `"}],"max_tokens":50}`, "messages", "context_length_exceeded",
+			"This model's maximum context length is 100 tokens. However, you requested 110 tokens (60 in the messages, 50 in the completion)."},
+		{"not JSON", `{"messages":`, "", "", "We could not parse the JSON body of your request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("status %d, want 400: %s", resp.StatusCode, raw)
+			}
+			if id := resp.Header.Get("x-request-id"); !strings.HasPrefix(id, "req_") {
+				t.Errorf("x-request-id %q, want req_…", id)
+			}
+			// Every key of OpenAI's error object is present, null or not.
+			var body struct {
+				Error map[string]*string `json:"error"`
+			}
+			if err := json.Unmarshal(raw, &body); err != nil {
+				t.Fatalf("error body %q is not JSON: %v", raw, err)
+			}
+			for _, k := range []string{"message", "type", "param", "code"} {
+				if _, ok := body.Error[k]; !ok {
+					t.Errorf("error object %s has no %q", raw, k)
+				}
+			}
+			e := body.Error
+			if typ := ptrString(e["type"]); typ != "invalid_request_error" {
+				t.Errorf("type %q, want invalid_request_error", typ)
+			}
+			if p := ptrString(e["param"]); p != tt.param {
+				t.Errorf("param %q, want %q", p, tt.param)
+			}
+			if c := ptrString(e["code"]); c != tt.code {
+				t.Errorf("code %q, want %q", c, tt.code)
+			}
+			msg := ptrString(e["message"])
+			if !strings.Contains(msg, tt.msg) {
+				t.Errorf("message %q, want it to contain %q", msg, tt.msg)
+			}
+			for _, leak := range []string{"Go struct", "json:", "modelsim", "chatRequest", "unmarshal"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("message %q shows the server's internals (%q)", msg, leak)
+				}
+			}
+		})
+	}
+}
+
+// TestRequestID: every response, whatever its route or status, carries an
+// x-request-id of its own.
+func TestRequestID(t *testing.T) {
+	srv := httptest.NewServer(newServer(t, quick(Config{MeanTokens: 2})))
+	defer srv.Close()
+	seen := map[string]bool{}
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"stream":true}`},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}]}`},
+		{"POST", "/v1/chat/completions", `{"messages":"hi"}`},
+		{"GET", "/v1/models", ""},
+		{"GET", "/v1/models/nope", ""},
+		{"GET", "/health", ""},
+		{"GET", "/nowhere", ""},
+	} {
+		req, err := http.NewRequest(r.method, srv.URL+r.path, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		id := resp.Header.Get("x-request-id")
+		if len(id) != len("req_")+32 || !strings.HasPrefix(id, "req_") {
+			t.Errorf("%s %s (%d): x-request-id %q, want req_ and 32 hex digits", r.method, r.path, resp.StatusCode, id)
+		}
+		if seen[id] {
+			t.Errorf("%s %s: x-request-id %q repeats an earlier response's", r.method, r.path, id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestContextLength: an answer with no max_tokens stops at the context
+// length, finish "length"; max_tokens at the limit less the prompt is
+// served.
+func TestContextLength(t *testing.T) {
+	h := newServer(t, quick(Config{ContextLength: 10, MeanTokens: 50}))
+	var c completion
+	rec := post(t, h, `{"messages":[{"role":"user","content":"one two three"}]}`)
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil || rec.Code != 200 {
+		t.Fatalf("status %d, body %s: %v", rec.Code, rec.Body, err)
+	}
+	if c.Usage.CompletionTokens != 7 || c.Choices[0].FinishReason != "length" {
+		t.Errorf("completion of %d tokens, finish %q; want 7 (10 − 3 in the prompt), length", c.Usage.CompletionTokens, c.Choices[0].FinishReason)
+	}
+	if rec := post(t, h, `{"messages":[{"role":"user","content":"one two three"}],"max_tokens":7}`); rec.Code != 200 {
+		t.Errorf("max_tokens 7 with 3 prompt tokens in a context of 10: status %d, want 200: %s", rec.Code, rec.Body)
 	}
 }

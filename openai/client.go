@@ -108,7 +108,7 @@ func New(cfg Config) (*Client, error) {
 		usage:     !cfg.NoStream && !cfg.NoUsage,
 		header:    cfg.Header.Clone(),
 		secret:    &secret{header: http.Header{}},
-		http:      &http.Client{Transport: newTransport()},
+		http:      &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -319,3 +319,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// noRedirects keeps a call on the endpoint named. Following a redirect
+// would send the load elsewhere uncounted, and turn the POST of a 301 or 302
+// into a GET: the 3xx is the answer, recorded as "http 3xx".
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

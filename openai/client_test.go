@@ -577,3 +577,20 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Error("no tokens at all")
 	}
 }
+
+// TestRedirectNotFollowed: an endpoint that redirects is answered by its
+// 3xx; the call never reaches the redirect's target (issue 20, item 1).
+func TestRedirectNotFollowed(t *testing.T) {
+	var reached sync.Mutex // locked once the other server was reached
+	other := rawServer(t, func(w http.ResponseWriter, r *http.Request) { reached.TryLock() })
+	url := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other+"/chat/completions", http.StatusTemporaryRedirect)
+	})
+	r := newClient(t, Config{URL: url}).Call(context.Background(), Request{})
+	if r.Status != http.StatusTemporaryRedirect || r.Err != "http 307" {
+		t.Errorf("status %d, err %q; want 307, http 307", r.Status, r.Err)
+	}
+	if !reached.TryLock() {
+		t.Errorf("the call followed the redirect to another server")
+	}
+}

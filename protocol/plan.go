@@ -130,7 +130,7 @@ func (e *PlanError) Unwrap() []error {
 // runKeys are the top-level keys that are flags of tare run, by key.
 var runKeys = map[string]string{
 	"url": "url", "method": "method", "header": "header", "headers": "header", "body": "body",
-	"timeout": "timeout", "insecure": "insecure",
+	"timeout": "timeout", "insecure": "insecure", "redirects": "redirects", "redirects-cross-host": "redirects-cross-host",
 	"rate": "rate", "arrival": "arrival", "burstiness": "burstiness", "seed": "seed",
 	"jobs": "jobs", "duration": "duration", "max-inflight": "max-inflight", "drain": "drain",
 	"label": "label", "tick": "tick", "cgroup": "cgroup", "slo": "slo",

@@ -28,11 +28,17 @@ var ErrRecord = errors.New("bad record")
 // Record is one raw record as exported: the Result's clocks as RFC 3339
 // instants with nanoseconds, and the derived figures in milliseconds so a
 // spreadsheet needs no arithmetic. Zero instants are left out.
+//
+// The first answer of a request is named for what it is: on a plain HTTP
+// record the first response byte (first_byte, and ttfb_ms from the send),
+// on a model call or a queue job the first content token (first_token, and
+// ttft_ms from the call's start). A record has one pair or the other.
 type Record struct {
 	Seq          uint64     `json:"seq"`
 	Scheduled    *time.Time `json:"scheduled"`
 	Sent         *time.Time `json:"sent,omitempty"`
-	FirstByte    *time.Time `json:"first_byte,omitempty"`
+	FirstByte    *time.Time `json:"first_byte,omitempty"`  // plain HTTP: the first response byte
+	FirstToken   *time.Time `json:"first_token,omitempty"` // model call or queue job: the first content token
 	Done         *time.Time `json:"done,omitempty"`
 	Dropped      bool       `json:"dropped,omitempty"`
 	Status       int        `json:"status,omitempty"`
@@ -49,15 +55,22 @@ type Record struct {
 	ServiceMS   *float64 `json:"service_ms,omitempty"`
 	SendLagMS   *float64 `json:"send_lag_ms,omitempty"`
 	QueueWaitMS *float64 `json:"queue_wait_ms,omitempty"`
-	TTFTMS      *float64 `json:"ttft_ms,omitempty"`
+	TTFBMS      *float64 `json:"ttfb_ms,omitempty"` // plain HTTP: first byte − sent
+	TTFTMS      *float64 `json:"ttft_ms,omitempty"` // model call or queue job: first token − the call's start
 }
 
 // NewRecord returns the exported form of r.
 func NewRecord(r *tare.Result) Record {
 	rec := Record{
-		Seq: r.Seq, Scheduled: instant(r.Scheduled), Sent: instant(r.Sent), FirstByte: instant(r.FirstByte),
+		Seq: r.Seq, Scheduled: instant(r.Scheduled), Sent: instant(r.Sent),
 		Done: instant(r.Done), Dropped: r.Dropped, Status: r.Status, Err: r.Err, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
 		Started: instant(r.Started), Worker: r.Worker, Deliveries: r.Deliveries, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource,
+	}
+	token := r.FirstIsToken()
+	if token {
+		rec.FirstToken = instant(r.FirstByte)
+	} else {
+		rec.FirstByte = instant(r.FirstByte)
 	}
 	if !r.Done.IsZero() && !r.Sent.IsZero() {
 		rec.LatencyMS, rec.ServiceMS = msOf(r.Latency()), msOf(r.Service())
@@ -68,16 +81,26 @@ func NewRecord(r *tare.Result) Record {
 	if !r.Started.IsZero() {
 		rec.QueueWaitMS = msOf(r.QueueWait())
 	}
-	if !r.FirstByte.IsZero() {
+	switch {
+	case r.FirstByte.IsZero():
+	case token:
 		rec.TTFTMS = msOf(r.TTFT())
+	default:
+		rec.TTFBMS = msOf(r.TTFT())
 	}
 	return rec
 }
 
-// Result returns the tare.Result the record describes.
+// Result returns the tare.Result the record describes. A record written
+// before first_token was split from first_byte has its first token in
+// first_byte: either is read.
 func (rec *Record) Result() tare.Result {
+	first := rec.FirstToken
+	if first == nil {
+		first = rec.FirstByte
+	}
 	return tare.Result{
-		Seq: rec.Seq, Scheduled: at(rec.Scheduled), Sent: at(rec.Sent), FirstByte: at(rec.FirstByte), Done: at(rec.Done),
+		Seq: rec.Seq, Scheduled: at(rec.Scheduled), Sent: at(rec.Sent), FirstByte: at(first), Done: at(rec.Done),
 		Dropped: rec.Dropped, Status: rec.Status, Err: rec.Err, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut,
 		Started: at(rec.Started), Worker: rec.Worker, Deliveries: rec.Deliveries, OutputTokens: rec.OutputTokens, TokenSource: rec.TokenSource,
 	}
@@ -122,8 +145,8 @@ func (e *jsonlExporter) Write(r *tare.Result) error {
 
 func (e *jsonlExporter) Close() error { return e.w.Flush() }
 
-var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
-	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttft_ms"}
+var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "first_token", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
+	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttfb_ms", "ttft_ms"}
 
 type csvExporter struct {
 	w   *csv.Writer
@@ -133,11 +156,11 @@ type csvExporter struct {
 func (e *csvExporter) Write(r *tare.Result) error {
 	rec := NewRecord(r)
 	e.row = append(e.row[:0],
-		strconv.FormatUint(rec.Seq, 10), stamp(rec.Scheduled), stamp(rec.Sent), stamp(rec.FirstByte), stamp(rec.Done),
+		strconv.FormatUint(rec.Seq, 10), stamp(rec.Scheduled), stamp(rec.Sent), stamp(rec.FirstByte), stamp(rec.FirstToken), stamp(rec.Done),
 		strconv.FormatBool(rec.Dropped), strconv.Itoa(rec.Status), rec.Err,
 		strconv.FormatInt(rec.BytesIn, 10), strconv.FormatInt(rec.BytesOut, 10),
 		stamp(rec.Started), rec.Worker, strconv.Itoa(rec.Deliveries), strconv.Itoa(rec.OutputTokens), rec.TokenSource,
-		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFTMS))
+		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFBMS), number(rec.TTFTMS))
 	if err := e.w.Write(e.row); err != nil {
 		return fmt.Errorf("write csv record %d: %w", r.Seq, err)
 	}

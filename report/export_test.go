@@ -192,3 +192,74 @@ func TestExportFlatMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestExportNamesFirstAnswer: a plain HTTP record's first answer is its
+// first byte (first_byte, ttfb_ms); a model call's or a queue job's is its
+// first token (first_token, ttft_ms). Neither is named as the other (issue
+// 20, item 9).
+func TestExportNamesFirstAnswer(t *testing.T) {
+	sent := exportStart.Add(time.Millisecond)
+	plain := tare.Result{Seq: 0, Scheduled: exportStart, Sent: sent, FirstByte: sent.Add(3 * time.Millisecond),
+		Done: sent.Add(5 * time.Millisecond), Status: 200}
+	model := tare.Result{Seq: 1, Scheduled: exportStart, Sent: sent, FirstByte: sent.Add(40 * time.Millisecond),
+		Done: sent.Add(90 * time.Millisecond), Status: 200, OutputTokens: 9, TokenSource: "usage"}
+	job := model
+	job.Seq, job.Started, job.Worker, job.Deliveries = 2, sent.Add(10*time.Millisecond), "w1", 1
+	lines := strings.Split(strings.TrimSpace(string(export(t, FormatJSONL, []tare.Result{plain, model, job}))), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3", len(lines))
+	}
+	tests := []struct {
+		name      string
+		line      string
+		has, hasn []string
+	}{
+		{"plain HTTP", lines[0], []string{`"first_byte":"2026-11-29T14:00:00.004Z"`, `"ttfb_ms":3`}, []string{"ttft_ms", "first_token"}},
+		{"model call", lines[1], []string{`"first_token":"2026-11-29T14:00:00.041Z"`, `"ttft_ms":40`}, []string{"ttfb_ms", "first_byte"}},
+		{"queue job", lines[2], []string{`"first_token":"2026-11-29T14:00:00.041Z"`, `"ttft_ms":30`}, []string{"ttfb_ms", "first_byte"}},
+	}
+	for _, tt := range tests {
+		for _, s := range tt.has {
+			if !strings.Contains(tt.line, s) {
+				t.Errorf("%s: %s\nhas no %s", tt.name, tt.line, s)
+			}
+		}
+		for _, s := range tt.hasn {
+			if strings.Contains(tt.line, `"`+s+`"`) {
+				t.Errorf("%s: %s\nhas %q", tt.name, tt.line, s)
+			}
+		}
+	}
+
+	csv := strings.Split(strings.TrimSpace(string(export(t, FormatCSV, []tare.Result{plain, model}))), "\n")
+	head := strings.Split(csv[0], ",")
+	col := func(row, name string) string {
+		for i, h := range head {
+			if h == name {
+				return strings.Split(row, ",")[i]
+			}
+		}
+		t.Fatalf("csv header %q has no %s", csv[0], name)
+		return ""
+	}
+	if col(csv[1], "ttfb_ms") != "3" || col(csv[1], "ttft_ms") != "" {
+		t.Errorf("csv, plain HTTP: ttfb_ms %q ttft_ms %q; want 3 and empty", col(csv[1], "ttfb_ms"), col(csv[1], "ttft_ms"))
+	}
+	if col(csv[2], "ttft_ms") != "40" || col(csv[2], "ttfb_ms") != "" {
+		t.Errorf("csv, model call: ttft_ms %q ttfb_ms %q; want 40 and empty", col(csv[2], "ttft_ms"), col(csv[2], "ttfb_ms"))
+	}
+
+	// Both read back as the Result they came from, and so does a record of
+	// an export from before the split, whose first token is in first_byte.
+	old := `{"seq":1,"scheduled":"2026-11-29T14:00:00Z","sent":"2026-11-29T14:00:00.001Z","first_byte":"2026-11-29T14:00:00.041Z","done":"2026-11-29T14:00:00.091Z","status":200,"output_tokens":9,"token_source":"usage","ttft_ms":40}`
+	var back []tare.Result
+	in := strings.Join(lines[:2], "\n") + "\n" + old + "\n"
+	if err := ReadRecords(strings.NewReader(in), func(r *tare.Result) error { back = append(back, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []tare.Result{plain, model, model} {
+		if !back[i].FirstByte.Equal(want.FirstByte) {
+			t.Errorf("record %d read back with its first answer at %v, want %v", i, back[i].FirstByte, want.FirstByte)
+		}
+	}
+}

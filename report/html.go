@@ -329,6 +329,13 @@ func latencyTable(s *tare.Summary) [][]string {
 	return append(rows, requests)
 }
 
+// redirectsFollowed says how many redirects were followed and so how many
+// requests the target really served: a server that redirects every request
+// serves twice what the arrivals count.
+func redirectsFollowed(q tare.Requests) string {
+	return fmt.Sprintf("%d followed: %d requests sent in all, one per arrival and one per redirect", q.Redirects, q.Total-q.Dropped+q.Redirects)
+}
+
 func figures(s *tare.Summary) []kv {
 	q := s.Requests
 	out := []kv{{"requests", fmt.Sprintf("%d total · %d ok · %d errors · %d dropped", q.Total, q.OK, q.Errors, q.Dropped)}}
@@ -337,6 +344,9 @@ func figures(s *tare.Summary) []kv {
 	}
 	if len(s.StatusCodes) > 0 {
 		out = append(out, kv{"status codes", tally(s.StatusCodes, " · ")})
+	}
+	if q.Redirects > 0 {
+		out = append(out, kv{"redirects", redirectsFollowed(q)})
 	}
 	out = append(out,
 		kv{"rate", fmt.Sprintf("offered %s · achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))},

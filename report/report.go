@@ -64,6 +64,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		if len(s.StatusCodes) > 0 {
 			p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
 		}
+		if q.Redirects > 0 {
+			p.row("redirects", "%s", redirectsFollowed(q))
+		}
 		p.row("rate", "offered %s   achieved %s", rate(s.Rate.Offered), rate(s.Rate.Achieved))
 		l := s.Latency
 		p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",

@@ -127,3 +127,33 @@ func TestNullsStayNull(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectsShown: the redirects followed are in the text, the JSON and
+// the HTML figures, with the requests the target really served.
+func TestRedirectsShown(t *testing.T) {
+	s, ticks := fixture([]float64{0, 0, 0}, tare.Float(0.3))
+	s.Requests.Redirects = 996
+	s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), nil)
+	var buf bytes.Buffer
+	if err := Text(&buf, s, ticks...); err != nil {
+		t.Fatal(err)
+	}
+	want := "redirects    996 followed: 1995 requests sent in all, one per arrival and one per redirect"
+	if !bytes.Contains(buf.Bytes(), []byte(want)) {
+		t.Errorf("text summary lacks %q:\n%s", want, buf.Bytes())
+	}
+	buf.Reset()
+	if err := JSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(`"redirects": 996`)) {
+		t.Errorf("summary json lacks requests.redirects:\n%s", buf.Bytes())
+	}
+	found := false
+	for _, f := range figures(s) {
+		found = found || f.Key == "redirects"
+	}
+	if !found {
+		t.Errorf("html figures lack the redirects: %+v", figures(s))
+	}
+}

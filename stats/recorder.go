@@ -84,6 +84,7 @@ type Recorder struct {
 	cfg Config
 
 	total, ok, errs, dropped int
+	redirects                int // redirects followed, over all requests
 	errorKinds               map[string]int
 	statusCodes              map[int]int
 
@@ -170,6 +171,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	if res.Status != 0 {
 		r.statusCodes[res.Status]++
 	}
+	r.redirects += max(res.Redirects, 0)
 	sent := !res.Sent.IsZero()
 	if sent {
 		r.sendLag.add(res.SendLag())

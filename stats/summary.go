@@ -23,10 +23,11 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 	s := tare.Summary{
 		Schema: tare.SummarySchema,
 		Requests: tare.Requests{
-			Total:   r.total,
-			OK:      r.ok,
-			Errors:  r.errs,
-			Dropped: r.dropped,
+			Total:     r.total,
+			OK:        r.ok,
+			Errors:    r.errs,
+			Dropped:   r.dropped,
+			Redirects: r.redirects,
 		},
 		Latency: tare.LatencyMS{
 			Avg: r.latency.avgMS(),

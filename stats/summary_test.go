@@ -72,6 +72,10 @@ func TestSummaryHandComputed(t *testing.T) {
 			res.Err, res.Status = "timeout", 0
 		case 7:
 			res.Err, res.Status = "http 503", 503
+		case 8:
+			res.Redirects = 2 // the server answered this request three times
+		case 9:
+			res.Redirects = 1
 		}
 		r.AddResult(res)
 	}
@@ -82,7 +86,7 @@ func TestSummaryHandComputed(t *testing.T) {
 	if s.Schema != tare.SummarySchema {
 		t.Errorf("Schema = %q, want %q", s.Schema, tare.SummarySchema)
 	}
-	if want := (tare.Requests{Total: 11, OK: 8, Errors: 2, Dropped: 1}); s.Requests != want {
+	if want := (tare.Requests{Total: 11, OK: 8, Errors: 2, Dropped: 1, Redirects: 3}); s.Requests != want {
 		t.Errorf("Requests = %+v, want %+v", s.Requests, want)
 	}
 	if want := map[string]int{"timeout": 1, "http 503": 1}; !maps.Equal(s.ErrorKinds, want) {

@@ -51,7 +51,7 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			stop := make(chan struct{})
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
-			s, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
+			s, _, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
 				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
 			if err != nil {
 				return err

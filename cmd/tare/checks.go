@@ -55,6 +55,8 @@ func checkModelFlags(cfg modelsim.Config) error {
 		return tare.Errorf(tare.EINVALID, "--prompt-cost must be positive, like 50us; got %s", cfg.PromptCost)
 	case cfg.MeanTokens < 1:
 		return tare.Errorf(tare.EINVALID, "--mean-tokens must be at least 1; got %d", cfg.MeanTokens)
+	case cfg.ContextLength < 1:
+		return tare.Errorf(tare.EINVALID, "--context-length must be at least 1, like %d; got %d", modelsim.DefaultContextLength, cfg.ContextLength)
 	case cfg.Parallel < 0:
 		return tare.Errorf(tare.EINVALID, "--parallel must be 0 (no cap) or more; got %d", cfg.Parallel)
 	case !(cfg.ErrorRate >= 0 && cfg.ErrorRate <= 1):

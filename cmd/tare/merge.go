@@ -113,6 +113,12 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 	}
 	s := rec.Summary(end, span)
 	s.Schema = tare.SummarySchema
+	// The raw records do not keep their redirects: each shard counted its
+	// own, and counts add up.
+	s.Requests.Redirects = 0
+	for _, p := range parts {
+		s.Requests.Redirects += p.Requests.Redirects
+	}
 	s.Run = parts[0].Run
 	s.Run.ID, s.Run.StartedAt, s.Run.EndedAt = group, start, end
 	s.Run.Status = tare.StatusComplete

@@ -16,16 +16,17 @@ import (
 // that window. started, when not nil, is called once the sampler has taken
 // its first reading: what happens after it is inside the window, and
 // what it starts can be counted as tare (Sampler.AddTareTree).
-func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, error) {
+// The window's ticks are returned too, for the store (tare watch).
+func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, []tare.Tick, error) {
 	sampler, err := host.NewSampler(cfg)
 	if err != nil {
-		return tare.Summary{}, err
+		return tare.Summary{}, nil, err
 	}
 	defer sampler.Close()
 	start := time.Now()
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
 	if err != nil {
-		return tare.Summary{}, err
+		return tare.Summary{}, nil, err
 	}
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
@@ -76,10 +77,11 @@ loop:
 	}
 	s.Env = sampler.Env()
 	s.SUT = sutSummary(s.SUT, cfg.SUT, sutBy)
-	s.Verdict = judge.Judge(&s, rec.Ticks(), j.thresholds, j.slo)
+	ticks := rec.Ticks()
+	s.Verdict = judge.Judge(&s, ticks, j.thresholds, j.slo)
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
 	s.Thresholds = j.thresholds.Map()
-	return s, nil
+	return s, ticks, nil
 }

@@ -20,7 +20,7 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --model http://127.0.0.1:8089/v1 --rate 2/s --jobs 100 --max-tokens 64 --slo 'ttft<=500ms,e2e<=5s'
 
   # the reference topology: jobs into a Redis queue, served by agent workers
-  tare worker --redis redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1 &
+  tare worker --queue redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1 &
   tare run --queue redis://127.0.0.1:6379/0 --rate 2/s --jobs 500
 
   # fail the CI job when the host was polluted or p95 went over 300ms

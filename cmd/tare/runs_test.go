@@ -77,6 +77,10 @@ func TestRunsLifecycle(t *testing.T) {
 	if lines != 50 {
 		t.Errorf("export has %d records, want 50", lines)
 	}
+	// A plain HTTP record's first answer is its first byte, not a token.
+	if b, err := os.ReadFile(export); err != nil || !strings.Contains(string(b), `"ttfb_ms":`) || strings.Contains(string(b), `"ttft_ms"`) {
+		t.Errorf("export of an HTTP run: want ttfb_ms and no ttft_ms (err %v):\n%.400s", err, b)
+	}
 	for _, format := range []string{"csv", "hdr"} {
 		if code, stdout, stderr := tareCmd(t, "runs", "export", id, "--format", format); code != 0 || len(stdout) == 0 {
 			t.Errorf("runs export --format %s: exit %d: %s", format, code, stderr)

@@ -58,6 +58,18 @@ func (k *sink) ticks(rec *stats.Recorder, all bool) {
 	k.written += len(ticks)
 }
 
+// addTicks hands the writer ticks already final, all at once: a window
+// measured before it is stored (tare watch).
+func (k *sink) addTicks(ticks []tare.Tick) {
+	if k.w == nil {
+		return
+	}
+	for _, t := range ticks {
+		k.w.AddTick(t)
+	}
+	k.written += len(ticks)
+}
+
 // finish flushes what is buffered and stores the summary. It returns the
 // first thing that went wrong with the store, if anything did.
 func (k *sink) finish(s *tare.Summary) error {

@@ -25,6 +25,10 @@ type targetFlags struct {
 	timeout  time.Duration
 	insecure bool
 	netHTTP  bool
+	// redirects followed per request (0: none), and whether one may lead
+	// to another host
+	redirects int
+	crossHost bool
 
 	model     string
 	modelName string
@@ -53,10 +57,12 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.body, "body", "", "request body: inline text, or @path to read a file")
 	fs.DurationVar(&f.timeout, "timeout", httptarget.DefaultTimeout, "per-request timeout (for --model, the whole completion)")
 	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.IntVar(&f.redirects, "redirects", httptarget.DefaultRedirects, "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response")
+	fs.BoolVar(&f.crossHost, "redirects-cross-host", false, "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")")
 	fs.BoolVar(&f.netHTTP, "net-http", false, "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)")
 	fs.StringVar(&f.modelName, "model-name", "", `with --model, the "model" of each request (default: none, which single-model servers accept)`)
-	fs.StringVar(&f.prompt, "prompt", "", "with --model, the user message of each request")
-	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --model, max_tokens of each request (0: the server's default)")
+	fs.StringVar(&f.prompt, "prompt", "", "with --model, the user message of each request; with --queue, the prompt of each job")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)")
 	fs.StringVar(&f.queue, "queue", "", "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0")
 	fs.StringVar(&f.queueName, "queue-name", "tare", "with --queue, the queue's name: its keys are tare:<name>:*")
@@ -84,6 +90,8 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 		return built{}, tare.Errorf(tare.EINVALID, "give one target: --url for HTTP, --model for a model endpoint or --queue for a job queue")
 	case f.maxTokens < 0:
 		return built{}, tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", f.maxTokens)
+	case f.redirects < 0:
+		return built{}, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, f.redirects)
 	case f.queue != "":
 		if f.jobTimeout <= 0 {
 			return built{}, tare.Errorf(tare.EINVALID, "--job-timeout must be positive, like 5m; got %s", f.jobTimeout)
@@ -101,7 +109,11 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 		}
 		return built{target: c, name: c.String(), release: c.Close}, nil
 	case f.url != "":
-		cfg := httptarget.Config{Method: f.method, URL: f.url, Header: header, Timeout: f.timeout, Insecure: f.insecure, MaxConns: maxConns, NetHTTP: f.netHTTP}
+		cfg := httptarget.Config{Method: f.method, URL: f.url, Header: header, Timeout: f.timeout, Insecure: f.insecure, MaxConns: maxConns, NetHTTP: f.netHTTP,
+			Redirects: f.redirects, CrossHost: f.crossHost}
+		if f.redirects == 0 {
+			cfg.Redirects = httptarget.NoRedirects
+		}
 		if f.body != "" {
 			if cfg.Body, err = httptarget.ReadBody(f.body); err != nil {
 				return built{}, flagged(err, "body")

@@ -12,12 +12,15 @@ import (
 
 	"github.com/tare-dev/tare"
 	hostpkg "github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/store"
 )
 
 func newWatchCmd() *cobra.Command {
 	var (
-		host  hostFlags
-		judge judgeFlags
+		host          hostFlags
+		judge         judgeFlags
+		sf            storeFlags
+		label, window string
 	)
 	cmd := &cobra.Command{
 		Use:   "watch [flags] -- COMMAND [ARG...]",
@@ -28,11 +31,15 @@ throttling, and the run delay of the command and everything it starts (plus
 --pid processes, such as the server under test). Then print the host
 summary and the verdict for that window.
 
+The window is stored like a run, its ticks with it (--no-store does not), and
+its run id printed: tare runs show, tare compare and tare report take it.
+
 The command's own output passes through (to stderr when --json is given, so
 stdout holds only the JSON). tare exits with the command's status, unless
 --fail-on asks to fail on the verdict and the verdict fails.`,
 		Example: `  tare watch -- wrk -t2 -c32 -d30s http://127.0.0.1:8080/
   tare watch --pid "$(pgrep -f my-server)" --json -- k6 run script.js > window.json
+  tare watch --label checkout --window peak -- vegeta attack -duration 60s -targets t.txt
   tare watch --fail-on polluted -- go test -bench . ./...`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +50,18 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			sampling, err := host.config(os.Getpid())
 			if err != nil {
 				return err
+			}
+			if err := checkWindow(window); err != nil {
+				return err
+			}
+			// The store opens before the command starts: one that cannot be
+			// written is an error before any load is sent.
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if st != nil {
+				defer st.Close()
 			}
 			child := exec.Command(args[0], args[1:]...)
 			child.Stdin = cmd.InOrStdin()
@@ -79,12 +98,16 @@ stdout holds only the JSON). tare exits with the command's status, unless
 					}
 				}()
 			}
-			run := tare.Run{Label: "watch", Target: strings.Join(args, " "), Version: version}
+			run := tare.Run{Label: orDefault(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
+				Version: version, Config: redactedConfig(cmd)}
+			if st != nil {
+				run.ID = store.NewRunID()
+			}
 			sutBy, err := host.findSUT(&sampling, "")
 			if err != nil {
 				return err
 			}
-			s, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
+			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
 			<-exited
 			if err != nil {
 				return err
@@ -100,8 +123,14 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			case waitErr != nil:
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %v", args[0], waitErr)
 			}
-			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
+			out := newSink(cmd.Context(), st, s.Run, s.Env)
+			out.addTicks(ticks)
+			storeErr := out.finish(&s)
+			if err := printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...); err != nil {
 				return err
+			}
+			if storeErr != nil {
+				return storeErr
 			}
 			if err := verdictStatus(&s, j.failOn); err != nil {
 				return err
@@ -115,5 +144,8 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	cmd.Flags().SetInterspersed(false)
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
+	sf.registerNoStore(cmd.Flags())
+	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)
+	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
 	return cmd
 }

@@ -16,13 +16,14 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		redisURL, queueName, model, modelName string
-		timeout                               time.Duration
-		cfg                                   worker.Config
-		verbose                               bool
+		q                queueFlags
+		model, modelName string
+		timeout          time.Duration
+		cfg              worker.Config
+		verbose          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "worker --redis URL --model URL [flags]",
+		Use:   "worker --queue URL --model URL [flags]",
 		Short: "Run the reference agent worker: jobs from Redis, completions from a model",
 		Long: `Run the reference agent worker of tare's topology: it takes jobs from a Redis
 queue (docs/job-protocol.md), calls an OpenAI-compatible model endpoint with
@@ -33,12 +34,12 @@ others after --claim-idle, with their delivery count kept, and a job is
 reported once even if delivered twice. It stops gracefully on SIGTERM or
 Ctrl-C, and when the queue's stop signal is raised (tare cleanup), letting
 the jobs it holds finish for --grace.`,
-		Example: `  tare worker --redis redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1
-  tare worker --redis redis://127.0.0.1:6379/0 --queue checkout --model http://127.0.0.1:8000/v1 --concurrency 8`,
+		Example: `  tare worker --queue redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1
+  tare worker --queue redis://127.0.0.1:6379/0 --queue-name checkout --model http://127.0.0.1:8000/v1 --concurrency 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if redisURL == "" || model == "" {
-				return tare.Errorf(tare.EINVALID, "tare worker needs --redis redis://HOST:6379/0 and --model http://HOST:PORT/v1")
+			if q.url == "" || model == "" {
+				return tare.Errorf(tare.EINVALID, "tare worker needs --queue redis://HOST:6379/0 and --model http://HOST:PORT/v1")
 			}
 			if timeout <= 0 {
 				return tare.Errorf(tare.EINVALID, "--timeout must be positive, like 2m; got %s", timeout)
@@ -51,17 +52,17 @@ the jobs it holds finish for --grace.`,
 				return flagged(err, "model")
 			}
 			defer client.Close()
-			b, err := queue.OpenRedis(cmd.Context(), redisURL, queueName)
+			b, err := queue.OpenRedis(cmd.Context(), q.url, q.name)
 			if err != nil {
-				return flagged(err, "redis")
+				return flagged(err, "queue")
 			}
 			defer b.Close()
-			defer publishWorkerHost(cmd.Context(), redisURL, queueName, time.Second, cmd.ErrOrStderr())()
+			defer publishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr())()
 			if verbose {
 				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
 			w := worker.New(b, modelOf(client), cfg)
-			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: queue %q at %s, model %s, %d at once\n", w.Name(), queueName, queue.RedactURL(redisURL), client, cfg.Concurrency)
+			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: queue %q at %s, model %s, %d at once\n", w.Name(), q.name, queue.RedactURL(q.url), client, cfg.Concurrency)
 			err = w.Run(cmd.Context())
 			st := w.Stats()
 			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: stopped: %d done, %d failed, %d claimed from dead workers, %d left pending\n",
@@ -70,8 +71,7 @@ the jobs it holds finish for --grace.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&redisURL, "redis", "", "the Redis holding the queue, like redis://127.0.0.1:6379/0")
-	fs.StringVar(&queueName, "queue", "tare", "the queue's name: its keys are tare:<name>:*")
+	q.register(cmd)
 	fs.StringVar(&model, "model", "", "the OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)")
 	fs.StringVar(&modelName, "model-name", "", `the "model" of each request (default: none)`)
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "how long one model call may take")
@@ -94,30 +94,30 @@ func modelOf(c *openai.Client) worker.Model {
 
 func newCleanupCmd() *cobra.Command {
 	var (
-		redisURL, queueName string
-		wait                time.Duration
+		q    queueFlags
+		wait time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "cleanup --redis URL [--queue NAME]",
+		Use:   "cleanup --queue URL [--queue-name NAME]",
 		Short: "Stop a queue's workers and delete that queue's keys, and nothing else",
 		Long: `Raise the queue's stop signal, wait for its workers to finish what they hold
 and go, then delete the queue's keys (tare:<name>:*, found with SCAN) and
 print them. Keys of other queues and any other data in the same Redis
 database are never touched; tare never runs FLUSHDB.`,
-		Example: `  tare cleanup --redis redis://127.0.0.1:6379/0
-  tare cleanup --redis redis://127.0.0.1:6379/0 --queue checkout --wait 10s`,
+		Example: `  tare cleanup --queue redis://127.0.0.1:6379/0
+  tare cleanup --queue redis://127.0.0.1:6379/0 --queue-name checkout --wait 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if redisURL == "" {
-				return tare.Errorf(tare.EINVALID, "tare cleanup needs --redis redis://HOST:6379/0")
+			if q.url == "" {
+				return tare.Errorf(tare.EINVALID, "tare cleanup needs --queue redis://HOST:6379/0")
 			}
 			if wait < 0 {
 				return tare.Errorf(tare.EINVALID, "--wait must be 0 or more; got %s", wait)
 			}
 			ctx := cmd.Context()
-			b, err := queue.OpenRedis(ctx, redisURL, queueName)
+			b, err := queue.OpenRedis(ctx, q.url, q.name)
 			if err != nil {
-				return flagged(err, "redis")
+				return flagged(err, "queue")
 			}
 			defer b.Close()
 			if err := b.Stop(ctx); err != nil {
@@ -135,7 +135,7 @@ database are never touched; tare never runs FLUSHDB.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "deleted %d keys of queue %q:\n", len(keys), queueName)
+			fmt.Fprintf(out, "deleted %d keys of queue %q:\n", len(keys), q.name)
 			for _, k := range keys {
 				fmt.Fprintf(out, "  %s\n", k)
 			}
@@ -143,8 +143,7 @@ database are never touched; tare never runs FLUSHDB.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&redisURL, "redis", "", "the Redis holding the queue, like redis://127.0.0.1:6379/0")
-	fs.StringVar(&queueName, "queue", "tare", "the queue's name: its keys are tare:<name>:*")
+	q.register(cmd)
 	fs.DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the workers to stop before deleting")
 	return cmd
 }
