@@ -41,7 +41,7 @@ const demoLong = `Run the reference topology on this machine and measure it:
   [Poisson arrivals] --enqueue--> [queue] --> [agent workers] --> [simulated model]
         tare                    in memory,      pop a job,       OpenAI-compatible on
                                 or Redis        call the model   loopback; every token
-                                with --redis    (inside tare)    burns real CPU; its own
+                                with --queue    (inside tare)    burns real CPU; its own
                                                                  process: the system
                                                                  under test
 
@@ -61,7 +61,7 @@ func newDemoCmd() *cobra.Command {
 		Long:  demoLong,
 		Example: `  tare demo
   tare demo --neighbour
-  tare demo --redis redis://127.0.0.1:6379/0 --workers 2
+  tare demo --queue redis://127.0.0.1:6379/0 --workers 2
   tare demo --jobs 500 --rate 2/s --json > demo.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,7 +69,9 @@ func newDemoCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.redis, "redis", "", "use this Redis for the queue, like redis://127.0.0.1:6379/0 (default: an in-memory queue)")
+	fs.StringVar(&f.redis, "queue", "", "use a queue of its own in this Redis, like redis://127.0.0.1:6379/0 (default: an in-memory queue)")
+	fs.StringVar(&f.redis, "redis", "", "the old spelling of --queue")
+	deprecate(cmd, "redis", "use --queue redis://…, as tare run, worker and cleanup do")
 	fs.IntVar(&f.workers, "workers", 1, "agent workers")
 	fs.IntVar(&f.concurrency, "concurrency", 2, "jobs each worker runs at once")
 	fs.DurationVar(&f.tokenCost, "token-cost", modelsim.DefaultTokenCost, "CPU work per generated token of the simulated model")
@@ -139,7 +141,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		name := fmt.Sprintf("demo-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
 		rb, err := queue.OpenRedis(ctx, f.redis, name)
 		if err != nil {
-			return flagged(err, "redis")
+			return flagged(err, "queue")
 		}
 		b, where = rb, fmt.Sprintf("queue %q in Redis at %s", name, queue.RedactURL(f.redis))
 	}

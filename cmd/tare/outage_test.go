@@ -106,7 +106,7 @@ func TestRedisRestartMidRun(t *testing.T) {
 	defer cancel()
 	go func() {
 		var out, errb bytes.Buffer
-		err := run(ctx, []string{"demo", "--redis", r.url(), "--json", "--quiet", "--no-store", "--tick", "200ms",
+		err := run(ctx, []string{"demo", "--queue", r.url(), "--json", "--quiet", "--no-store", "--tick", "200ms",
 			"--token-cost", "200us", "--mean-tokens", "8", "--rate", "25/s", "--jobs", fmt.Sprint(jobs), "--arrival", "constant"},
 			strings.NewReader(""), &out, &errb)
 		done <- outcome{exitCode(err, &errb), out.String(), errb.String()}

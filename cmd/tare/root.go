@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	root.AddCommand(newReportCmd())
+	deprecateEverywhere(root, "generator-delay-threshold", "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold judges")
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
@@ -125,4 +126,15 @@ func accepted(typ string) string {
 		return "true or false"
 	}
 	return "a valid " + typ
+}
+
+// deprecateEverywhere marks flag deprecated in every command that has it,
+// its warning on stderr, so that --json keeps stdout to the JSON.
+func deprecateEverywhere(cmd *cobra.Command, flag, use string) {
+	if cmd.Flags().Lookup(flag) != nil {
+		deprecate(cmd, flag, use)
+	}
+	for _, c := range cmd.Commands() {
+		deprecateEverywhere(c, flag, use)
+	}
 }
