@@ -67,9 +67,12 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		l := s.Latency
 		p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",
 			ms(l.Avg), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.Max))
-		sv := s.Service
-		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (from the actual send: what a closed-loop tool reports)",
-			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max))
+		sv, from := s.Service, "from the actual send: what a closed-loop tool reports"
+		if s.Queue != nil {
+			from = "worker start → done: the worker's own time"
+		}
+		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (%s)",
+			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max), from)
 		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
 		if q := s.Queue; q != nil {
 			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))

@@ -43,8 +43,9 @@ during the very same seconds, and print the summary and verdict.
 
 Arrivals fire at their scheduled times whatever is still outstanding: latency
 is measured from the scheduled time, so a stalled target cannot hide its
-queue (no coordinated omission). Service time (from the actual send) is shown
-beside it: the difference is what a closed-loop tool would have hidden.
+queue (no coordinated omission). Service time (from the actual send; for a
+queue job, from the worker's start, the worker's own time) is shown beside it:
+the difference is what a closed-loop tool would have hidden.
 
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
