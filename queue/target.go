@@ -116,6 +116,7 @@ type TargetStats struct {
 	// held for long by a worker that died shows here before its timeout.
 	Depth            Depth
 	OldestPendingMax time.Duration
+	Depths           int64 // successful Depth calls
 	// Workers is how many workers were registered at the last successful
 	// Workers call (-1 before the first), WorkersMax the most at once, and
 	// WorkersLost how many times the count fell from some to none: every
@@ -176,8 +177,9 @@ func (t *Target) RunID() string {
 // that serves one run after another (the windows of a sweep or a
 // protocol): the printed run id is then the jobs' run field, and a late
 // result of the run before, whose jobs' numbers start at 0 again, is
-// counted Foreign instead of being taken for this run's. Call it between
-// runs, with no Do in flight; the counters go on.
+// counted Foreign instead of being taken for this run's. Stats start again
+// for the new run, but for the queue's last depth and worker count. Call it
+// between runs, with no Do in flight.
 func (t *Target) SetRunID(id string) {
 	if id == "" {
 		return
@@ -189,7 +191,12 @@ func (t *Target) SetRunID(id string) {
 	}
 	t.runID = id
 	t.matched, t.settled = seqSet{}, seqSet{}
+	last := t.stats
+	t.stats = TargetStats{Depth: last.Depth, Workers: last.Workers, WorkersMax: max(last.Workers, 0), WorkersGone: last.WorkersGone}
 }
+
+// Queue returns the queue's name.
+func (t *Target) Queue() string { return t.b.Queue() }
 
 // String names the target for a run's description.
 func (t *Target) String() string { return "queue " + t.b.Queue() }
@@ -211,6 +218,7 @@ func (t *Target) Depth(ctx context.Context) (Depth, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stats.Depth = d
+	t.stats.Depths++
 	t.stats.OldestPendingMax = max(t.stats.OldestPendingMax, d.OldestPending)
 	return d, nil
 }

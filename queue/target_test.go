@@ -444,8 +444,8 @@ func TestTargetSetRunID(t *testing.T) {
 		if runs["first"] != 1 || runs["second"] != 1 {
 			t.Errorf("jobs by run: %v, want one of each", runs)
 		}
-		if st := tg.Stats(); st.Matched != 1 || st.Late+st.Duplicates+st.Unknown != 0 {
-			t.Errorf("Stats = %+v, want the second run's job matched and the first's foreign", st)
+		if st := tg.Stats(); st.Enqueued != 1 || st.Matched != 1 || st.Unfinished+st.Late+st.Duplicates+st.Unknown != 0 {
+			t.Errorf("Stats = %+v, want the second run's own: its job enqueued and matched, the first's result foreign", st)
 		}
 	})
 }

@@ -70,7 +70,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"worker no redis", []string{"worker", "--model", model}, "tare worker needs --redis"},
 		{"worker redis url", []string{"worker", "--redis", "ftp://x", "--model", model}, `--redis URL "ftp://x"`},
 		{"worker concurrency", []string{"worker", "--redis", redis, "--model", model, "--concurrency", "0"}, "--concurrency must be at least 1; got 0"},
-		{"worker claim idle", []string{"worker", "--redis", redis, "--model", model, "--claim-idle", "1ns"}, "--claim-idle must be 3ms or more, like 30s; got 1ns"},
+		{"worker claim idle", []string{"worker", "--redis", redis, "--model", model, "--claim-idle", "1ns"}, "--claim-idle must be 3ms or more, like 5s; got 1ns"},
 		{"worker grace", []string{"worker", "--redis", redis, "--model", model, "--grace", "-1s"}, "--grace must be 0 or more; got -1s"},
 		{"worker max deliveries", []string{"worker", "--redis", redis, "--model", model, "--max-deliveries", "0"}, "--max-deliveries must be at least 1; got 0"},
 		{"worker timeout", []string{"worker", "--redis", redis, "--model", model, "--timeout", "-1s"}, "--timeout must be positive"},

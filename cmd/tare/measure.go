@@ -114,7 +114,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		case d := <-depths:
 			rec.AddDepth(d.at, d.depth)
 		case now := <-refresh:
-			m.progress.show(rec.Snapshot(now), engine.Progress())
+			m.progress.show(rec.Snapshot(now), engine.Progress(), m.target)
 		}
 	}
 	end := time.Now()
@@ -152,7 +152,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
-	s.Verdict.Warnings = append(s.Verdict.Warnings, targetWarnings(m.target)...)
+	finishTarget(&s, m.target)
 	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
 		s.Verdict.Attribution = att.Sentence
 	}

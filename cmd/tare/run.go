@@ -81,6 +81,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if st != nil {
 		defer st.Close()
 	}
+	if err := w.awaitWorkers(cmd.Context(), p, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	// The barrier last, when nothing is left that could fail: the other
 	// shards start when this one joins.
 	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.load.label, &sh)

@@ -13,6 +13,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/store"
 )
 
 // windowFlags are everything one load window takes: what tare run takes,
@@ -75,6 +76,14 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 	if run.Target == "" {
 		run.Target = p.name
 	}
+	if p.queue != nil {
+		// The jobs' run field is the printed run id, stored or not, so a
+		// worker's log, the results stream and `tare runs show` agree.
+		if run.ID == "" {
+			run.ID = store.NewRunID()
+		}
+		p.queue.SetRunID(run.ID)
+	}
 	return measurement{
 		store:    st,
 		run:      run,
@@ -87,6 +96,16 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 		judging:  p.judging,
 		progress: newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs),
 	}, nil
+}
+
+// awaitWorkers waits, before the load, for a worker registered on the
+// queue of p when it has one (see targetFlags.awaitWorkers); progressTo
+// hears that it waits, unless --quiet.
+func (f *windowFlags) awaitWorkers(ctx context.Context, p *prepared, progressTo io.Writer) error {
+	if f.judge.quiet {
+		progressTo = nil
+	}
+	return f.target.awaitWorkers(ctx, p.queue, progressTo)
 }
 
 // settings returns the flags that were set, by name, and extra, for a
