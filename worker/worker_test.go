@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -465,4 +466,23 @@ func TestDefaultClaimIdleShortRun(t *testing.T) {
 		t.Errorf("the dead worker's job took %v to be done again; want well within the %v job timeout", took, jobTimeout)
 	}
 	t.Logf("redone after %v (default claim idle %v)", took, worker.DefaultClaimIdle)
+}
+
+// TestProtocolDocDefaults: the defaults docs/job-protocol.md quotes for a
+// worker in another language are this worker's.
+func TestProtocolDocDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../docs/job-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(raw)), " ")
+	for _, want := range []string{
+		fmt.Sprintf("tare's default claim idle is %d ms", worker.DefaultClaimIdle.Milliseconds()),
+		fmt.Sprintf("(tare's default %d)", worker.DefaultMaxDeliveries),
+		fmt.Sprintf("(tare's grace: %d s)", int(worker.DefaultGrace.Seconds())),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/job-protocol.md does not say %q", want)
+		}
+	}
 }

@@ -322,3 +322,70 @@ func TestQueueProgressShowsTrouble(t *testing.T) {
 	}
 	<-res
 }
+
+// TestQueueRunIDAndStrayResults (issue 20, defects 5 and 11): the jobs'
+// run field is the printed (and stored) run id, and a result published
+// twice or for an id the run never used is counted in the summary, not
+// hidden.
+func TestQueueRunIDAndStrayResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a worker process; skipped with -short")
+	}
+	rdb := redisClient(t)
+	name := testQueue(t, "straytest")
+	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4})
+	startWorker(t, name, model.URL)
+	results := queue.KeyPrefix(name) + "results"
+	runField := make(chan string, 1)
+	go func() {
+		// A copy of the first result, and one for a job number never used.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			es, err := rdb.XRangeN(context.Background(), results, "-", "+", 1).Result()
+			if err != nil || len(es) == 0 {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			first := es[0].Values
+			rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: results, Values: first})
+			stray := map[string]any{}
+			for k, v := range first {
+				stray[k] = v
+			}
+			stray["id"] = "99999"
+			rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: results, Values: stray})
+			runField <- fmt.Sprint(first["run"])
+			return
+		}
+		runField <- ""
+	}()
+	code, stdout, stderr := tareCmd(t, "run", "--queue", redisURL(), "--queue-name", name, "--jobs", "10", "--rate", "5/s", "--arrival", "constant",
+		"--max-tokens", "4", "--json", "--quiet", "--tick", "200ms")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	s := parseSummary(t, stdout)
+	if run := <-runField; run == "" || run != s.Run.ID {
+		t.Errorf("the jobs' run field is %q, the printed run id %q: want the same", run, s.Run.ID)
+	}
+	q := s.Queue
+	if s.Requests.OK != 10 || q == nil || q.DuplicateResults == nil || *q.DuplicateResults != 1 || *q.UnknownResults != 1 || *q.LateResults != 0 || *q.Redelivered != 0 {
+		t.Fatalf("requests %+v queue %+v: want 10 ok, 1 duplicate and 1 unknown result", s.Requests, q)
+	}
+	if code, out, _ := tareCmd(t, "runs", "show", s.Run.ID, "--json"); code != 0 || parseSummary(t, out).Run.ID != s.Run.ID {
+		t.Errorf("runs show %s: exit %d: the printed id is not the stored one", s.Run.ID, code)
+	}
+}
+
+// TestQueueProtocolDocWaitWorkers: the wait docs/job-protocol.md promises
+// a worker's registration is tare run's default.
+func TestQueueProtocolDocWaitWorkers(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/job-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("`--wait-workers` (%d s)", int(DefaultWaitWorkers.Seconds()))
+	if doc := strings.Join(strings.Fields(string(raw)), " "); !strings.Contains(doc, want) {
+		t.Errorf("docs/job-protocol.md does not say %q", want)
+	}
+}
