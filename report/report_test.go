@@ -112,8 +112,8 @@ func TestTextQueue(t *testing.T) {
 	s, ticks := fixture([]float64{0, 0, 0}, tare.Float(0.3))
 	f := tare.Float
 	s.Queue = &tare.QueueSummary{
-		Wait:  tare.WaitMS{Avg: f(120), P50: f(100), P95: f(300), P99: f(400)},
-		Depth: tare.DepthStats{Mean: f(1.5), Max: f(4)},
+		Wait:        tare.WaitMS{Avg: f(120), P50: f(100), P95: f(300), P99: f(400)},
+		Depth:       tare.DepthStats{Mean: f(1.5), Max: f(4)},
 		Redelivered: tare.Int(2), DuplicateResults: tare.Int(1), UnknownResults: tare.Int(3), LateResults: tare.Int(0),
 		OldestPending: &tare.PendingMS{Max: f(25100), End: f(0)},
 		Workers:       &tare.QueueWorkers{Max: 2, End: 0, Lost: 1},

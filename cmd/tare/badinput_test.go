@@ -58,6 +58,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"run queue url with a password", []string{"run", "--queue", "redis://u:s3cret@ho st/0"}, "--queue"},
 		{"run db with a password", []string{"run", "--url", url, "--db", "postgres://u:s3cret@ho st/db"}, `postgres store "postgres://u:redacted@ho st/db"`},
 		{"run job timeout", []string{"run", "--queue", redis, "--job-timeout", "0s"}, "--job-timeout must be positive"},
+		{"run wait workers", []string{"run", "--queue", redis, "--wait-workers", "-1s"}, "--wait-workers must be 0 (do not check) or more"},
 		{"demo workers", []string{"demo", "--workers", "0"}, "--workers must be at least 1"},
 		{"demo token cost", []string{"demo", "--token-cost", "0"}, "--token-cost must be positive"},
 		{"demo jobs", []string{"demo", "--jobs", "-1"}, "--jobs must be 0 or more; got -1"},

@@ -72,8 +72,8 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noStream, "no-stream", false, "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)")
 	fs.StringVar(&f.queue, "queue", "", "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0")
 	fs.StringVar(&f.queueName, "queue-name", "tare", "with --queue, the queue's name: its keys are tare:<name>:*")
-	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout (the default is over twice a worker's model timeout, tare worker --timeout 2m, so a job whose worker died mid-call can be claimed and done again first)")
-	fs.DurationVar(&f.waitWorkers, "wait-workers", DefaultWaitWorkers, "with --queue, how long to wait before the load for a worker registered on the queue, then exit 2 (long enough for a worker started just before to register; 0: do not check, for workers that do not register)")
+	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first")
+	fs.DurationVar(&f.waitWorkers, "wait-workers", DefaultWaitWorkers, "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)")
 }
 
 // build validates the flags and builds the target; command names the
