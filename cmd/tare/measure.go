@@ -66,6 +66,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	if m.store != nil && m.run.ID == "" {
 		m.run.ID = store.NewRunID()
 	}
+	nameJobs(m.target, m.run.ID)
 	out := newSink(ctx, m.store, m.run, sampler.Env())
 	own.Sample(start) // the baseline of tare's own run delay
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})

@@ -9,6 +9,16 @@ import (
 	"github.com/tare-dev/tare/queue"
 )
 
+// nameJobs makes a queue target's jobs carry the run's id, so the jobs'
+// run field is the printed run id and a worker's log, the results stream
+// and `tare runs show` agree; a run without an id (unstored) keeps the
+// target's own.
+func nameJobs(t tare.Target, runID string) {
+	if q, ok := t.(*queue.Target); ok {
+		q.SetRunID(runID)
+	}
+}
+
 // finishTarget adds to s what a target saw besides its results: for a
 // queue, its figures (redeliveries, results that match no job, the oldest
 // pending job, the workers) and the warnings the verdict should say.

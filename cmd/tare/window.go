@@ -76,13 +76,9 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 	if run.Target == "" {
 		run.Target = p.name
 	}
-	if p.queue != nil {
-		// The jobs' run field is the printed run id, stored or not, so a
-		// worker's log, the results stream and `tare runs show` agree.
-		if run.ID == "" {
-			run.ID = store.NewRunID()
-		}
-		p.queue.SetRunID(run.ID)
+	if p.queue != nil && run.ID == "" {
+		// A queue run has an id even unstored: its jobs carry it (nameJobs).
+		run.ID = store.NewRunID()
 	}
 	return measurement{
 		store:    st,
