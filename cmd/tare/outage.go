@@ -62,7 +62,7 @@ func queueRunWarnings(st queue.TargetStats, name string, run tare.Run) []string 
 		if !st.WorkersGone.IsZero() && !run.StartedAt.IsZero() {
 			at = " " + max(st.WorkersGone.Sub(run.StartedAt), 0).Round(100*time.Millisecond).String() + " into the run"
 		}
-		out = append(out, fmt.Sprintf("every worker of queue %q left%s and none came back: the jobs after that waited for no one (%d timed out, %d unfinished); start a worker (tare worker) and measure again",
+		out = append(out, fmt.Sprintf("every worker of queue %q left%s and none came back: the jobs after that waited for no one (in all %d timed out, %d had no result); start a worker (tare worker) and measure again",
 			name, at, st.Timeouts, st.Unfinished))
 	case st.WorkersLost > 0:
 		out = append(out, fmt.Sprintf("every worker of queue %q was gone %d %s during the run (registrations lapsed: workers killed or restarted, or Redis lost them); jobs waited meanwhile",
