@@ -8,10 +8,16 @@ import (
 // Result is one request or job as the load engine saw it. A failed request is
 // a measurement, not an error: it is recorded in Err and counted by stats.
 //
-// The clocks:
+// The clocks of a request:
 //
 //	Scheduled ──send lag──▶ Sent ──────────service──────────▶ Done
 //	    └───────────────────────latency─────────────────────────┘
+//
+// and of a queue job, whose Sent is its enqueue and whose service is the
+// worker's own time:
+//
+//	Scheduled ──send lag──▶ Sent ──queue wait──▶ Started ──service──▶ Done
+//	    └──────────────────────────end-to-end latency─────────────────┘
 //
 // Latency is measured from Scheduled, never from Sent, so a stalled target
 // or a lagging generator cannot hide queueing delay (coordinated omission).
@@ -48,8 +54,18 @@ func (r *Result) OK() bool { return !r.Dropped && r.Err == "" }
 // Latency is Done − Scheduled: what the user of the system waited.
 func (r *Result) Latency() time.Duration { return r.Done.Sub(r.Scheduled) }
 
-// Service is Done − Sent: what a closed-loop tool would have reported.
-func (r *Result) Service() time.Duration { return r.Done.Sub(r.Sent) }
+// Service is the time the target itself spent on the request: Done − Sent
+// for a request, what a closed-loop tool would have reported; for a queue
+// job a worker started, Done − Started, the worker's own time (the wait
+// before it is QueueWait, and Done − Sent would count it twice). A job no
+// worker reported (a timeout, a run that ended first) has no Started and
+// counts from its enqueue, as a request that got no answer does.
+func (r *Result) Service() time.Duration {
+	if !r.Started.IsZero() {
+		return r.Done.Sub(r.Started)
+	}
+	return r.Done.Sub(r.Sent)
+}
 
 // SendLag is Sent − Scheduled: how late the generator was. A lagging
 // generator is itself a symptom of a starved host.

@@ -81,11 +81,47 @@ type Generator struct {
 	RunDelayPct *float64 `json:"run_delay_pct"` // its own wait for a CPU, share of wall time
 }
 
-// QueueSummary are the figures of a queue target.
+// QueueSummary are the figures of a queue target. Besides the wait and the
+// depth, what the generator saw of the queue that its results do not show;
+// each is nil when it was not measured (a summary merged from the shards'
+// records).
 type QueueSummary struct {
 	Wait  WaitMS     `json:"wait_ms"`
 	Depth DepthStats `json:"depth"`
+	// Redelivered counts the jobs whose result took more than one
+	// delivery: a worker died, or seemed dead (claim idle), holding them,
+	// and their model was called again.
+	Redelivered *int `json:"redelivered"`
+	// DuplicateResults counts results for a job already reported (a job
+	// done twice), not reported again; UnknownResults, results naming this
+	// run but no job it enqueued; LateResults, results for a job already
+	// given up (timed out or unfinished).
+	DuplicateResults *int `json:"duplicate_results"`
+	UnknownResults   *int `json:"unknown_results"`
+	LateResults      *int `json:"late_results"`
+	// OldestPending is the age of the oldest job delivered to a worker and
+	// not completed: a job held by a dead worker shows here long before its
+	// timeout.
+	OldestPending *PendingMS `json:"oldest_pending_ms"`
+	// Workers are the workers registered on the queue during the run.
+	Workers *QueueWorkers `json:"workers"`
 }
+
+// PendingMS is the oldest pending job's age over a run.
+type PendingMS struct {
+	Max *float64 `json:"max"` // the highest of the samples
+	End *float64 `json:"end"` // at the last sample, as the run ended
+}
+
+// QueueWorkers counts the workers registered on a queue during a run.
+type QueueWorkers struct {
+	Max  int `json:"max"`  // registered at once, at most
+	End  int `json:"end"`  // registered at the last look, as the run ended
+	Lost int `json:"lost"` // times every registered worker went away mid-run
+}
+
+// Int returns a pointer to v, for the optional counts of a Summary.
+func Int(v int) *int { return &v }
 
 // WaitMS is the queue wait: worker start − enqueue.
 type WaitMS struct {

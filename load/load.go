@@ -95,7 +95,8 @@ type arrival struct {
 // Run fires the schedule from start and sends one Result per arrival to out,
 // closing out when every result has been sent. Cancelling ctx stops the
 // arrivals; requests in flight then get up to Config.Drain to finish before
-// their own context is cancelled. Run blocks until out is closed.
+// their own context is cancelled, whether ctx ends during the arrivals or
+// after the last one. Run blocks until out is closed.
 func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result) Usage {
 	cpu0 := processCPU()
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
@@ -116,7 +117,13 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	if ctx.Err() != nil {
+	// The drain starts when ctx ends, during the arrivals or after the last
+	// one: a run whose schedule is over but whose requests are still out
+	// (a queue job held by a stuck worker) is stopped by Ctrl-C just the
+	// same, not after the requests' own timeouts.
+	select {
+	case <-finished:
+	case <-ctx.Done():
 		drain := time.NewTimer(r.cfg.Drain)
 		select {
 		case <-finished:
@@ -125,8 +132,6 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 			<-finished
 		}
 		drain.Stop()
-	} else {
-		<-finished
 	}
 	close(out)
 	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.workers.Load())}

@@ -186,3 +186,48 @@ func percentile(d []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	return s[int(q*float64(len(s)-1))]
 }
+
+// TestCancelAfterLastArrivalDrains: a cancel that comes after the schedule
+// is over, while requests are still out, drains them for Config.Drain just
+// as one during the arrivals does, instead of waiting for the requests' own
+// bound (a queue job's timeout).
+func TestCancelAfterLastArrivalDrains(t *testing.T) {
+	const bound = 20 * time.Second // the requests' own timeout
+	var started atomic.Int64
+	stuck := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
+		started.Add(1)
+		select {
+		case <-time.After(bound):
+			res.Err = "timeout"
+		case <-ctx.Done():
+			res.Err = "canceled"
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const drain = 200 * time.Millisecond
+	r := New(stuck, Config{Drain: drain})
+	var cancelled time.Time
+	go func() {
+		for started.Load() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // the schedule is over: all 3 arrivals are out
+		cancelled = time.Now()
+		cancel()
+	}()
+	results, _ := collect(t, r, ctx, &constant{gap: time.Millisecond, n: 3})
+	took := time.Since(cancelled)
+	if len(results) != 3 {
+		t.Fatalf("got %d results, want 3", len(results))
+	}
+	for _, res := range results {
+		if res.Err != "canceled" {
+			t.Errorf("seq %d: err %q, want canceled at the end of the drain", res.Seq, res.Err)
+		}
+	}
+	// The drain bounds the wait, not the requests' timeout.
+	if took < drain || took > bound/4 {
+		t.Errorf("Run returned %v after the cancel; want at least the drain %v and well before the requests' bound %v", took, drain, bound)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,95 @@ func foreignWorker(ctx context.Context, rdb *redis.Client, p, name string) error
 				return errors.Join(err, errors.New("completion not acknowledged"))
 			}
 		}
+	}
+}
+
+// TestProtocolDocIsEnough: docs/job-protocol.md is enough to write a
+// worker in any language (issue 20, defect 11): it defines service as the
+// generator computes it, says which model call a worker makes and that it
+// may make none, describes Redis 7's three-element XAUTOCLAIM reply, says
+// that a job's run field is the printed run id, and points at no Go code.
+func TestProtocolDocIsEnough(t *testing.T) {
+	raw, err := os.ReadFile(protocolDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for _, want := range []string{
+		"`done − start`: the worker's own time", // service, as tare.Result.Service computes it
+		"POST <URL>/chat/completions",
+		`"stream": true, "stream_options": {"include_usage": true}`,
+		"A worker may do anything else instead, or nothing",
+		"Redis 7 replies with three elements",
+		"the ids of entries that were pending but no longer exist",
+		"**the run id tare prints**",
+		"tare's default claim idle is\n5000 ms",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("%s does not say %q", protocolDoc, want)
+		}
+	}
+	goRef := regexp.MustCompile("`(queue|worker|tare|openai)\\.[A-Z]|\\.go`|`[a-z]+` package")
+	if refs := goRef.FindAllString(doc, -1); len(refs) > 0 {
+		t.Errorf("%s points at Go code: %q", protocolDoc, refs)
+	}
+}
+
+// TestForeignClaim runs the claim step of docs/job-protocol.md with raw
+// commands on the real server: XAUTOCLAIM's reply has the three elements
+// the document describes, the third naming a pending entry that was
+// deleted, and XPENDING gives the claimed entry's delivery count.
+func TestForeignClaim(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := testContext(t)
+	q := uniqueQueue(t, rdb)
+	b, err := NewRedis(ctx, rdb, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, id := range []string{"1", "2"} {
+		if err := b.Enqueue(ctx, sampleJob(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := "tare:" + q + ":jobs"
+	// A worker takes both and dies; one of its entries is deleted.
+	held, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "workers", Consumer: "dead", Count: 2, Streams: []string{jobs, ">"}}).Result()
+	if err != nil || len(held[0].Messages) != 2 {
+		t.Fatalf("XREADGROUP: %v, %v", held, err)
+	}
+	kept, gone := held[0].Messages[0].ID, held[0].Messages[1].ID
+	if err := rdb.XDel(ctx, jobs, gone).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+
+	reply, err := rdb.Do(ctx, "XAUTOCLAIM", jobs, "workers", "foreign", 10, "0-0", "COUNT", 10).Slice()
+	if err != nil || len(reply) != 3 {
+		t.Fatalf("XAUTOCLAIM reply %v, %v: want three elements", reply, err)
+	}
+	if cursor, _ := reply[0].(string); cursor != "0-0" {
+		t.Errorf("cursor %v, want 0-0 at the end of the pending list", reply[0])
+	}
+	claimed, _ := reply[1].([]any)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %v, want the one entry still in the stream", reply[1])
+	}
+	if entry, _ := claimed[0].([]any); len(entry) != 2 || entry[0] != kept {
+		t.Errorf("claimed entry %v, want [%s, [fields…]]", claimed[0], kept)
+	}
+	if deleted, _ := reply[2].([]any); len(deleted) != 1 || deleted[0] != gone {
+		t.Errorf("third element %v, want the deleted entry %s", reply[2], gone)
+	}
+	pending, err := rdb.Do(ctx, "XPENDING", jobs, "workers", kept, kept, 1).Slice()
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("XPENDING: %v, %v", pending, err)
+	}
+	if row, _ := pending[0].([]any); len(row) != 4 || row[1] != "foreign" || row[3] != int64(2) {
+		t.Errorf("XPENDING row %v, want [%s foreign <idle> 2]: the claim counted a delivery", pending[0], kept)
+	}
+	if d, err := b.Depth(ctx); err != nil || d.Pending != 1 {
+		t.Errorf("depth %+v, %v: want the deleted entry gone from the pending list", d, err)
 	}
 }

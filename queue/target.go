@@ -62,7 +62,6 @@ type TargetConfig struct {
 // disagreeing clocks produce.
 type Target struct {
 	b         Broker
-	runID     string
 	prompt    string
 	maxTokens int
 	poll      time.Duration
@@ -73,6 +72,7 @@ type Target struct {
 
 	mu      sync.Mutex // guards everything below
 	closed  bool
+	runID   string             // the run whose jobs are enqueued and whose results are read
 	waiters map[uint64]*waiter // by job seq
 	matched seqSet             // jobs reported with their result
 	settled seqSet             // jobs reported without one (unfinished, unavailable)
@@ -94,12 +94,15 @@ type outcome struct {
 	localOffset time.Duration // the broker's clock − the generator's, to move worker stamps with
 }
 
-// TargetStats counts what the Target saw besides the results it reported.
+// TargetStats counts what the Target saw besides the results it reported,
+// and what it last read of the queue itself (Depth, Workers).
 type TargetStats struct {
 	Enqueued    int64 // jobs enqueued
 	Matched     int64 // results reported to a Do call
+	Redelivered int64 // of those, results of jobs delivered more than once: a worker died, or seemed dead, holding them
 	Duplicates  int64 // results for a job already reported: a job done twice after a redelivery
-	Late        int64 // results for a job already recorded unfinished or unavailable
+	Late        int64 // results for a job already recorded unfinished, unavailable or timed out
+	Unknown     int64 // results naming this run but no job it enqueued (an id it never used), skipped
 	Foreign     int64 // results of other runs on the same queue, skipped
 	Unfinished  int64 // jobs recorded KindUnfinished
 	Unavailable int64 // jobs recorded KindUnavailable
@@ -107,6 +110,21 @@ type TargetStats struct {
 	Skewed      int64 // results stamped outside [enqueue, receipt]: the worker's clock disagrees
 	ReadErrors  int64 // failed reads of the results (the queue was unreachable)
 	Lost        int64 // times the queue's state was found lost
+
+	// Depth is the queue's backlog at the last successful Depth call, and
+	// OldestPendingMax the highest Depth.OldestPending any call saw: a job
+	// held for long by a worker that died shows here before its timeout.
+	Depth            Depth
+	OldestPendingMax time.Duration
+	Depths           int64 // successful Depth calls
+	// Workers is how many workers were registered at the last successful
+	// Workers call (-1 before the first), WorkersMax the most at once, and
+	// WorkersLost how many times the count fell from some to none: every
+	// worker of the queue went away while the Target watched.
+	Workers, WorkersMax, WorkersLost int
+	// WorkersGone is when the count last fell to none; zero while some are
+	// registered.
+	WorkersGone time.Time
 }
 
 var _ tare.Target = (*Target)(nil)
@@ -125,6 +143,7 @@ func NewTarget(b Broker, cfg TargetConfig) (*Target, error) {
 	t := &Target{
 		b:         b,
 		runID:     cfg.RunID,
+		stats:     TargetStats{Workers: -1},
 		prompt:    cfg.Prompt,
 		maxTokens: cfg.MaxTokens,
 		poll:      cfg.Poll,
@@ -148,7 +167,36 @@ func NewTarget(b Broker, cfg TargetConfig) (*Target, error) {
 }
 
 // RunID returns the run id stamped on every job.
-func (t *Target) RunID() string { return t.runID }
+func (t *Target) RunID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.runID
+}
+
+// SetRunID names the run of the jobs enqueued from now on, for a Target
+// that serves one run after another (the windows of a sweep or a
+// protocol): the printed run id is then the jobs' run field, and a late
+// result of the run before, whose jobs' numbers start at 0 again, is
+// counted Foreign instead of being taken for this run's. Stats start again
+// for the new run, but for the queue's last depth and worker count. Call it
+// between runs, with no Do in flight.
+func (t *Target) SetRunID(id string) {
+	if id == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id == t.runID {
+		return
+	}
+	t.runID = id
+	t.matched, t.settled = seqSet{}, seqSet{}
+	last := t.stats
+	t.stats = TargetStats{Depth: last.Depth, Workers: last.Workers, WorkersMax: max(last.Workers, 0), WorkersGone: last.WorkersGone}
+}
+
+// Queue returns the queue's name.
+func (t *Target) Queue() string { return t.b.Queue() }
 
 // String names the target for a run's description.
 func (t *Target) String() string { return "queue " + t.b.Queue() }
@@ -160,8 +208,44 @@ func (t *Target) Stats() TargetStats {
 	return t.stats
 }
 
-// Depth returns the queue's backlog now; the CLI samples it every tick.
-func (t *Target) Depth(ctx context.Context) (Depth, error) { return t.b.Depth(ctx) }
+// Depth returns the queue's backlog now, and keeps it in Stats; the CLI
+// samples it every tick.
+func (t *Target) Depth(ctx context.Context) (Depth, error) {
+	d, err := t.b.Depth(ctx)
+	if err != nil {
+		return d, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stats.Depth = d
+	t.stats.Depths++
+	t.stats.OldestPendingMax = max(t.stats.OldestPendingMax, d.OldestPending)
+	return d, nil
+}
+
+// Workers lists the queue's registered workers, and keeps their count in
+// Stats: the CLI watches it during a run, so a run whose every worker left
+// says so.
+func (t *Target) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	ws, err := t.b.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := &t.stats
+	switch n := len(ws); {
+	case n == 0 && st.Workers > 0:
+		st.WorkersLost++
+		st.WorkersGone = now
+	case n > 0:
+		st.WorkersGone = time.Time{}
+	}
+	st.Workers = len(ws)
+	st.WorkersMax = max(st.WorkersMax, len(ws))
+	return ws, nil
+}
 
 // Do enqueues job res.Seq, stamped with res.Sent as its enqueue time, and
 // waits for its result. It fills Started, FirstByte (the first token), Done,
@@ -193,7 +277,7 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 
 	job := Job{
 		ID:        strconv.FormatUint(seq, 10),
-		RunID:     t.runID,
+		RunID:     t.RunID(),
 		Enqueued:  res.Sent,
 		Prompt:    t.prompt,
 		MaxTokens: t.maxTokens,
@@ -349,8 +433,12 @@ func (t *Target) dispatch(r Result, received time.Time) {
 	seq, err := strconv.ParseUint(r.ID, 10, 64)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r.RunID != t.runID || err != nil {
+	switch {
+	case r.RunID != t.runID:
 		t.stats.Foreign++
+		return
+	case err != nil:
+		t.stats.Unknown++ // this run's, but no job of it has such an id
 		return
 	}
 	w, ok := t.waiters[seq]
@@ -359,6 +447,9 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		delete(t.waiters, seq)
 		t.matched.add(seq)
 		t.stats.Matched++
+		if r.Deliveries > 1 {
+			t.stats.Redelivered++
+		}
 		// Stamps compared by wall clock: the worker's carry no monotonic
 		// reading.
 		o := outcome{res: r, localOffset: t.offset}
@@ -370,8 +461,10 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		w.ch <- o
 	case t.matched.has(seq):
 		t.stats.Duplicates++
-	default:
+	case t.settled.has(seq):
 		t.stats.Late++
+	default:
+		t.stats.Unknown++
 	}
 }
 

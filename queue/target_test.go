@@ -214,7 +214,7 @@ func TestTargetForeignResults(t *testing.T) {
 		if res := doAll(testContext(t), tg, 1)[0]; !res.OK() {
 			t.Fatalf("job failed: %q", res.Err)
 		}
-		eventually(t, "foreign results to be counted", func() bool { return tg.Stats().Foreign == 2 })
+		eventually(t, "foreign and unknown results to be counted", func() bool { st := tg.Stats(); return st.Foreign == 1 && st.Unknown == 1 })
 		if st := tg.Stats(); st.Matched != 1 {
 			t.Errorf("Stats = %+v, want 1 matched", st)
 		}
@@ -336,5 +336,123 @@ func TestSeqSet(t *testing.T) {
 	}
 	if len(s.bits) > denseLimit/64 {
 		t.Errorf("bit set grew to %d words for sparse numbers", len(s.bits))
+	}
+}
+
+// TestTargetCountsTrouble: what a queue run must not hide (issue 20,
+// defect 5) is in Stats: a job redelivered after its worker seemed dead, a
+// result for an id this run never used, the age of the oldest pending job
+// while a worker holds it, and the workers all going away.
+func TestTargetCountsTrouble(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		ctx := testContext(t)
+		tg := newTarget(t, b, TargetConfig{RunID: "mine"})
+		if err := b.Register(ctx, WorkerInfo{Name: "dies", Concurrency: 1}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if ws, err := tg.Workers(ctx); err != nil || len(ws) != 1 {
+			t.Fatalf("Workers = %v, %v; want the one registered", ws, err)
+		}
+
+		// A worker takes job 0 and dies holding it.
+		done := make(chan tare.Result, 1)
+		go func() { done <- doAll(ctx, tg, 1)[0] }()
+		var held []Delivery
+		eventually(t, "the job to be fetched", func() bool {
+			ds, err := b.Fetch(ctx, "dies", 1, 0)
+			held = append(held, ds...)
+			return err == nil && len(held) == 1
+		})
+		const idle = 100 * time.Millisecond
+		time.Sleep(idle + 50*time.Millisecond)
+		d, err := tg.Depth(ctx)
+		if err != nil || d.Pending != 1 || d.OldestPending < idle {
+			t.Fatalf("Depth while the dead worker holds the job = %+v, %v; want 1 pending, %v old or more", d, err, idle)
+		}
+		if err := b.Unregister(ctx, "dies"); err != nil {
+			t.Fatal(err)
+		}
+		if ws, err := tg.Workers(ctx); err != nil || len(ws) != 0 {
+			t.Fatalf("Workers after the only one left = %v, %v", ws, err)
+		}
+		st := tg.Stats()
+		if st.OldestPendingMax < idle || st.Depth.Pending != 1 {
+			t.Errorf("Stats oldest pending %v, depth %+v; want at least %v and the job pending", st.OldestPendingMax, st.Depth, idle)
+		}
+		if st.Workers != 0 || st.WorkersMax != 1 || st.WorkersLost != 1 || st.WorkersGone.IsZero() {
+			t.Errorf("Stats workers %d, max %d, lost %d, gone at %v; want 0, 1, lost once", st.Workers, st.WorkersMax, st.WorkersLost, st.WorkersGone)
+		}
+
+		// Another claims it and completes it: redelivered.
+		got, err := b.Claim(ctx, "alive", idle, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Claim = %v, %v", got, err)
+		}
+		if err := b.Complete(ctx, got[0], okResult(got[0], "alive")); err != nil {
+			t.Fatal(err)
+		}
+		if res := <-done; !res.OK() || res.Deliveries != 2 {
+			t.Errorf("the redelivered job: %q, %d deliveries; want ok, 2", res.Err, res.Deliveries)
+		}
+		// A result for a job number this run never enqueued.
+		enqueueRaw(t, b, Job{ID: "999", RunID: "mine", Enqueued: time.Now()})
+		consume(t, b, "w", func(d Delivery) Result { return okResult(d, "w") })
+		eventually(t, "the unknown result to be counted", func() bool { return tg.Stats().Unknown == 1 })
+		if st := tg.Stats(); st.Redelivered != 1 || st.Matched != 1 || st.Duplicates+st.Late+st.Foreign != 0 {
+			t.Errorf("Stats = %+v, want 1 matched and redelivered, 1 unknown, nothing else", st)
+		}
+		if err := b.Register(ctx, WorkerInfo{Name: "back", Concurrency: 1}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		tg.Workers(ctx)
+		if st := tg.Stats(); st.Workers != 1 || st.WorkersLost != 1 || !st.WorkersGone.IsZero() {
+			t.Errorf("Stats after a worker came back: %d workers, lost %d, gone at %v; want 1, 1, none", st.Workers, st.WorkersLost, st.WorkersGone)
+		}
+	})
+}
+
+// TestTargetSetRunID: the jobs of the next run carry its id, and a late
+// result of the run before, whose job numbers start at 0 again, is foreign
+// to it rather than matched to the new job 0.
+func TestTargetSetRunID(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b Broker) {
+		ctx := testContext(t)
+		tg := newTarget(t, b, TargetConfig{RunID: "first"})
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if r := doAll(short, tg, 1)[0]; r.Err != KindUnfinished {
+			t.Fatalf("first run's job with no worker: %q", r.Err)
+		}
+		cancel()
+		tg.SetRunID("second")
+		if tg.RunID() != "second" {
+			t.Fatalf("RunID = %q after SetRunID", tg.RunID())
+		}
+		var mu sync.Mutex
+		runs := map[string]int{}
+		consume(t, b, "w", func(d Delivery) Result {
+			mu.Lock()
+			runs[d.Job.RunID]++
+			mu.Unlock()
+			return okResult(d, "w")
+		})
+		if r := doAll(ctx, tg, 1)[0]; !r.OK() {
+			t.Fatalf("second run's job: %q", r.Err)
+		}
+		eventually(t, "the first run's result to be counted foreign", func() bool { return tg.Stats().Foreign == 1 })
+		mu.Lock()
+		defer mu.Unlock()
+		if runs["first"] != 1 || runs["second"] != 1 {
+			t.Errorf("jobs by run: %v, want one of each", runs)
+		}
+		if st := tg.Stats(); st.Enqueued != 1 || st.Matched != 1 || st.Unfinished+st.Late+st.Duplicates+st.Unknown != 0 {
+			t.Errorf("Stats = %+v, want the second run's own: its job enqueued and matched, the first's result foreign", st)
+		}
+	})
+}
+
+func enqueueRaw(t *testing.T, b Broker, j Job) {
+	t.Helper()
+	if err := b.Enqueue(testContext(t), j); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,13 +71,17 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		l := s.Latency
 		p.row("latency", "avg %s  p50 %s  p90 %s  p95 %s  p99 %s  max %s   (from the scheduled time)",
 			ms(l.Avg), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.Max))
-		sv := s.Service
-		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (from the actual send: what a closed-loop tool reports)",
-			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max))
+		sv, from := s.Service, "from the actual send: what a closed-loop tool reports"
+		if s.Queue != nil {
+			from = "worker start → done: the worker's own time"
+		}
+		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (%s)",
+			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max), from)
 		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
 		if q := s.Queue; q != nil {
 			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
 			p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
+			queueRows(p, q)
 		}
 		if m := s.Model; m != nil {
 			p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
@@ -115,6 +119,36 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// queueRows are what the generator saw of the queue besides the results,
+// when it was measured: redeliveries, results that matched no job, the
+// oldest pending job, the workers.
+func queueRows(p *printer, q *tare.QueueSummary) {
+	if q.Redelivered != nil {
+		p.row("queue jobs", "%d redelivered   results: %d duplicate  %d unknown  %d late", *q.Redelivered,
+			deref(q.DuplicateResults), deref(q.UnknownResults), deref(q.LateResults))
+	}
+	if o := q.OldestPending; o != nil {
+		p.row("pending", "oldest max %s  at the end %s   (the age of the oldest job a worker holds: a dead worker's grows here)", ms(o.Max), ms(o.End))
+	}
+	if w := q.Workers; w != nil {
+		lost := ""
+		switch {
+		case w.Lost > 0 && w.End == 0:
+			lost = "   ALL GONE before the end"
+		case w.Lost > 0:
+			lost = fmt.Sprintf("   all gone %d× during the run", w.Lost)
+		}
+		p.row("workers", "%d at most  %d at the end%s", w.Max, w.End, lost)
+	}
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
 }
 
 // Verdict writes the verdict block: the level, each fired signal in one

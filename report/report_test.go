@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,48 @@ func TestRedirectsShown(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("html figures lack the redirects: %+v", figures(s))
+	}
+}
+
+// TestTextQueue: a queue run's text says what the generator saw of the
+// queue beside the results (issue 20, defects 3 and 5): the service line
+// is the worker's own time, and redeliveries, results that matched no job,
+// the oldest pending job and the workers have rows of their own.
+func TestTextQueue(t *testing.T) {
+	s, ticks := fixture([]float64{0, 0, 0}, tare.Float(0.3))
+	f := tare.Float
+	s.Queue = &tare.QueueSummary{
+		Wait:        tare.WaitMS{Avg: f(120), P50: f(100), P95: f(300), P99: f(400)},
+		Depth:       tare.DepthStats{Mean: f(1.5), Max: f(4)},
+		Redelivered: tare.Int(2), DuplicateResults: tare.Int(1), UnknownResults: tare.Int(3), LateResults: tare.Int(0),
+		OldestPending: &tare.PendingMS{Max: f(25100), End: f(0)},
+		Workers:       &tare.QueueWorkers{Max: 2, End: 0, Lost: 1},
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, s, ticks...); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"worker start → done: the worker's own time",
+		"2 redelivered   results: 1 duplicate  3 unknown  0 late",
+		"pending      oldest max 25.1s  at the end 0",
+		"2 at most  0 at the end   ALL GONE before the end",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "closed-loop") {
+		t.Errorf("a queue run's service line speaks of the actual send:\n%s", out)
+	}
+	// Not measured (a summary merged from shards' records): no rows, no zeros.
+	s.Queue = &tare.QueueSummary{Wait: s.Queue.Wait, Depth: s.Queue.Depth}
+	buf.Reset()
+	if err := Text(&buf, s, ticks...); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "redelivered") || strings.Contains(out, "oldest max") || strings.Contains(out, "workers ") {
+		t.Errorf("unmeasured queue figures are printed:\n%s", out)
 	}
 }

@@ -57,8 +57,14 @@ const (
 
 // Defaults for Config's zero values.
 const (
-	DefaultConcurrency   = 4
-	DefaultClaimIdle     = 30 * time.Second
+	DefaultConcurrency = 4
+	// DefaultClaimIdle is short enough that a worker that dies holding
+	// jobs costs a short test seconds, not its jobs' timeouts: another
+	// worker claims them within 1.5 × ClaimIdle (claims are tried every
+	// ClaimIdle/2). A live worker touches its jobs every heartbeat (a third
+	// of it), however slow the model, so only one frozen for most of 5 s
+	// has its jobs claimed, and even then each is reported once.
+	DefaultClaimIdle     = 5 * time.Second
 	DefaultBlock         = time.Second
 	DefaultGrace         = 30 * time.Second
 	DefaultMaxDeliveries = 5

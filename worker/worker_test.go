@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -434,4 +435,54 @@ func TestSkewedWorkerClock(t *testing.T) {
 			t.Errorf("%d results counted skewed after the correction", s)
 		}
 	})
+}
+
+// TestDefaultClaimIdleShortRun: with the default claim idle, a job whose
+// worker died holding it is done by another well within a short run's job
+// timeout (issue 20, defect 5: the old 30 s default cost a 20 s run its
+// job). Redis only: the claim timing is the server's.
+func TestDefaultClaimIdleShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits the default claim idle, seconds")
+	}
+	b := brokers[1].open(t)
+	const jobTimeout = 20 * time.Second
+	ctx := testContext(t)
+	tg := newTarget(t, b, queue.TargetConfig{Timeout: jobTimeout})
+	began := time.Now()
+	results := doAsync(ctx, tg, 1)
+	// A worker takes the job and dies at once: no touch, no result.
+	eventually(t, "the job to be enqueued", func() bool { return tg.Stats().Enqueued == 1 })
+	if ds, err := b.Fetch(ctx, "dead", 1, time.Second); err != nil || len(ds) != 1 {
+		t.Fatalf("Fetch: %v, %v", ds, err)
+	}
+	start(t, b, quick, worker.Config{Name: "survivor"}) // every default, the claim idle included
+	res := (<-results)[0]
+	took := time.Since(began)
+	if !res.OK() || res.Worker != "survivor" || res.Deliveries != 2 {
+		t.Fatalf("job: %q by %q, %d deliveries; want ok by survivor after 2 deliveries", res.Err, res.Worker, res.Deliveries)
+	}
+	if took > jobTimeout/2 {
+		t.Errorf("the dead worker's job took %v to be done again; want well within the %v job timeout", took, jobTimeout)
+	}
+	t.Logf("redone after %v (default claim idle %v)", took, worker.DefaultClaimIdle)
+}
+
+// TestProtocolDocDefaults: the defaults docs/job-protocol.md quotes for a
+// worker in another language are this worker's.
+func TestProtocolDocDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../docs/job-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(raw)), " ")
+	for _, want := range []string{
+		fmt.Sprintf("tare's default claim idle is %d ms", worker.DefaultClaimIdle.Milliseconds()),
+		fmt.Sprintf("(tare's default %d)", worker.DefaultMaxDeliveries),
+		fmt.Sprintf("(tare's grace: %d s)", int(worker.DefaultGrace.Seconds())),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/job-protocol.md does not say %q", want)
+		}
+	}
 }

@@ -17,7 +17,7 @@ func checkWorkerFlags(cfg worker.Config) error {
 	case cfg.Concurrency < 1:
 		return tare.Errorf(tare.EINVALID, "--concurrency must be at least 1; got %d", cfg.Concurrency)
 	case cfg.ClaimIdle < worker.MinClaimIdle:
-		return tare.Errorf(tare.EINVALID, "--claim-idle must be %s or more, like 30s; got %s", worker.MinClaimIdle, cfg.ClaimIdle)
+		return tare.Errorf(tare.EINVALID, "--claim-idle must be %s or more, like 5s; got %s", worker.MinClaimIdle, cfg.ClaimIdle)
 	case cfg.Grace < 0:
 		return tare.Errorf(tare.EINVALID, "--grace must be 0 or more; got %s", cfg.Grace)
 	case cfg.MaxDeliveries < 1:

@@ -63,6 +63,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	if m.store != nil && m.run.ID == "" {
 		m.run.ID = store.NewRunID()
 	}
+	nameJobs(m.target, m.run.ID)
 	out := newSink(ctx, m.store, m.run, sampler.Env())
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
 	if err != nil {
@@ -110,7 +111,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		case d := <-depths:
 			rec.AddDepth(d.at, d.depth)
 		case now := <-refresh:
-			m.progress.show(rec.Snapshot(now), engine.Progress())
+			m.progress.show(rec.Snapshot(now), engine.Progress(), m.target)
 		}
 	}
 	end := time.Now()
@@ -146,7 +147,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
-	s.Verdict.Warnings = append(s.Verdict.Warnings, targetWarnings(m.target)...)
+	finishTarget(&s, m.target)
 	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
 		s.Verdict.Attribution = att.Sentence
 	}

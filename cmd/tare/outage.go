@@ -2,21 +2,80 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/queue"
 )
 
-// targetWarnings are what a target saw besides its results that the
-// verdict should say: for a queue, how many jobs an outage of the queue
-// touched. A job the outage touched is already counted as an error of kind
-// "queue unavailable"; the warning says why the error count is what it is.
-func targetWarnings(t tare.Target) []string {
+// nameJobs makes a queue target's jobs carry the run's id, so the jobs'
+// run field is the printed run id and a worker's log, the results stream
+// and `tare runs show` agree; a run without an id (unstored) keeps the
+// target's own.
+func nameJobs(t tare.Target, runID string) {
+	if q, ok := t.(*queue.Target); ok {
+		q.SetRunID(runID)
+	}
+}
+
+// finishTarget adds to s what a target saw besides its results: for a
+// queue, its figures (redeliveries, results that match no job, the oldest
+// pending job, the workers) and the warnings the verdict should say.
+func finishTarget(s *tare.Summary, t tare.Target) {
 	q, ok := t.(*queue.Target)
 	if !ok {
-		return nil
+		return
 	}
-	return queueWarnings(q.Stats())
+	st := q.Stats()
+	qs := s.Queue
+	if qs == nil {
+		qs = &tare.QueueSummary{}
+		s.Queue = qs
+	}
+	qs.Redelivered = tare.Int(int(st.Redelivered))
+	qs.DuplicateResults = tare.Int(int(st.Duplicates))
+	qs.UnknownResults = tare.Int(int(st.Unknown))
+	qs.LateResults = tare.Int(int(st.Late))
+	if st.Depths > 0 {
+		qs.OldestPending = &tare.PendingMS{Max: msOf(st.OldestPendingMax), End: msOf(st.Depth.OldestPending)}
+	}
+	if st.Workers >= 0 {
+		qs.Workers = &tare.QueueWorkers{Max: st.WorkersMax, End: st.Workers, Lost: st.WorkersLost}
+	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, queueWarnings(st)...)
+	s.Verdict.Warnings = append(s.Verdict.Warnings, queueRunWarnings(st, q.Queue(), s.Run)...)
+}
+
+// msOf is d in milliseconds, to the microsecond.
+func msOf(d time.Duration) *float64 {
+	return tare.Float(math.Round(float64(d)/1e3) / 1e3)
+}
+
+// queueRunWarnings words what a queue run's figures do not say by
+// themselves: the workers all gone, and jobs the end of the run cut short.
+func queueRunWarnings(st queue.TargetStats, name string, run tare.Run) []string {
+	var out []string
+	switch {
+	case st.WorkersLost > 0 && st.Workers == 0:
+		at := ""
+		if !st.WorkersGone.IsZero() && !run.StartedAt.IsZero() {
+			at = " " + max(st.WorkersGone.Sub(run.StartedAt), 0).Round(100*time.Millisecond).String() + " into the run"
+		}
+		out = append(out, fmt.Sprintf("every worker of queue %q left%s and none came back: the jobs after that waited for no one (in all %d timed out, %d had no result); start a worker (tare worker) and measure again",
+			name, at, st.Timeouts, st.Unfinished))
+	case st.WorkersLost > 0:
+		out = append(out, fmt.Sprintf("every worker of queue %q was gone %d %s during the run (registrations lapsed: workers killed or restarted, or Redis lost them); jobs waited meanwhile",
+			name, st.WorkersLost, plural(st.WorkersLost, "time", "times")))
+	}
+	if st.Unfinished > 0 {
+		why := "when the run ended"
+		if run.Status == tare.StatusInterrupted {
+			why = "when the interrupted run's --drain was over"
+		}
+		out = append(out, fmt.Sprintf("%d %s no result %s: counted as errors (%s)", st.Unfinished, plural(int(st.Unfinished), "job had", "jobs had"), why, queue.KindUnfinished))
+	}
+	return out
 }
 
 // queueWarnings words a queue target's counters as warnings.

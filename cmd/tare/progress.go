@@ -8,7 +8,9 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -34,7 +36,9 @@ func newProgress(w io.Writer, quiet bool, duration time.Duration, jobs int) *pro
 	return p
 }
 
-func (p *progress) show(s stats.Progress, e load.Progress) {
+// show prints the live line of a window with load; for a queue target it
+// adds what the results do not show yet (see queueProgress).
+func (p *progress) show(s stats.Progress, e load.Progress, target tare.Target) {
 	of := ""
 	if p.duration == 0 && p.jobs > 0 {
 		of = fmt.Sprintf("  %d/%d sent", e.Sent+e.Dropped, p.jobs)
@@ -47,7 +51,38 @@ func (p *progress) show(s stats.Progress, e load.Progress) {
 	if s.P95 > 0 {
 		p95 = s.P95.Round(10 * time.Microsecond).String()
 	}
-	p.write(s, fmt.Sprintf("%s  achieved %.1f/s  in flight %d  errors %d  dropped %d  p95 %s", of, rate, e.InFlight, s.Errors, s.Dropped, p95))
+	middle := fmt.Sprintf("%s  achieved %.1f/s  in flight %d  errors %d  dropped %d  p95 %s", of, rate, e.InFlight, s.Errors, s.Dropped, p95)
+	if q, ok := target.(*queue.Target); ok {
+		middle += queueProgress(q.Stats())
+	}
+	p.write(s, middle)
+}
+
+// queueProgress is the queue's part of the live line: the jobs a worker
+// holds and for how long the oldest, the redeliveries, the results that
+// match no job, and the registered workers, so a worker that died holding
+// a job shows long before the job's timeout.
+func queueProgress(st queue.TargetStats) string {
+	d := st.Depth
+	line := fmt.Sprintf("  pending %d", d.Pending)
+	if d.Pending > 0 {
+		line += fmt.Sprintf(" (oldest %s)", d.OldestPending.Round(100*time.Millisecond))
+	}
+	line += fmt.Sprintf("  redelivered %d", st.Redelivered)
+	if st.Duplicates > 0 {
+		line += fmt.Sprintf("  duplicate results %d", st.Duplicates)
+	}
+	if st.Unknown > 0 {
+		line += fmt.Sprintf("  unknown results %d", st.Unknown)
+	}
+	switch {
+	case st.Workers < 0:
+	case st.Workers == 0 && st.WorkersLost > 0:
+		line += "  workers 0: ALL GONE"
+	default:
+		line += fmt.Sprintf("  workers %d", st.Workers)
+	}
+	return line
 }
 
 // showHost is the live line of a window with no load of tare's own.

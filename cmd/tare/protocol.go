@@ -364,6 +364,9 @@ func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot pr
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
 			protocol.FormatWindow(slot.Window), slot.Day, max(s.Days, 1))
 	}
+	if err := lp.window.awaitWorkers(ctx, lp.prep, pr.stderr); err != nil {
+		return err
+	}
 	if lp.sweep != nil {
 		plan, _ := lp.sweep.plan()
 		for k, v := range settings(lp.sweepFS, nil) {

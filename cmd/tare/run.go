@@ -43,8 +43,9 @@ during the very same seconds, and print the summary and verdict.
 
 Arrivals fire at their scheduled times whatever is still outstanding: latency
 is measured from the scheduled time, so a stalled target cannot hide its
-queue (no coordinated omission). Service time (from the actual send) is shown
-beside it: the difference is what a closed-loop tool would have hidden.
+queue (no coordinated omission). Service time (from the actual send; for a
+queue job, from the worker's start, the worker's own time) is shown beside it:
+the difference is what a closed-loop tool would have hidden.
 
 Every tick tare splits the host's CPU by owner (whose cpu): the system under
 test (the process listening on a loopback target's port, or --pid/--cgroup),
@@ -87,6 +88,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if st != nil {
 		defer st.Close()
+	}
+	if err := w.awaitWorkers(cmd.Context(), p, cmd.ErrOrStderr()); err != nil {
+		return err
 	}
 	// The barrier last, when nothing is left that could fail: the other
 	// shards start when this one joins.

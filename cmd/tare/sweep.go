@@ -167,6 +167,11 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 		if !ok {
 			break
 		}
+		if i == 0 {
+			if err := s.flags.awaitWorkers(ctx, s.prep, s.progress); err != nil {
+				return result, err
+			}
+		}
 		if i > 0 && s.cooldown > 0 {
 			if err := sleepCtx(ctx, s.cooldown); err != nil {
 				result.Stopped = "interrupted between steps: the capacity is from the steps before"

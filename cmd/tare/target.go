@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,10 +39,18 @@ type targetFlags struct {
 	maxTokens int
 	noStream  bool
 
-	queue      string
-	queueName  string
-	jobTimeout time.Duration
+	queue       string
+	queueName   string
+	jobTimeout  time.Duration
+	waitWorkers time.Duration
 }
+
+// DefaultWaitWorkers is how long a queue run waits for a registered worker
+// before it sends load: long enough for one started just before (`tare
+// worker … &`, a container coming up) to connect and register, short
+// enough that a queue nobody serves is an error at once, not a run of
+// timeouts.
+const DefaultWaitWorkers = 10 * time.Second
 
 // built is a target ready for load, with what the run needs around it.
 type built struct {
@@ -47,6 +58,7 @@ type built struct {
 	name    string                                 // what is loaded, secrets redacted
 	release func()                                 // closes connections, stops readers
 	depth   func(context.Context) (float64, error) // queue depth now; nil for targets without a queue
+	queue   *queue.Target                          // the queue target; nil for the others
 }
 
 func (f *targetFlags) register(fs *pflag.FlagSet) {
@@ -66,7 +78,8 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noStream, "no-stream", false, "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)")
 	fs.StringVar(&f.queue, "queue", "", "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0")
 	fs.StringVar(&f.queueName, "queue-name", "tare", "with --queue, the queue's name: its keys are tare:<name>:*")
-	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout")
+	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first")
+	fs.DurationVar(&f.waitWorkers, "wait-workers", DefaultWaitWorkers, "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)")
 }
 
 // build validates the flags and builds the target; command names the
@@ -95,6 +108,9 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 	case f.queue != "":
 		if f.jobTimeout <= 0 {
 			return built{}, tare.Errorf(tare.EINVALID, "--job-timeout must be positive, like 5m; got %s", f.jobTimeout)
+		}
+		if f.waitWorkers < 0 {
+			return built{}, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", f.waitWorkers)
 		}
 		b, err := queue.OpenRedis(ctx, f.queue, f.queueName)
 		if err != nil {
@@ -129,14 +145,21 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 }
 
 // queueTarget loads a queue through b: one job per arrival, results matched
-// by job id, depth sampled per tick. Releasing it closes the broker.
+// by job id, depth sampled per tick and, once a second at most, the
+// registered workers counted, so a run whose workers all left says so.
+// Releasing it closes the broker.
 func queueTarget(b queue.Broker, cfg queue.TargetConfig) (built, error) {
 	t, err := queue.NewTarget(b, cfg)
 	if err != nil {
 		b.Close()
 		return built{}, err
 	}
+	var lastLook atomic.Int64 // unix ns of the last count of workers
 	depth := func(ctx context.Context) (float64, error) {
+		if now := time.Now().UnixNano(); now-lastLook.Load() >= int64(time.Second) {
+			lastLook.Store(now)
+			t.Workers(ctx) // kept in t.Stats; a failed look is skipped, as a failed depth is
+		}
 		d, err := t.Depth(ctx)
 		return float64(d.Waiting), err
 	}
@@ -144,7 +167,39 @@ func queueTarget(b queue.Broker, cfg queue.TargetConfig) (built, error) {
 		t.Close()
 		b.Close()
 	}
-	return built{target: t, name: t.String(), release: release, depth: depth}, nil
+	return built{target: t, name: t.String(), release: release, depth: depth, queue: t}, nil
+}
+
+// awaitWorkers waits up to --wait-workers for a worker registered on the
+// queue, before any load is sent: a queue nobody serves would time every
+// job out and judge the timeouts. It returns an error (exit 2) naming the
+// queue and how to start a worker; progress hears that it is waiting.
+func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progress io.Writer) error {
+	if q == nil || f.waitWorkers <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(f.waitWorkers)
+	said := false
+	for {
+		ws, err := q.Workers(ctx)
+		if err != nil {
+			return tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %v", f.queueName, queue.RedactURL(f.queue), err)
+		}
+		if len(ws) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --redis %s --queue %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
+				f.queueName, queue.RedactURL(f.queue), f.waitWorkers, queue.RedactURL(f.queue), f.queueName)
+		}
+		if !said && progress != nil {
+			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", f.waitWorkers, f.queueName)
+			said = true
+		}
+		if sleepCtx(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {
+			return tare.Errorf(tare.EUNAVAILABLE, "interrupted while waiting for a worker on queue %q: no load was sent", f.queueName)
+		}
+	}
 }
 
 func (f *targetFlags) header() (http.Header, error) {

@@ -140,6 +140,10 @@ func TestWorkersKilled(t *testing.T) {
 	if redelivered == 0 {
 		t.Errorf("no job was redelivered: the killed worker held none, or redeliveries are not counted")
 	}
+	// The summary says so too (issue 20, defect 5).
+	if q := s.Queue; q == nil || q.Redelivered == nil || *q.Redelivered != redelivered || q.Workers == nil || q.Workers.End < 1 {
+		t.Errorf("summary queue %+v: want %d redelivered, as the results stream shows, and the survivor registered at the end", q, redelivered)
+	}
 	tareCmd(t, "cleanup", "--redis", redisURL(), "--queue", name, "--wait", "5s")
 	for _, w := range workers[victims:] {
 		if err := w.Wait(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/store"
 )
 
 // windowFlags are everything one load window takes: what tare run takes,
@@ -82,6 +83,10 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 	if run.Target == "" {
 		run.Target = p.name
 	}
+	if p.queue != nil && run.ID == "" {
+		// A queue run has an id even unstored: its jobs carry it (nameJobs).
+		run.ID = store.NewRunID()
+	}
 	return measurement{
 		store:    st,
 		run:      run,
@@ -95,6 +100,16 @@ func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r ar
 		judging:  p.judging,
 		progress: newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs),
 	}, nil
+}
+
+// awaitWorkers waits, before the load, for a worker registered on the
+// queue of p when it has one (see targetFlags.awaitWorkers); progressTo
+// hears that it waits, unless --quiet.
+func (f *windowFlags) awaitWorkers(ctx context.Context, p *prepared, progressTo io.Writer) error {
+	if f.judge.quiet {
+		progressTo = nil
+	}
+	return f.target.awaitWorkers(ctx, p.queue, progressTo)
 }
 
 // settings returns the flags that were set, by name, and extra, for a

@@ -77,7 +77,7 @@ the jobs it holds finish for --grace.`,
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "how long one model call may take")
 	fs.StringVar(&cfg.Name, "name", "", "this worker's name, unique among the queue's workers (default host-pid-random)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", worker.DefaultConcurrency, "jobs worked on at once")
-	fs.DurationVar(&cfg.ClaimIdle, "claim-idle", worker.DefaultClaimIdle, "a job pending this long untouched is claimed from its worker, presumed dead")
+	fs.DurationVar(&cfg.ClaimIdle, "claim-idle", worker.DefaultClaimIdle, "a job pending this long untouched is claimed from its worker, presumed dead; short, so a worker that dies costs a short test seconds (a live worker touches its jobs every third of it, however slow the model)")
 	fs.DurationVar(&cfg.Grace, "grace", worker.DefaultGrace, "on stop, how long the jobs in hand may finish")
 	fs.IntVar(&cfg.MaxDeliveries, "max-deliveries", worker.DefaultMaxDeliveries, "a job delivered more often than this fails without calling the model")
 	fs.BoolVar(&verbose, "verbose", false, "log what the worker does to stderr")
