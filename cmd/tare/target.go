@@ -174,22 +174,26 @@ func queueTarget(b queue.Broker, cfg queue.TargetConfig) (built, error) {
 // queue, before any load is sent: a queue nobody serves would time every
 // job out and judge the timeouts. It returns an error (exit 2) naming the
 // queue and how to start a worker; progress hears that it is waiting.
-func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progress io.Writer) error {
-	if q == nil || f.waitWorkers <= 0 {
-		return nil
+func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progress io.Writer) ([]queue.WorkerInfo, error) {
+	switch {
+	case q == nil:
+		return nil, nil
+	case f.waitWorkers <= 0:
+		ws, _ := q.Workers(ctx) // only to find those on this host: none is fine
+		return ws, nil
 	}
 	deadline := time.Now().Add(f.waitWorkers)
 	said := false
 	for {
 		ws, err := q.Workers(ctx)
 		if err != nil {
-			return tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %v", f.queueName, queue.RedactURL(f.queue), err)
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %v", f.queueName, queue.RedactURL(f.queue), err)
 		}
 		if len(ws) > 0 {
-			return nil
+			return ws, nil
 		}
 		if time.Now().After(deadline) {
-			return tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --redis %s --queue %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
 				f.queueName, queue.RedactURL(f.queue), f.waitWorkers, queue.RedactURL(f.queue), f.queueName)
 		}
 		if !said && progress != nil {
@@ -197,7 +201,7 @@ func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progres
 			said = true
 		}
 		if sleepCtx(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {
-			return tare.Errorf(tare.EUNAVAILABLE, "interrupted while waiting for a worker on queue %q: no load was sent", f.queueName)
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "interrupted while waiting for a worker on queue %q: no load was sent", f.queueName)
 		}
 	}
 }

@@ -140,6 +140,11 @@ func TestWorkersKilled(t *testing.T) {
 	if redelivered == 0 {
 		t.Errorf("no job was redelivered: the killed worker held none, or redeliveries are not counted")
 	}
+	// The workers registered from this host when the load began are the
+	// system under test (at least the first; all three once registered).
+	if s.SUT == nil || !strings.Contains(s.SUT.FoundBy, "workers registered on queue") || len(s.SUT.PIDs) < 1 || len(s.SUT.PIDs) > 3 {
+		t.Errorf("system under test %+v: want the worker processes, found by their registration", s.SUT)
+	}
 	// The summary says so too (issue 20, defect 5).
 	if q := s.Queue; q == nil || q.Redelivered == nil || *q.Redelivered != redelivered || q.Workers == nil || q.Workers.End < 1 {
 		t.Errorf("summary queue %+v: want %d redelivered, as the results stream shows, and the survivor registered at the end", q, redelivered)

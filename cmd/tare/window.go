@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -109,7 +110,23 @@ func (f *windowFlags) awaitWorkers(ctx context.Context, p *prepared, progressTo 
 	if f.judge.quiet {
 		progressTo = nil
 	}
-	return f.target.awaitWorkers(ctx, p.queue, progressTo)
+	ws, err := f.target.awaitWorkers(ctx, p.queue, progressTo)
+	if err != nil || p.sutBy != "" {
+		return err
+	}
+	// The workers registered from this host are the system under test.
+	host, _ := os.Hostname()
+	for _, w := range ws {
+		if w.Host == host && w.PID > 0 && w.PID != os.Getpid() {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", w.PID)); err == nil {
+				p.sampling.SUT = append(p.sampling.SUT, w.PID)
+			}
+		}
+	}
+	if len(p.sampling.SUT) > 0 {
+		p.sutBy = fmt.Sprintf("workers registered on queue %q from this host", f.target.queueName)
+	}
+	return nil
 }
 
 // settings returns the flags that were set, by name, and extra, for a
