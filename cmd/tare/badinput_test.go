@@ -62,7 +62,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"demo workers", []string{"demo", "--workers", "0"}, "--workers must be at least 1"},
 		{"demo token cost", []string{"demo", "--token-cost", "0"}, "--token-cost must be positive"},
 		{"demo jobs", []string{"demo", "--jobs", "-1"}, "--jobs must be 0 or more; got -1"},
-		{"demo redis url", []string{"demo", "--redis", "ftp://x"}, `--redis URL "ftp://x": want redis://`},
+		{"demo queue url", []string{"demo", "--queue", "ftp://x"}, `--queue: redis URL "ftp://x": want redis://`},
 		{"demo args", []string{"demo", "now"}, `unknown command "now" for "tare demo"`},
 		{"check for", []string{"check", "--for", "soon"}, `--for must be a duration like 30s, 1m30s or 250ms; got "soon"`},
 		{"check threshold", []string{"check", "--steal-threshold", "-3"}, "--steal-threshold must be a percentage from 0 to 100; got -3"},

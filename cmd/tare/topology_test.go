@@ -37,7 +37,7 @@ func TestDemo(t *testing.T) {
 		args []string
 	}{
 		{"memory", nil},
-		{"redis", []string{"--redis", redisURL(), "--workers", "2"}},
+		{"redis", []string{"--queue", redisURL(), "--workers", "2"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.name == "redis" {
