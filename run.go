@@ -49,6 +49,18 @@ type Run struct {
 	Config   map[string]string `json:"config,omitempty"`   // the full configuration, secrets redacted
 }
 
+// The windows of the three-window protocol, by the names runs store.
+const (
+	WindowPeak    = "peak"    // 14:00–16:00: worst-case latency, what users see by day
+	WindowOffpeak = "offpeak" // 02:00–04:00: best-case latency, the code on a quiet host
+	WindowMid     = "mid"     // 08:00–10:00: typical latency, the baseline for capacity math
+)
+
+// IsWindow reports whether name is one of the protocol's windows.
+func IsWindow(name string) bool {
+	return name == WindowPeak || name == WindowOffpeak || name == WindowMid
+}
+
 // Window is a daily time-of-day window of the three-window protocol.
 type Window struct {
 	Name    string        // "peak", "offpeak", "mid"

@@ -27,7 +27,7 @@ type Thresholds struct {
 	StealTicks     float64       // share of ticks above Steal that fires (10)
 	ThrottledTicks float64       // share of ticks with any throttling that fires (5)
 	Neighbours     float64       // mean share of wall time the measured processes waited behind neighbours (5)
-	NeighbourTicks float64       // or the share of ticks in which that wait exceeded Steal (10)
+	NeighbourTicks float64       // or the share of ticks, two at least, in which that wait exceeded Steal (10)
 	RunDelay       float64       // run delay of the measured processes that no ledger explains, share of wall time (5)
 	LatencyFactor  float64       // a tick's p95 at least this many times the median tick p95 (2)
 	LatencyTicks   int           // that many such ticks fire (3)
@@ -354,7 +354,9 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 	case *w > th.Neighbours:
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("%s, while %s waited for a CPU %.1f%% of the time behind them (threshold %g%%)", who, waited, *w, th.Neighbours)
-	case overPct > th.NeighbourTicks:
+	case overPct > th.NeighbourTicks && over >= 2:
+		// One tick is a blip (a shell command, a cron job): it is left out
+		// of the clean-tick figures, but does not judge the run.
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("%s; %s waited behind them more than %g%% of the tick in %.0f%% of ticks (%d of %d; threshold %g%% of ticks)", who, waited, th.Steal, overPct, over, measured, th.NeighbourTicks)
 	default:

@@ -14,13 +14,6 @@ import (
 // host, not the code, is the variable (DESIGN.md: 30 %).
 const DefaultDivergencePct = 30.0
 
-// The windows of the three-window protocol, by name.
-const (
-	WindowPeak    = "peak"    // 14:00–16:00: worst-case latency, what users see by day
-	WindowOffpeak = "offpeak" // 02:00–04:00: best-case latency, the code on a quiet host
-	WindowMid     = "mid"     // 08:00–10:00: typical latency, the baseline for capacity math
-)
-
 // ProtocolRules are what the protocol verdict is judged against.
 type ProtocolRules struct {
 	// DivergencePct is the divergence of any metric between windows above
@@ -124,15 +117,15 @@ func sloRules(c *tare.Comparison, runs []tare.Summary, slo SLO, advice []string)
 	}
 	quote := func(w string) string { return strings.Join(slices.Compact(failed[w]), ", ") }
 	switch {
-	case len(failed[WindowOffpeak]) > 0:
-		advice = append(advice, fmt.Sprintf("Off-peak, on the quietest host, the SLO %s still fails (%s): the problem is the code, not the host. Profile and fix it; a bigger host would only hide it.", slo, quote(WindowOffpeak)))
-	case len(failed[WindowPeak]) > 0 || len(failed[WindowMid]) > 0:
-		w := WindowPeak
+	case len(failed[tare.WindowOffpeak]) > 0:
+		advice = append(advice, fmt.Sprintf("Off-peak, on the quietest host, the SLO %s still fails (%s): the problem is the code, not the host. Profile and fix it; a bigger host would only hide it.", slo, quote(tare.WindowOffpeak)))
+	case len(failed[tare.WindowPeak]) > 0 || len(failed[tare.WindowMid]) > 0:
+		w := tare.WindowPeak
 		if len(failed[w]) == 0 {
-			w = WindowMid
+			w = tare.WindowMid
 		}
 		rest := "while off-peak meets it"
-		if !windowPresent(c.Runs, WindowOffpeak) {
+		if !windowPresent(c.Runs, tare.WindowOffpeak) {
 			rest = "(no off-peak run says whether a quiet host would meet it: run that window before blaming the host)"
 		}
 		advice = append(advice, fmt.Sprintf("%s fails the SLO %s (%s) %s: add headroom or move the workload (off the busy hours, or to a less crowded or dedicated host).", titleCase(w), slo, quote(w), rest))
@@ -177,8 +170,8 @@ func valueRange(metric string, windows []string, values []float64, higherIsBette
 		byWindow[w] = append(byWindow[w], values[i])
 	}
 	switch {
-	case len(byWindow[WindowPeak]) > 0 || len(byWindow[WindowOffpeak]) > 0 || len(byWindow[WindowMid]) > 0:
-		r.Best, r.Worst, r.Typical = medianPtr(byWindow[WindowOffpeak]), medianPtr(byWindow[WindowPeak]), medianPtr(byWindow[WindowMid])
+	case len(byWindow[tare.WindowPeak]) > 0 || len(byWindow[tare.WindowOffpeak]) > 0 || len(byWindow[tare.WindowMid]) > 0:
+		r.Best, r.Worst, r.Typical = medianPtr(byWindow[tare.WindowOffpeak]), medianPtr(byWindow[tare.WindowPeak]), medianPtr(byWindow[tare.WindowMid])
 	case len(values) > 0:
 		r.From = "runs"
 		best, worst := slices.Min(values), slices.Max(values)
@@ -261,7 +254,7 @@ func metricName(m string) string {
 
 func titleCase(w string) string {
 	switch w {
-	case WindowOffpeak:
+	case tare.WindowOffpeak:
 		return "Off-peak"
 	case "":
 		return w

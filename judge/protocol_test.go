@@ -19,7 +19,7 @@ func seedComparison(t *testing.T) (*tare.Comparison, []tare.Summary) {
 	f := tare.Float
 	var runs []tare.Summary
 	var c tare.Comparison
-	for i, w := range []string{WindowPeak, WindowOffpeak} {
+	for i, w := range []string{tare.WindowPeak, tare.WindowOffpeak} {
 		r := a.Runs[i]
 		s := tare.Summary{
 			Run:      tare.Run{ID: fmt.Sprintf("r%d", i), Window: w},

@@ -53,7 +53,7 @@ func TestParsePlanDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != "nightly" || p.Days != 1 || p.Loc != time.Local || p.TZ != "" || p.Sweep != nil || len(p.Windows) != 3 || p.Windows[0].Name != Peak {
+	if p.ID != "nightly" || p.Days != 1 || p.Loc != time.Local || p.TZ != "" || p.Sweep != nil || len(p.Windows) != 3 || p.Windows[0].Name != tare.WindowPeak {
 		t.Errorf("defaults: %+v", p)
 	}
 }

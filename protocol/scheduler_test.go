@@ -108,7 +108,7 @@ func TestSchedulerRestart(t *testing.T) {
 	first := h.scheduler(s)
 	wait := first.Wait
 	first.Wait = func(ctx context.Context, until time.Time, next Slot) error {
-		if next.Window.Name == Offpeak {
+		if next.Window.Name == tare.WindowOffpeak {
 			return killed // the process dies while waiting for the night
 		}
 		return wait(ctx, until, next)
@@ -130,7 +130,7 @@ func TestSchedulerRestart(t *testing.T) {
 	if len(h.missed) != 1 || h.missed[0] != "offpeak@2026-12-02: the window passed while tare was not running" {
 		t.Errorf("missed %q, want the off-peak window, once", h.missed)
 	}
-	runs, _ := h.st.FindRuns(context.Background(), tare.RunFilter{Protocol: "checkout", Window: Offpeak})
+	runs, _ := h.st.FindRuns(context.Background(), tare.RunFilter{Protocol: "checkout", Window: tare.WindowOffpeak})
 	if len(runs) != 0 {
 		t.Errorf("a run was stored for the missed window: %+v", runs)
 	}
@@ -151,7 +151,7 @@ func TestSchedulerInterruptedRun(t *testing.T) {
 		t.Fatalf("interrupted loop: %v", err)
 	}
 	second := h.scheduler(s)
-	second.Only, second.Once = Peak, true
+	second.Only, second.Once = tare.WindowPeak, true
 	if err := second.Loop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,12 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// The windows' names, as runs store them.
-const (
-	Peak    = "peak"
-	Offpeak = "offpeak"
-	Mid     = "mid"
-)
-
 // DefaultWindows returns the three windows of DESIGN.md, peak first.
 func DefaultWindows() []tare.Window {
 	return []tare.Window{
-		{Name: Peak, From: 14 * time.Hour, To: 16 * time.Hour, Purpose: "worst-case latency: what users see by day"},
-		{Name: Offpeak, From: 2 * time.Hour, To: 4 * time.Hour, Purpose: "best-case latency: the code on a quiet host"},
-		{Name: Mid, From: 8 * time.Hour, To: 10 * time.Hour, Purpose: "typical latency: the baseline for capacity math"},
+		{Name: tare.WindowPeak, From: 14 * time.Hour, To: 16 * time.Hour, Purpose: "worst-case latency: what users see by day"},
+		{Name: tare.WindowOffpeak, From: 2 * time.Hour, To: 4 * time.Hour, Purpose: "best-case latency: the code on a quiet host"},
+		{Name: tare.WindowMid, From: 8 * time.Hour, To: 10 * time.Hour, Purpose: "typical latency: the baseline for capacity math"},
 	}
 }
 

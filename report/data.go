@@ -74,11 +74,11 @@ const (
 // green, mid blue) and anything else the next of a palette.
 func windowColor(name string, i int) string {
 	switch strings.ToLower(name) {
-	case "peak":
+	case tare.WindowPeak:
 		return "#d62728"
-	case "offpeak", "off-peak":
+	case tare.WindowOffpeak, "off-peak":
 		return "#2ca02c"
-	case "mid":
+	case tare.WindowMid:
 		return "#1f77b4"
 	}
 	palette := []string{"#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"}

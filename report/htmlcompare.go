@@ -104,9 +104,9 @@ func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
 	if cp := c.Capacity; cp.Best != nil || cp.Worst != nil {
 		out.Capacity = &Capacity{
 			Unit:    cp.Metric,
-			Best:    CapacityPoint{Window: "offpeak", Value: cp.Best},
-			Typical: CapacityPoint{Window: "mid", Value: cp.Typical},
-			Worst:   CapacityPoint{Window: "peak", Value: cp.Worst},
+			Best:    CapacityPoint{Window: tare.WindowOffpeak, Value: cp.Best},
+			Typical: CapacityPoint{Window: tare.WindowMid, Value: cp.Typical},
+			Worst:   CapacityPoint{Window: tare.WindowPeak, Value: cp.Worst},
 		}
 		if cp.From == "runs" {
 			out.Capacity.Best.Window, out.Capacity.Typical.Window, out.Capacity.Worst.Window = "best run", "", "worst run"

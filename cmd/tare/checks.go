@@ -37,8 +37,7 @@ func init() {
 // checkWindow validates a --window filter: an unknown window would match
 // no run and look like an empty store.
 func checkWindow(w string) error {
-	switch w {
-	case "", "peak", "offpeak", "mid":
+	if w == "" || tare.IsWindow(w) {
 		return nil
 	}
 	return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", w)

@@ -325,11 +325,11 @@ func sweepInput(ctx context.Context, st tare.Store, runs []tare.Run) (*stats.Com
 
 func windowOrder(w string) int {
 	switch w {
-	case judge.WindowPeak:
+	case tare.WindowPeak:
 		return 0
-	case judge.WindowOffpeak:
+	case tare.WindowOffpeak:
 		return 1
-	case judge.WindowMid:
+	case tare.WindowMid:
 		return 2
 	}
 	return 3

@@ -65,10 +65,8 @@ func (f *loadFlags) schedule() (arrival.Process, error) {
 	case f.drain < 0:
 		return nil, tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", f.drain)
 	}
-	switch f.window {
-	case "", "peak", "offpeak", "mid":
-	default:
-		return nil, tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", f.window)
+	if err := checkWindow(f.window); err != nil {
+		return nil, err
 	}
 	p, err := arrival.New(f.arrival, float64(f.rate), f.burstiness, f.seed)
 	if err != nil {

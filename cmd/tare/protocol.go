@@ -235,7 +235,7 @@ exits: what the lines of tare protocol cron do.`,
   tare protocol run checkout.yaml --days 3 --tz Europe/Paris`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if only != "" && !slices.Contains([]string{protocol.Peak, protocol.Offpeak, protocol.Mid}, only) {
+			if only != "" && !slices.Contains([]string{tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid}, only) {
 				return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", only)
 			}
 			if now && only != "" {
