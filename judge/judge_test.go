@@ -175,6 +175,19 @@ func TestLevels(t *testing.T) {
 			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = pct(30), pct(12)
 			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: []tare.ProcessShare{{Name: "sh", PID: 4121, CPUPct: 48}}}
 		}, tare.Polluted, SignalNeighbours},
+		// One tick behind a neighbour (a shell command) is a blip; two are not.
+		{"one tick behind a neighbour", func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = pct(3), pct(2)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Others: 2, Idle: 88}
+			ticks[4].Host.RunDelay, ticks[4].Host.CPUBy = pct(30), &tare.CPUBy{SystemUnderTest: 10, Others: 20, Idle: 70}
+		}, tare.Clean, ""},
+		{"two ticks behind a neighbour", func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = pct(6), pct(4)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Others: 4, Idle: 86}
+			for _, i := range []int{4, 7} {
+				ticks[i].Host.RunDelay, ticks[i].Host.CPUBy = pct(30), &tare.CPUBy{SystemUnderTest: 10, Others: 20, Idle: 70}
+			}
+		}, tare.Polluted, SignalNeighbours},
 		{"saturated", func(s *tare.Summary, ticks []tare.Tick) {
 			for i := range ticks {
 				ticks[i].Arrivals, ticks[i].Completions, ticks[i].InFlight = 100, 80, 20*(i+1)
