@@ -189,7 +189,7 @@ func Verdict(w io.Writer, v tare.Verdict) error {
 func WhoseCPU(by *tare.CPUBy, vcpus int) string {
 	line := fmt.Sprintf("under test %.1f%%  tare %.1f%%  others %.1f%%  kernel %.1f%%  unattributed %.1f%%  steal %.1f%%  idle %.1f%%",
 		by.SystemUnderTest, by.Tare, by.Others, by.Kernel, by.Unattributed, by.Steal, by.Idle)
-	if len(by.TopOthers) > 0 {
+	if len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct*float64(max(vcpus, 1)) >= 0.5 {
 		top := by.TopOthers[0]
 		line += fmt.Sprintf("   top other: %s (pid %d) %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*float64(max(vcpus, 1)))
 	}
