@@ -1,6 +1,9 @@
 package tare
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // MeasureOffset measures another clock against the local one: read returns
 // the other clock's time, now the local one. Of n readings, the one with
@@ -20,4 +23,17 @@ func MeasureOffset(now func() time.Time, read func() (time.Time, error), n int) 
 		}
 	}
 	return offset, rtt, at, nil
+}
+
+// Sleep waits for d, or until ctx is done, whichever comes first, and
+// returns ctx's error in the second case.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

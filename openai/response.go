@@ -48,25 +48,17 @@ func (r *Response) OK() bool { return r.Err == "" }
 func (r *Response) E2E() time.Duration { return r.Done.Sub(r.Sent) }
 
 // TTFT is FirstToken − Sent, the time to the first content token; 0 when
-// no content came.
-func (r *Response) TTFT() time.Duration {
-	if r.FirstToken.IsZero() {
-		return 0
-	}
-	return r.FirstToken.Sub(r.Sent)
-}
+// no content came. The rule is tare.Result's, which the load engine uses.
+func (r *Response) TTFT() time.Duration { return r.timings().TTFT() }
 
-// TPOT is the time per output token after the first, vLLM's definition:
-//
-//	TPOT = (e2e − TTFT) / (n − 1)
-//
-// It is 0 when it cannot be measured: fewer than two tokens, no first
-// token, or an unknown token count.
-func (r *Response) TPOT() time.Duration {
-	if r.OutputTokens < 2 || r.FirstToken.IsZero() {
-		return 0
-	}
-	return r.Done.Sub(r.FirstToken) / time.Duration(r.OutputTokens-1)
+// TPOT is the time per output token after the first, tare.Result's rule
+// (vLLM's definition): (e2e − TTFT) / (n − 1); 0 when it cannot be
+// measured.
+func (r *Response) TPOT() time.Duration { return r.timings().TPOT() }
+
+// timings are the response's clocks as the load engine records them.
+func (r *Response) timings() *tare.Result {
+	return &tare.Result{Sent: r.Sent, FirstByte: r.FirstToken, Done: r.Done, OutputTokens: r.OutputTokens}
 }
 
 // measure accumulates one Response while it is read.

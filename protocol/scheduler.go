@@ -115,13 +115,6 @@ func (s *Scheduler) Slots(ctx context.Context, now time.Time) ([]Slot, error) {
 // sleepUntil waits on the real clock.
 func sleepUntil(now func() time.Time) func(ctx context.Context, until time.Time, _ Slot) error {
 	return func(ctx context.Context, until time.Time, _ Slot) error {
-		t := time.NewTimer(max(until.Sub(now()), 0))
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return tare.Sleep(ctx, max(until.Sub(now()), 0))
 	}
 }

@@ -408,7 +408,7 @@ func (t *Target) read(ctx context.Context) {
 			t.stats.ReadErrors++
 			t.mu.Unlock()
 			backoff = min(max(2*backoff, minReadBackoff), maxReadBackoff)
-			sleep(ctx, backoff)
+			tare.Sleep(ctx, backoff)
 			continue
 		}
 		cursor, backoff = next, 0
@@ -416,15 +416,6 @@ func (t *Target) read(ctx context.Context) {
 		for _, r := range results {
 			t.dispatch(r, received)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-	case <-timer.C:
 	}
 }
 
