@@ -1,6 +1,10 @@
 package tare
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // CPUShares is how one CPU (or all of them) spent a tick, as percent of the
 // tick's total jiffies, computed the way sysstat's mpstat does: guest time is
@@ -74,6 +78,16 @@ type ProcessShare struct {
 
 // TopOthersKept is how many of the busiest other processes a CPUBy keeps.
 const TopOthersKept = 5
+
+// Busiest sorts ps busiest first (the lower pid first among equals) and
+// returns the TopOthersKept first, in ps's array.
+func Busiest(ps []ProcessShare) []ProcessShare {
+	slices.SortFunc(ps, func(a, b ProcessShare) int {
+		return cmp.Or(cmp.Compare(b.CPUPct, a.CPUPct), cmp.Compare(a.PID, b.PID))
+	})
+	n := min(len(ps), TopOthersKept)
+	return ps[:n:n]
+}
 
 // Neighbours is the CPU that others held while anyone might have wanted
 // it: other processes and unattributed busy time, which is where other

@@ -2,7 +2,6 @@ package host
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -134,10 +133,7 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 		Steal:           float64(all.Steal) * 100 / total,
 		Idle:            float64(all.Idle+all.IOWait) * 100 / total,
 	}
-	slices.SortFunc(top, func(a, b tare.ProcessShare) int {
-		return cmp.Or(cmp.Compare(b.CPUPct, a.CPUPct), cmp.Compare(a.PID, b.PID))
-	})
-	by.TopOthers = top[:min(len(top), tare.TopOthersKept):min(len(top), tare.TopOthersKept)]
+	by.TopOthers = tare.Busiest(top)
 	for i := range by.TopOthers {
 		by.TopOthers[i].CPUPct = pct(by.TopOthers[i].CPUPct)
 	}

@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -140,10 +139,7 @@ func (t topOthers) top(n float64) []tare.ProcessShare {
 	for k, v := range t {
 		out = append(out, tare.ProcessShare{Name: k.name, PID: k.pid, CPUPct: v / n})
 	}
-	slices.SortFunc(out, func(a, b tare.ProcessShare) int {
-		return cmp.Or(cmp.Compare(b.CPUPct, a.CPUPct), cmp.Compare(a.PID, b.PID))
-	})
-	return out[:min(len(out), tare.TopOthersKept)]
+	return tare.Busiest(out)
 }
 
 func mixShares(a, b tare.CPUShares, fa, fb float64) tare.CPUShares {

@@ -108,18 +108,10 @@ func parseInstant(s string) (time.Time, error) {
 
 // waitUntil sleeps until t, or returns ctx's error if it ends first.
 func waitUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return nil
+	if d := time.Until(t); d > 0 {
+		return tare.Sleep(ctx, d)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return nil
 }
 
 // split is this shard's part of the schedule the load flags describe;
