@@ -25,6 +25,10 @@ const (
 	MinTick = 100 * time.Millisecond
 )
 
+// minLedgerJiffies is the shortest tick, in jiffies per CPU, that gets a
+// whose-CPU ledger: 5 jiffies, 50 ms.
+const minLedgerJiffies = 5
+
 // maxWarnings bounds the distinct warnings a sampler keeps.
 const maxWarnings = 16
 
@@ -372,7 +376,9 @@ func diff(prev, cur *reading, m *members) (tare.HostSample, error) {
 	case hs.TareRunDelay != nil:
 		hs.RunDelay = ptr(*hs.TareRunDelay)
 	}
-	if prev.HasProcs && cur.HasProcs {
+	// Process counters tick in jiffies: over a few of them (the last
+	// moments of a run) the split is noise, and none is given.
+	if prev.HasProcs && cur.HasProcs && all.total() >= minLedgerJiffies*uint64(max(len(per), 1)) {
 		by := ledger(all, prev.Procs, cur.Procs, prev.Uptime, m)
 		hs.CPUBy = &by
 	}

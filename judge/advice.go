@@ -18,16 +18,22 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	}
 	_, saturated := fired[SignalSaturation]
 	var a []string
+	// A window with no load of tare's own (tare watch) has no figures of
+	// its own: what it judges is the load tool's.
+	figures := "these figures"
+	if s.Requests.Total == 0 && s.Latency.P50 == nil {
+		figures = "the load tool's figures from this window"
+	}
 	switch v.Level {
 	case tare.Polluted:
-		a = append(a, "Do not scale up (or down) on these figures: interference from outside the test shaped them, so they describe the host, not your code.")
+		a = append(a, fmt.Sprintf("Do not scale up (or down) on %s: interference from outside the test shaped them, so they describe the host, not your code.", figures))
 	case tare.Suspect:
-		a = append(a, "Treat these figures with care: tare cannot tell whether something besides your code moved them.")
+		a = append(a, fmt.Sprintf("Treat %s with care: tare cannot tell whether something besides your code moved them.", figures))
 	case tare.Clean:
 		if saturated {
 			a = append(a, "No interference from outside the test: these figures describe the system under test, which ran out of capacity at this load.")
 		} else {
-			a = append(a, "No interference from outside the test: these figures describe the system under test.")
+			a = append(a, fmt.Sprintf("No interference from outside the test: %s describe the system under test.", figures))
 		}
 	}
 	if _, ok := fired[SignalSteal]; ok {

@@ -414,7 +414,7 @@ func warnings(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if p := s.Host.PollutedTicksPct; p != nil && *p > 0 && v.Level == tare.Clean {
 		// Too few to pollute the run, but the clean-tick figures leave them out.
 		msg := fmt.Sprintf("%.0f%% of ticks had interference above %g%% (steal, throttling or waiting behind neighbours), too few to change the verdict", *p, th.Steal)
-		if s.CleanLatency != nil {
+		if s.CleanLatency != nil && s.Requests.Total > 0 {
 			msg += ": the clean-tick percentiles leave them out"
 		}
 		w = append(w, msg)

@@ -64,6 +64,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"demo jobs", []string{"demo", "--jobs", "-1"}, "--jobs must be 0 or more; got -1"},
 		{"demo queue url", []string{"demo", "--queue", "ftp://x"}, `--queue: redis URL "ftp://x": want redis://`},
 		{"demo args", []string{"demo", "now"}, `unknown command "now" for "tare demo"`},
+		{"watch slo", []string{"watch", "--no-store", "--slo", "p95<=1s", "--", "true"}, "tare watch sees no latency of its own, so --slo has nothing to judge"},
+		{"check slo", []string{"check", "--for", "1s", "--fail-on", "slo", "--slo", "p95<=1s"}, "tare check sees no latency of its own"},
 		{"check for", []string{"check", "--for", "soon"}, `--for must be a duration like 30s, 1m30s or 250ms; got "soon"`},
 		{"check threshold", []string{"check", "--steal-threshold", "-3"}, "--steal-threshold must be a percentage from 0 to 100; got -3"},
 		{"watch threshold", []string{"watch", "--steal-threshold", "200", "--", "true"}, "--steal-threshold must be a percentage from 0 to 100; got 200"},

@@ -38,6 +38,9 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			if err != nil {
 				return err
 			}
+			if err := judge.hostOnly("tare check"); err != nil {
+				return err
+			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
 			cfg, err := host.config(os.Getpid())

@@ -207,6 +207,16 @@ func (f *judgeFlags) judging() (judging, error) {
 	return j, nil
 }
 
+// hostOnly refuses what a command that sends no load of its own (tare
+// watch, tare check) cannot judge: it sees no latency, so an SLO would
+// fail (or pass) on nothing.
+func (f *judgeFlags) hostOnly(command string) error {
+	if f.slo != "" || f.failOn == "slo" {
+		return tare.Errorf(tare.EINVALID, "%s sees no latency of its own, so --slo has nothing to judge: drop --slo (and --fail-on slo), judge the tool's own report, or measure with tare run", command)
+	}
+	return nil
+}
+
 // flagged names the flag a user error came from: a message that starts
 // with the flag's name ("rate must …") gets its dashes, any other is
 // prefixed with the flag. With flag "", the message's first word is the flag.

@@ -47,6 +47,9 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
+			if err := judge.hostOnly("tare watch"); err != nil {
+				return err
+			}
 			sampling, err := host.config(os.Getpid())
 			if err != nil {
 				return err
