@@ -1,5 +1,46 @@
 package tare
 
+import (
+	"strconv"
+	"time"
+)
+
+// ShardSep separates a run id from its shard in the id of a shard's row:
+// "<run id>.shard-2-of-4". A store keeps one row per shard; readers merge
+// the rows of one run id.
+const ShardSep = ".shard-"
+
+// The keys a coordinated shard records in its run's configuration: its
+// clock offset against the coordinating Redis (Redis − local, in
+// milliseconds) at the start and the end of the run, and the round trip
+// that bounds their error.
+const (
+	ConfigClockStart = "clock.offset_start_ms"
+	ConfigClockEnd   = "clock.offset_end_ms"
+	ConfigClockRTT   = "clock.rtt_ms"
+)
+
+// ClockOffset is a stored shard's clock offset against the coordinating
+// Redis: the mean of its start and end readings, and the largest of them
+// in size; ok is false when the shard was not coordinated.
+func (r Run) ClockOffset() (mean, worst time.Duration, ok bool) {
+	var sum time.Duration
+	var n int
+	for _, k := range []string{ConfigClockStart, ConfigClockEnd} {
+		v, err := strconv.ParseFloat(r.Config[k], 64)
+		if err != nil {
+			continue
+		}
+		d := time.Duration(v * float64(time.Millisecond))
+		sum, n = sum+d, n+1
+		worst = max(worst, d.Abs())
+	}
+	if n == 0 {
+		return 0, 0, false
+	}
+	return sum / time.Duration(n), worst, true
+}
+
 // ShardSummary is one generator's part of a run whose load was split over
 // several generators (tare run --shard i/N): who it was and what its own
 // host did. A merged summary pools the shards' raw records for every

@@ -1,16 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
-	"io/fs"
-	"math"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,6 +11,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -134,25 +128,13 @@ func compareArgs(ctx context.Context, src *runSource, args []string, rules judge
 	if len(inputs) < 2 {
 		return nil, tare.Errorf(tare.EINVALID, "compare needs at least two runs; %s gave %d", strings.Join(args, " "), len(inputs))
 	}
-	return compareInputs(inputs, sweeps, rules), nil
-}
-
-// compareInputs is the comparison of the inputs, judged.
-func compareInputs(inputs []stats.CompareInput, sweeps []tare.SweepCapacity, rules judge.ProtocolRules) *tare.Comparison {
-	c := stats.Compare(inputs)
-	c.Sweeps = sweeps
-	summaries := make([]tare.Summary, len(inputs))
-	for i := range inputs {
-		summaries[i] = inputs[i].Summary
-	}
-	judge.Protocol(&c, summaries, rules)
-	return &c
+	return session.Compare(inputs, sweeps, rules), nil
 }
 
 // readArg reads one argument: a summary file, a protocol id or a run id.
 func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
-		s, err := readSummaryFile(arg)
+		s, err := session.ReadSummary(arg)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -169,168 +151,22 @@ func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareIn
 		return nil, nil, err
 	}
 	if len(runs) > 0 {
-		return protocolInputs(ctx, st, runs)
+		return session.LoadWindows(ctx, st, runs)
 	}
-	id, err := resolveRun(ctx, st, arg)
+	id, err := session.Resolve(ctx, st, arg)
 	if err != nil {
 		if tare.ErrorCode(err) == tare.ENOTFOUND {
 			return nil, nil, tare.Errorf(tare.ENOTFOUND, "%q is neither a summary file, a protocol nor a stored run (tare runs list shows them)", arg)
 		}
 		return nil, nil, err
 	}
-	in, err := storedInput(ctx, st, id)
+	in, err := session.LoadInput(ctx, st, id)
 	return []stats.CompareInput{in}, nil, err
 }
 
-// readSummaryFile reads one tare.summary/v1 object. It decodes from the
-// file as a stream: a large file of raw records is refused after its first
-// line, not read whole.
-func readSummaryFile(path string) (tare.Summary, error) {
-	var s tare.Summary
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
-		}
-		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
-	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&s); err != nil {
-		// The decoder's message names the field and the type it wanted.
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
-	}
-	if s.Schema != tare.SummarySchema {
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)
-	}
-	if dec.More() {
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): more than one JSON value", path, tare.SummarySchema)
-	}
-	return s, nil
-}
-
-func storedInput(ctx context.Context, st tare.Store, id string) (stats.CompareInput, error) {
-	if s, ticks, merged, err := findShardsMerged(ctx, st, id); merged || err != nil {
-		return stats.CompareInput{Summary: s, Ticks: ticks, Source: "store"}, err
-	}
-	s, err := st.FindSummary(ctx, id)
-	if err != nil {
-		return stats.CompareInput{}, err
-	}
-	ticks, err := st.FindTicks(ctx, id)
-	if err != nil {
-		return stats.CompareInput{}, err
-	}
-	if ticks == nil {
-		ticks = []tare.Tick{}
-	}
-	return stats.CompareInput{Summary: s, Ticks: ticks, Source: "store"}, nil
-}
-
-// The keys a sweep step's run records in its configuration.
+// The keys a sweep step's run records in its configuration (sweep.go
+// writes them; session reads them back).
 const (
-	configSweepRate = "sweep.rate" // the rate the step asked for, per second
-	configSweepSlot = "sweep.slot" // the sweep the step belongs to: window@date, or a run-unique id
+	configSweepRate = session.ConfigSweepRate
+	configSweepSlot = session.ConfigSweepSlot
 )
-
-// protocolInputs reads the complete runs of a protocol, windows in
-// protocol order. The steps of a sweep are judged again and stand for
-// their window by the highest step that held.
-func protocolInputs(ctx context.Context, st tare.Store, runs []tare.Run) ([]stats.CompareInput, []tare.SweepCapacity, error) {
-	slices.SortStableFunc(runs, func(a, b tare.Run) int {
-		return cmp.Or(cmp.Compare(windowOrder(a.Window), windowOrder(b.Window)), a.StartedAt.Compare(b.StartedAt))
-	})
-	var (
-		inputs []stats.CompareInput
-		sweeps []tare.SweepCapacity
-	)
-	steps := map[string][]tare.Run{}
-	var slots []string
-	for _, r := range runs {
-		if r.Status != tare.StatusComplete {
-			continue
-		}
-		if slot := r.Config[configSweepSlot]; slot != "" {
-			if _, ok := steps[slot]; !ok {
-				slots = append(slots, slot)
-			}
-			steps[slot] = append(steps[slot], r)
-			continue
-		}
-		in, err := storedInput(ctx, st, r.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		inputs = append(inputs, in)
-	}
-	for _, slot := range slots {
-		in, sw, err := sweepInput(ctx, st, steps[slot])
-		if err != nil {
-			return nil, nil, err
-		}
-		if in != nil {
-			inputs = append(inputs, *in)
-		}
-		sweeps = append(sweeps, sw)
-	}
-	return inputs, sweeps, nil
-}
-
-// sweepInput judges the stored steps of one sweep again, with the SLO they
-// ran under, and returns the highest step that held and the capacity.
-func sweepInput(ctx context.Context, st tare.Store, runs []tare.Run) (*stats.CompareInput, tare.SweepCapacity, error) {
-	sw := tare.SweepCapacity{Window: runs[0].Window, Steps: len(runs)}
-	var slo judge.SLO
-	if s := runs[0].Config["slo"]; s != "" {
-		if parsed, err := judge.ParseSLO(s); err == nil {
-			slo = parsed
-		}
-	}
-	type judged struct {
-		in   stats.CompareInput
-		rate float64
-		ok   bool
-	}
-	var all []judged
-	failed := math.Inf(1)
-	for _, r := range runs {
-		rate, err := strconv.ParseFloat(r.Config[configSweepRate], 64)
-		if err != nil {
-			continue
-		}
-		in, err := storedInput(ctx, st, r.ID)
-		if err != nil {
-			return nil, sw, err
-		}
-		ok := judge.Step(&in.Summary, in.Ticks, slo, judge.DefaultSweepRules()).Status == tare.StepOK
-		all = append(all, judged{in, rate, ok})
-		if !ok {
-			failed = min(failed, rate)
-		}
-	}
-	// The capacity is the highest rate that held below the lowest that
-	// failed, as the search itself decided.
-	var best *judged
-	for i := range all {
-		if j := &all[i]; j.ok && j.rate < failed && (best == nil || j.rate > best.rate) {
-			best = j
-		}
-	}
-	if best == nil {
-		return nil, sw, nil
-	}
-	sw.CapacityPerS, sw.AtLeast = tare.Float(best.rate), math.IsInf(failed, 1)
-	return &best.in, sw, nil
-}
-
-func windowOrder(w string) int {
-	switch w {
-	case tare.WindowPeak:
-		return 0
-	case tare.WindowOffpeak:
-		return 1
-	case tare.WindowMid:
-		return 2
-	}
-	return 3
-}

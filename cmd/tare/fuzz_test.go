@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/session"
 )
 
 // FuzzSummaryFile: any file given to tare compare or tare runs import is
@@ -37,7 +38,7 @@ func FuzzSummaryFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := readSummaryFile(path)
+		s, err := session.ReadSummary(path)
 		if err != nil {
 			if tare.ErrorCode(err) != tare.EINVALID {
 				t.Fatalf("error %v: want EINVALID", err)

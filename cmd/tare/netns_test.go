@@ -22,6 +22,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -173,7 +174,7 @@ func TestShardsOnHostsNamesTheHoggedOne(t *testing.T) {
 	interfere.Exclusive(t)
 	group := fmt.Sprintf("netns-%d", time.Now().UnixNano())
 	t.Cleanup(func() {
-		rows, _ := findShards(ctx, st, group)
+		rows, _ := session.Shards(ctx, st, group)
 		for _, r := range rows {
 			st.DeleteRun(ctx, r.ID)
 		}

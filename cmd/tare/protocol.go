@@ -21,6 +21,7 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/protocol"
 	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/session"
 )
 
 const protocolLong = `The three-window protocol: the same load in a peak window (14:00–16:00), an
@@ -409,7 +410,7 @@ func (pr *protocolRun) compare(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	inputs, sweeps, err := protocolInputs(ctx, pr.st, runs)
+	inputs, sweeps, err := session.LoadWindows(ctx, pr.st, runs)
 	if err != nil {
 		return err
 	}
@@ -417,7 +418,7 @@ func (pr *protocolRun) compare(ctx context.Context, id string) error {
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, len(inputs), plural(len(inputs), "window", "windows"))
 		return nil
 	}
-	c := compareInputs(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.plan.DivergencePct, SLO: pr.lp.prep.judging.slo})
+	c := session.Compare(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.plan.DivergencePct, SLO: pr.lp.prep.judging.slo})
 	if strings.Contains(id, "-dry-") {
 		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -79,7 +80,7 @@ its tables and percentiles are drawn.`,
 				for i, r := range runs {
 					inputs[i] = stats.CompareInput{Summary: r.Summary, Ticks: r.Ticks, Source: "store"}
 				}
-				c := compareInputs(inputs, nil, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
+				c := session.Compare(inputs, nil, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
 				page.Comparison = report.ComparisonOf(c, runs)
 			}
 			size, err := writeOutput(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })
@@ -129,7 +130,7 @@ func (s *sources) load(ctx context.Context, arg string) ([]*report.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveRun(ctx, st, arg)
+	id, err := session.Resolve(ctx, st, arg)
 	if err == nil {
 		run, err := loadStored(ctx, st, id)
 		if err != nil {
@@ -158,19 +159,12 @@ func (s *sources) load(ctx context.Context, arg string) ([]*report.Run, error) {
 // loadStored reads a stored run: its summary, its ticks and, streamed, its
 // raw records.
 func loadStored(ctx context.Context, st tare.Store, id string) (*report.Run, error) {
-	if rows, err := findShards(ctx, st, id); err != nil || len(rows) > 0 {
-		return loadMerged(ctx, st, id, rows, err)
-	}
-	s, err := st.FindSummary(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	ticks, err := st.FindTicks(ctx, id)
+	s, ticks, err := session.LoadRun(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}
 	run := report.NewRun(s, ticks)
-	if err := st.StreamResults(ctx, id, run.AddResult); err != nil {
+	if err := session.StreamResults(ctx, st, id, run.AddResult); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -179,16 +173,16 @@ func loadStored(ctx context.Context, st tare.Store, id string) (*report.Run, err
 // loadFile reads a summary JSON file as it is, or raw JSONL records,
 // summarised and judged here, then streamed once more into the report.
 func loadFile(path string) (*report.Run, error) {
-	if s, err := readSummaryFile(path); err == nil {
+	if s, err := session.ReadSummary(path); err == nil {
 		return report.NewRun(s, nil), nil
 	}
-	f := recordsFile{path, "report"}
-	s, ticks, err := f.summarise(nil, nil)
+	f := session.Records{Path: path, Command: "report"}
+	s, ticks, err := f.Summarise(nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	run := report.NewRun(s, ticks)
-	if err := f.each(run.AddResult); err != nil {
+	if err := f.Each(run.AddResult); err != nil {
 		return nil, err
 	}
 	return run, nil

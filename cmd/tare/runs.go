@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/report"
-	"github.com/tare-dev/tare/store"
+	"github.com/tare-dev/tare/session"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -126,42 +125,12 @@ func (f *storeFlags) openRun(ctx context.Context, arg string) (tare.Store, strin
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := resolveRun(ctx, st, arg)
+	id, err := session.Resolve(ctx, st, arg)
 	if err != nil {
 		st.Close()
 		return nil, "", err
 	}
 	return st, id, nil
-}
-
-// resolveRun finds the one stored run whose id starts with prefix.
-func resolveRun(ctx context.Context, st tare.Store, prefix string) (string, error) {
-	if prefix == "" {
-		return "", tare.Errorf(tare.EINVALID, "give a run id (tare runs list shows them)")
-	}
-	if rows, err := findShards(ctx, st, prefix); err != nil || len(rows) > 0 {
-		return prefix, err // a sharded run: its shards are merged when read
-	}
-	runs, err := st.FindRuns(ctx, tare.RunFilter{})
-	if err != nil {
-		return "", err
-	}
-	var match []string
-	for _, r := range runs {
-		if r.ID == prefix {
-			return r.ID, nil
-		}
-		if strings.HasPrefix(r.ID, prefix) {
-			match = append(match, r.ID)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return "", tare.Errorf(tare.ENOTFOUND, "no stored run %q (tare runs list shows them)", prefix)
-	case 1:
-		return match[0], nil
-	}
-	return "", tare.Errorf(tare.EINVALID, "run id %q is ambiguous: %d runs start with it; give more of it", prefix, len(match))
 }
 
 func newRunsShowCmd(sf *storeFlags) *cobra.Command {
@@ -171,12 +140,12 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 		Short: "Print a stored run's summary and verdict as tare run printed them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, id, err := sf.openRun(cmd.Context(), args[0])
+			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			s, ticks, err := findMerged(cmd.Context(), st, id)
+			s, ticks, err := session.Load(cmd.Context(), st, args[0])
 			if err != nil {
 				return err
 			}
@@ -267,10 +236,10 @@ sampled, so the host figures are n/a).`,
 			}
 			defer st.Close()
 			var id string
-			if s, serr := readSummaryFile(args[0]); serr == nil {
-				id, err = importSummary(ctx, st, s, label)
+			if s, serr := session.ReadSummary(args[0]); serr == nil {
+				id, err = session.ImportSummary(ctx, st, s, label)
 			} else {
-				id, err = importRecords(ctx, st, args[0], label)
+				id, err = session.ImportRecords(ctx, st, args[0], label, version)
 			}
 			if err != nil {
 				return err
@@ -281,57 +250,6 @@ sampled, so the host figures are n/a).`,
 	}
 	cmd.Flags().StringVar(&label, "label", "", "label the imported run (default: its own label, or the file name)")
 	return cmd
-}
-
-func importSummary(ctx context.Context, st tare.Store, s tare.Summary, label string) (string, error) {
-	s.Run.ID = store.NewRunID()
-	if label != "" {
-		s.Run.Label = label
-	}
-	if s.Run.Status == "" || s.Run.Status == tare.StatusRunning {
-		s.Run.Status = tare.StatusInterrupted
-	}
-	status := s.Run.Status
-	run := s.Run
-	run.Status = tare.StatusRunning
-	if err := st.CreateRun(ctx, run, s.Env); err != nil {
-		return "", err
-	}
-	s.Run.Status = status
-	return s.Run.ID, st.FinishRun(ctx, s)
-}
-
-// importRecords stores raw JSONL records, summarised and judged again here.
-func importRecords(ctx context.Context, st tare.Store, path, label string) (string, error) {
-	run := tare.Run{ID: store.NewRunID(), Label: orDefault(label, filepath.Base(path)), Target: "imported from " + filepath.Base(path),
-		Status: tare.StatusRunning, Version: version}
-	batch := make([]tare.Result, 0, 1000)
-	flush := func() error {
-		err := st.AppendResults(ctx, run.ID, batch)
-		batch = batch[:0]
-		return err
-	}
-	begin := func(start, end time.Time) error {
-		run.StartedAt, run.EndedAt = start, end
-		return st.CreateRun(ctx, run, tare.Env{})
-	}
-	s, ticks, err := recordsFile{path, "import"}.summarise(begin, func(r *tare.Result) error {
-		if batch = append(batch, *r); len(batch) == cap(batch) {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err == nil {
-		err = st.AppendTicks(ctx, run.ID, ticks)
-	}
-	if err != nil {
-		return "", err
-	}
-	s.Run.ID, s.Run.Label, s.Run.Target, s.Run.Version = run.ID, run.Label, run.Target, version
-	return run.ID, st.FinishRun(ctx, s)
 }
 
 func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
@@ -349,7 +267,7 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 			defer st.Close()
 			// A sharded run is stored as one row per shard: all go.
 			ids := []string{id}
-			if rows, err := findShards(ctx, st, id); err != nil {
+			if rows, err := session.Shards(ctx, st, id); err != nil {
 				return err
 			} else if len(rows) > 0 {
 				ids = ids[:0]
@@ -358,7 +276,7 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 				}
 			}
 			if !yes {
-				s, _, err := findMerged(ctx, st, id)
+				s, _, err := session.Load(ctx, st, id)
 				if err != nil {
 					return err
 				}

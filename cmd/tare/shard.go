@@ -81,17 +81,12 @@ func groupID(label string, startAt time.Time) string {
 	return uuid.NewSHA1(groupNamespace, []byte(label+"\x00"+startAt.UTC().Format(time.RFC3339Nano))).String()
 }
 
-// shardSep separates a run id from its shard in the id of a shard's row:
-// "<run id>.shard-2-of-4". The store keeps one row per shard; readers
-// merge the rows of one run id (see findShards).
-const shardSep = ".shard-"
-
 // rowID is the stored id of this generator's part of the run.
 func (p sharding) rowID() string {
 	if p.group == "" || !p.shard.Sharded() {
 		return p.group
 	}
-	return fmt.Sprintf("%s%s%d-of-%d", p.group, shardSep, p.shard.Index, p.shard.Count)
+	return fmt.Sprintf("%s%s%d-of-%d", p.group, tare.ShardSep, p.shard.Index, p.shard.Count)
 }
 
 // parseInstant reads an RFC 3339 instant or Unix seconds (fractions allowed).

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -95,7 +96,7 @@ func TestShardedRunMerges(t *testing.T) {
 	}
 	defer st.Close()
 	t.Cleanup(func() {
-		rows, _ := findShards(ctx, st, group)
+		rows, _ := session.Shards(ctx, st, group)
 		for _, r := range rows {
 			st.DeleteRun(ctx, r.ID)
 		}
@@ -134,7 +135,7 @@ func TestShardedRunMerges(t *testing.T) {
 		t.Fatalf("merged run %s: %d requests over %d shards; want %s, %d over %d", s.Run.ID, s.Requests.Total, len(s.Shards), group, jobs, shards)
 	}
 	var lat []float64
-	rows, err := findShards(ctx, st, group)
+	rows, err := session.Shards(ctx, st, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,137 +166,8 @@ func TestShardedRunMerges(t *testing.T) {
 	if code, stdout, stderr := tareCmd(t, "runs", "delete", "--yes", group, "--db", dsn); code != 0 || !strings.Contains(stdout, "4 shards") {
 		t.Errorf("delete of a sharded run: exit %d: %s%s", code, stdout, stderr)
 	}
-	if rows, err := findShards(ctx, st, group); err != nil || len(rows) != 0 {
+	if rows, err := session.Shards(ctx, st, group); err != nil || len(rows) != 0 {
 		t.Errorf("after delete, %d shard rows remain (%v)", len(rows), err)
-	}
-}
-
-// TestMergedVerdictNamesTheShard: the shards' own verdicts, judged on
-// their own hosts, reach the merged verdict by shard and host name: one
-// whose host had steal, one whose generator was starved.
-func TestMergedVerdictNamesTheShard(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir()+"/merge.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	const group = "0193-merge"
-	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	fired := map[int]tare.Signal{
-		2: {Name: "steal", Fired: true, Value: tare.Float(31), Threshold: 10, Detail: "steal was 31% of ticks"},
-		3: {Name: "generator", Fired: true, Value: tare.Float(40), Threshold: 10, Detail: "send lag p99 was 40 ms"},
-	}
-	for i := 1; i <= 3; i++ {
-		run := tare.Run{ID: fmt.Sprintf("%s.shard-%d-of-3", group, i), Label: "merge", Target: "http://127.0.0.1/",
-			Arrival: fmt.Sprintf("poisson 10/s for 20 jobs, shard %d/3", i), StartedAt: start}
-		env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
-		if err := st.CreateRun(ctx, run, env); err != nil {
-			t.Fatal(err)
-		}
-		var rs []tare.Result
-		for k := range 20 {
-			at := start.Add(time.Duration(k*300+i*100) * time.Millisecond)
-			rs = append(rs, tare.Result{Seq: uint64(k), Scheduled: at, Sent: at, Done: at.Add(time.Duration(i*k+1) * time.Millisecond)})
-		}
-		if err := st.AppendResults(ctx, run.ID, rs); err != nil {
-			t.Fatal(err)
-		}
-		s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env, Requests: tare.Requests{Total: 20, OK: 20},
-			Verdict: tare.Verdict{Level: tare.Clean}}
-		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(7*time.Second)
-		if sig, ok := fired[i]; ok {
-			s.Verdict.Level, s.Verdict.Signals = tare.Polluted, []tare.Signal{sig}
-		}
-		if err := st.FinishRun(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := findShards(ctx, st, group)
-	if err != nil || len(rows) != 3 {
-		t.Fatalf("findShards: %d rows, %v", len(rows), err)
-	}
-	s, _, err := mergeShards(ctx, st, group, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 10/s for 20 jobs" {
-		t.Errorf("merged: %d requests, level %s, arrival %q", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
-	}
-	var details []string
-	for _, sig := range s.Verdict.Signals {
-		if sig.Fired {
-			details = append(details, sig.Detail)
-		}
-	}
-	all := strings.Join(details, "\n")
-	for _, want := range []string{"shard 2/3 on host host-2: steal", "shard 3/3 on host host-3: send lag"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("the merged verdict does not say %q:\n%s", want, all)
-		}
-	}
-	if strings.Contains(all, "host-1") {
-		t.Errorf("the quiet shard is blamed:\n%s", all)
-	}
-	if got := s.Shards[1]; got.Hostname != "host-2" || got.Level != tare.Polluted || !slices.Equal(got.Fired, []string{"steal"}) {
-		t.Errorf("shard 2's line: %+v", got)
-	}
-}
-
-// TestMergeRefusesSkewedClocks: a shard whose clock was further off the
-// coordinating Redis than the tolerance is not merged, and the error names
-// it; within the tolerance its records move onto the Redis clock.
-func TestMergeRefusesSkewedClocks(t *testing.T) {
-	tests := []struct {
-		name    string
-		offset  string // shard 2's offset at start and end, ms
-		wantErr string
-	}{
-		{name: "in tolerance", offset: "20.000"},
-		{name: "skewed", offset: "120.000", wantErr: "shard 2/2 on host host-2 had its clock 120ms off"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			st, err := store.Open(ctx, t.TempDir()+"/clock.db")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-			for i := 1; i <= 2; i++ {
-				run := tare.Run{ID: fmt.Sprintf("g.shard-%d-of-2", i), StartedAt: start, Config: map[string]string{
-					configClockStart: "0.000", configClockEnd: "0.000"}}
-				if i == 2 {
-					run.Config[configClockStart], run.Config[configClockEnd] = tt.offset, tt.offset
-				}
-				env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
-				if err := st.CreateRun(ctx, run, env); err != nil {
-					t.Fatal(err)
-				}
-				at := start.Add(time.Second)
-				st.AppendResults(ctx, run.ID, []tare.Result{{Scheduled: at, Sent: at, Done: at.Add(5 * time.Millisecond)}})
-				s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env}
-				s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(2*time.Second)
-				if err := st.FinishRun(ctx, s); err != nil {
-					t.Fatal(err)
-				}
-			}
-			rows, _ := findShards(ctx, st, "g")
-			s, _, err := mergeShards(ctx, st, "g", rows)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("merged despite the skew: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Latency.Max == nil || math.Abs(*s.Latency.Max-5) > 0.01 {
-				t.Errorf("latency max %v ms: the shift changed a latency", s.Latency.Max)
-			}
-		})
 	}
 }
 
@@ -318,7 +190,7 @@ func TestCoordinatedShards(t *testing.T) {
 	defer st.Close()
 	group := fmt.Sprintf("coord-%d", time.Now().UnixNano())
 	t.Cleanup(func() {
-		rows, _ := findShards(ctx, st, group)
+		rows, _ := session.Shards(ctx, st, group)
 		for _, r := range rows {
 			st.DeleteRun(ctx, r.ID)
 		}
@@ -354,7 +226,7 @@ func TestCoordinatedShards(t *testing.T) {
 			t.Fatal(e)
 		}
 	}
-	rows, err := findShards(ctx, st, group)
+	rows, err := session.Shards(ctx, st, group)
 	if err != nil || len(rows) != shards {
 		t.Fatalf("%d shard rows, %v", len(rows), err)
 	}

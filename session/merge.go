@@ -1,6 +1,7 @@
-package main
+package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -9,14 +10,18 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
-	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/stats"
 )
 
-// findShards returns the stored rows of the shards of run id, in shard
-// order, or none when id is not a sharded run.
-func findShards(ctx context.Context, st tare.Store, id string) ([]tare.Run, error) {
-	if id == "" || strings.Contains(id, shardSep) {
+// DefaultClockTolerance is the largest clock offset against the
+// coordinating Redis a shard may have for its records to be merged onto
+// one time axis with the others'.
+const DefaultClockTolerance = 50 * time.Millisecond
+
+// Shards returns the stored rows of the shards of run id, in shard order,
+// or none when id is not a sharded run.
+func Shards(ctx context.Context, st tare.Store, id string) ([]tare.Run, error) {
+	if id == "" || strings.Contains(id, tare.ShardSep) {
 		return nil, nil
 	}
 	runs, err := st.FindRuns(ctx, tare.RunFilter{})
@@ -25,7 +30,7 @@ func findShards(ctx context.Context, st tare.Store, id string) ([]tare.Run, erro
 	}
 	var out []tare.Run
 	for _, r := range runs {
-		if strings.HasPrefix(r.ID, id+shardSep) {
+		if strings.HasPrefix(r.ID, id+tare.ShardSep) {
 			out = append(out, r)
 		}
 	}
@@ -35,7 +40,7 @@ func findShards(ctx context.Context, st tare.Store, id string) ([]tare.Run, erro
 
 // shardOf is the index of a shard row's id ("…​.shard-2-of-4" is 2).
 func shardOf(rowID string) int {
-	_, rest, _ := strings.Cut(rowID, shardSep)
+	_, rest, _ := strings.Cut(rowID, tare.ShardSep)
 	var i, n int
 	fmt.Sscanf(rest, "%d-of-%d", &i, &n)
 	return i
@@ -43,19 +48,19 @@ func shardOf(rowID string) int {
 
 // shardName is "shard 2/4".
 func shardName(rowID string) string {
-	_, rest, _ := strings.Cut(rowID, shardSep)
+	_, rest, _ := strings.Cut(rowID, tare.ShardSep)
 	return "shard " + strings.Replace(rest, "-of-", "/", 1)
 }
 
-// mergeShards summarises the shards of one run as one run. Latency and
-// every other per-request figure are re-summarised from the pooled raw
-// records, so the merged percentiles are those of all records together,
-// exactly as one generator would have reported them (percentiles do not
-// average). Host signals are not pooled: each shard's host was judged on
-// its own ticks when it ran, and the merged verdict keeps those judgements
-// per host, naming the shard and host whose steal or throttling fired and
-// any shard whose own generator was starved.
-func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
+// merge summarises the shards of one run as one run. Latency and every
+// other per-request figure are re-summarised from the pooled raw records,
+// so the merged percentiles are those of all records together, exactly as
+// one generator would have reported them (percentiles do not average).
+// Host signals are not pooled: each shard's host was judged on its own
+// ticks when it ran, and the merged verdict keeps those judgements per
+// host, naming the shard and host whose steal or throttling fired and any
+// shard whose own generator was starved.
+func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
 	parts := make([]tare.Summary, len(rows))
 	shifts := make([]time.Duration, len(rows))
 	var start, end time.Time
@@ -68,10 +73,10 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 		// Each shard stamped its records with its own clock: a coordinated
 		// shard's recorded offset moves them onto the Redis clock, one time
 		// axis for all, unless it is too large to trust.
-		if mean, worst, ok := shardClock(s.Run); ok {
+		if mean, worst, ok := s.Run.ClockOffset(); ok {
 			if worst > DefaultClockTolerance {
 				return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "run %s: %s on host %s had its clock %s off the coordinating Redis (tolerance %s): its records cannot be merged onto one time axis with the others; synchronise the clocks (chrony, NTP) and measure again",
-					group, shardName(r.ID), orDefault(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
+					group, shardName(r.ID), cmp.Or(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
 			}
 			shifts[i] = mean
 			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
@@ -138,7 +143,7 @@ func mergeShards(ctx context.Context, st tare.Store, group string, rows []tare.R
 		s.Shards[i] = shardSummary(rows[i].ID, &p)
 		for _, sig := range judge.Fired(p.Verdict) {
 			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig.Name))
-			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), orDefault(p.Env.Hostname, "?"), sig.Detail)
+			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), cmp.Or(p.Env.Hostname, "?"), sig.Detail)
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}
@@ -159,51 +164,6 @@ func shardSummary(rowID string, p *tare.Summary) tare.ShardSummary {
 	return sh
 }
 
-// findShardsMerged merges the shards of run id; merged is false when id
-// is not a sharded run.
-func findShardsMerged(ctx context.Context, st tare.Store, id string) (s tare.Summary, ticks []tare.Tick, merged bool, err error) {
-	rows, err := findShards(ctx, st, id)
-	if err != nil || len(rows) == 0 {
-		return s, nil, false, err
-	}
-	s, ticks, err = mergeShards(ctx, st, id, rows)
-	return s, ticks, true, err
-}
-
-// findMerged returns a run's summary and ticks, merged from its shards
-// when it was sharded. Without ticks, a summary still prints (no
-// sparklines), so a failure to read them is not an error.
-func findMerged(ctx context.Context, st tare.Store, id string) (tare.Summary, []tare.Tick, error) {
-	if s, ticks, merged, err := findShardsMerged(ctx, st, id); merged || err != nil {
-		return s, ticks, err
-	}
-	s, err := st.FindSummary(ctx, id)
-	if err != nil {
-		return s, nil, err
-	}
-	ticks, _ := st.FindTicks(ctx, id)
-	return s, ticks, nil
-}
-
-// loadMerged reads a sharded run for the report: the merged summary, and
-// the raw records of every shard.
-func loadMerged(ctx context.Context, st tare.Store, id string, rows []tare.Run, err error) (*report.Run, error) {
-	if err != nil {
-		return nil, err
-	}
-	s, ticks, err := mergeShards(ctx, st, id, rows)
-	if err != nil {
-		return nil, err
-	}
-	run := report.NewRun(s, ticks)
-	for _, r := range rows {
-		if err := st.StreamResults(ctx, r.ID, run.AddResult); err != nil {
-			return nil, err
-		}
-	}
-	return run, nil
-}
-
 // onRedisClock moves the times a generator stamped by its clock offset.
 // A queue job's Started, FirstByte and Done are a worker's stamps, on its
 // own host's clock: they are left alone (workers record no offset yet).
@@ -220,4 +180,11 @@ func onRedisClock(res *tare.Result, shift time.Duration) {
 			*t = t.Add(shift)
 		}
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

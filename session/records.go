@@ -1,0 +1,185 @@
+package session
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
+)
+
+// ReadSummary reads a file of one tare.summary/v1 object (what tare run
+// --json prints). It decodes from the file as a stream: a large file of
+// raw records is refused after its first line, not read whole. A missing
+// file is an ENOTFOUND error, any other failure EINVALID.
+func ReadSummary(path string) (tare.Summary, error) {
+	var s tare.Summary
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
+		}
+		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&s); err != nil {
+		// The decoder's message names the field and the type it wanted.
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
+	}
+	if s.Schema != tare.SummarySchema {
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)
+	}
+	if dec.More() {
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): more than one JSON value", path, tare.SummarySchema)
+	}
+	return s, nil
+}
+
+// Records is a file of raw JSONL records (tare runs export) read by the
+// command Command ("import", "report"), which its errors name.
+type Records struct {
+	Path, Command string
+}
+
+// Each streams the file's records to fn.
+func (f Records) Each(fn func(*tare.Result) error) error {
+	file, err := os.Open(f.Path)
+	if err != nil {
+		return tare.Errorf(tare.EINVALID, "%s %s: %v", f.Command, f.Path, err)
+	}
+	defer file.Close()
+	err = report.ReadRecords(bufio.NewReaderSize(file, 1<<20), fn)
+	if errors.Is(err, report.ErrRecord) {
+		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %v", f.Command, f.Path, err)
+	}
+	return err
+}
+
+// Summarise summarises and judges the records in two streaming passes,
+// so memory stays flat: the first finds the run's span; then begin is
+// called with it (when not nil), and the second pass feeds the recorder
+// and calls each (when not nil) for every record. The host was not
+// sampled where the records came from, so the host figures are n/a.
+func (f Records) Summarise(begin func(start, end time.Time) error, each func(*tare.Result) error) (tare.Summary, []tare.Tick, error) {
+	var (
+		n                int
+		start, last, end time.Time
+	)
+	err := f.Each(func(r *tare.Result) error {
+		if n == 0 || r.Scheduled.Before(start) {
+			start = r.Scheduled
+		}
+		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
+		n++
+		return nil
+	})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	if n == 0 {
+		return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "%s %s: no records in it", f.Command, f.Path)
+	}
+	if begin != nil {
+		if err := begin(start, end); err != nil {
+			return tare.Summary{}, nil, err
+		}
+	}
+	// Records come in arrival order, not in order of completion: a grace
+	// over the whole run keeps every tick open until the end.
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	err = f.Each(func(r *tare.Result) error {
+		rec.AddResult(r)
+		if each != nil {
+			return each(r)
+		}
+		return nil
+	})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	// n arrivals spread from the first to the last: the arrival window is
+	// one mean gap longer than that, as for a live run.
+	span := last.Sub(start)
+	if n > 1 {
+		span += span / time.Duration(n-1)
+	}
+	s := rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = tare.Run{Label: filepath.Base(f.Path), Target: "records from " + filepath.Base(f.Path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete}
+	ticks := rec.Ticks()
+	th := judge.DefaultThresholds()
+	s.Verdict = judge.Judge(&s, ticks, th, nil)
+	s.Thresholds = th.Map()
+	return s, ticks, nil
+}
+
+// ImportSummary stores a run measured elsewhere from its summary, kept as
+// it is under a new id and, when label is not empty, that label; a run
+// that never finished is stored as interrupted. It returns the new id.
+func ImportSummary(ctx context.Context, st tare.Store, s tare.Summary, label string) (string, error) {
+	s.Run.ID = store.NewRunID()
+	if label != "" {
+		s.Run.Label = label
+	}
+	if s.Run.Status == "" || s.Run.Status == tare.StatusRunning {
+		s.Run.Status = tare.StatusInterrupted
+	}
+	status := s.Run.Status
+	run := s.Run
+	run.Status = tare.StatusRunning
+	if err := st.CreateRun(ctx, run, s.Env); err != nil {
+		return "", err
+	}
+	s.Run.Status = status
+	return s.Run.ID, st.FinishRun(ctx, s)
+}
+
+// ImportRecords stores the raw JSONL records of the file at path as a new
+// run, labelled label (default: the file's name) and marked as stored by
+// tare version, summarised and judged again here (see Records.Summarise).
+// It returns the new id.
+func ImportRecords(ctx context.Context, st tare.Store, path, label, version string) (string, error) {
+	run := tare.Run{ID: store.NewRunID(), Label: cmp.Or(label, filepath.Base(path)), Target: "imported from " + filepath.Base(path),
+		Status: tare.StatusRunning, Version: version}
+	batch := make([]tare.Result, 0, 1000)
+	flush := func() error {
+		err := st.AppendResults(ctx, run.ID, batch)
+		batch = batch[:0]
+		return err
+	}
+	begin := func(start, end time.Time) error {
+		run.StartedAt, run.EndedAt = start, end
+		return st.CreateRun(ctx, run, tare.Env{})
+	}
+	s, ticks, err := Records{path, "import"}.Summarise(begin, func(r *tare.Result) error {
+		if batch = append(batch, *r); len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = st.AppendTicks(ctx, run.ID, ticks)
+	}
+	if err != nil {
+		return "", err
+	}
+	s.Run.ID, s.Run.Label, s.Run.Target, s.Run.Version = run.ID, run.Label, run.Target, version
+	return run.ID, st.FinishRun(ctx, s)
+}
