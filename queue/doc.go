@@ -18,6 +18,13 @@
 // Memory implements it in-process for `tare demo`. The same test suite runs
 // against both.
 //
+// The package is tare's one owner of Redis, so two more uses of the server
+// live here: beside each queue, the worker hosts' interference samples
+// (Hosts: workers publish, the generator reads them back to judge each
+// host), and, under "tare:barrier:<id>:", the barrier at which the shards
+// of a run meet and the clock each measures its own against (Coordinator,
+// Barrier, Clock; barrier.go explains the algorithm).
+//
 // The figures, for one job (tare.Result's clocks):
 //
 //	queue wait = Started − Sent   (worker start − enqueue)

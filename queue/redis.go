@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/tare-dev/tare"
 )
@@ -67,6 +68,23 @@ func OpenRedis(ctx context.Context, rawURL, queue string) (*Redis, error) {
 	if err := ValidateName(queue); err != nil {
 		return nil, err
 	}
+	opt, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(opt)
+	r, err := NewRedis(ctx, rdb, queue)
+	if err != nil {
+		rdb.Close()
+		return nil, tare.Errorf(tare.ErrorCode(err), "redis at %s: %s", RedactURL(rawURL), tare.ErrorMessage(err))
+	}
+	r.own = true
+	return r, nil
+}
+
+// parseURL parses a redis:// or rediss:// URL; an error is a *tare.Error
+// with code EINVALID, with any password redacted.
+func parseURL(rawURL string) (*redis.Options, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the whole URL, password included: keep only
@@ -77,14 +95,7 @@ func OpenRedis(ctx context.Context, rawURL, queue string) (*Redis, error) {
 		}
 		return nil, tare.Errorf(tare.EINVALID, "redis URL %q: want redis://[user:password@]host:port/db (%v)", RedactURL(rawURL), err)
 	}
-	rdb := redis.NewClient(opt)
-	r, err := NewRedis(ctx, rdb, queue)
-	if err != nil {
-		rdb.Close()
-		return nil, tare.Errorf(tare.ErrorCode(err), "redis at %s: %s", RedactURL(rawURL), tare.ErrorMessage(err))
-	}
-	r.own = true
-	return r, nil
+	return opt, nil
 }
 
 // NewRedis opens queue on an existing client, which the caller keeps and
@@ -105,6 +116,12 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, queue string) (*Re
 	r.token = token
 	return r, nil
 }
+
+// DiscardClientLogs stops the Redis client logging each failed dial of its
+// pool to stderr, where the lines would break into a command's progress
+// line and summary: tare reports a Redis outage itself. It holds for the
+// whole process.
+func DiscardClientLogs() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // RedactURL returns rawURL with any password replaced by "xxxxx", for
 // messages.

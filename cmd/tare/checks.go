@@ -1,11 +1,9 @@
 package main
 
 import (
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
-
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/worker"
 )
 
@@ -27,11 +25,11 @@ func checkWorkerFlags(cfg worker.Config) error {
 }
 
 func init() {
-	// go-redis logs each failed dial of its pool to stderr, where the lines
-	// would break into the progress line and the summary. tare reports a
-	// Redis outage itself: as errors of kind "queue unavailable", in the
-	// verdict's warnings, or as the command's error.
-	redis.SetLogger(&logging.VoidLogger{})
+	// The Redis client logs each failed dial of its pool to stderr, where
+	// the lines would break into the progress line and the summary. tare
+	// reports a Redis outage itself: as errors of kind "queue unavailable",
+	// in the verdict's warnings, or as the command's error.
+	queue.DiscardClientLogs()
 }
 
 // checkWindow validates a --window filter: an unknown window would match

@@ -6,12 +6,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
-	"github.com/tare-dev/tare/coord"
+	"github.com/tare-dev/tare/queue"
 )
 
 // coordFlags start the shards of a run together through a Redis barrier.
@@ -39,15 +38,15 @@ const (
 // one time axis with the others'.
 const DefaultClockTolerance = 50 * time.Millisecond
 
-// coordination is a joined barrier: the client, to read the clock again at
-// the end of the run, and the offset read at its start.
+// coordination is a joined barrier: the connection, to read the clock
+// again at the end of the run, and the offset read at its start.
 type coordination struct {
-	rdb   *redis.Client
-	start coord.Clock
+	co    *queue.Coordinator
+	start queue.Clock
 }
 
 // coordinate joins the run's barrier and fills in the shard, the start
-// instant and the run id. The caller closes the returned client.
+// instant and the run id. The caller closes the returned coordination.
 func (f *coordFlags) coordinate(ctx context.Context, sf *shardFlags, label string, p *sharding) (*coordination, error) {
 	if f.url == "" {
 		if f.shards != 0 {
@@ -74,35 +73,41 @@ func (f *coordFlags) coordinate(ctx context.Context, sf *shardFlags, label strin
 		}
 		barrierID = "label:" + label
 	}
-	opt, err := redis.ParseURL(f.url)
+	co, err := queue.NewCoordinator(f.url)
 	if err != nil {
 		return nil, tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %v", tare.RedactText(f.url), err)
 	}
-	rdb := redis.NewClient(opt)
-	clock, err := coord.Offset(ctx, rdb, 5)
+	clock, err := co.Offset(ctx, 5)
 	if err != nil {
-		rdb.Close()
+		co.Close()
 		return nil, tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %v", tare.RedactText(f.url), err)
 	}
-	b := coord.Barrier{RDB: rdb, Key: "tare:barrier:" + barrierID, Count: count}
+	b := co.Barrier(barrierID, count)
 	if p.shard.Count == 0 {
 		i, err := b.Index(ctx)
 		if err != nil {
-			rdb.Close()
+			co.Close()
 			return nil, err
 		}
 		p.shard = arrival.Shard{Index: i, Count: count}
 	}
 	start, err := b.Join(ctx, p.shard.Index, clock)
 	if err != nil {
-		rdb.Close()
+		co.Close()
 		return nil, fmt.Errorf("shard %s: %w", p.shard, err)
 	}
 	p.startAt = start.Local
 	if p.group == "" {
 		p.group = groupID(label, start.Redis)
 	}
-	return &coordination{rdb: rdb, start: clock}, nil
+	return &coordination{co: co, start: clock}, nil
+}
+
+// close closes the connection; a nil coordination has none.
+func (c *coordination) close() {
+	if c != nil {
+		c.co.Close()
+	}
 }
 
 // record stores the clock offsets in the run's configuration: the start
@@ -125,7 +130,7 @@ func (c *coordination) finish(s *tare.Summary) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	end, err := coord.Offset(ctx, c.rdb, 5)
+	end, err := c.co.Offset(ctx, 5)
 	if err != nil {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, "the clock offset at the end of the run could not be read: "+err.Error())
 		return

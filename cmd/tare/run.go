@@ -98,9 +98,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	if co != nil {
-		defer co.rdb.Close()
-	}
+	defer co.close()
 	run := tare.Run{ID: sh.rowID(), Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
 	m, err := w.measurement(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/queue"
 )
 
 func testRedis(t *testing.T) (*redis.Client, string) {
@@ -40,21 +41,24 @@ func TestWorkerHostsJudged(t *testing.T) {
 	rdb, u := testRedis(t)
 	ctx := context.Background()
 	q := fmt.Sprintf("hosts-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		rdb.Del(ctx, workerHostsKey(q), workerHostKey(q, "quiet"), workerHostKey(q, "noisy"), workerHostKey(q, "elsewhen"))
-	})
+	t.Cleanup(func() { queue.Cleanup(ctx, rdb, q) })
+	pub, err := queue.NewHosts(u, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
 	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	for i := range 10 {
 		at := start.Add(time.Duration(i) * time.Second)
 		for name, steal := range map[string]float64{"quiet": 0.5, "noisy": 40} {
 			s := tare.HostSample{Start: at, End: at.Add(time.Second), CPU: tare.CPUShares{CPU: -1, User: 30, Steal: steal, Idle: 70 - steal}}
-			if err := pushHostSample(ctx, rdb, q, name, s); err != nil {
+			if err := pub.Publish(ctx, name, s); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// A host that published only long before the run is left out.
 		old := tare.HostSample{Start: at.Add(-time.Hour), End: at.Add(-time.Hour + time.Second), CPU: tare.CPUShares{CPU: -1, Steal: 90, Idle: 10}}
-		pushHostSample(ctx, rdb, q, "elsewhen", old)
+		pub.Publish(ctx, "elsewhen", old)
 	}
 	s := tare.Summary{Run: tare.Run{StartedAt: start, EndedAt: start.Add(10 * time.Second)}, Verdict: tare.Verdict{Level: tare.Clean}}
 	workerHostsFinish(u, q, judge.DefaultThresholds())(&s)
@@ -92,19 +96,32 @@ func TestWorkerPublishesItsHost(t *testing.T) {
 	ctx := context.Background()
 	q := fmt.Sprintf("publish-%d", time.Now().UnixNano())
 	name, _ := os.Hostname()
-	t.Cleanup(func() { rdb.Del(ctx, workerHostsKey(q), workerHostKey(q, name)) })
+	t.Cleanup(func() { queue.Cleanup(ctx, rdb, q) })
+	hs, err := queue.NewHosts(u, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	published := func() int {
+		m, _ := hs.Samples(ctx, time.Time{}, time.Now().Add(time.Hour))
+		return len(m[name])
+	}
 	var warn bytes.Buffer
 	start := time.Now()
 	stop := publishWorkerHost(ctx, u, q, 100*time.Millisecond, &warn)
 	deadline := time.Now().Add(10 * time.Second)
-	for rdb.LLen(ctx, workerHostKey(q, name)).Val() < 3 && time.Now().Before(deadline) {
+	for published() < 3 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	stop()
-	if n := rdb.LLen(ctx, workerHostKey(q, name)).Val(); n < 3 {
+	if n := published(); n < 3 {
 		t.Fatalf("%d samples of %q published; warnings: %s", n, name, warn.String())
 	}
-	hosts, _, err := judgeWorkerHosts(ctx, rdb, q, start, time.Now(), judge.DefaultThresholds())
+	samples, err := hs.Samples(ctx, start, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts, _, err := judgeWorkerHosts(samples, start, time.Now(), judge.DefaultThresholds())
 	if err != nil || len(hosts) != 1 || hosts[0].Hostname != name || hosts[0].StealMeanPct == nil {
 		t.Errorf("judged %+v, %v; want this host with steal measured", hosts, err)
 	}

@@ -1,4 +1,4 @@
-package coord
+package queue
 
 import (
 	"context"
@@ -12,24 +12,85 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// DefaultLead is how far after the last join the agreed start lies: long
+// The shards of one sharded run agree on when to start and on what time
+// it is through a Redis server they all reach: no cluster protocol of
+// tare's own.
+//
+// The barrier: each of N shards adds its index to a set keyed by the run
+// (SADD), and the shard whose join makes the set whole writes the start
+// instant, Redis's own TIME plus a lead, with SET NX, so exactly one value
+// wins. Everyone polls for that key and starts at the instant it names.
+//
+//	shard 1 ─SADD─┐                          ┌─ GET start → T ─ wait ─▶ go at T
+//	shard 2 ─SADD─┼─ SCARD = N ─ SET NX T ───┼─ GET start → T ─ wait ─▶ go at T
+//	shard N ─SADD─┘   (the last to join)     └─ GET start → T ─ wait ─▶ go at T
+//
+// The clock: Offset reads Redis TIME between two local readings and takes
+// the local midpoint as the instant Redis answered (Cristian's algorithm),
+// so offset = redis − local midpoint, with an error of at most half the
+// round trip. The start instant is in Redis's clock; each shard converts
+// it to its own by subtracting its offset, so shards whose clocks disagree
+// still start together, and records stored in local clocks can be put on
+// one time axis again with the offsets recorded at start and end.
+//
+//	tare:barrier:<id>:joined    SET     the shard indexes that joined
+//	tare:barrier:<id>:start     STRING  the agreed start, Unix nanoseconds of Redis TIME
+//	tare:barrier:<id>:next      STRING  the counter Index hands out
+
+// DefaultBarrierLead is how far after the last join the agreed start lies: long
 // enough for every shard to read the start key at the poll interval and
 // measure its clock.
-const DefaultLead = 2 * time.Second
+const DefaultBarrierLead = 2 * time.Second
 
-// DefaultTTL bounds how long a barrier's keys outlive their run, so a
+// DefaultBarrierTTL bounds how long a barrier's keys outlive their run, so a
 // crashed shard leaves nothing behind for long.
-const DefaultTTL = 10 * time.Minute
+const DefaultBarrierTTL = 10 * time.Minute
 
-// afterStart is how long a barrier's keys live past its start instant.
-const afterStart = 30 * time.Second
+// barrierAfterStart is how long a barrier's keys live past its start instant.
+const barrierAfterStart = 30 * time.Second
 
-// poll is how often a waiting shard reads the start key.
-const poll = 50 * time.Millisecond
+// barrierPoll is how often a waiting shard reads the start key.
+const barrierPoll = 50 * time.Millisecond
 
-// ErrStale is wrapped when a barrier's start instant already passed: the
+// ErrStaleBarrier is wrapped when a barrier's start instant already passed: the
 // key belongs to an earlier run with the same id.
-var ErrStale = errors.New("barrier already used")
+var ErrStaleBarrier = errors.New("barrier already used")
+
+// BarrierKey is the key prefix of the barrier of the run id (or
+// "label:<label>"): "tare:barrier:<id>".
+func BarrierKey(id string) string { return "tare:barrier:" + id }
+
+// Coordinator is a connection to the Redis server at which the shards of
+// a run meet: their barrier, and the clock each measures its own against.
+type Coordinator struct {
+	rdb *redis.Client
+}
+
+// NewCoordinator connects to the Redis server at rawURL
+// (redis://[user:password@]host:port/db). The error, for a URL that does
+// not parse, is the parser's. Close closes the connection.
+func NewCoordinator(rawURL string) (*Coordinator, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Coordinator{rdb: redis.NewClient(opt)}, nil
+}
+
+// Offset measures this host's clock offset against the server's TIME,
+// best of n readings.
+func (c *Coordinator) Offset(ctx context.Context, n int) (Clock, error) {
+	return readClock(ctx, c.rdb, n)
+}
+
+// Barrier is the barrier of the run id (BarrierKey) for count shards, on
+// this server, with the default lead and TTL.
+func (c *Coordinator) Barrier(id string, count int) *Barrier {
+	return &Barrier{RDB: c.rdb, Key: BarrierKey(id), Count: count}
+}
+
+// Close closes the connection.
+func (c *Coordinator) Close() error { return c.rdb.Close() }
 
 // Clock is one reading of the offset between this host and the Redis
 // server.
@@ -39,10 +100,10 @@ type Clock struct {
 	At     time.Time     // local midpoint of the reading
 }
 
-// Offset measures the clock offset against Redis TIME: the best of n
+// readClock measures the clock offset against Redis TIME: the best of n
 // readings, the one with the shortest round trip, whose error bound is
 // the tightest.
-func Offset(ctx context.Context, rdb *redis.Client, n int) (Clock, error) {
+func readClock(ctx context.Context, rdb redis.UniversalClient, n int) (Clock, error) {
 	off, rtt, at, err := tare.MeasureOffset(time.Now, func() (time.Time, error) { return rdb.Time(ctx).Result() }, n)
 	if err != nil {
 		return Clock{}, fmt.Errorf("read redis TIME: %w", err)
@@ -52,11 +113,11 @@ func Offset(ctx context.Context, rdb *redis.Client, n int) (Clock, error) {
 
 // Barrier is one run's meeting point.
 type Barrier struct {
-	RDB   *redis.Client
-	Key   string        // the run's key prefix, like "tare:barrier:<run id>"
+	RDB   redis.UniversalClient
+	Key   string        // the run's key prefix, like BarrierKey(run id)
 	Count int           // N, the shards to wait for
-	Lead  time.Duration // DefaultLead when zero
-	TTL   time.Duration // DefaultTTL when zero
+	Lead  time.Duration // DefaultBarrierLead when zero
+	TTL   time.Duration // DefaultBarrierTTL when zero
 }
 
 // Start is the agreed start of a run, in both clocks.
@@ -67,15 +128,15 @@ type Start struct {
 
 // Join adds shard index (1..Count) to the barrier and waits until all
 // Count have joined; it returns the agreed start instant. It returns ctx's error when
-// ctx ends first, and an error wrapping ErrStale when the barrier's start
+// ctx ends first, and an error wrapping ErrStaleBarrier when the barrier's start
 // already passed.
 func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, error) {
 	lead, ttl := b.Lead, b.TTL
 	if lead <= 0 {
-		lead = DefaultLead
+		lead = DefaultBarrierLead
 	}
 	if ttl <= 0 {
-		ttl = DefaultTTL
+		ttl = DefaultBarrierTTL
 	}
 	members, start := b.Key+":joined", b.Key+":start"
 	pipe := b.RDB.TxPipeline()
@@ -92,7 +153,7 @@ func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, erro
 		}
 		// Once the start is set, the keys need only outlive the lead and
 		// the slowest reader: a rerun under the same key soon after works.
-		keep := lead + afterStart
+		keep := lead + barrierAfterStart
 		at := now.Add(lead).UnixNano()
 		pipe := b.RDB.TxPipeline()
 		pipe.SetNX(ctx, start, strconv.FormatInt(at, 10), keep)
@@ -106,7 +167,7 @@ func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, erro
 
 // wait polls the start key until it is set.
 func (b *Barrier) wait(ctx context.Context, start string, clock Clock) (Start, error) {
-	t := time.NewTicker(poll)
+	t := time.NewTicker(barrierPoll)
 	defer t.Stop()
 	for {
 		v, err := b.RDB.Get(ctx, start).Result()
@@ -120,7 +181,7 @@ func (b *Barrier) wait(ctx context.Context, start string, clock Clock) (Start, e
 			local := agreed.Add(-clock.Offset)
 			if time.Since(local) > time.Second {
 				return Start{}, fmt.Errorf("barrier %q started at %s: %w (give another run id, or wait %s for its keys to expire)",
-					b.Key, local.UTC().Format(time.RFC3339), ErrStale, afterStart)
+					b.Key, local.UTC().Format(time.RFC3339), ErrStaleBarrier, barrierAfterStart)
 			}
 			return Start{Redis: agreed, Local: local}, nil
 		case !errors.Is(err, redis.Nil):
@@ -141,7 +202,7 @@ func (b *Barrier) wait(ctx context.Context, start string, clock Clock) (Start, e
 func (b *Barrier) Index(ctx context.Context) (int, error) {
 	ttl := b.TTL
 	if ttl <= 0 {
-		ttl = DefaultTTL
+		ttl = DefaultBarrierTTL
 	}
 	pipe := b.RDB.TxPipeline()
 	n := pipe.Incr(ctx, b.Key+":next")

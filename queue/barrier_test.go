@@ -1,4 +1,4 @@
-package coord
+package queue
 
 import (
 	"context"
@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/tare-dev/tare/internal/testservice"
 )
 
-// key is a barrier key of this test alone, deleted when it ends.
-func key(t *testing.T, rdb *redis.Client) string {
+// barrierKey is a barrier key of this test alone, deleted when it ends.
+func barrierKey(t *testing.T, rdb *redis.Client) string {
 	k := fmt.Sprintf("tare:test:barrier:%s:%d", t.Name(), time.Now().UnixNano())
 	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next") })
 	return k
@@ -24,8 +23,14 @@ func key(t *testing.T, rdb *redis.Client) string {
 // offset must lie within the reading's own error bound, RTT/2, plus the
 // microsecond TIME is given in.
 func TestOffsetAgainstOwnClock(t *testing.T) {
-	rdb := client(t)
-	c, err := Offset(context.Background(), rdb, 5)
+	redisClient(t) // skips the test when no Redis answers
+	u, _ := redisURL()
+	co, err := NewCoordinator(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	c, err := co.Offset(context.Background(), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +41,8 @@ func TestOffsetAgainstOwnClock(t *testing.T) {
 }
 
 func TestBarrierStartsAllTogether(t *testing.T) {
-	rdb := client(t)
-	k := key(t, rdb)
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const n = 4
@@ -65,8 +70,8 @@ func TestBarrierStartsAllTogether(t *testing.T) {
 }
 
 func TestBarrierWaitsForAll(t *testing.T) {
-	rdb := client(t)
-	k := key(t, rdb)
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	b := Barrier{RDB: rdb, Key: k, Count: 2}
@@ -82,13 +87,13 @@ func TestBarrierWaitsForAll(t *testing.T) {
 }
 
 func TestBarrierStale(t *testing.T) {
-	rdb := client(t)
-	k := key(t, rdb)
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
 	ctx := context.Background()
 	past := time.Now().Add(-time.Minute).UnixNano()
 	rdb.Set(ctx, k+":start", strconv.FormatInt(past, 10), time.Minute)
 	b := Barrier{RDB: rdb, Key: k, Count: 1}
-	if _, err := b.Join(ctx, 1, Clock{}); !errors.Is(err, ErrStale) {
+	if _, err := b.Join(ctx, 1, Clock{}); !errors.Is(err, ErrStaleBarrier) {
 		t.Fatalf("a passed start was taken: %v", err)
 	}
 }
@@ -96,8 +101,8 @@ func TestBarrierStale(t *testing.T) {
 // TestBarrierConvertsToLocalClock: a shard whose clock is 5 s behind
 // Redis's (offset +5 s) starts 5 s earlier by its own clock.
 func TestBarrierConvertsToLocalClock(t *testing.T) {
-	rdb := client(t)
-	k := key(t, rdb)
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
 	ctx := context.Background()
 	at := time.Now().Add(10 * time.Second)
 	rdb.Set(ctx, k+":start", strconv.FormatInt(at.UnixNano(), 10), time.Minute)
@@ -112,8 +117,8 @@ func TestBarrierConvertsToLocalClock(t *testing.T) {
 }
 
 func TestBarrierIndex(t *testing.T) {
-	rdb := client(t)
-	k := key(t, rdb)
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
 	b := Barrier{RDB: rdb, Key: k, Count: 2}
 	for want := 1; want <= 2; want++ {
 		if got, err := b.Index(context.Background()); err != nil || got != want {
@@ -125,4 +130,36 @@ func TestBarrierIndex(t *testing.T) {
 	}
 }
 
-var client = testservice.Redis
+// TestCoordinatorBarrier: the barrier a Coordinator names lives under
+// BarrierKey and meets on the coordinator's server.
+func TestCoordinatorBarrier(t *testing.T) {
+	rdb := redisClient(t)
+	if _, err := NewCoordinator("http://127.0.0.1:6379"); err == nil {
+		t.Error("a URL that is not redis:// was taken")
+	}
+	u, _ := redisURL()
+	co, err := NewCoordinator(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	id := fmt.Sprintf("test-%d", time.Now().UnixNano())
+	k := BarrierKey(id)
+	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next") })
+	b := co.Barrier(id, 1)
+	if b.Key != "tare:barrier:"+id || b.Count != 1 {
+		t.Fatalf("barrier %q of %d", b.Key, b.Count)
+	}
+	b.Lead = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if i, err := b.Index(ctx); err != nil || i != 1 {
+		t.Fatalf("index %d, %v", i, err)
+	}
+	if _, err := b.Join(ctx, 1, Clock{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, k+":start").Result(); n != 1 {
+		t.Errorf("no start key %s:start", k)
+	}
+}
