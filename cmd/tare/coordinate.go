@@ -24,20 +24,6 @@ func (f *coordFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", 0, "with --coordinate and no --shard: the number of shards; each takes the next free index")
 }
 
-// The keys a shard records in its run's configuration: its clock offset
-// against the Redis server (Redis − local, in milliseconds) at the start
-// and the end of the run, and the round trip that bounds their error.
-const (
-	configClockStart = "clock.offset_start_ms"
-	configClockEnd   = "clock.offset_end_ms"
-	configClockRTT   = "clock.rtt_ms"
-)
-
-// DefaultClockTolerance is the largest clock offset against the
-// coordinating Redis a shard may have for its records to be merged onto
-// one time axis with the others'.
-const DefaultClockTolerance = 50 * time.Millisecond
-
 // coordination is a joined barrier: the connection, to read the clock
 // again at the end of the run, and the offset read at its start.
 type coordination struct {
@@ -119,8 +105,8 @@ func (c *coordination) record(run *tare.Run) {
 	if run.Config == nil {
 		run.Config = map[string]string{}
 	}
-	run.Config[configClockStart] = msString(c.start.Offset)
-	run.Config[configClockRTT] = msString(c.start.RTT)
+	run.Config[tare.ConfigClockStart] = msString(c.start.Offset)
+	run.Config[tare.ConfigClockRTT] = msString(c.start.RTT)
 }
 
 // finish reads the clock again at the end of the run and records it.
@@ -138,31 +124,10 @@ func (c *coordination) finish(s *tare.Summary) {
 	if s.Run.Config == nil {
 		s.Run.Config = map[string]string{}
 	}
-	s.Run.Config[configClockEnd] = msString(end.Offset)
-	s.Run.Config[configClockRTT] = msString(max(end.RTT, c.start.RTT))
+	s.Run.Config[tare.ConfigClockEnd] = msString(end.Offset)
+	s.Run.Config[tare.ConfigClockRTT] = msString(max(end.RTT, c.start.RTT))
 }
 
 func msString(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
-}
-
-// shardClock is a stored shard's clock offset against the coordinating
-// Redis: the mean of its start and end readings, and the largest of them
-// in size; ok is false when the shard was not coordinated.
-func shardClock(run tare.Run) (mean, worst time.Duration, ok bool) {
-	var sum time.Duration
-	var n int
-	for _, k := range []string{configClockStart, configClockEnd} {
-		v, err := strconv.ParseFloat(run.Config[k], 64)
-		if err != nil {
-			continue
-		}
-		d := time.Duration(v * float64(time.Millisecond))
-		sum, n = sum+d, n+1
-		worst = max(worst, d.Abs())
-	}
-	if n == 0 {
-		return 0, 0, false
-	}
-	return sum / time.Duration(n), worst, true
 }

@@ -239,10 +239,10 @@ func TestCoordinatedShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, ok := shardClock(s.Run); !ok || s.Run.Config[configClockEnd] == "" {
+		if _, _, ok := s.Run.ClockOffset(); !ok || s.Run.Config[tare.ConfigClockEnd] == "" {
 			t.Fatalf("%s recorded no clock offsets: %v", r.ID, s.Run.Config)
 		}
-		rtt, _ := strconv.ParseFloat(s.Run.Config[configClockRTT], 64)
+		rtt, _ := strconv.ParseFloat(s.Run.Config[tare.ConfigClockRTT], 64)
 		bound += time.Duration(rtt*float64(time.Millisecond))/2 + time.Microsecond
 	}
 	for _, r := range rows {
