@@ -192,13 +192,13 @@ func readSummaryFile(path string) (tare.Summary, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
 		}
-		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
+		return s, tare.Errorf(tare.EINVALID, "read %s: %w", path, err)
 	}
 	defer f.Close()
 	dec := json.NewDecoder(f)
 	if err := dec.Decode(&s); err != nil {
 		// The decoder's message names the field and the type it wanted.
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %w", path, tare.SummarySchema, err)
 	}
 	if s.Schema != tare.SummarySchema {
 		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)

@@ -76,13 +76,13 @@ func (f *coordFlags) coordinate(ctx context.Context, sf *shardFlags, label strin
 	}
 	opt, err := redis.ParseURL(f.url)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %v", tare.RedactText(f.url), err)
+		return nil, tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %w", tare.RedactText(f.url), err)
 	}
 	rdb := redis.NewClient(opt)
 	clock, err := coord.Offset(ctx, rdb, 5)
 	if err != nil {
 		rdb.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %v", tare.RedactText(f.url), err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %w", tare.RedactText(f.url), err)
 	}
 	b := coord.Barrier{RDB: rdb, Key: "tare:barrier:" + barrierID, Count: count}
 	if p.shard.Count == 0 {

@@ -23,12 +23,12 @@ type recordsFile struct {
 func (f recordsFile) each(fn func(*tare.Result) error) error {
 	file, err := os.Open(f.path)
 	if err != nil {
-		return tare.Errorf(tare.EINVALID, "%s %s: %v", f.what, f.path, err)
+		return tare.Errorf(tare.EINVALID, "%s %s: %w", f.what, f.path, err)
 	}
 	defer file.Close()
 	err = report.ReadRecords(bufio.NewReaderSize(file, 1<<20), fn)
 	if errors.Is(err, report.ErrRecord) {
-		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %v", f.what, f.path, err)
+		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %w", f.what, f.path, err)
 	}
 	return err
 }
