@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue.err, cmd.CommandPath())
+		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue, cmd.CommandPath())
 	}
 	return err
 }
