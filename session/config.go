@@ -17,8 +17,8 @@ import (
 // the hooks.
 type Config struct {
 	// Run is the run's identity and configuration, stored with it. A run
-	// without an ID gets a new one when it is stored or when its target is
-	// a queue (whose jobs carry it).
+	// without an ID gets a new one when it is stored; a queue target's
+	// jobs carry the ID.
 	Run tare.Run
 	// Start is when the arrivals begin (tare run --start-at); now when zero.
 	Start time.Time

@@ -9,7 +9,6 @@ import (
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
-	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
@@ -34,8 +33,7 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	}
 	run := cfg.Run
 	run.StartedAt, run.Status = start, tare.StatusRunning
-	if _, isQueue := cfg.Target.(*queue.Target); run.ID == "" && (cfg.Store != nil || isQueue) {
-		// A queue run has an id even unstored: its jobs carry it.
+	if cfg.Store != nil && run.ID == "" {
 		run.ID = store.NewRunID()
 	}
 	nameJobs(cfg.Target, run.ID)

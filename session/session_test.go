@@ -199,8 +199,7 @@ func TestObserve(t *testing.T) {
 func TestSweep(t *testing.T) {
 	t.Run("holds", func(t *testing.T) {
 		st := sqlite(t)
-		cfg := sweepConfig(server(t, 0), "p95<=1s")
-		cfg.Window.Store = st
+		cfg := sweepConfig(server(t, 0), st, "p95<=1s")
 		var steps []int
 		cfg.OnStep = func(n int, _ tare.SweepStep) { steps = append(steps, n) }
 		r, err := Sweep(context.Background(), cfg)
@@ -222,26 +221,29 @@ func TestSweep(t *testing.T) {
 		}
 	})
 	t.Run("fails", func(t *testing.T) {
-		r, err := Sweep(context.Background(), sweepConfig(server(t, 20*time.Millisecond), "p95<=1ms"))
+		r, err := Sweep(context.Background(), sweepConfig(server(t, 20*time.Millisecond), nil, "p95<=1ms"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Steps) != 1 || r.Steps[0].Status != tare.StepSLOFailed || r.CapacityPerS != nil || r.SLO != "p95<=1ms" {
+		if len(r.Steps) != 1 || r.Steps[0].Status != tare.StepSLOFailed || r.CapacityPerS != nil || r.SLO != "p95<=1ms" || r.Target != "test target" {
 			t.Errorf("steps %+v capacity %v slo %q: want one step, failed on the SLO, no capacity", r.Steps, r.CapacityPerS, r.SLO)
 		}
 	})
 }
 
 // sweepConfig sweeps 10/s, 20/s, 40/s, 400 ms steps, against slo.
-func sweepConfig(target tare.Target, slo string) SweepConfig {
-	w := window(target, 0, 0)
-	w.SLO, _ = judge.ParseSLO(slo)
-	return SweepConfig{
-		Window: w,
-		Schedule: func(rate float64) (arrival.Process, error) {
-			return arrival.Bound(arrival.NewConstant(rate), 0, 400*time.Millisecond), nil
-		},
+func sweepConfig(target tare.Target, st tare.Store, slo string) SweepConfig {
+	cfg := SweepConfig{
+		Run: tare.Run{Label: "test"}, Target: "test target",
 		Plan: judge.SweepPlan{From: 10, To: 40, Narrow: 1},
 		Slot: "slot",
 	}
+	cfg.SLO, _ = judge.ParseSLO(slo)
+	cfg.Window = func(rate float64, run tare.Run) (Config, error) {
+		w := window(target, rate, 0)
+		w.Run, w.Store, w.SLO = run, st, cfg.SLO
+		w.Schedule, w.Rate = arrival.Bound(arrival.NewConstant(rate), 0, 400*time.Millisecond), rate
+		return w, nil
+	}
+	return cfg
 }

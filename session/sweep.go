@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/store"
 )
@@ -23,15 +22,17 @@ const (
 	ConfigSweepStep = "sweep.step" // the step's number, from 1
 )
 
-// SweepConfig is a capacity search: each step one window of Window at the
-// step's rate.
+// SweepConfig is a capacity search: each step one window at the step's
+// rate.
 type SweepConfig struct {
-	// Window is every step's window but for its schedule and rate; its Run
-	// is the template of every step's run (label, window, protocol and
-	// configuration) and its Run.Target names the sweep's target.
-	Window Config
-	// Schedule returns the bounded arrivals of a step at rate per second.
-	Schedule func(rate float64) (arrival.Process, error)
+	// Run is the template of every step's run: label, window, protocol
+	// and configuration.
+	Run    tare.Run
+	Target string    // names the sweep's target
+	SLO    judge.SLO // the SLO each step is held to
+	// Window returns the window of the step at rate per second, for run
+	// (the template, labelled and configured for the step).
+	Window   func(rate float64, run tare.Run) (Config, error)
 	Plan     judge.SweepPlan
 	Rules    judge.SweepRules // judge.DefaultSweepRules when zero
 	Cooldown time.Duration    // pause between steps, so one step's stragglers do not land in the next
@@ -55,9 +56,8 @@ func Sweep(ctx context.Context, cfg SweepConfig) (tare.Sweep, error) {
 	if rules == (judge.SweepRules{}) {
 		rules = judge.DefaultSweepRules()
 	}
-	base := cfg.Window.Run
 	slot := cmp.Or(cfg.Slot, "sweep-"+store.NewRunID())
-	result := tare.Sweep{Schema: tare.SweepSchema, Target: base.Target, Window: base.Window, SLO: cfg.Window.SLO.String(), Steps: []tare.SweepStep{}}
+	result := tare.Sweep{Schema: tare.SweepSchema, Target: cfg.Target, Window: cfg.Run.Window, SLO: cfg.SLO.String(), Steps: []tare.SweepStep{}}
 	var polluted []string
 	for i := 0; ; i++ {
 		rate, ok := search.Next()
@@ -70,20 +70,20 @@ func Sweep(ctx context.Context, cfg SweepConfig) (tare.Sweep, error) {
 				return finishSweep(result, search, polluted), nil
 			}
 		}
-		step := cfg.Window
-		step.Run.Label = cmp.Or(base.Label, "sweep") + " " + judge.FormatRate(rate)
-		step.Run.Config = maps.Clone(base.Config)
-		if step.Run.Config == nil {
-			step.Run.Config = map[string]string{}
+		run := cfg.Run
+		run.Label = cmp.Or(cfg.Run.Label, "sweep") + " " + judge.FormatRate(rate)
+		run.Config = maps.Clone(cfg.Run.Config)
+		if run.Config == nil {
+			run.Config = map[string]string{}
 		}
-		step.Run.Config[ConfigSweepRate] = strconv.FormatFloat(rate, 'g', -1, 64)
-		step.Run.Config[ConfigSweepSlot] = slot
-		step.Run.Config[ConfigSweepStep] = strconv.Itoa(i + 1)
-		if step.Schedule, err = cfg.Schedule(rate); err != nil {
+		run.Config[ConfigSweepRate] = strconv.FormatFloat(rate, 'g', -1, 64)
+		run.Config[ConfigSweepSlot] = slot
+		run.Config[ConfigSweepStep] = strconv.Itoa(i + 1)
+		window, err := cfg.Window(rate, run)
+		if err != nil {
 			return result, err
 		}
-		step.Run.Arrival, step.Rate = step.Schedule.String(), rate
-		sum, ticks, storeErr, err := Measure(ctx, step)
+		sum, ticks, storeErr, err := Measure(ctx, window)
 		if err != nil {
 			return result, err
 		}
@@ -91,18 +91,18 @@ func Sweep(ctx context.Context, cfg SweepConfig) (tare.Sweep, error) {
 			result.Stopped = fmt.Sprintf("interrupted during the step at %s: the capacity is from the steps before", judge.FormatRate(rate))
 			return finishSweep(result, search, polluted), nil
 		}
-		judged := judge.Step(&sum, ticks, cfg.Window.SLO, rules)
-		judged.OfferedPerS = rate
-		result.Steps = append(result.Steps, judged)
-		search.Record(rate, judged.Status == tare.StepOK)
+		step := judge.Step(&sum, ticks, cfg.SLO, rules)
+		step.OfferedPerS = rate
+		result.Steps = append(result.Steps, step)
+		search.Record(rate, step.Status == tare.StepOK)
 		if storeErr != nil {
 			result.Warnings = append(result.Warnings, fmt.Sprintf("step %d: %s", i+1, tare.ErrorMessage(storeErr)))
 		}
-		if judged.Verdict == tare.Polluted {
+		if step.Verdict == tare.Polluted {
 			polluted = append(polluted, strconv.Itoa(i+1))
 		}
 		if cfg.OnStep != nil {
-			cfg.OnStep(i+1, judged)
+			cfg.OnStep(i+1, step)
 		}
 	}
 	return finishSweep(result, search, polluted), nil

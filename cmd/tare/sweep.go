@@ -159,15 +159,11 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 	if s.progress != nil {
 		live = s.progress
 	}
-	window, err := s.flags.config(s.prep, s.store, s.run, 0, live)
-	if err != nil {
-		return tare.Sweep{}, err
-	}
 	cfg := session.SweepConfig{
-		Window: window, Plan: s.plan, Rules: s.rules, Cooldown: s.cooldown, Slot: s.slot,
-		Schedule: func(rate float64) (arrival.Process, error) {
-			s.flags.load.rate = arrival.Rate(rate)
-			return s.flags.load.schedule()
+		Run: s.run, Target: s.prep.name, SLO: s.prep.judging.slo,
+		Plan: s.plan, Rules: s.rules, Cooldown: s.cooldown, Slot: s.slot,
+		Window: func(rate float64, run tare.Run) (session.Config, error) {
+			return s.flags.config(s.prep, s.store, run, arrival.Rate(rate), live)
 		},
 	}
 	if s.progress != nil && !s.flags.judge.quiet {

@@ -16,6 +16,7 @@ import (
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/session"
+	"github.com/tare-dev/tare/store"
 )
 
 // windowFlags are everything one load window takes: what tare run takes,
@@ -83,6 +84,10 @@ func (f *windowFlags) config(p *prepared, st tare.Store, run tare.Run, r arrival
 	run.Arrival, run.Version = sched.String(), version
 	if run.Target == "" {
 		run.Target = p.name
+	}
+	if p.queue != nil && run.ID == "" {
+		// A queue run has an id even unstored: its jobs carry it.
+		run.ID = store.NewRunID()
 	}
 	cfg := session.DefaultConfig()
 	cfg.Store, cfg.Run = st, run
