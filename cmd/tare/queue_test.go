@@ -206,7 +206,7 @@ func TestQueueNoWorker(t *testing.T) {
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
-	for _, want := range []string{`no worker serves queue "` + name + `"`, "--wait-workers 500ms", "tare worker --redis " + redisURL() + " --queue " + name} {
+	for _, want := range []string{`no worker serves queue "` + name + `"`, "--wait-workers 500ms", "tare worker --queue " + redisURL() + " --queue-name " + name} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr %q does not say %q", stderr, want)
 		}
