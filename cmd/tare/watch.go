@@ -12,6 +12,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	hostpkg "github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -110,7 +111,11 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
+			cfg := session.DefaultConfig()
+			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
+			cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
+			cfg.OnStart = start
+			s, ticks, err := session.Observe(cmd.Context(), cfg, exited)
 			<-exited
 			if err != nil {
 				return err
@@ -126,9 +131,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			case waitErr != nil:
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
-			out := newSink(cmd.Context(), st, s.Run, s.Env)
-			out.addTicks(ticks)
-			storeErr := out.finish(&s)
+			storeErr := session.Save(cmd.Context(), st, &s, ticks)
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...); err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -7,24 +7,24 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/stats"
 )
 
-// observe samples the host, with no load of tare's own (the system under
-// test is cfg.SUT, found as sutBy says), until stop is
-// closed or ctx is done, and returns the host-only summary and verdict of
-// that window. started, when not nil, is called once the sampler has taken
-// its first reading: what happens after it is inside the window, and
-// what it starts can be counted as tare (Sampler.AddTareTree).
-// The window's ticks are returned too, for the store (tare watch).
-func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, []tare.Tick, error) {
-	sampler, err := host.NewSampler(cfg)
+// Observe samples the host, with no load of tare's own (the system under
+// test is cfg.Host.SUT, found as cfg.SUTFoundBy says), until stop is closed
+// or ctx is done, and returns the host-only summary and verdict of that
+// window, and its ticks (for the store: see Save). Of cfg it uses the run,
+// the host, the judging and the hooks; cfg.OnStart is how a caller starts
+// what the window watches (tare watch starts its command there).
+func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summary, []tare.Tick, error) {
+	sampler, err := host.NewSampler(cfg.Host)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
 	defer sampler.Close()
 	start := time.Now()
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
@@ -32,13 +32,13 @@ func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run 
 	defer stopSampling()
 	samples := make(chan tare.HostSample, 16)
 	go sampler.Run(sampleCtx, samples)
-	if started != nil {
-		started(sampler)
+	if cfg.OnStart != nil {
+		cfg.OnStart(sampler)
 	}
 
 	var refresh <-chan time.Time
-	if p != nil {
-		t := time.NewTicker(p.every)
+	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
+		t := time.NewTicker(cfg.ProgressEvery)
 		defer t.Stop()
 		refresh = t.C
 	}
@@ -51,7 +51,7 @@ loop:
 			}
 			rec.AddHost(s)
 		case now := <-refresh:
-			p.showHost(rec.Snapshot(now))
+			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
 		case <-stop:
 			break loop
 		}
@@ -64,24 +64,24 @@ loop:
 	if last, err := sampler.Sample(end); err == nil {
 		rec.AddHost(last)
 	}
-	if p != nil {
-		p.done()
+	if cfg.OnDone != nil {
+		cfg.OnDone()
 	}
 
 	s := rec.Summary(end, 0)
 	s.Schema = tare.SummarySchema
-	s.Run = run
+	s.Run = cfg.Run
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
 	if ctx.Err() != nil {
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
-	s.SUT = sutSummary(s.SUT, cfg.SUT, sutBy)
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
 	ticks := rec.Ticks()
-	s.Verdict = judge.Judge(&s, ticks, j.thresholds, j.slo)
+	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
-	s.Thresholds = j.thresholds.Map()
+	s.Thresholds = cfg.Thresholds.Map()
 	return s, ticks, nil
 }
