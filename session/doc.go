@@ -20,6 +20,10 @@
 // search: a Measure per step, each step judged for saturation, the rate
 // raised, then narrowed, until the highest rate that meets the SLO is found.
 //
+// Load reads a stored run back, its shards merged and its sweep steps
+// judged again; Compare and LoadWindows are what tare compare and the
+// protocol judge across runs; Records re-summarises raw records files.
+//
 // A cancelled context stops the arrivals and yields a summary marked
 // interrupted: nothing measured is lost. A store that fails mid-run does
 // not stop the measurement: its error is returned beside the summary.
