@@ -1,0 +1,3 @@
+module example.com/nodeps
+
+go 1.26
