@@ -46,8 +46,9 @@ var Owners = []string{"system_under_test", "tare", "others", "kernel", "unattrib
 var Outcomes = []string{"ok", "error", "dropped"}
 
 // Metrics is the registry of one run's series. Its methods are safe for
-// concurrent use (the Prometheus collectors' are, and Metrics holds nothing
-// else that changes).
+// concurrent use (the Prometheus collectors' are, and what else changes is
+// under mu). A nil *Metrics does nothing: the run was not asked to show its
+// figures.
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -77,6 +78,7 @@ type Metrics struct {
 	begun    uint64
 	answered uint64
 	changed  chan struct{}
+	stops    []func() // of the servers Serve started, for Close
 }
 
 // New returns the registry of run's series, labelled with its ID and Label
@@ -145,7 +147,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // sent and finished its latency and send lag, as stats counts them.
 func (m *Metrics) AddResult(res *tare.Result) {
 	switch {
-	case res == nil:
+	case m == nil || res == nil:
 		return
 	case res.Dropped:
 		m.requests.WithLabelValues("dropped").Inc()
@@ -166,6 +168,9 @@ func (m *Metrics) AddResult(res *tare.Result) {
 // AddHost shows one tick's host figures, replacing the previous tick's. A
 // figure the tick did not measure disappears rather than reading 0.
 func (m *Metrics) AddHost(h tare.HostSample) {
+	if m == nil {
+		return
+	}
 	m.ticks.Inc()
 	m.steal.WithLabelValues().Set(ratio(h.CPU.Steal))
 	m.stealMaxCPU.WithLabelValues().Set(ratio(h.MaxCPUSteal()))
@@ -185,10 +190,17 @@ func (m *Metrics) AddHost(h tare.HostSample) {
 }
 
 // SetQueueDepth shows the queue's depth as last sampled.
-func (m *Metrics) SetQueueDepth(depth float64) { m.depth.WithLabelValues().Set(depth) }
+func (m *Metrics) SetQueueDepth(depth float64) {
+	if m != nil {
+		m.depth.WithLabelValues().Set(depth)
+	}
+}
 
 // SetVerdict shows the run's verdict: 1 for its level, 0 for the others.
 func (m *Metrics) SetVerdict(v tare.Verdict) {
+	if m == nil {
+		return
+	}
 	for _, l := range []tare.Level{tare.Clean, tare.Suspect, tare.Polluted} {
 		x := 0.0
 		if l == v.Level {

@@ -305,6 +305,13 @@ func TestMetricsServe(t *testing.T) {
 		t.Errorf("WaitScrape with no scrape coming = %v, want the deadline", err)
 	}
 
+	// Close frees the address at once: the next run can listen on it.
+	m.Close()
+	again, err := metrics.New(run).Serve(ctx, addr.String(), false)
+	if err != nil {
+		t.Fatalf("Serve on %s after Close: %v", addr, err)
+	}
+	addr = again
 	cancel()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -351,4 +358,12 @@ func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
 	}
 	t.Fatalf("%s: no such series", name)
 	return 0
+}
+
+func TestMetricsNil(t *testing.T) {
+	var m *metrics.Metrics
+	m.AddResult(&tare.Result{})
+	m.AddHost(tare.HostSample{})
+	m.SetQueueDepth(1)
+	m.SetVerdict(tare.Verdict{Level: tare.Clean})
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -51,7 +52,8 @@ func isLoopback(host string) bool {
 
 // Serve listens on addr (see CheckListen for explicit) and serves the
 // series on Path until ctx is cancelled; it returns the address it listens
-// on (the port chosen when addr's is 0) once it does.
+// on (the port chosen when addr's is 0) once it does. Close stops it
+// sooner.
 func (m *Metrics) Serve(ctx context.Context, addr string, explicit bool) (net.Addr, error) {
 	if err := CheckListen(addr, explicit); err != nil {
 		return nil, err
@@ -63,18 +65,40 @@ func (m *Metrics) Serve(ctx context.Context, addr string, explicit bool) (net.Ad
 	mux := http.NewServeMux()
 	mux.Handle(Path, m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	stopped := make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if srv.Shutdown(sctx) != nil {
 			srv.Close()
 		}
 	}()
+	m.mu.Lock()
+	m.stops = append(m.stops, sync.OnceFunc(func() { close(stopped); srv.Close() }))
+	m.mu.Unlock()
 	// Serve returns http.ErrServerClosed after Shutdown, or an accept
 	// error once the run began: either way the run goes on, unobserved.
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), nil
+}
+
+// Close stops serving at once, and frees the address for the next run
+// (the next window of the protocol) before it returns.
+func (m *Metrics) Close() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	stops := m.stops
+	m.stops = nil
+	m.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }
 
 // Handler serves the series in Prometheus' exposition formats, and counts
