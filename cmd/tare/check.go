@@ -14,6 +14,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		host  hostFlags
 		judge judgeFlags
+		mf    metricsFlags
 		span  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -51,16 +52,23 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			if err != nil {
 				return err
 			}
+			run := tare.Run{Label: "check", Target: "host", Version: version}
+			mx, err := mf.start(cmd.Context(), run, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer mx.Close()
 			stop := make(chan struct{})
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
-			s, _, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
-				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
+			s, _, err := observe(cmd.Context(), cfg, sutBy, j, run, stop,
+				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil, mx)
 			if err != nil {
 				return err
 			}
 			s.Verdict = jdg.Check(&s, j.thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
+			mf.end(cmd.Context(), mx, s.Verdict, cmd.ErrOrStderr())
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
 				return err
 			}
@@ -70,6 +78,7 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 	cmd.Flags().DurationVar(&span, "for", 10*time.Second, "how long to sample")
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
+	mf.register(cmd.Flags())
 	return cmd
 }
 

@@ -33,6 +33,8 @@ type measurement struct {
 	progress *progress
 	store    tare.Store                             // nil: the run is not stored
 	depth    func(context.Context) (float64, error) // queue depth, sampled every tick; nil for targets without a queue
+	metrics  *metricsFlags                          // nil or empty: no Prometheus endpoint
+	stderr   io.Writer                              // hears where the endpoint is
 }
 
 // judging is what the verdict is measured against.
@@ -64,6 +66,11 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		m.run.ID = store.NewRunID()
 	}
 	nameJobs(m.target, m.run.ID)
+	mx, err := m.metrics.start(ctx, m.run, m.stderr)
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
+	}
+	defer mx.Close()
 	out := newSink(ctx, m.store, m.run, sampler.Env())
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: m.sampler.Tick, Threshold: m.judging.thresholds.Steal})
 	if err != nil {
@@ -104,12 +111,15 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 				continue
 			}
 			rec.AddResult(&res)
+			mx.AddResult(&res)
 			out.add(&res)
 		case s := <-samples:
 			rec.AddHost(s)
+			mx.AddHost(s)
 			out.ticks(rec, false)
 		case d := <-depths:
 			rec.AddDepth(d.at, d.depth)
+			mx.SetQueueDepth(d.depth)
 		case now := <-refresh:
 			m.progress.show(rec.Snapshot(now), engine.Progress(), m.target)
 		}
@@ -119,10 +129,12 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 	stopSampling()
 	for s := range samples {
 		rec.AddHost(s)
+		mx.AddHost(s)
 	}
 	// The sampler has stopped: one last reading covers the tail of the run.
 	if last, err := sampler.Sample(end); err == nil {
 		rec.AddHost(last)
+		mx.AddHost(last)
 	}
 	if m.progress != nil {
 		m.progress.done()
@@ -156,6 +168,7 @@ func measure(ctx context.Context, m measurement) (s tare.Summary, ticks []tare.T
 		m.finish(&s)
 	}
 	out.ticks(rec, true)
+	m.metrics.end(ctx, mx, s.Verdict, m.stderr)
 	return s, ticks, out.finish(&s), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/metrics"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -17,7 +18,8 @@ import (
 // its first reading: what happens after it is inside the window, and
 // what it starts can be counted as tare (Sampler.AddTareTree).
 // The window's ticks are returned too, for the store (tare watch).
-func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, []tare.Tick, error) {
+// mx, when not nil, shows each tick to Prometheus.
+func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler), mx *metrics.Metrics) (tare.Summary, []tare.Tick, error) {
 	sampler, err := host.NewSampler(cfg)
 	if err != nil {
 		return tare.Summary{}, nil, err
@@ -50,6 +52,7 @@ loop:
 				break loop // ctx is done
 			}
 			rec.AddHost(s)
+			mx.AddHost(s)
 		case now := <-refresh:
 			p.showHost(rec.Snapshot(now))
 		case <-stop:
@@ -60,9 +63,11 @@ loop:
 	stopSampling()
 	for s := range samples {
 		rec.AddHost(s)
+		mx.AddHost(s)
 	}
 	if last, err := sampler.Sample(end); err == nil {
 		rec.AddHost(last)
+		mx.AddHost(last)
 	}
 	if p != nil {
 		p.done()

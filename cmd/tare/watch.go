@@ -20,6 +20,7 @@ func newWatchCmd() *cobra.Command {
 		host          hostFlags
 		judge         judgeFlags
 		sf            storeFlags
+		mf            metricsFlags
 		label, window string
 	)
 	cmd := &cobra.Command{
@@ -110,11 +111,17 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
+			mx, err := mf.start(cmd.Context(), run, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer mx.Close()
+			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start, mx)
 			<-exited
 			if err != nil {
 				return err
 			}
+			mf.end(cmd.Context(), mx, s.Verdict, cmd.ErrOrStderr())
 			status := 0
 			var exitErr *exec.ExitError
 			switch {
@@ -148,6 +155,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
 	sf.registerNoStore(cmd.Flags())
+	mf.register(cmd.Flags())
 	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)
 	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
 	return cmd
