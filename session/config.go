@@ -54,7 +54,33 @@ type Config struct {
 	OnStart func(*host.Sampler)
 	// Finish, when not nil, adds to the summary before it is stored.
 	Finish func(*tare.Summary)
+	// Watch, when not nil, is called once the run has its id, and what it
+	// returns is shown every result, host sample and queue depth as the
+	// window goes (a Prometheus endpoint). Its error ends the window
+	// before any load is sent.
+	Watch func(tare.Run) (Watcher, error)
 }
+
+// Watcher sees a window as it goes.
+type Watcher interface {
+	AddResult(*tare.Result)
+	AddHost(tare.HostSample)
+	SetQueueDepth(float64)
+}
+
+// watch returns cfg's watcher for run, or one that sees nothing.
+func (cfg *Config) watch(run tare.Run) (Watcher, error) {
+	if cfg.Watch == nil {
+		return nobody{}, nil
+	}
+	return cfg.Watch(run)
+}
+
+type nobody struct{}
+
+func (nobody) AddResult(*tare.Result)  {}
+func (nobody) AddHost(tare.HostSample) {}
+func (nobody) SetQueueDepth(float64)   {}
 
 // DefaultConfig is a Config with every default the command line starts
 // from; the target, the schedule and the run are the caller's.

@@ -37,6 +37,10 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 		run.ID = store.NewRunID()
 	}
 	nameJobs(cfg.Target, run.ID)
+	watch, err := cfg.watch(run)
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
+	}
 	out := newSink(ctx, cfg.Store, run, sampler.Env())
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
 	if err != nil {
@@ -84,12 +88,15 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 				continue
 			}
 			rec.AddResult(&res)
+			watch.AddResult(&res)
 			out.add(&res)
 		case s := <-samples:
 			rec.AddHost(s)
+			watch.AddHost(s)
 			out.ticks(rec, false)
 		case d := <-depths:
 			rec.AddDepth(d.at, d.depth)
+			watch.SetQueueDepth(d.depth)
 		case now := <-refresh:
 			cfg.OnProgress(rec.Snapshot(now), engine.Progress())
 		}
@@ -99,10 +106,12 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	stopSampling()
 	for s := range samples {
 		rec.AddHost(s)
+		watch.AddHost(s)
 	}
 	// The sampler has stopped: one last reading covers the tail of the run.
 	if last, err := sampler.Sample(end); err == nil {
 		rec.AddHost(last)
+		watch.AddHost(last)
 	}
 	if cfg.OnDone != nil {
 		cfg.OnDone()

@@ -23,6 +23,10 @@ func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summar
 		return tare.Summary{}, nil, err
 	}
 	defer sampler.Close()
+	watch, err := cfg.watch(cfg.Run)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
 	start := time.Now()
 	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
 	if err != nil {
@@ -50,6 +54,7 @@ loop:
 				break loop // ctx is done
 			}
 			rec.AddHost(s)
+			watch.AddHost(s)
 		case now := <-refresh:
 			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
 		case <-stop:
@@ -60,9 +65,11 @@ loop:
 	stopSampling()
 	for s := range samples {
 		rec.AddHost(s)
+		watch.AddHost(s)
 	}
 	if last, err := sampler.Sample(end); err == nil {
 		rec.AddHost(last)
+		watch.AddHost(last)
 	}
 	if cfg.OnDone != nil {
 		cfg.OnDone()

@@ -15,6 +15,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		host  hostFlags
 		judge judgeFlags
+		mf    metricsFlags
 		span  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -42,6 +43,9 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			if err := judge.hostOnly("tare check"); err != nil {
 				return err
 			}
+			if err := mf.check(); err != nil {
+				return err
+			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
 			cfg, err := host.config(os.Getpid())
@@ -60,13 +64,17 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			window.Host, window.SUTFoundBy = cfg, sutBy
 			window.Thresholds, window.SLO = j.thresholds, j.slo
 			newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0).hook(&window, nil)
+			end := mf.attach(cmd.Context(), &window, cmd.ErrOrStderr())
 			s, _, err := session.Observe(cmd.Context(), window, stop)
 			if err != nil {
+				end(nil)
 				return err
 			}
 			s.Verdict = jdg.Check(&s, j.thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
-			if err := printSummary(cmd.OutOrStdout(), &s, judge.json); err != nil {
+			err = printSummary(cmd.OutOrStdout(), &s, judge.json)
+			end(&s.Verdict)
+			if err != nil {
 				return err
 			}
 			return verdictStatus(&s, j.failOn)
@@ -75,6 +83,7 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 	cmd.Flags().DurationVar(&span, "for", 10*time.Second, "how long to sample")
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
+	mf.register(cmd.Flags())
 	return cmd
 }
 

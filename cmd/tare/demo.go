@@ -27,6 +27,7 @@ type demoFlags struct {
 	host  hostFlags
 	judge judgeFlags
 	store storeFlags
+	mf    metricsFlags
 
 	redis       string
 	workers     int
@@ -83,6 +84,7 @@ func newDemoCmd() *cobra.Command {
 	f.host.register(fs)
 	f.judge.register(fs)
 	f.store.registerNoStore(fs)
+	f.mf.register(fs)
 	return cmd
 }
 
@@ -98,6 +100,9 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return tare.Errorf(tare.EINVALID, "--mean-tokens must be at least 1; got %d", f.meanTokens)
 	case f.maxTokens < 0:
 		return tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", f.maxTokens)
+	}
+	if err := f.mf.check(); err != nil {
+		return err
 	}
 	sched, err := f.load.schedule()
 	if err != nil {
@@ -156,7 +161,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	workCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
 	for i := range f.workers {
-		w := worker.New(b, modelOf(client), worker.Config{Name: fmt.Sprintf("demo-worker-%d", i+1), Concurrency: f.concurrency, ClaimIdle: 10 * time.Second})
+		w := worker.New(b, modelOf(client, nil), worker.Config{Name: fmt.Sprintf("demo-worker-%d", i+1), Concurrency: f.concurrency, ClaimIdle: 10 * time.Second})
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -190,7 +195,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
 	cfg.Store = st
 	newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs).hook(&cfg, t.target)
-	return measureAndReport(cmd, cfg, j.failOn, f.judge.json)
+	return measureAndReport(cmd, cfg, &f.mf, j.failOn, f.judge.json)
 }
 
 // selfCommand runs this executable with args: the demo's model is a tare

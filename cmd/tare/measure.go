@@ -63,13 +63,19 @@ func printSummary(w io.Writer, s *tare.Summary, asJSON bool, ticks ...tare.Tick)
 
 // measureAndReport runs the measurement, prints its summary and returns the
 // exit status: a store failure (exit 2) after the summary is printed, else
-// what --fail-on asks of the verdict.
-func measureAndReport(cmd *cobra.Command, cfg session.Config, failOn string, asJSON bool) error {
+// what --fail-on asks of the verdict. With --metrics-listen the figures are
+// served while it runs, and the verdict until Prometheus has scraped it
+// (or --metrics-linger), after the summary is printed.
+func measureAndReport(cmd *cobra.Command, cfg session.Config, mf *metricsFlags, failOn string, asJSON bool) error {
+	end := mf.attach(cmd.Context(), &cfg, cmd.ErrOrStderr())
 	s, ticks, storeErr, err := session.Measure(cmd.Context(), cfg)
 	if err != nil {
+		end(nil)
 		return err
 	}
-	if err := printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...); err != nil {
+	err = printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...)
+	end(&s.Verdict)
+	if err != nil {
 		return err
 	}
 	if storeErr != nil {

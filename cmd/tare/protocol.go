@@ -210,6 +210,7 @@ func newProtocolRunCmd() *cobra.Command {
 	var (
 		over   planFlags
 		sf     storeFlags
+		mf     metricsFlags
 		now    bool
 		only   string
 		asJSON bool
@@ -242,6 +243,9 @@ exits: what the lines of tare protocol cron do.`,
 			if now && only != "" {
 				return tare.Errorf(tare.EINVALID, "--now runs every window at once; it does not go with --window")
 			}
+			if err := mf.check(); err != nil {
+				return err
+			}
 			lp, err := loadPlan(cmd.Context(), args[0], over)
 			if err != nil {
 				return err
@@ -256,7 +260,7 @@ exits: what the lines of tare protocol cron do.`,
 				return err
 			}
 			defer st.Close()
-			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: lp.window.judge.quiet}
+			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: lp.window.judge.quiet, metrics: &mf}
 			if now {
 				return pr.dryRun(cmd.Context())
 			}
@@ -266,6 +270,7 @@ exits: what the lines of tare protocol cron do.`,
 	fs := cmd.Flags()
 	over.register(fs)
 	sf.register(fs)
+	mf.register(fs)
 	fs.BoolVar(&now, "now", false, "dry run: the windows back to back now, under a protocol id of their own")
 	fs.StringVar(&only, "window", "", "run only this window's next slot (peak, offpeak or mid), then exit")
 	fs.BoolVar(&asJSON, "json", false, "print only the tare.compare/v1 JSON at the end")
@@ -279,6 +284,7 @@ type protocolRun struct {
 	st             tare.Store
 	stdout, stderr io.Writer
 	json, quiet    bool
+	metrics        *metricsFlags // each window on /metrics, with its own run id
 }
 
 // dryRun runs every window at once, under a protocol id of its own.
@@ -392,16 +398,20 @@ func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot pr
 	if err != nil {
 		return err
 	}
+	end := pr.metrics.attach(ctx, &cfg, pr.stderr)
 	sum, _, storeErr, err := session.Measure(ctx, cfg)
 	if err != nil {
+		end(nil)
 		return err
 	}
 	if !pr.json {
 		if err := report.Text(pr.stdout, &sum); err != nil {
+			end(nil)
 			return err
 		}
 		fmt.Fprintln(pr.stdout)
 	}
+	end(&sum.Verdict)
 	return storeErr
 }
 

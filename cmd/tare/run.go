@@ -27,10 +27,11 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
 
 type runFlags struct {
-	window windowFlags
-	store  storeFlags
-	shard  shardFlags
-	coord  coordFlags
+	window  windowFlags
+	store   storeFlags
+	shard   shardFlags
+	coord   coordFlags
+	metrics metricsFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -68,11 +69,15 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	f.store.registerNoStore(fs)
 	f.shard.register(fs)
 	f.coord.register(fs)
+	f.metrics.register(fs)
 	return cmd
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
 	w := &f.window
+	if err := f.metrics.check(); err != nil {
+		return err
+	}
 	p, err := w.prepare(cmd.Context(), "tare run")
 	if err != nil {
 		return err
@@ -121,5 +126,5 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
-	return measureAndReport(cmd, cfg, p.judging.failOn, w.judge.json)
+	return measureAndReport(cmd, cfg, &f.metrics, p.judging.failOn, w.judge.json)
 }

@@ -21,6 +21,7 @@ func newWatchCmd() *cobra.Command {
 		host          hostFlags
 		judge         judgeFlags
 		sf            storeFlags
+		mf            metricsFlags
 		label, window string
 	)
 	cmd := &cobra.Command{
@@ -49,6 +50,9 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				return err
 			}
 			if err := judge.hostOnly("tare watch"); err != nil {
+				return err
+			}
+			if err := mf.check(); err != nil {
 				return err
 			}
 			sampling, err := host.config(os.Getpid())
@@ -115,9 +119,11 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
 			cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
 			cfg.OnStart = start
+			end := mf.attach(cmd.Context(), &cfg, cmd.ErrOrStderr())
 			s, ticks, err := session.Observe(cmd.Context(), cfg, exited)
 			<-exited
 			if err != nil {
+				end(nil)
 				return err
 			}
 			status := 0
@@ -132,7 +138,9 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
 			storeErr := session.Save(cmd.Context(), st, &s, ticks)
-			if err := printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...); err != nil {
+			err = printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...)
+			end(&s.Verdict)
+			if err != nil {
 				return err
 			}
 			if storeErr != nil {
@@ -151,6 +159,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	host.register(cmd.Flags())
 	judge.register(cmd.Flags())
 	sf.registerNoStore(cmd.Flags())
+	mf.register(cmd.Flags())
 	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)
 	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
 	return cmd

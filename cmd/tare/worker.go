@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/metrics"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/worker"
@@ -21,6 +22,7 @@ func newWorkerCmd() *cobra.Command {
 		timeout          time.Duration
 		cfg              worker.Config
 		verbose          bool
+		mf               metricsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --queue URL --model URL [flags]",
@@ -47,6 +49,9 @@ the jobs it holds finish for --grace.`,
 			if err := checkWorkerFlags(cfg); err != nil {
 				return err
 			}
+			if err := mf.check(); err != nil {
+				return err
+			}
 			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: apiKey(), Timeout: timeout})
 			if err != nil {
 				return flagged(err, "model")
@@ -57,11 +62,16 @@ the jobs it holds finish for --grace.`,
 				return flagged(err, "queue")
 			}
 			defer b.Close()
-			defer publishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr())()
+			mx, err := mf.start(cmd.Context(), tare.Run{Label: orDefault(cfg.Name, "worker")}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer mx.Close()
+			defer publishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr(), mx.AddHost)()
 			if verbose {
 				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
-			w := worker.New(b, modelOf(client), cfg)
+			w := worker.New(b, modelOf(client, mx), cfg)
 			fmt.Fprintf(cmd.ErrOrStderr(), "tare worker %s: queue %q at %s, model %s, %d at once\n", w.Name(), q.name, queue.RedactURL(q.url), client, cfg.Concurrency)
 			err = w.Run(cmd.Context())
 			st := w.Stats()
@@ -81,13 +91,19 @@ the jobs it holds finish for --grace.`,
 	fs.DurationVar(&cfg.Grace, "grace", worker.DefaultGrace, "on stop, how long the jobs in hand may finish")
 	fs.IntVar(&cfg.MaxDeliveries, "max-deliveries", worker.DefaultMaxDeliveries, "a job delivered more often than this fails without calling the model")
 	fs.BoolVar(&verbose, "verbose", false, "log what the worker does to stderr")
+	fs.StringVar(&mf.listen, "metrics-listen", "", "serve this worker's model calls (ok/error, latency) and its host's figures to Prometheus on http://ADDR/metrics, like "+metrics.DefaultListen+" (docs/metrics.md); loopback only unless --metrics-allow-remote")
+	fs.BoolVar(&mf.allowRemote, "metrics-allow-remote", false, "let --metrics-listen take an address that is not loopback: the figures are then readable from other machines")
 	return cmd
 }
 
 // modelOf lets the worker call a model endpoint through the OpenAI client.
-func modelOf(c *openai.Client) worker.Model {
+// Each call is shown to mx too (nil: not asked), as a request scheduled and
+// sent when the worker made it: the worker's own latency, not the job's.
+func modelOf(c *openai.Client, mx *metrics.Metrics) worker.Model {
 	return worker.ModelFunc(func(ctx context.Context, prompt string, maxTokens int) (worker.Completion, error) {
+		start := time.Now()
 		r := c.Call(ctx, openai.Request{Prompt: prompt, MaxTokens: maxTokens})
+		mx.AddResult(&tare.Result{Scheduled: start, Sent: start, Done: time.Now(), Err: r.Err})
 		return worker.Completion{FirstToken: r.FirstToken, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, Err: r.Err}, nil
 	})
 }

@@ -19,7 +19,8 @@ import (
 // every tick and publishes each sample beside queue q (queue.Hosts) until
 // ctx ends; it returns a func that stops it and waits. A host that cannot
 // be sampled, or a Redis that fails, costs a warning, never the worker.
-func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer) (stop func()) {
+// Each sample goes to also too, when not nil (the worker's /metrics).
+func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer, also func(tare.HostSample)) (stop func()) {
 	// The worker is the system under test on its host: its descendants (a
 	// model it runs) count with it.
 	sampler, err := host.NewSampler(host.Config{Tick: tick, SUT: []int{os.Getpid()}})
@@ -44,6 +45,9 @@ func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Durati
 			case <-ctx.Done():
 				return
 			case s := <-samples:
+				if also != nil {
+					also(s)
+				}
 				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 				if err := pub.Publish(pctx, name, s); err != nil && !warned && ctx.Err() == nil {
 					fmt.Fprintf(warn, "tare worker: publishing this host's interference failed (will keep trying): %v\n", err)

@@ -108,7 +108,7 @@ func TestWorkerPublishesItsHost(t *testing.T) {
 	}
 	var warn bytes.Buffer
 	start := time.Now()
-	stop := publishWorkerHost(ctx, u, q, 100*time.Millisecond, &warn)
+	stop := publishWorkerHost(ctx, u, q, 100*time.Millisecond, &warn, nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for published() < 3 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
