@@ -77,8 +77,8 @@ type WindowTest struct {
 	TicksB int    `json:"ticks_b"`
 
 	U      *float64 `json:"u"`       // Mann-Whitney U of A
-	Z      *float64 `json:"z"`       // normal approximation, tie- and continuity-corrected
-	PValue *float64 `json:"p_value"` // two-sided
+	Z      *float64 `json:"z"`       // U standardised: normal approximation, tie- and continuity-corrected
+	PValue *float64 `json:"p_value"` // two-sided; from the exact distribution of U for small samples
 
 	// DiffMS is median tick p95 of A − that of B; CILowMS and CIHighMS
 	// bound it at ConfidencePct, from a seeded percentile bootstrap.

@@ -14,16 +14,34 @@ const (
 )
 
 // Error is a problem reported to the user: main prints only its Message.
+// Err is its cause, when it has one: the message already says it in words,
+// and errors.Is and errors.As see through the Error to it.
 type Error struct {
 	Code    string
 	Message string
+	Err     error
 }
 
 func (e *Error) Error() string { return e.Message }
 
-// Errorf returns an *Error with the code and a formatted message.
+// Unwrap returns the cause, or nil.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the code and a message formatted as
+// fmt.Errorf formats it. An error given to %w is kept as the cause, so
+// errors.Is(err, context.DeadlineExceeded) holds through the *Error; %w
+// prints as %v does, so the message is the same either way. With several
+// %w, the cause is an error that unwraps to all of them.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	e := &Error{Code: code, Message: err.Error()}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		e.Err = u.Unwrap()
+	case interface{ Unwrap() []error }:
+		e.Err = err
+	}
+	return e
 }
 
 // ErrorCode returns the code of the first *Error in err's chain, EINTERNAL

@@ -161,7 +161,7 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	switch {
 	case cfg.Cgroup != "":
 		if sutCgroup, err = explicitCgroup(cfg.CgroupRoot, cfg.Cgroup); err != nil {
-			return nil, tare.Errorf(tare.ENOTFOUND, "%v", err)
+			return nil, tare.Errorf(tare.ENOTFOUND, "%w", err)
 		}
 	case len(cfg.SUT) > 0:
 		if sutCgroup, err = pidCgroup(pfs, cfg.CgroupRoot, cfg.SUT[0]); err != nil {

@@ -97,9 +97,9 @@ func ReadBody(spec string) ([]byte, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, tare.Errorf(tare.ENOTFOUND, "body file %q does not exist", path)
 	case errors.As(err, &pathErr):
-		return nil, tare.Errorf(tare.EINVALID, "cannot read body file %q: %v", path, pathErr.Err)
+		return nil, tare.Errorf(tare.EINVALID, "cannot read body file %q: %w", path, pathErr.Err)
 	case err != nil:
-		return nil, tare.Errorf(tare.EINVALID, "cannot read body file %q: %v", path, err)
+		return nil, tare.Errorf(tare.EINVALID, "cannot read body file %q: %w", path, err)
 	}
 	return data, nil
 }

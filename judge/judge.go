@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	moremath "github.com/aclements/go-moremath/stats"
+
 	"github.com/tare-dev/tare"
 )
 
@@ -436,14 +438,10 @@ func warnings(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	return w
 }
 
+// median is go-moremath's (benchstat's), on a copy: Sort works in place.
 func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	s := moremath.Sample{Xs: slices.Clone(v)}
+	return s.Sort().Quantile(0.5)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -205,13 +205,7 @@ func medianPtr(v []float64) *float64 {
 	if len(v) == 0 {
 		return nil
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return tare.Float(s[n/2])
-	}
-	return tare.Float((s[n/2-1] + s[n/2]) / 2)
+	return tare.Float(median(v))
 }
 
 func roundTo(v float64, decimals int) *float64 {

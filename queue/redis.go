@@ -76,7 +76,7 @@ func OpenRedis(ctx context.Context, rawURL, queue string) (*Redis, error) {
 	r, err := NewRedis(ctx, rdb, queue)
 	if err != nil {
 		rdb.Close()
-		return nil, tare.Errorf(tare.ErrorCode(err), "redis at %s: %s", RedactURL(rawURL), tare.ErrorMessage(err))
+		return nil, &tare.Error{Code: tare.ErrorCode(err), Message: "redis at " + RedactURL(rawURL) + ": " + tare.ErrorMessage(err), Err: err}
 	}
 	r.own = true
 	return r, nil
@@ -93,7 +93,7 @@ func parseURL(rawURL string) (*redis.Options, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, tare.Errorf(tare.EINVALID, "redis URL %q: want redis://[user:password@]host:port/db (%v)", RedactURL(rawURL), err)
+		return nil, tare.Errorf(tare.EINVALID, "redis URL %q: want redis://[user:password@]host:port/db (%w)", RedactURL(rawURL), err)
 	}
 	return opt, nil
 }
@@ -107,11 +107,11 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, queue string) (*Re
 	}
 	r := &Redis{rdb: rdb, queue: queue, keys: keysOf(queue), claimFrom: "0-0"}
 	if err := r.ensureGroup(ctx); err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open queue %q on redis: %v", queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open queue %q on redis: %w", queue, err)
 	}
 	token, err := r.epoch(ctx)
 	if err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open queue %q on redis: %v", queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open queue %q on redis: %w", queue, err)
 	}
 	r.token = token
 	return r, nil

@@ -29,13 +29,13 @@ func ReadSummary(path string) (tare.Summary, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return s, tare.Errorf(tare.ENOTFOUND, "no summary file %q", path)
 		}
-		return s, tare.Errorf(tare.EINVALID, "read %s: %v", path, err)
+		return s, tare.Errorf(tare.EINVALID, "read %s: %w", path, err)
 	}
 	defer f.Close()
 	dec := json.NewDecoder(f)
 	if err := dec.Decode(&s); err != nil {
 		// The decoder's message names the field and the type it wanted.
-		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %v", path, tare.SummarySchema, err)
+		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): %w", path, tare.SummarySchema, err)
 	}
 	if s.Schema != tare.SummarySchema {
 		return s, tare.Errorf(tare.EINVALID, "%s is not a %s JSON (what tare run --json prints): schema %q", path, tare.SummarySchema, s.Schema)
@@ -56,12 +56,12 @@ type Records struct {
 func (f Records) Each(fn func(*tare.Result) error) error {
 	file, err := os.Open(f.Path)
 	if err != nil {
-		return tare.Errorf(tare.EINVALID, "%s %s: %v", f.Command, f.Path, err)
+		return tare.Errorf(tare.EINVALID, "%s %s: %w", f.Command, f.Path, err)
 	}
 	defer file.Close()
 	err = report.ReadRecords(bufio.NewReaderSize(file, 1<<20), fn)
 	if errors.Is(err, report.ErrRecord) {
-		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %v", f.Command, f.Path, err)
+		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %w", f.Command, f.Path, err)
 	}
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	moremath "github.com/aclements/go-moremath/stats"
+
 	"github.com/tare-dev/tare"
 )
 
@@ -223,7 +225,7 @@ func smaller(a, b group) string {
 type MannWhitney struct {
 	U      float64 // U of x: the number of (x, y) pairs with x > y, ties counting one half
 	Z      float64 // standardised U, continuity- and tie-corrected; 0 when every value ties
-	P      float64 // two-sided p-value of the normal approximation
+	P      float64 // two-sided p-value: exact for small samples, else of the normal approximation
 	NX, NY int
 }
 
@@ -231,70 +233,58 @@ type MannWhitney struct {
 // values of y, without assuming any distribution: per-tick p95 is far from
 // normal (a few polluted ticks make a long right tail).
 //
-// With the values of both samples ranked together, ties given the mean of
-// the ranks they span, and R the sum of x's ranks:
+// U and the p-value are go-moremath's (the test benchstat runs): the exact
+// distribution of U, ties included, while both samples have at most
+// moremath.MannWhitneyExactLimit values (50; 25 with ties), where the
+// normal approximation is rough; beyond, the normal approximation with the
+// tie and continuity corrections. Z is U standardised that way at every
+// size, a figure to read beside p (with the values of both samples ranked
+// together, n = nx+ny and t the size of each group of tied values):
 //
-//	U  = R − nx(nx+1)/2
 //	μ  = nx·ny/2
-//	σ² = nx·ny/12 · ((n+1) − Σ(t³−t) / (n(n−1)))   n = nx+ny, t = size of each tie group
-//	z  = (U − μ ∓ ½) / σ                           the ½ towards μ: continuity correction
-//	p  = 2·(1 − Φ(|z|))
+//	σ² = nx·ny/12 · ((n+1) − Σ(t³−t) / (n(n−1)))
+//	z  = (U − μ ∓ ½) / σ     the ½ towards μ: continuity correction
 //
-// The normal approximation is good from about eight values a side; below
-// that the p-value is rough, and callers warn. Either sample empty is an
-// error wrapping ErrTooFew.
+// When every value ties, U is nx·ny/2, z 0 and p 1: no evidence either way.
+// Either sample empty is an error wrapping ErrTooFew.
 func MannWhitneyU(x, y []float64) (MannWhitney, error) {
 	nx, ny := len(x), len(y)
-	if nx == 0 || ny == 0 {
+	r := MannWhitney{P: 1, NX: nx, NY: ny}
+	res, err := moremath.MannWhitneyUTest(x, y, moremath.LocationDiffers)
+	switch {
+	case nx == 0 || ny == 0 || errors.Is(err, moremath.ErrSampleSize):
 		return MannWhitney{}, fmt.Errorf("mann-whitney of %d and %d values: %w", nx, ny, ErrTooFew)
+	case errors.Is(err, moremath.ErrSamplesEqual):
+		r.U = float64(nx*ny) / 2
+		return r, nil
+	case err != nil:
+		return MannWhitney{}, fmt.Errorf("mann-whitney of %d and %d values: %w", nx, ny, err)
 	}
-	type value struct {
-		v   float64
-		inX bool
-	}
-	all := make([]value, 0, nx+ny)
-	for _, v := range x {
-		all = append(all, value{v, true})
-	}
-	for _, v := range y {
-		all = append(all, value{v, false})
-	}
-	slices.SortStableFunc(all, func(a, b value) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	n := float64(nx + ny)
-	var rankX, tieTerm float64
+	r.U, r.P = res.U, res.P
+	r.Z = standardU(x, y, res.U)
+	return r, nil
+}
+
+// standardU is z of U, as MannWhitneyU gives it.
+func standardU(x, y []float64, u float64) float64 {
+	all := append(slices.Clone(x), y...)
+	slices.Sort(all)
+	var tieTerm float64
 	for i := 0; i < len(all); {
-		j := i
-		for j < len(all) && all[j].v == all[i].v {
+		j := i + 1
+		for j < len(all) && all[j] == all[i] {
 			j++
-		}
-		// Ranks i+1 .. j share their mean.
-		mean := float64(i+1+j) / 2
-		for k := i; k < j; k++ {
-			if all[k].inX {
-				rankX += mean
-			}
 		}
 		t := float64(j - i)
 		tieTerm += t*t*t - t
 		i = j
 	}
-	fx, fy := float64(nx), float64(ny)
-	u := rankX - fx*(fx+1)/2
-	mu := fx * fy / 2
+	fx, fy, n := float64(len(x)), float64(len(y)), float64(len(all))
 	variance := fx * fy / 12 * ((n + 1) - tieTerm/(n*(n-1)))
-	r := MannWhitney{U: u, P: 1, NX: nx, NY: ny}
 	if !(variance > 0) {
-		return r, nil // every value ties: no evidence either way
+		return 0
 	}
-	d := u - mu
+	d := u - fx*fy/2
 	switch {
 	case d > 0.5:
 		d -= 0.5
@@ -303,17 +293,17 @@ func MannWhitneyU(x, y []float64) (MannWhitney, error) {
 	default:
 		d = 0
 	}
-	r.Z = d / math.Sqrt(variance)
-	r.P = math.Erfc(math.Abs(r.Z) / math.Sqrt2)
-	return r, nil
+	return d / math.Sqrt(variance)
 }
 
 // BootstrapMedianDiff estimates median(x) − median(y) and a percentile
 // bootstrap interval for it at the given confidence (percent): resamples of
 // x and of y, each drawn with replacement and at its own size, give the
-// distribution of the difference. The draws come from a PCG generator
-// seeded from seed alone, so the interval is the same every time. Fewer
-// than two values in either sample is an error wrapping ErrTooFew.
+// distribution of the difference, and the interval is its α/2 and 1 − α/2
+// quantiles. Medians and quantiles are go-moremath's Sample.Quantile
+// (Hyndman and Fan's R8, the median as usual). The draws come from a PCG
+// generator seeded from seed alone, so the interval is the same every time.
+// Fewer than two values in either sample is an error wrapping ErrTooFew.
 func BootstrapMedianDiff(x, y []float64, confidence float64, resamples int, seed uint64) (diff, lo, hi float64, err error) {
 	if len(x) < 2 || len(y) < 2 {
 		return 0, 0, 0, fmt.Errorf("bootstrap of %d and %d values: %w", len(x), len(y), ErrTooFew)
@@ -331,31 +321,16 @@ func BootstrapMedianDiff(x, y []float64, confidence float64, resamples int, seed
 		for k := range by {
 			by[k] = y[rng.IntN(len(y))]
 		}
-		diffs[i] = medianOf(bx) - medianOf(by)
+		diffs[i] = median(bx) - median(by)
 	}
-	slices.Sort(diffs)
+	d := moremath.Sample{Xs: diffs}
+	d.Sort()
 	alpha := (100 - confidence) / 100
-	return medianOf(slices.Clone(x)) - medianOf(slices.Clone(y)), quantileSorted(diffs, alpha/2), quantileSorted(diffs, 1-alpha/2), nil
+	return median(slices.Clone(x)) - median(slices.Clone(y)), d.Quantile(alpha / 2), d.Quantile(1 - alpha/2), nil
 }
 
-// medianOf sorts v in place and returns its median.
-func medianOf(v []float64) float64 {
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
-// quantileSorted is the q-quantile (0..1) of sorted values, interpolating
-// linearly between order statistics.
-func quantileSorted(v []float64, q float64) float64 {
-	pos := q * float64(len(v)-1)
-	i := int(pos)
-	if i >= len(v)-1 {
-		return v[len(v)-1]
-	}
-	f := pos - float64(i)
-	return v[i] + f*(v[i+1]-v[i])
+// median sorts v in place and returns its median.
+func median(v []float64) float64 {
+	s := moremath.Sample{Xs: v}
+	return s.Sort().Quantile(0.5)
 }

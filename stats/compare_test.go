@@ -12,7 +12,8 @@ import (
 
 // TestMannWhitneyU checks the test against small cases worked by hand:
 // U by counting pairs, σ² from the tie groups, z with the continuity
-// correction towards the mean, p = erfc(|z|/√2).
+// correction towards the mean, and p from the exact distribution of U (all
+// the ways to place x's values among the pooled ranks, equally likely).
 func TestMannWhitneyU(t *testing.T) {
 	tests := []struct {
 		name string
@@ -22,23 +23,30 @@ func TestMannWhitneyU(t *testing.T) {
 	}{
 		{
 			// U = 0 (no x above any y); μ = 4.5; σ² = 9/12·7 = 5.25;
-			// z = (0 − 4.5 + 0.5)/√5.25.
+			// z = (0 − 4.5 + 0.5)/√5.25. One of the C(6,3) = 20
+			// placements gives U = 0, one U = 9: p = 2/20. (The normal
+			// approximation said 0.0809.)
 			name: "separated", x: []float64{1, 2, 3}, y: []float64{4, 5, 6},
-			u: 0, z: -4 / math.Sqrt(5.25), p: 0.0808555983700523,
+			u: 0, z: -4 / math.Sqrt(5.25), p: 0.1,
 		},
 		{
 			// Ranks 1, 3, 3 | 3, 5: R = 7, U = 1; ties 1, 3, 1 give
 			// Σ(t³−t) = 24; σ² = 6/12·(6 − 24/20) = 2.4; z = −1.5/√2.4.
+			// Of the C(5,3) = 10 placements over ranks 1, 3, 3, 3, 5,
+			// three give U = 1, four U = 3, three U = 5: p = 2·3/10.
+			// (The normal approximation said 0.3329.)
 			name: "ties", x: []float64{1, 2, 2}, y: []float64{2, 3},
-			u: 1, z: -1.5 / math.Sqrt(2.4), p: 0.33292160806556603,
+			u: 1, z: -1.5 / math.Sqrt(2.4), p: 0.6,
 		},
 		{
 			// Every x above every y: U = 8; μ = 4; σ² = 8/12·7; z = 3.5/σ.
+			// One of C(6,2) = 15 placements gives U = 8: p = 2/15.
+			// (The normal approximation said 0.1052.)
 			name: "x larger, unequal sizes", x: []float64{10, 20, 30, 40}, y: []float64{1, 2},
-			u: 8, z: 3.5 / math.Sqrt(8.0/12*7), p: 0.10519250512004141,
+			u: 8, z: 3.5 / math.Sqrt(8.0/12*7), p: 2.0 / 15,
 		},
 		{
-			// |U − μ| ≤ ½: the correction takes it to zero.
+			// U = μ: the distribution is symmetric about it; p = 1.
 			name: "interleaved", x: []float64{1, 4}, y: []float64{2, 3},
 			u: 2, z: 0, p: 1,
 		},
@@ -65,6 +73,27 @@ func TestMannWhitneyU(t *testing.T) {
 	}
 	if _, err := MannWhitneyU(nil, []float64{1}); !errors.Is(err, ErrTooFew) {
 		t.Errorf("empty sample: %v, want ErrTooFew", err)
+	}
+}
+
+// TestMannWhitneyULarge: past the exact limit (60 values a side, no ties)
+// p is the normal approximation's, p = erfc(|z|/√2), the same z.
+func TestMannWhitneyULarge(t *testing.T) {
+	var x, y []float64
+	for i := range 60 {
+		x = append(x, float64(2*i))    // 0, 2, …, 118
+		y = append(y, float64(2*i+41)) // 41, 43, …, 159
+	}
+	got, err := MannWhitneyU(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x above y: x = 2i > 2j+41 for j < i − 20, so Σ over i of max(0, i−20)
+	// = 0 + … + 39 = 780 pairs.
+	const u, mu = 780.0, 1800.0
+	z := (u - mu + 0.5) / math.Sqrt(3600.0/12*121)
+	if !closeTo(got.U, u, 1e-12) || !closeTo(got.Z, z, 1e-12) || !closeTo(got.P, math.Erfc(math.Abs(z)/math.Sqrt2), 1e-12) {
+		t.Errorf("U %g z %g p %g; want U %g z %g p %g", got.U, got.Z, got.P, u, z, math.Erfc(math.Abs(z)/math.Sqrt2))
 	}
 }
 

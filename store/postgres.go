@@ -47,18 +47,18 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgconn quotes the DSN in its errors, password redacted.
-		return nil, tare.Errorf(tare.EINVALID, "postgres store %q: %v", shown, err)
+		return nil, tare.Errorf(tare.EINVALID, "postgres store %q: %w", shown, err)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "postgres store %q: %v", shown, err)
+		return nil, tare.Errorf(tare.EINVALID, "postgres store %q: %w", shown, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "postgres store %q does not answer: %v", shown, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "postgres store %q does not answer: %w", shown, err)
 	}
 	p := &Postgres{pool: pool}
 	p.core = core{set: &p.Settings, b: pgBackend{pool: pool}, me: self()}

@@ -51,7 +51,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "open sqlite store %q: %v", path, err)
+		return nil, tare.Errorf(tare.EINVALID, "open sqlite store %q: %w", path, err)
 	}
 	if err := preflight(abs); err != nil {
 		return nil, err
@@ -135,10 +135,10 @@ func unwritable(path string, err error) error {
 		cause = pe.Err
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return tare.Errorf(tare.EUNAVAILABLE, "store %q: disk full (%v): free some space or set TARE_DB to another disk",
+		return tare.Errorf(tare.EUNAVAILABLE, "store %q: disk full (%w): free some space or set TARE_DB to another disk",
 			path, cause)
 	}
-	return tare.Errorf(tare.EINVALID, "store %q cannot be written: %v: set TARE_DB to a writable file", path, cause)
+	return tare.Errorf(tare.EINVALID, "store %q cannot be written: %w: set TARE_DB to a writable file", path, cause)
 }
 
 // describeSQLite turns SQLite's result codes into errors a user can act on.
@@ -157,11 +157,11 @@ func describeSQLite(path string, err error) error {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return tare.Errorf(tare.EUNAVAILABLE, "store %q is locked by another process: try again when it is done", path)
 	case sqlite3.SQLITE_IOERR:
-		return tare.Errorf(tare.EUNAVAILABLE, "store %q: I/O error: %v", path, se)
+		return tare.Errorf(tare.EUNAVAILABLE, "store %q: I/O error: %w", path, se)
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-		return tare.Errorf(tare.EINVALID, "store %q cannot be written: %v: set TARE_DB to a writable file", path, se)
+		return tare.Errorf(tare.EINVALID, "store %q cannot be written: %w: set TARE_DB to a writable file", path, se)
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return tare.Errorf(tare.EINVALID, "store %q is not a tare store (not a SQLite database): %v", path, se)
+		return tare.Errorf(tare.EINVALID, "store %q is not a tare store (not a SQLite database): %w", path, se)
 	}
 	return fmt.Errorf("open sqlite store %q: %w", path, err)
 }

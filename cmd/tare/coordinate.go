@@ -61,12 +61,12 @@ func (f *coordFlags) coordinate(ctx context.Context, sf *shardFlags, label strin
 	}
 	co, err := queue.NewCoordinator(f.url)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %v", tare.RedactText(f.url), err)
+		return nil, tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %w", tare.RedactText(f.url), err)
 	}
 	clock, err := co.Offset(ctx, 5)
 	if err != nil {
 		co.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %v", tare.RedactText(f.url), err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %w", tare.RedactText(f.url), err)
 	}
 	b := co.Barrier(barrierID, count)
 	if p.shard.Count == 0 {

@@ -202,7 +202,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 var selfCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "find the tare executable to start the simulated model: %v", err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "find the tare executable to start the simulated model: %w", err)
 	}
 	return exec.CommandContext(ctx, exe, args...), nil
 }
@@ -218,7 +218,7 @@ func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Durati
 	}
 	p, err := modelsim.Start(c, 30*time.Second, stderr)
 	if err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "%v", err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "%w", err)
 	}
 	return p, nil
 }

@@ -135,7 +135,7 @@ func (f *hostFlags) findSUT(cfg *host.Config, target string) (string, error) {
 	case f.cgroup != "":
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, f.cgroup)
 		if err != nil {
-			return "", flagged(tare.Errorf(tare.ENOTFOUND, "%v", err), "cgroup")
+			return "", flagged(tare.Errorf(tare.ENOTFOUND, "%w", err), "cgroup")
 		}
 		cfg.SUT = pids
 		return "--cgroup " + f.cgroup, nil
@@ -220,12 +220,13 @@ func (f *judgeFlags) hostOnly(command string) error {
 // flagged names the flag a user error came from: a message that starts
 // with the flag's name ("rate must …") gets its dashes, any other is
 // prefixed with the flag. With flag "", the message's first word is the flag.
+// The error stays the cause.
 func flagged(err error, flag string) error {
 	msg := tare.ErrorMessage(err)
 	if flag == "" || strings.HasPrefix(msg, flag+" ") {
-		return tare.Errorf(tare.ErrorCode(err), "--%s", msg)
+		return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + msg, Err: err}
 	}
-	return tare.Errorf(tare.ErrorCode(err), "--%s: %s", flag, msg)
+	return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + flag + ": " + msg, Err: err}
 }
 
 // storeFlags say where runs are kept.

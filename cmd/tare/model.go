@@ -43,7 +43,7 @@ Ctrl-C stops it.`,
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return tare.Errorf(tare.EUNAVAILABLE, "--listen %s: %v", listen, err)
+				return tare.Errorf(tare.EUNAVAILABLE, "--listen %s: %w", listen, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "tare model: serving %q at http://%s/v1 (%.0f work rounds per ms of this core; Ctrl-C stops)\n",
 				srv.Model(), ln.Addr(), srv.IterationsPerMS())

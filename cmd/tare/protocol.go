@@ -89,14 +89,14 @@ type loadedPlan struct {
 func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "plan %s: %v", path, err)
+		return nil, tare.Errorf(tare.EINVALID, "plan %s: %w", path, err)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, tare.Errorf(tare.ENOTFOUND, "no plan file %q", path)
 		}
-		return nil, tare.Errorf(tare.EINVALID, "plan %s: %v", path, err)
+		return nil, tare.Errorf(tare.EINVALID, "plan %s: %w", path, err)
 	}
 	defer f.Close()
 	p, err := protocol.ParsePlan(path, f)
@@ -624,7 +624,7 @@ func protocolStatus(ctx context.Context, w io.Writer, st tare.Store, id string, 
 	}
 	sched, err := protocol.ScheduleFromConfig(id, runs[0].Config)
 	if err != nil {
-		return tare.Errorf(tare.EINVALID, "protocol %s: its runs do not record their schedule (%v): tare compare %s still compares them", id, err, id)
+		return tare.Errorf(tare.EINVALID, "protocol %s: its runs do not record their schedule (%w): tare compare %s still compares them", id, err, id)
 	}
 	slots := sched.Cycle(runs, now)
 	p.line("protocol %s: %s, %d %s (%s)", id, windowList(sched.Windows), max(sched.Days, 1), plural(max(sched.Days, 1), "day", "days"), sched.Location)

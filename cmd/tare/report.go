@@ -199,7 +199,7 @@ func writeOutput(path string, stdout io.Writer, flag string, fn func(io.Writer) 
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return 0, tare.Errorf(tare.EINVALID, "%s %s: %v", flag, path, err)
+		return 0, tare.Errorf(tare.EINVALID, "%s %s: %w", flag, path, err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, nothing is there
 	cw := &countWriter{w: bufio.NewWriterSize(tmp, 256<<10)}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -75,33 +74,57 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		f, err := os.Create(cpuProfile)
 		if err != nil {
-			return tare.Errorf(tare.EINVALID, "--cpuprofile %s: %v", cpuProfile, err)
+			return tare.Errorf(tare.EINVALID, "--cpuprofile %s: %w", cpuProfile, err)
 		}
 		return pprof.StartCPUProfile(f)
 	}
 	defer pprof.StopCPUProfile()
+	// The help and completion commands are added as Execute would add
+	// them, so that their argument errors are usage errors too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	typeArgErrors(root)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && tare.ErrorCode(err) == tare.EINTERNAL && isUsageError(err) {
-		// cobra's own argument errors ("unknown command", "accepts 0 arg(s)")
-		// are usage errors: say how to get help.
-		return tare.Errorf(tare.EINVALID, "%s\nRun '%s --help' for usage.", err, cmd.CommandPath())
+	if err != nil && cmd.CalledAs() == "" {
+		// cobra returns an error without calling any command only when it
+		// cannot find the command: an unknown command.
+		err = &usageError{err}
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue, cmd.CommandPath())
 	}
 	return err
 }
 
-func isUsageError(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"unknown command", "unknown flag", "unknown shorthand", "arg(s)", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, s) {
-			return true
+// usageError is a mistake in how tare was called: an unknown command or
+// flag, a flag without its value, the wrong number of arguments. run adds
+// how to get help to its message.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// typeArgErrors makes the errors of the Args validators of cmd and of every
+// command below it usage errors.
+func typeArgErrors(cmd *cobra.Command) {
+	if validate := cmd.Args; validate != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := validate(c, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
 		}
 	}
-	return false
+	for _, c := range cmd.Commands() {
+		typeArgErrors(c)
+	}
 }
 
 // flagError turns pflag's parse errors into messages that name the flag,
-// the value and the accepted form.
-func flagError(cmd *cobra.Command, err error) error {
+// the value and the accepted form; any other parse error (an unknown flag,
+// a flag without its value) is a usage error.
+func flagError(_ *cobra.Command, err error) error {
 	var invalid *pflag.InvalidValueError
 	if errors.As(err, &invalid) {
 		name := invalid.GetFlag().Name
@@ -111,7 +134,7 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 		return tare.Errorf(tare.EINVALID, "--%s must be %s; got %q", name, accepted(invalid.GetFlag().Value.Type()), invalid.GetValue())
 	}
-	return tare.Errorf(tare.EINVALID, "%s\nRun '%s --help' for usage.", err, cmd.CommandPath())
+	return &usageError{err}
 }
 
 func accepted(typ string) string {

@@ -187,7 +187,7 @@ func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progres
 	for {
 		ws, err := q.Workers(ctx)
 		if err != nil {
-			return nil, tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %v", f.queueName, queue.RedactURL(f.queue), err)
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", f.queueName, queue.RedactURL(f.queue), err)
 		}
 		if len(ws) > 0 {
 			return ws, nil

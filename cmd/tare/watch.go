@@ -74,7 +74,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			}
 			child.Stderr = cmd.ErrOrStderr()
 			if _, err := exec.LookPath(args[0]); err != nil {
-				return tare.Errorf(tare.EINVALID, "cannot run %q: %v (is it installed and on PATH?)", args[0], errors.Unwrap(err))
+				return tare.Errorf(tare.EINVALID, "cannot run %q: %w (is it installed and on PATH?)", args[0], errors.Unwrap(err))
 			}
 
 			exited := make(chan struct{})
@@ -124,7 +124,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 					status = 128 + int(exitErr.Sys().(syscall.WaitStatus).Signal())
 				}
 			case waitErr != nil:
-				return tare.Errorf(tare.EINVALID, "cannot run %q: %v", args[0], waitErr)
+				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
 			out := newSink(cmd.Context(), st, s.Run, s.Env)
 			out.addTicks(ticks)
