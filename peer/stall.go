@@ -9,10 +9,6 @@ import (
 // bucket is the resolution of the stall finder.
 const bucket = 10 * time.Millisecond
 
-// maxSpan bounds the buckets walked: results further apart than this (a
-// bogus timestamp) leave the stall finder out rather than allocate.
-const maxSpan = 10_000_000 // 10 ms buckets: 27.7 h
-
 // Stall is the longest stretch in which a tool sent nothing while some of
 // its requests were in flight: its workers were all waiting (a closed loop,
 // or an open loop out of workers) instead of sending on schedule.
@@ -70,48 +66,66 @@ func (s *stallFinder) longest() Stall {
 		return Stall{}
 	}
 	lo, hi := s.first.UnixNano()/int64(bucket), s.last.UnixNano()/int64(bucket)
-	if hi-lo > maxSpan {
-		return Stall{}
-	}
-	keys := make([]int64, 0, len(s.flight))
+	// Between two buckets that saw an event nothing changes: walk the
+	// events, not the buckets, so a bogus timestamp years away costs nothing.
+	keys := make([]int64, 0, len(s.flight)+len(s.sends))
 	for k := range s.flight {
 		keys = append(keys, k)
+	}
+	for k := range s.sends {
+		if _, ok := s.flight[k]; !ok {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	var (
 		best     Stall
 		flight   int32
-		ki       int
 		runStart int64 = -1
 		runMin   int32
-		mean     = s.last.Sub(s.first) / time.Duration(s.n-1)
-		flush    = func(end int64) {
-			if runStart < 0 {
-				return
-			}
-			if l := time.Duration(end-runStart) * bucket; l > best.Length {
-				best = Stall{At: time.Unix(0, runStart*int64(bucket)), Length: l, InFlight: int(runMin)}
-			}
-			runStart = -1
-		}
 	)
-	for ; ki < len(keys) && keys[ki] < lo; ki++ {
-		flight += s.flight[keys[ki]]
-	}
-	for b := lo; b <= hi; b++ {
-		for ; ki < len(keys) && keys[ki] == b; ki++ {
-			flight += s.flight[keys[ki]]
+	flush := func(end int64) {
+		if runStart < 0 {
+			return
 		}
-		if s.sends[b] == 0 && flight > 0 {
-			if runStart < 0 {
-				runStart, runMin = b, flight
-			}
-			runMin = min(runMin, flight)
+		if l := time.Duration(end-runStart) * bucket; l > best.Length {
+			best = Stall{At: time.Unix(0, runStart*int64(bucket)), Length: l, InFlight: int(runMin)}
+		}
+		runStart = -1
+	}
+	extend := func(from int64) {
+		if runStart < 0 {
+			runStart, runMin = from, flight
+		}
+		runMin = min(runMin, flight)
+	}
+	for i, k := range keys {
+		flight += s.flight[k]
+		if k < lo {
 			continue
 		}
-		flush(b)
+		if k > hi {
+			break
+		}
+		if s.sends[k] > 0 || flight <= 0 {
+			flush(k)
+		} else {
+			extend(k)
+		}
+		next := hi + 1
+		if i+1 < len(keys) && keys[i+1] < next {
+			next = keys[i+1]
+		}
+		if next > k+1 { // buckets k+1 … next−1: no event, no send
+			if flight > 0 {
+				extend(k + 1)
+			} else {
+				flush(k + 1)
+			}
+		}
 	}
 	flush(hi + 1)
+	mean := s.last.Sub(s.first) / time.Duration(s.n-1)
 	best.Significant = best.Length >= 200*time.Millisecond && best.Length >= 20*mean
 	return best
 }
