@@ -55,7 +55,7 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
 			s, _, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
-				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil)
+				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil, nil)
 			if err != nil {
 				return err
 			}

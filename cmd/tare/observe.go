@@ -17,14 +17,29 @@ import (
 // its first reading: what happens after it is inside the window, and
 // what it starts can be counted as tare (Sampler.AddTareTree).
 // The window's ticks are returned too, for the store (tare watch).
-func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler)) (tare.Summary, []tare.Tick, error) {
+//
+// results, when not nil, is called once the window has ended, with the
+// recorder that holds its host samples: it adds another tool's results
+// (tare watch --results) and returns the span of their arrivals and its
+// warnings. The ticks then stay open to the end, so that results added
+// after every host sample still land in their own ticks.
+// resultsGrace keeps every tick open until the end of a watched window
+// whose results are read after it (stats.Config.Grace).
+const resultsGrace = 1000 * time.Hour
+
+func observe(ctx context.Context, cfg host.Config, sutBy string, j judging, run tare.Run, stop <-chan struct{}, p *progress, started func(*host.Sampler),
+	results func(*stats.Recorder) (time.Duration, []string, error)) (tare.Summary, []tare.Tick, error) {
 	sampler, err := host.NewSampler(cfg)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
 	defer sampler.Close()
 	start := time.Now()
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal})
+	rc := stats.Config{Start: start, Tick: sampler.Tick(), Threshold: j.thresholds.Steal}
+	if results != nil {
+		rc.Grace = resultsGrace
+	}
+	rec, err := stats.NewRecorder(rc)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
@@ -68,7 +83,16 @@ loop:
 		p.done()
 	}
 
-	s := rec.Summary(end, 0)
+	var (
+		span     time.Duration
+		warnings []string
+	)
+	if results != nil {
+		if span, warnings, err = results(rec); err != nil {
+			return tare.Summary{}, nil, err
+		}
+	}
+	s := rec.Summary(end, span)
 	s.Schema = tare.SummarySchema
 	s.Run = run
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
@@ -82,6 +106,7 @@ loop:
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Thresholds = j.thresholds.Map()
 	return s, ticks, nil
 }

@@ -3,15 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	hostpkg "github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/peer"
+	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -21,6 +25,7 @@ func newWatchCmd() *cobra.Command {
 		judge         judgeFlags
 		sf            storeFlags
 		label, window string
+		results       string
 	)
 	cmd := &cobra.Command{
 		Use:   "watch [flags] -- COMMAND [ARG...]",
@@ -34,21 +39,44 @@ summary and the verdict for that window.
 The window is stored like a run, its ticks with it (--no-store does not), and
 its run id printed: tare runs show, tare compare and tare report take it.
 
+With --results FORMAT:PATH, tare reads the command's per-request results
+once it has exited and puts them on the window's timeline as if tare had
+sent the load: latency per tick, percentiles, clean-tick percentiles, the
+verdict, and --slo. Formats: vegeta (vegeta attack's binary -output),
+vegeta-json (vegeta encode), hey-csv (hey -o csv, whose offsets count from
+the command's start) and jsonl, one JSON object per line for any other tool:
+
+  {"timestamp": "2026-01-02T15:04:05.123Z", "latency_ms": 12.5, "status": 200}
+
+(timestamp: RFC 3339 or seconds since the Unix epoch; status 0 when there
+was none; an optional "error" marks a failure). No other tool gives tare
+its schedule, so latencies start at the tool's own timestamp, and the
+summary says where that hides queueing: hey is a closed loop (coordinated
+omission), vegeta an open loop that hides it where its workers ran out
+(stalls of its sends are found and reported).
+
 The command's own output passes through (to stderr when --json is given, so
 stdout holds only the JSON). tare exits with the command's status, unless
 --fail-on asks to fail on the verdict and the verdict fails.`,
 		Example: `  tare watch -- wrk -t2 -c32 -d30s http://127.0.0.1:8080/
   tare watch --pid "$(pgrep -f my-server)" --json -- k6 run script.js > window.json
   tare watch --label checkout --window peak -- vegeta attack -duration 60s -targets t.txt
-  tare watch --fail-on polluted -- go test -bench . ./...`,
+  tare watch --fail-on polluted -- go test -bench . ./...
+  tare watch --results vegeta:r.bin --slo 'p99<=50ms' -- vegeta attack -rate 100 -duration 30s -targets t.txt -output r.bin
+  tare watch --results hey-csv:r.csv -- sh -c 'hey -z 30s -o csv http://127.0.0.1:8080/ > r.csv'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := judge.judging()
 			if err != nil {
 				return err
 			}
-			if err := judge.hostOnly("tare watch"); err != nil {
-				return err
+			var spec peer.Spec
+			if results == "" {
+				if err := judge.hostOnly("tare watch"); err != nil {
+					return err
+				}
+			} else if spec, err = peer.ParseSpec(results); err != nil {
+				return flagged(err, "results")
 			}
 			sampling, err := host.config(os.Getpid())
 			if err != nil {
@@ -78,8 +106,12 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			}
 
 			exited := make(chan struct{})
-			var waitErr error
+			var (
+				waitErr    error
+				childStart time.Time // what hey's offsets count from
+			)
 			start := func(sampler *hostpkg.Sampler) {
+				childStart = time.Now()
 				if err := child.Start(); err != nil {
 					waitErr = err
 					close(exited)
@@ -110,7 +142,19 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start)
+			var feed func(*stats.Recorder) (time.Duration, []string, error)
+			if results != "" {
+				if spec.Format.Tool != "" {
+					run.Arrival = fmt.Sprintf("%s results (%s)", spec.Format.Tool, spec.Format.Timing)
+				} else {
+					run.Arrival = fmt.Sprintf("%s results (%s)", spec.Format.Name, spec.Format.Timing)
+				}
+				feed = func(rec *stats.Recorder) (time.Duration, []string, error) {
+					<-exited // the results are complete once the command has exited
+					return readResults(spec, childStart, rec)
+				}
+			}
+			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start, feed)
 			<-exited
 			if err != nil {
 				return err
@@ -150,5 +194,44 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	sf.registerNoStore(cmd.Flags())
 	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)
 	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
+	cmd.Flags().StringVar(&results, "results", "", "FORMAT:PATH: the command's per-request results to judge, once it exits ("+peer.FormatNames()+"); makes --slo valid")
 	return cmd
+}
+
+// readResults adds the results of spec's file to rec, and returns the span
+// of their arrivals and the format's warnings. start is the instant the
+// command was started (hey's offsets count from it).
+func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Duration, []string, error) {
+	f, err := os.Open(spec.Path)
+	if err != nil {
+		return 0, nil, tare.Errorf(tare.EINVALID, "--results: cannot read the %s results: %v (did the command write them to %q?)", spec.Format.Name, errors.Unwrap(err), spec.Path)
+	}
+	defer f.Close()
+	r, err := peer.NewReader(f, spec.Format, peer.Options{Start: start})
+	if err != nil {
+		return 0, nil, err
+	}
+	var first, last time.Time
+	for {
+		var res tare.Result
+		err := r.Read(&res)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, nil, &tare.Error{Code: tare.EINVALID, Message: fmt.Sprintf("--results %s: %v", spec.Path, err), Err: err}
+		}
+		if first.IsZero() || res.Scheduled.Before(first) {
+			first = res.Scheduled
+		}
+		if res.Scheduled.After(last) {
+			last = res.Scheduled
+		}
+		rec.AddResult(&res)
+	}
+	ws := r.Warnings()
+	if r.Count() == 0 {
+		ws = append(ws, fmt.Sprintf("%s holds no results: the window is judged on the host alone", spec.Path))
+	}
+	return last.Sub(first), ws, nil
 }
