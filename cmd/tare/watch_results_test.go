@@ -257,3 +257,29 @@ func hasWarning(s tare.Summary, sub string) bool {
 	}
 	return false
 }
+
+// TestWatchResultsJSONL: any tool's results in the jsonl form; --slo is
+// judged on them (tare watch refuses it without --results), and a bad line
+// is an error naming the line.
+func TestWatchResultsJSONL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	script := fmt.Sprintf(`now=$(date +%%s.%%N); for i in 1 2 3 4 5 6 7 8 9 10; do echo "{\"timestamp\": $now, \"latency_ms\": 1500, \"status\": 200}"; done > %s`, path)
+	code, stdout, stderr := tareCmd(t, "watch", "--no-store", "--json", "--results", "jsonl:"+path, "--slo", "p95<=1s", "--fail-on", "slo", "--", "sh", "-c", script)
+	if code != 1 && code != 3 {
+		t.Fatalf("exit %d, want 1 (the SLO failed) or 3 (on a polluted host)\n%s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if s.Requests.Total != 10 || *s.Latency.P95 < 1490 || !hasWarning(s, "tare cannot tell whether they are scheduled") {
+		t.Errorf("requests %d, p95 %v, warnings %q", s.Requests.Total, *s.Latency.P95, s.Verdict.Warnings)
+	}
+	if err := os.WriteFile(path, []byte("{\"timestamp\": 1767366246, \"latency_ms\": 2, \"status\": 200}\n{\"timestamp\": 1767366246}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = tareCmd(t, "watch", "--no-store", "--results", "jsonl:"+path, "--", "true")
+	if code != 2 || !strings.Contains(stderr, "line 2") || !strings.Contains(stderr, "no latency_ms") {
+		t.Errorf("bad line: exit %d, want 2 and the line named\n%s", code, stderr)
+	}
+}
