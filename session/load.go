@@ -1,6 +1,3 @@
-// Package session owns one measured run from start to end: measuring it,
-// sweeping for capacity, and reading a stored run back (Load), its shards
-// merged and its sweep steps judged again.
 package session
 
 import (
@@ -54,7 +51,7 @@ func Load(ctx context.Context, st tare.Store, idOrPrefix string) (tare.Summary, 
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
-	s, ticks, _, err := load(ctx, st, id, false)
+	s, ticks, _, err := loadStored(ctx, st, id, false)
 	return s, ticks, err
 }
 
@@ -62,7 +59,7 @@ func Load(ctx context.Context, st tare.Store, idOrPrefix string) (tare.Summary, 
 // that a failure to read its ticks is an error. The ticks are as stored:
 // nil when the run has none.
 func LoadRun(ctx context.Context, st tare.Store, id string) (tare.Summary, []tare.Tick, error) {
-	s, ticks, _, err := load(ctx, st, id, true)
+	s, ticks, _, err := loadStored(ctx, st, id, true)
 	return s, ticks, err
 }
 
@@ -70,7 +67,7 @@ func LoadRun(ctx context.Context, st tare.Store, id string) (tare.Summary, []tar
 // comparison. A stored run has a timeline even when it recorded no tick
 // (its ticks are then empty, not nil), so it is tested as one.
 func LoadInput(ctx context.Context, st tare.Store, id string) (stats.CompareInput, error) {
-	s, ticks, merged, err := load(ctx, st, id, true)
+	s, ticks, merged, err := loadStored(ctx, st, id, true)
 	if err != nil {
 		return stats.CompareInput{}, err
 	}
@@ -83,7 +80,7 @@ func LoadInput(ctx context.Context, st tare.Store, id string) (stats.CompareInpu
 // load reads run id, merged from its shards when it was sharded (merged
 // says so); strict says whether a failure to read the ticks of an
 // unsharded run is an error.
-func load(ctx context.Context, st tare.Store, id string, strict bool) (s tare.Summary, ticks []tare.Tick, merged bool, err error) {
+func loadStored(ctx context.Context, st tare.Store, id string, strict bool) (s tare.Summary, ticks []tare.Tick, merged bool, err error) {
 	rows, err := Shards(ctx, st, id)
 	if err != nil {
 		return s, nil, false, err

@@ -12,12 +12,6 @@ import (
 	"github.com/tare-dev/tare/stats"
 )
 
-// The keys a sweep step's run records in its configuration.
-const (
-	ConfigSweepRate = "sweep.rate" // the rate the step asked for, per second
-	ConfigSweepSlot = "sweep.slot" // the sweep the step belongs to: window@date, or a run-unique id
-)
-
 // Compare is the comparison of the inputs and of the sweeps' capacities,
 // judged by the protocol rules.
 func Compare(inputs []stats.CompareInput, sweeps []tare.SweepCapacity, rules judge.ProtocolRules) *tare.Comparison {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	jdg "github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/session"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -54,8 +55,12 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			stop := make(chan struct{})
 			timer := time.AfterFunc(span, func() { close(stop) })
 			defer timer.Stop()
-			s, _, err := observe(cmd.Context(), cfg, sutBy, j, tare.Run{Label: "check", Target: "host", Version: version}, stop,
-				newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0), nil, nil)
+			window := session.DefaultConfig()
+			window.Run = tare.Run{Label: "check", Target: "host", Version: version}
+			window.Host, window.SUTFoundBy = cfg, sutBy
+			window.Thresholds, window.SLO = j.thresholds, j.slo
+			newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0).hook(&window, nil)
+			s, _, err := session.Observe(cmd.Context(), window, stop)
 			if err != nil {
 				return err
 			}

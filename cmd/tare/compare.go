@@ -163,10 +163,3 @@ func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareIn
 	in, err := session.LoadInput(ctx, st, id)
 	return []stats.CompareInput{in}, nil, err
 }
-
-// The keys a sweep step's run records in its configuration (sweep.go
-// writes them; session reads them back).
-const (
-	configSweepRate = session.ConfigSweepRate
-	configSweepSlot = session.ConfigSweepSlot
-)

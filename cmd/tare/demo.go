@@ -18,6 +18,7 @@ import (
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/worker"
 )
 
@@ -181,20 +182,15 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
 		defer stop()
 	}
-	m := measurement{
-		run:      tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: "demo " + t.name, Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)},
-		target:   t.target,
-		depth:    t.depth,
-		schedule: sched,
-		rate:     float64(f.load.rate),
-		engine:   f.load.engine(),
-		sampler:  sampling,
-		sutBy:    "started by tare demo: the simulated model",
-		judging:  j,
-		progress: newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs),
-		store:    st,
-	}
-	return measureAndReport(cmd, m, f.judge.json)
+	cfg := session.DefaultConfig()
+	cfg.Run = tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: "demo " + t.name, Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)}
+	cfg.Target, cfg.Depth = t.target, t.depth
+	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(f.load.rate), f.load.engine()
+	cfg.Host, cfg.SUTFoundBy = sampling, "started by tare demo: the simulated model"
+	cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
+	cfg.Store = st
+	newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs).hook(&cfg, t.target)
+	return measureAndReport(cmd, cfg, j.failOn, f.judge.json)
 }
 
 // selfCommand runs this executable with args: the demo's model is a tare

@@ -11,6 +11,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -83,6 +84,20 @@ func queueProgress(st queue.TargetStats) string {
 		line += fmt.Sprintf("  workers %d", st.Workers)
 	}
 	return line
+}
+
+// hook makes cfg's progress hooks print p's live line: of a window with
+// load of target's, or with no load of tare's own when target is nil.
+// A nil p (quiet) sets none.
+func (p *progress) hook(cfg *session.Config, target tare.Target) {
+	if p == nil {
+		return
+	}
+	cfg.ProgressEvery, cfg.OnDone = p.every, p.done
+	cfg.OnProgress = func(s stats.Progress, e load.Progress) { p.show(s, e, target) }
+	if target == nil {
+		cfg.OnProgress = func(s stats.Progress, _ load.Progress) { p.showHost(s) }
+	}
 }
 
 // showHost is the live line of a window with no load of tare's own.

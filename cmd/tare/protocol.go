@@ -349,8 +349,9 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 	return pr.compare(ctx, s.Protocol)
 }
 
-// runSlot runs one window through measure (or a sweep of them) and stores
-// it; the store failing stops the protocol, since the store is its memory.
+// runSlot runs one window through session.Measure (or a sweep of them)
+// and stores it; the store failing stops the protocol, since the store is
+// its memory.
 func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot protocol.Slot, dry bool) error {
 	lp := pr.lp
 	extra := s.Config()
@@ -387,11 +388,11 @@ func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot pr
 		}
 		return nil
 	}
-	m, err := lp.window.measurement(lp.prep, pr.st, run, 0, pr.stderr)
+	cfg, err := lp.window.config(lp.prep, pr.st, run, 0, pr.stderr)
 	if err != nil {
 		return err
 	}
-	sum, _, storeErr, err := measure(ctx, m)
+	sum, _, storeErr, err := session.Measure(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -468,7 +469,7 @@ func countdown(w io.Writer, quiet bool, loc *time.Location) func(ctx context.Con
 			if tty && !quiet {
 				fmt.Fprintf(w, "\r\033[Kwaiting: %s, in %s (Ctrl-C stops; run again to carry on)", what, left.Round(time.Second))
 			}
-			if err := sleepCtx(ctx, min(left, step)); err != nil {
+			if err := session.Sleep(ctx, min(left, step)); err != nil {
 				return err
 			}
 		}

@@ -100,26 +100,26 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer co.close()
 	run := tare.Run{ID: sh.rowID(), Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
-	m, err := w.measurement(p, st, run, 0, cmd.ErrOrStderr())
+	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	if sh.shard.Sharded() {
-		if m.schedule, err = w.load.split(sh.shard); err != nil {
+		if cfg.Schedule, err = w.load.split(sh.shard); err != nil {
 			return err
 		}
-		m.run.Arrival = m.schedule.String()
-		m.rate /= float64(sh.shard.Count)
+		cfg.Run.Arrival = cfg.Schedule.String()
+		cfg.Rate /= float64(sh.shard.Count)
 	}
-	m.start = sh.startAt
-	co.record(&m.run)
-	m.finish = co.finish
+	cfg.Start = sh.startAt
+	co.record(&cfg.Run)
+	cfg.Finish = co.finish
 	if w.target.queue != "" {
 		hosts := workerHostsFinish(w.target.queue, w.target.queueName, p.judging.thresholds)
-		m.finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
+		cfg.Finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
 	}
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
-	return measureAndReport(cmd, m, w.judge.json)
+	return measureAndReport(cmd, cfg, p.judging.failOn, w.judge.json)
 }

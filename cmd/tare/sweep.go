@@ -1,12 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +14,7 @@ import (
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
-	"github.com/tare-dev/tare/store"
+	"github.com/tare-dev/tare/session"
 )
 
 const sweepLong = `Find the highest arrival rate the target sustains within an SLO: raise the
@@ -130,7 +127,8 @@ func newSweepCmd() *cobra.Command {
 	return cmd
 }
 
-// sweeper runs a capacity search, each step one window through measure.
+// sweeper runs a capacity search through session.Sweep, each step one
+// window of flags.
 type sweeper struct {
 	flags    *windowFlags
 	prep     *prepared
@@ -148,107 +146,37 @@ type sweeper struct {
 	progress io.Writer
 }
 
-// sweep runs the search. A cancelled ctx stops it after the step under
-// way, with the capacity of the steps before; a step the store failed to
-// keep is a warning, since the measurement itself is whole.
+// sweep waits for the queue's workers, when the target is a queue, and
+// runs the search.
 func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
-	search, err := judge.NewSearch(s.plan)
-	if err != nil {
+	if err := s.plan.Validate(); err != nil {
 		return tare.Sweep{}, err
 	}
-	if s.rules == (judge.SweepRules{}) {
-		s.rules = judge.DefaultSweepRules()
+	if err := s.flags.awaitWorkers(ctx, s.prep, s.progress); err != nil {
+		return tare.Sweep{}, err
 	}
-	slot := cmp.Or(s.slot, "sweep-"+store.NewRunID())
-	result := tare.Sweep{Schema: tare.SweepSchema, Target: s.prep.name, Window: s.run.Window, SLO: s.prep.judging.slo.String(), Steps: []tare.SweepStep{}}
-	var polluted []string
-	for i := 0; ; i++ {
-		rate, ok := search.Next()
-		if !ok {
-			break
-		}
-		if i == 0 {
-			if err := s.flags.awaitWorkers(ctx, s.prep, s.progress); err != nil {
-				return result, err
-			}
-		}
-		if i > 0 && s.cooldown > 0 {
-			if err := sleepCtx(ctx, s.cooldown); err != nil {
-				result.Stopped = "interrupted between steps: the capacity is from the steps before"
-				return finishSweep(result, search, polluted), nil
-			}
-		}
-		run := s.run
-		run.Label = cmp.Or(s.run.Label, "sweep") + " " + judge.FormatRate(rate)
-		run.Config = maps.Clone(s.run.Config)
-		if run.Config == nil {
-			run.Config = map[string]string{}
-		}
-		run.Config[configSweepRate] = strconv.FormatFloat(rate, 'g', -1, 64)
-		run.Config[configSweepSlot] = slot
-		run.Config["sweep.step"] = strconv.Itoa(i + 1)
-		var live io.Writer = io.Discard
-		if s.progress != nil {
-			live = s.progress
-		}
-		m, err := s.flags.measurement(s.prep, s.store, run, arrival.Rate(rate), live)
-		if err != nil {
-			return result, err
-		}
-		sum, ticks, storeErr, err := measure(ctx, m)
-		if err != nil {
-			return result, err
-		}
-		if sum.Run.Status == tare.StatusInterrupted {
-			result.Stopped = fmt.Sprintf("interrupted during the step at %s: the capacity is from the steps before", judge.FormatRate(rate))
-			return finishSweep(result, search, polluted), nil
-		}
-		step := judge.Step(&sum, ticks, s.prep.judging.slo, s.rules)
-		step.OfferedPerS = rate
-		result.Steps = append(result.Steps, step)
-		search.Record(rate, step.Status == tare.StepOK)
-		if storeErr != nil {
-			result.Warnings = append(result.Warnings, fmt.Sprintf("step %d: %s", i+1, tare.ErrorMessage(storeErr)))
-		}
-		if step.Verdict == tare.Polluted {
-			polluted = append(polluted, strconv.Itoa(i+1))
-		}
-		if s.progress != nil && !s.flags.judge.quiet {
+	var live io.Writer = io.Discard
+	if s.progress != nil {
+		live = s.progress
+	}
+	cfg := session.SweepConfig{
+		Run: s.run, Target: s.prep.name, SLO: s.prep.judging.slo,
+		Plan: s.plan, Rules: s.rules, Cooldown: s.cooldown, Slot: s.slot,
+		Window: func(rate float64, run tare.Run) (session.Config, error) {
+			return s.flags.config(s.prep, s.store, run, arrival.Rate(rate), live)
+		},
+	}
+	if s.progress != nil && !s.flags.judge.quiet {
+		cfg.OnStep = func(n int, step tare.SweepStep) {
 			why := ""
 			if len(step.Reasons) > 0 {
 				why = ": " + strings.Join(step.Reasons, "; ")
 			}
-			fmt.Fprintf(s.progress, "step %d  %s  achieved %s  p95 %s  verdict %s  %s%s\n", i+1, judge.FormatRate(rate),
+			fmt.Fprintf(s.progress, "step %d  %s  achieved %s  p95 %s  verdict %s  %s%s\n", n, judge.FormatRate(step.OfferedPerS),
 				rateText(step.AchievedPerS), msText(step.P95MS), step.Verdict, step.Status, why)
 		}
 	}
-	return finishSweep(result, search, polluted), nil
-}
-
-func finishSweep(r tare.Sweep, search *judge.Search, polluted []string) tare.Sweep {
-	capacity, ok, atLeast, why := search.Result()
-	if ok {
-		r.CapacityPerS = tare.Float(capacity)
-	}
-	r.AtLeast = atLeast
-	if r.Stopped == "" {
-		r.Stopped = why
-	}
-	if len(polluted) > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("step %s polluted: that capacity describes the host as much as the code; sweep again in a quiet window, or in each protocol window", strings.Join(polluted, ", ")+plural(len(polluted), " was", " were")))
-	}
-	return r
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return session.Sweep(ctx, cfg)
 }
 
 func rateText(v *float64) string {

@@ -3,19 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	hostpkg "github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/peer"
-	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -70,13 +68,17 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			var spec peer.Spec
+			var spec *peer.Spec
 			if results == "" {
 				if err := judge.hostOnly("tare watch"); err != nil {
 					return err
 				}
-			} else if spec, err = peer.ParseSpec(results); err != nil {
-				return flagged(err, "results")
+			} else {
+				sp, err := peer.ParseSpec(results)
+				if err != nil {
+					return flagged(err, "results")
+				}
+				spec = &sp
 			}
 			sampling, err := host.config(os.Getpid())
 			if err != nil {
@@ -106,12 +108,8 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			}
 
 			exited := make(chan struct{})
-			var (
-				waitErr    error
-				childStart time.Time // what hey's offsets count from
-			)
+			var waitErr error
 			start := func(sampler *hostpkg.Sampler) {
-				childStart = time.Now()
 				if err := child.Start(); err != nil {
 					waitErr = err
 					close(exited)
@@ -142,19 +140,19 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			var feed func(*stats.Recorder) (time.Duration, []string, error)
-			if results != "" {
-				if spec.Format.Tool != "" {
-					run.Arrival = fmt.Sprintf("%s results (%s)", spec.Format.Tool, spec.Format.Timing)
-				} else {
-					run.Arrival = fmt.Sprintf("%s results (%s)", spec.Format.Name, spec.Format.Timing)
+			cfg := session.DefaultConfig()
+			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
+			cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
+			cfg.OnStart = start
+			if spec != nil {
+				tool := spec.Format.Tool
+				if tool == "" {
+					tool = spec.Format.Name
 				}
-				feed = func(rec *stats.Recorder) (time.Duration, []string, error) {
-					<-exited // the results are complete once the command has exited
-					return readResults(spec, childStart, rec)
-				}
+				cfg.Run.Arrival = fmt.Sprintf("%s results (%s)", tool, spec.Format.Timing)
+				cfg.Results = spec
 			}
-			s, ticks, err := observe(cmd.Context(), sampling, sutBy, j, run, exited, nil, start, feed)
+			s, ticks, err := session.Observe(cmd.Context(), cfg, exited)
 			<-exited
 			if err != nil {
 				return err
@@ -170,9 +168,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			case waitErr != nil:
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
-			out := newSink(cmd.Context(), st, s.Run, s.Env)
-			out.addTicks(ticks)
-			storeErr := out.finish(&s)
+			storeErr := session.Save(cmd.Context(), st, &s, ticks)
 			if err := printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...); err != nil {
 				return err
 			}
@@ -196,42 +192,4 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
 	cmd.Flags().StringVar(&results, "results", "", "FORMAT:PATH: the command's per-request results to judge, once it exits ("+peer.FormatNames()+"); makes --slo valid")
 	return cmd
-}
-
-// readResults adds the results of spec's file to rec, and returns the span
-// of their arrivals and the format's warnings. start is the instant the
-// command was started (hey's offsets count from it).
-func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Duration, []string, error) {
-	f, err := os.Open(spec.Path)
-	if err != nil {
-		return 0, nil, tare.Errorf(tare.EINVALID, "--results: cannot read the %s results: %v (did the command write them to %q?)", spec.Format.Name, errors.Unwrap(err), spec.Path)
-	}
-	defer f.Close()
-	r, err := peer.NewReader(f, spec.Format, peer.Options{Start: start})
-	if err != nil {
-		return 0, nil, err
-	}
-	var first, last time.Time
-	for {
-		var res tare.Result
-		err := r.Read(&res)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, nil, &tare.Error{Code: tare.EINVALID, Message: fmt.Sprintf("--results %s: %v", spec.Path, err), Err: err}
-		}
-		if first.IsZero() || res.Scheduled.Before(first) {
-			first = res.Scheduled
-		}
-		if res.Scheduled.After(last) {
-			last = res.Scheduled
-		}
-		rec.AddResult(&res)
-	}
-	ws := r.Warnings()
-	if r.Count() == 0 {
-		ws = append(ws, fmt.Sprintf("%s holds no results: the window is judged on the host alone", spec.Path))
-	}
-	return last.Sub(first), ws, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -70,37 +71,32 @@ func (f *windowFlags) prepare(ctx context.Context, command string) (*prepared, e
 	return &prepared{built: t, judging: j, sampling: sampling, sutBy: sutBy}, nil
 }
 
-// measurement is one window at rate r (the flag's rate when r is 0):
-// the run, its schedule and everything measure needs.
-func (f *windowFlags) measurement(p *prepared, st tare.Store, run tare.Run, r arrival.Rate, progressTo io.Writer) (measurement, error) {
+// config is one window at rate r (the flag's rate when r is 0): the
+// run, its schedule and everything session.Measure needs.
+func (f *windowFlags) config(p *prepared, st tare.Store, run tare.Run, r arrival.Rate, progressTo io.Writer) (session.Config, error) {
 	if r > 0 {
 		f.load.rate = r
 	}
 	sched, err := f.load.schedule()
 	if err != nil {
-		return measurement{}, err
+		return session.Config{}, err
 	}
 	run.Arrival, run.Version = sched.String(), version
 	if run.Target == "" {
 		run.Target = p.name
 	}
 	if p.queue != nil && run.ID == "" {
-		// A queue run has an id even unstored: its jobs carry it (nameJobs).
+		// A queue run has an id even unstored: its jobs carry it.
 		run.ID = store.NewRunID()
 	}
-	return measurement{
-		store:    st,
-		run:      run,
-		target:   p.target,
-		depth:    p.depth,
-		schedule: sched,
-		rate:     float64(f.load.rate),
-		engine:   f.load.engine(),
-		sampler:  p.sampling,
-		sutBy:    p.sutBy,
-		judging:  p.judging,
-		progress: newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs),
-	}, nil
+	cfg := session.DefaultConfig()
+	cfg.Store, cfg.Run = st, run
+	cfg.Target, cfg.Depth = p.target, p.depth
+	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(f.load.rate), f.load.engine()
+	cfg.Host, cfg.SUTFoundBy = p.sampling, p.sutBy
+	cfg.Thresholds, cfg.SLO = p.judging.thresholds, p.judging.slo
+	newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs).hook(&cfg, p.target)
+	return cfg, nil
 }
 
 // awaitWorkers waits, before the load, for a worker registered on the

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"fmt"
@@ -100,4 +100,11 @@ func queueWarnings(st queue.TargetStats) []string {
 		w += d
 	}
 	return []string{w}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

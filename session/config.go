@@ -1,0 +1,78 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/peer"
+	"github.com/tare-dev/tare/stats"
+)
+
+// Config is one window: what to send, how, what to watch, and what to
+// judge it against. Observe uses only the run, the host, the judging and
+// the hooks.
+type Config struct {
+	// Run is the run's identity and configuration, stored with it. A run
+	// without an ID gets a new one when it is stored; a queue target's
+	// jobs carry the ID.
+	Run tare.Run
+	// Start is when the arrivals begin (tare run --start-at); now when zero.
+	Start time.Time
+
+	Target   tare.Target
+	Schedule arrival.Process // the bounded arrivals
+	Rate     float64         // offered arrivals per second, for the arrival span
+	Engine   load.Config
+	// Depth reads the queue's depth, sampled twice a tick; nil for targets
+	// without a queue.
+	Depth func(context.Context) (float64, error)
+
+	Host       host.Config
+	SUTFoundBy string // how the system under test (Host.SUT) was found; "" when it was not
+
+	Thresholds judge.Thresholds
+	SLO        judge.SLO
+
+	Store tare.Store // nil: the run is not stored
+
+	// ProgressEvery is how often OnProgress is called while the window
+	// runs; no progress when OnProgress is nil.
+	ProgressEvery time.Duration
+	// OnProgress gets the live figures of the window. Observe passes a
+	// zero load.Progress: there is no load of tare's own.
+	OnProgress func(stats.Progress, load.Progress)
+	// OnDone is called once the window is over, before the summary is
+	// judged: the live line ends there.
+	OnDone func()
+	// OnStart is called once the sampler has taken its first reading:
+	// what happens after it is inside the window, and what it starts can
+	// be counted as tare (host.Sampler.AddTareTree).
+	OnStart func(*host.Sampler)
+	// Results, Observe only: another tool's per-request results, read once
+	// the window has ended (tare watch --results) and put on its timeline
+	// as if tare had sent them. Timestamps that count from the tool's own
+	// start (hey's) count from the instant OnStart was called.
+	Results *peer.Spec
+	// Finish, when not nil, adds to the summary before it is stored.
+	Finish func(*tare.Summary)
+}
+
+// DefaultConfig is a Config with every default the command line starts
+// from; the target, the schedule and the run are the caller's.
+func DefaultConfig() Config {
+	return Config{
+		Engine:        load.Config{MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain},
+		Host:          host.Config{Tick: host.DefaultTick},
+		Thresholds:    judge.DefaultThresholds(),
+		ProgressEvery: DefaultProgressEvery,
+	}
+}
+
+// DefaultProgressEvery is how often the live line is refreshed where it
+// is not a terminal.
+const DefaultProgressEvery = 5 * time.Second

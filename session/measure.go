@@ -1,0 +1,213 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
+)
+
+// Measure runs one load window with the host sampled during the very same
+// seconds, and returns its summary and timeline. A cancelled ctx stops the
+// arrivals and yields a summary marked interrupted: nothing measured is lost.
+// Results and ticks stream to the store as they come; a store that fails
+// mid-run does not stop the measurement: the summary is returned with a
+// storeErr saying what was not kept. err is for a window that could not
+// start (a sampler or recorder that cannot be made).
+func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick, storeErr, err error) {
+	sampler, err := host.NewSampler(cfg.Host)
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
+	}
+	defer sampler.Close()
+
+	start := cfg.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	run := cfg.Run
+	run.StartedAt, run.Status = start, tare.StatusRunning
+	if cfg.Store != nil && run.ID == "" {
+		run.ID = store.NewRunID()
+	}
+	nameJobs(cfg.Target, run.ID)
+	out := newSink(ctx, cfg.Store, run, sampler.Env())
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
+	}
+	if good, slo := cfg.SLO.PerRequest(); good != nil {
+		rec.CountGoodput(good, slo)
+	}
+
+	// 1. The host sampler, and the queue's depth, every tick until the
+	// arrivals and their drain are over (not cancelled with ctx: the
+	// drain after Ctrl-C is measured too).
+	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSampling()
+	samples := make(chan tare.HostSample, 16)
+	go sampler.Run(sampleCtx, samples)
+	if cfg.OnStart != nil {
+		cfg.OnStart(sampler)
+	}
+	depths := make(chan depthSample, 16)
+	if cfg.Depth != nil {
+		go sampleDepth(sampleCtx, cfg.Depth, sampler.Tick(), depths)
+	}
+
+	// 2. The arrivals, fired by the engine at their scheduled times.
+	sched := &lastOffset{Process: cfg.Schedule}
+	results := make(chan tare.Result, 1024)
+	engine := load.New(cfg.Target, cfg.Engine)
+	usage := make(chan load.Usage, 1)
+	go func() { usage <- engine.Run(ctx, start, sched, results) }()
+
+	// 3. One consumer feeds the recorder, so stats need no locks, and the
+	// store, which batches.
+	var refresh <-chan time.Time
+	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				continue
+			}
+			rec.AddResult(&res)
+			out.add(&res)
+		case s := <-samples:
+			rec.AddHost(s)
+			out.ticks(rec, false)
+		case d := <-depths:
+			rec.AddDepth(d.at, d.depth)
+		case now := <-refresh:
+			cfg.OnProgress(rec.Snapshot(now), engine.Progress())
+		}
+	}
+	end := time.Now()
+	u := <-usage
+	stopSampling()
+	for s := range samples {
+		rec.AddHost(s)
+	}
+	// The sampler has stopped: one last reading covers the tail of the run.
+	if last, err := sampler.Sample(end); err == nil {
+		rec.AddHost(last)
+	}
+	if cfg.OnDone != nil {
+		cfg.OnDone()
+	}
+
+	// 4. The summary, over the arrival window actually used, and its
+	// verdict.
+	span := sched.span(cfg.Rate)
+	status := tare.StatusComplete
+	if ctx.Err() != nil {
+		status = tare.StatusInterrupted
+		span = min(span, end.Sub(start))
+	}
+	s = rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = run
+	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
+	s.Env = sampler.Env()
+	s.Generator.CPUPct = tare.Float(u.CPUPct())
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
+	ticks = rec.Ticks()
+	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
+	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
+	for _, w := range sampler.Warnings() {
+		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
+	}
+	finishTarget(&s, cfg.Target)
+	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
+		s.Verdict.Attribution = att.Sentence
+	}
+	s.Thresholds = cfg.Thresholds.Map()
+	if cfg.Finish != nil {
+		cfg.Finish(&s)
+	}
+
+	// 5. The rest of the ticks and the summary to the store.
+	out.ticks(rec, true)
+	return s, ticks, out.finish(&s), nil
+}
+
+// lastOffset remembers the last arrival offset its process yielded, so the
+// offered rate is counted over the arrival window actually used.
+type lastOffset struct {
+	arrival.Process
+	last time.Duration
+	n    int
+}
+
+func (l *lastOffset) Next() (time.Duration, bool) {
+	at, ok := l.Process.Next()
+	if ok {
+		l.last, l.n = at, l.n+1
+	}
+	return at, ok
+}
+
+// span is the arrival window: the last arrival's offset plus one mean gap,
+// which for n arrivals at a constant rate r is exactly n/r.
+func (l *lastOffset) span(rate float64) time.Duration {
+	if l.n == 0 || rate <= 0 {
+		return 0
+	}
+	return l.last + time.Duration(float64(time.Second)/rate)
+}
+
+// sutSummary completes what stats measured of the system under test with
+// which processes it was and how tare found them; nil when tare did not
+// know it.
+func sutSummary(measured *tare.SUTSummary, pids []int, foundBy string) *tare.SUTSummary {
+	if len(pids) == 0 {
+		return nil
+	}
+	if measured == nil {
+		measured = &tare.SUTSummary{}
+	}
+	measured.PIDs, measured.FoundBy = pids, foundBy
+	return measured
+}
+
+type depthSample struct {
+	at    time.Time
+	depth float64
+}
+
+// sampleDepth reads the queue's depth twice a tick until ctx ends. A
+// failed read is skipped: the queue target counts the outage in its own
+// errors.
+func sampleDepth(ctx context.Context, depth func(context.Context) (float64, error), tick time.Duration, out chan<- depthSample) {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if d, err := depth(ctx); err == nil {
+				select {
+				case out <- depthSample{at: now, depth: d}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/stats"
+)
+
+// Observe samples the host, with no load of tare's own (the system under
+// test is cfg.Host.SUT, found as cfg.SUTFoundBy says), until stop is closed
+// or ctx is done, and returns the host-only summary and verdict of that
+// window, and its ticks (for the store: see Save). Of cfg it uses the run,
+// the host, the judging and the hooks; cfg.OnStart is how a caller starts
+// what the window watches (tare watch starts its command there). With
+// cfg.Results, the tool's results are read once stop is closed and judged
+// with the host samples (readResults).
+func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summary, []tare.Tick, error) {
+	sampler, err := host.NewSampler(cfg.Host)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	defer sampler.Close()
+	start := time.Now()
+	rc := stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal}
+	if cfg.Results != nil {
+		// The results come after every host sample: keep every tick open
+		// until the end, so that each still lands in its own tick.
+		rc.Grace = resultsGrace
+	}
+	rec, err := stats.NewRecorder(rc)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	samples := make(chan tare.HostSample, 16)
+	go sampler.Run(sampleCtx, samples)
+	toolStart := time.Now()
+	if cfg.OnStart != nil {
+		cfg.OnStart(sampler)
+	}
+
+	var refresh <-chan time.Time
+	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		refresh = t.C
+	}
+loop:
+	for {
+		select {
+		case s, ok := <-samples:
+			if !ok {
+				break loop // ctx is done
+			}
+			rec.AddHost(s)
+		case now := <-refresh:
+			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
+		case <-stop:
+			break loop
+		}
+	}
+	end := time.Now()
+	stopSampling()
+	for s := range samples {
+		rec.AddHost(s)
+	}
+	if last, err := sampler.Sample(end); err == nil {
+		rec.AddHost(last)
+	}
+	if cfg.OnDone != nil {
+		cfg.OnDone()
+	}
+
+	var (
+		span     time.Duration
+		warnings []string
+	)
+	if cfg.Results != nil {
+		if span, warnings, err = readResults(*cfg.Results, toolStart, rec); err != nil {
+			if ctx.Err() == nil {
+				return tare.Summary{}, nil, err
+			}
+			// Interrupted: the tool may have been stopped mid-write.
+			warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
+		}
+	}
+	s := rec.Summary(end, span)
+	s.Schema = tare.SummarySchema
+	s.Run = cfg.Run
+	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
+	if ctx.Err() != nil {
+		s.Run.Status = tare.StatusInterrupted
+	}
+	s.Env = sampler.Env()
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
+	ticks := rec.Ticks()
+	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
+	for _, w := range sampler.Warnings() {
+		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
+	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
+	s.Thresholds = cfg.Thresholds.Map()
+	return s, ticks, nil
+}
