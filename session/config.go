@@ -9,6 +9,7 @@ import (
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/peer"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -52,6 +53,11 @@ type Config struct {
 	// what happens after it is inside the window, and what it starts can
 	// be counted as tare (host.Sampler.AddTareTree).
 	OnStart func(*host.Sampler)
+	// Results, Observe only: another tool's per-request results, read once
+	// the window has ended (tare watch --results) and put on its timeline
+	// as if tare had sent them. Timestamps that count from the tool's own
+	// start (hey's) count from the instant OnStart was called.
+	Results *peer.Spec
 	// Finish, when not nil, adds to the summary before it is stored.
 	Finish func(*tare.Summary)
 	// Watch, when not nil, is called once the run has its id, and what it

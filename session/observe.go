@@ -16,7 +16,9 @@ import (
 // or ctx is done, and returns the host-only summary and verdict of that
 // window, and its ticks (for the store: see Save). Of cfg it uses the run,
 // the host, the judging and the hooks; cfg.OnStart is how a caller starts
-// what the window watches (tare watch starts its command there).
+// what the window watches (tare watch starts its command there). With
+// cfg.Results, the tool's results are read once stop is closed and judged
+// with the host samples (readResults).
 func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summary, []tare.Tick, error) {
 	sampler, err := host.NewSampler(cfg.Host)
 	if err != nil {
@@ -28,7 +30,13 @@ func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summar
 		return tare.Summary{}, nil, err
 	}
 	start := time.Now()
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
+	rc := stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal}
+	if cfg.Results != nil {
+		// The results come after every host sample: keep every tick open
+		// until the end, so that each still lands in its own tick.
+		rc.Grace = resultsGrace
+	}
+	rec, err := stats.NewRecorder(rc)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
@@ -36,6 +44,7 @@ func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summar
 	defer stopSampling()
 	samples := make(chan tare.HostSample, 16)
 	go sampler.Run(sampleCtx, samples)
+	toolStart := time.Now()
 	if cfg.OnStart != nil {
 		cfg.OnStart(sampler)
 	}
@@ -75,7 +84,20 @@ loop:
 		cfg.OnDone()
 	}
 
-	s := rec.Summary(end, 0)
+	var (
+		span     time.Duration
+		warnings []string
+	)
+	if cfg.Results != nil {
+		if span, warnings, err = readResults(*cfg.Results, toolStart, rec); err != nil {
+			if ctx.Err() == nil {
+				return tare.Summary{}, nil, err
+			}
+			// Interrupted: the tool may have been stopped mid-write.
+			warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
+		}
+	}
+	s := rec.Summary(end, span)
 	s.Schema = tare.SummarySchema
 	s.Run = cfg.Run
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
@@ -89,6 +111,7 @@ loop:
 	for _, w := range sampler.Warnings() {
 		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
 	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Thresholds = cfg.Thresholds.Map()
 	return s, ticks, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	hostpkg "github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/peer"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
@@ -23,6 +24,7 @@ func newWatchCmd() *cobra.Command {
 		sf            storeFlags
 		mf            metricsFlags
 		label, window string
+		results       string
 	)
 	cmd := &cobra.Command{
 		Use:   "watch [flags] -- COMMAND [ARG...]",
@@ -36,21 +38,48 @@ summary and the verdict for that window.
 The window is stored like a run, its ticks with it (--no-store does not), and
 its run id printed: tare runs show, tare compare and tare report take it.
 
+With --results FORMAT:PATH, tare reads the command's per-request results
+once it has exited and puts them on the window's timeline as if tare had
+sent the load: latency per tick, percentiles, clean-tick percentiles, the
+verdict, and --slo. Formats: vegeta (vegeta attack's binary -output),
+vegeta-json (vegeta encode), hey-csv (hey -o csv, whose offsets count from
+the command's start) and jsonl, one JSON object per line for any other tool:
+
+  {"timestamp": "2026-01-02T15:04:05.123Z", "latency_ms": 12.5, "status": 200}
+
+(timestamp: RFC 3339 or seconds since the Unix epoch; status 0 when there
+was none; an optional "error" marks a failure). No other tool gives tare
+its schedule, so latencies start at the tool's own timestamp, and the
+summary says where that hides queueing: hey is a closed loop (coordinated
+omission), vegeta an open loop that hides it where its workers ran out
+(stalls of its sends are found and reported).
+
 The command's own output passes through (to stderr when --json is given, so
 stdout holds only the JSON). tare exits with the command's status, unless
 --fail-on asks to fail on the verdict and the verdict fails.`,
 		Example: `  tare watch -- wrk -t2 -c32 -d30s http://127.0.0.1:8080/
   tare watch --pid "$(pgrep -f my-server)" --json -- k6 run script.js > window.json
   tare watch --label checkout --window peak -- vegeta attack -duration 60s -targets t.txt
-  tare watch --fail-on polluted -- go test -bench . ./...`,
+  tare watch --fail-on polluted -- go test -bench . ./...
+  tare watch --results vegeta:r.bin --slo 'p99<=50ms' -- vegeta attack -rate 100 -duration 30s -targets t.txt -output r.bin
+  tare watch --results hey-csv:r.csv -- sh -c 'hey -z 30s -o csv http://127.0.0.1:8080/ > r.csv'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := judge.judging()
 			if err != nil {
 				return err
 			}
-			if err := judge.hostOnly("tare watch"); err != nil {
-				return err
+			var spec *peer.Spec
+			if results == "" {
+				if err := judge.hostOnly("tare watch"); err != nil {
+					return err
+				}
+			} else {
+				sp, err := peer.ParseSpec(results)
+				if err != nil {
+					return flagged(err, "results")
+				}
+				spec = &sp
 			}
 			if err := mf.check(); err != nil {
 				return err
@@ -119,6 +148,14 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
 			cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
 			cfg.OnStart = start
+			if spec != nil {
+				tool := spec.Format.Tool
+				if tool == "" {
+					tool = spec.Format.Name
+				}
+				cfg.Run.Arrival = fmt.Sprintf("%s results (%s)", tool, spec.Format.Timing)
+				cfg.Results = spec
+			}
 			end := mf.attach(cmd.Context(), &cfg, cmd.ErrOrStderr())
 			s, ticks, err := session.Observe(cmd.Context(), cfg, exited)
 			<-exited
@@ -162,5 +199,6 @@ stdout holds only the JSON). tare exits with the command's status, unless
 	mf.register(cmd.Flags())
 	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)
 	cmd.Flags().StringVar(&window, "window", "", "protocol window of this run: peak, offpeak or mid")
+	cmd.Flags().StringVar(&results, "results", "", "FORMAT:PATH: the command's per-request results to judge, once it exits ("+peer.FormatNames()+"); makes --slo valid")
 	return cmd
 }
