@@ -104,15 +104,7 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	end := time.Now()
 	u := <-usage
 	stopSampling()
-	for s := range samples {
-		rec.AddHost(s)
-		watch.AddHost(s)
-	}
-	// The sampler has stopped: one last reading covers the tail of the run.
-	if last, err := sampler.Sample(end); err == nil {
-		rec.AddHost(last)
-		watch.AddHost(last)
-	}
+	lastSamples(samples, sampler, end, rec, watch)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}
@@ -218,5 +210,18 @@ func sampleDepth(ctx context.Context, depth func(context.Context) (float64, erro
 				}
 			}
 		}
+	}
+}
+
+// lastSamples records what the stopped sampler still had in its channel,
+// and one last reading that covers the tail of the window up to end.
+func lastSamples(samples <-chan tare.HostSample, sampler *host.Sampler, end time.Time, rec *stats.Recorder, watch Watcher) {
+	for s := range samples {
+		rec.AddHost(s)
+		watch.AddHost(s)
+	}
+	if last, err := sampler.Sample(end); err == nil {
+		rec.AddHost(last)
+		watch.AddHost(last)
 	}
 }

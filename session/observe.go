@@ -72,14 +72,7 @@ loop:
 	}
 	end := time.Now()
 	stopSampling()
-	for s := range samples {
-		rec.AddHost(s)
-		watch.AddHost(s)
-	}
-	if last, err := sampler.Sample(end); err == nil {
-		rec.AddHost(last)
-		watch.AddHost(last)
-	}
+	lastSamples(samples, sampler, end, rec, watch)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}

@@ -65,7 +65,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (tare.Sweep, error) {
 			break
 		}
 		if i > 0 && cfg.Cooldown > 0 {
-			if err := Sleep(ctx, cfg.Cooldown); err != nil {
+			if err := tare.Sleep(ctx, cfg.Cooldown); err != nil {
 				result.Stopped = "interrupted between steps: the capacity is from the steps before"
 				return finishSweep(result, search, polluted), nil
 			}
@@ -121,16 +121,4 @@ func finishSweep(r tare.Sweep, search *judge.Search, polluted []string) tare.Swe
 		r.Warnings = append(r.Warnings, fmt.Sprintf("step %s polluted: that capacity describes the host as much as the code; sweep again in a quiet window, or in each protocol window", strings.Join(polluted, ", ")+plural(len(polluted), " was", " were")))
 	}
 	return r
-}
-
-// Sleep waits for d, or until ctx is done: then it returns ctx's error.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -479,7 +479,7 @@ func countdown(w io.Writer, quiet bool, loc *time.Location) func(ctx context.Con
 			if tty && !quiet {
 				fmt.Fprintf(w, "\r\033[Kwaiting: %s, in %s (Ctrl-C stops; run again to carry on)", what, left.Round(time.Second))
 			}
-			if err := session.Sleep(ctx, min(left, step)); err != nil {
+			if err := tare.Sleep(ctx, min(left, step)); err != nil {
 				return err
 			}
 		}

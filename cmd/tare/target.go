@@ -15,7 +15,6 @@ import (
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
-	"github.com/tare-dev/tare/session"
 )
 
 // targetFlags say what the load goes to: a plain HTTP endpoint (--url), an
@@ -201,7 +200,7 @@ func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progres
 			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", f.waitWorkers, f.queueName)
 			said = true
 		}
-		if session.Sleep(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {
+		if tare.Sleep(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {
 			return nil, tare.Errorf(tare.EUNAVAILABLE, "interrupted while waiting for a worker on queue %q: no load was sent", f.queueName)
 		}
 	}
