@@ -168,11 +168,16 @@ func mixPtr(a, b *float64, fa, fb float64) *float64 {
 
 // hostTotals are the run-wide host figures, accumulated sample by sample
 // (not tick by tick: a sampler faster than the timeline keeps its peaks).
+// Means are weighted by each sample's length: the last reading of a run
+// covers its last few milliseconds, a jiffy or two whose shares are noise
+// (one jiffy of steal in two is 50 %), and must not weigh as a whole tick.
+// For the same reason a sample shorter than MinTick/2 sets no maximum.
 type hostTotals struct {
 	n                     int
-	busy, steal           float64 // sums of the aggregate's busy and steal
+	w                     float64 // the samples' lengths, in seconds
+	busy, steal           float64 // weighted sums of the aggregate's busy and steal
 	stealMax, stealMaxCPU float64
-	polluted              int
+	polluted              float64 // the length of the polluted samples
 	psiSome, throttled    optSum
 	runDelay              optSum
 	neighbourWait         optSum
@@ -180,57 +185,60 @@ type hostTotals struct {
 	tareRunDelay          optSum
 	last                  float64 // aggregate steal of the latest sample
 
-	ledgers int        // samples with a ledger
-	cpuBy   tare.CPUBy // their sum, without TopOthers
+	ledgers float64    // the length of the samples with a ledger
+	cpuBy   tare.CPUBy // their weighted sum, without TopOthers
 	top     topOthers
 }
 
-// optSum sums a figure that a source may not provide.
+// optSum sums a figure that a source may not provide, weighted.
 type optSum struct {
-	n   int
-	sum float64
+	w, sum float64
 }
 
-func (o *optSum) add(p *float64) {
+func (o *optSum) add(p *float64, w float64) {
 	if p != nil {
-		o.n++
-		o.sum += *p
+		o.w += w
+		o.sum += *p * w
 	}
 }
 
-// mean is the mean in percent, nil when no sample had the figure.
+// mean is the weighted mean in percent, nil when no sample had the figure.
 func (o *optSum) mean() *float64 {
-	if o.n == 0 {
+	if o.w == 0 {
 		return nil
 	}
-	return round(o.sum/float64(o.n), 2)
+	return round(o.sum/o.w, 2)
 }
 
-func (h *hostTotals) add(s *tare.HostSample, threshold float64) {
-	if h.n == 0 {
-		h.stealMax, h.stealMaxCPU = s.CPU.Steal, s.MaxCPUSteal()
+func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Duration) {
+	length := s.End.Sub(s.Start)
+	if s.Start.IsZero() || length <= 0 {
+		length = fallback // length unknown: count it as a whole tick
+	}
+	w := length.Seconds()
+	if h.n == 0 || length >= MinTick/2 {
+		h.stealMax, h.stealMaxCPU = max(h.stealMax, s.CPU.Steal), max(h.stealMaxCPU, s.MaxCPUSteal())
 	}
 	h.n++
-	h.busy += s.CPU.Busy()
-	h.steal += s.CPU.Steal
-	h.stealMax = max(h.stealMax, s.CPU.Steal)
-	h.stealMaxCPU = max(h.stealMaxCPU, s.MaxCPUSteal())
+	h.w += w
+	h.busy += s.CPU.Busy() * w
+	h.steal += s.CPU.Steal * w
 	if s.Polluted(threshold) {
-		h.polluted++
+		h.polluted += w
 	}
-	h.psiSome.add(s.PSISome)
-	h.throttled.add(s.Throttled)
-	h.runDelay.add(s.RunDelay)
-	h.neighbourWait.add(s.NeighbourWait())
-	h.sutRunDelay.add(s.SUTRunDelay)
-	h.tareRunDelay.add(s.TareRunDelay)
+	h.psiSome.add(s.PSISome, w)
+	h.throttled.add(s.Throttled, w)
+	h.runDelay.add(s.RunDelay, w)
+	h.neighbourWait.add(s.NeighbourWait(), w)
+	h.sutRunDelay.add(s.SUTRunDelay, w)
+	h.tareRunDelay.add(s.TareRunDelay, w)
 	if by := s.CPUBy; by != nil {
-		h.ledgers++
-		h.cpuBy = mixCPUBy(h.cpuBy, *by, 1, 1)
-		h.top.add(by.TopOthers, 1)
+		h.ledgers += w
+		h.cpuBy = mixCPUBy(h.cpuBy, *by, 1, w)
+		h.top.add(by.TopOthers, w)
 		if s.SUTRunDelay != nil {
 			// The system under test's share of the host, in cores.
-			h.sutCores.add(tare.Float(by.SystemUnderTest * float64(max(len(s.PerCPU), 1))))
+			h.sutCores.add(tare.Float(by.SystemUnderTest*float64(max(len(s.PerCPU), 1))), w)
 		}
 	}
 	h.last = s.CPU.Steal
@@ -250,21 +258,21 @@ func (h *hostTotals) summary() tare.HostSummary {
 	if h.n == 0 {
 		return s
 	}
-	n := float64(h.n)
+	n := h.w
 	s.CPUBusyPct = round(h.busy/n, 2)
 	s.Steal = tare.StealStats{
 		Mean:   round(h.steal/n, 2),
 		Max:    round(h.stealMax, 2),
 		MaxCPU: round(h.stealMaxCPU, 2),
 	}
-	s.PollutedTicksPct = round(100*float64(h.polluted)/n, 2)
+	s.PollutedTicksPct = round(100*h.polluted/n, 2)
 	s.PSISomePct = h.psiSome.mean()
 	s.ThrottledPct = h.throttled.mean()
 	s.RunDelayPct = h.runDelay.mean()
 	s.NeighbourWaitPct = h.neighbourWait.mean()
 	if h.ledgers > 0 {
-		by := mixCPUBy(h.cpuBy, tare.CPUBy{}, 1/float64(h.ledgers), 0)
-		by.TopOthers = h.top.top(float64(h.ledgers))
+		by := mixCPUBy(h.cpuBy, tare.CPUBy{}, 1/h.ledgers, 0)
+		by.TopOthers = h.top.top(h.ledgers)
 		roundCPUBy(&by)
 		s.CPUBy = &by
 	}
@@ -274,7 +282,7 @@ func (h *hostTotals) summary() tare.HostSummary {
 // sut returns what the samples measured of the system under test: nil
 // when none had its run delay (no system under test, or it never ran).
 func (h *hostTotals) sut() *tare.SUTSummary {
-	if h.sutRunDelay.n == 0 {
+	if h.sutRunDelay.w == 0 {
 		return nil
 	}
 	return &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}

@@ -237,7 +237,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 // tick containing its midpoint (see the package documentation). A sample
 // whose midpoint is before Start counts in the run-wide figures only.
 func (r *Recorder) AddHost(h tare.HostSample) {
-	r.host.add(&h, r.cfg.Threshold)
+	r.host.add(&h, r.cfg.Threshold, r.cfg.Tick)
 
 	mid := h.End
 	if !h.Start.IsZero() && h.End.After(h.Start) {

@@ -387,3 +387,20 @@ func TestWarnings(t *testing.T) {
 	s := r.Summary(sec(30), 30*time.Second)
 	near(t, "latency max", s.Latency.Max, 2*3600*1000, 0)
 }
+
+// TestShortTailSample: the last reading of a run covers its last few
+// milliseconds, where one jiffy of steal is 50 %: it weighs as what it
+// covers, and sets no maximum.
+func TestShortTailSample(t *testing.T) {
+	r := newRecorder(t, Config{})
+	for i := range 10 {
+		r.AddHost(sample(float64(i), float64(i+1), 2))
+	}
+	tail := sample(10, 10.02, 50)
+	tail.PerCPU = []tare.CPUShares{{CPU: 0, Steal: 100}, {CPU: 1}}
+	r.AddHost(tail)
+	h := r.Summary(sec(10.02), 10*time.Second).Host
+	near(t, "steal mean", h.Steal.Mean, 2.1, 0) // (10 × 2 + 0.02 × 50) / 10.02, rounded
+	near(t, "steal max", h.Steal.Max, 2, 0)
+	near(t, "steal max_cpu", h.Steal.MaxCPU, 2, 0)
+}
