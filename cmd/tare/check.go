@@ -13,10 +13,10 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var (
-		host  hostFlags
-		judge judgeFlags
-		mf    metricsFlags
-		span  time.Duration
+		spec = session.NewSpec(0, 0, 0)
+		out  outputFlags
+		mf   metricsFlags
+		span time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "check [--for 10s]",
@@ -36,11 +36,11 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			if span <= 0 {
 				return tare.Errorf(tare.EINVALID, "--for must be a positive duration, like 10s; got %s", span)
 			}
-			j, err := judge.judging()
+			j, err := spec.Judge.Judging()
 			if err != nil {
 				return err
 			}
-			if err := judge.hostOnly("tare check"); err != nil {
+			if err := spec.Judge.HostOnly("tare check"); err != nil {
 				return err
 			}
 			if err := mf.check(); err != nil {
@@ -48,11 +48,11 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
-			cfg, err := host.config(os.Getpid())
+			cfg, err := spec.Host.Sampling(os.Getpid())
 			if err != nil {
 				return err
 			}
-			sutBy, err := host.findSUT(&cfg, "")
+			sutBy, err := spec.Host.FindSUT(&cfg, "")
 			if err != nil {
 				return err
 			}
@@ -62,27 +62,27 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			window := session.DefaultConfig()
 			window.Run = tare.Run{Label: "check", Target: "host", Version: version}
 			window.Host, window.SUTFoundBy = cfg, sutBy
-			window.Thresholds, window.SLO = j.thresholds, j.slo
-			newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0).hook(&window, nil)
+			window.Thresholds, window.SLO = j.Thresholds, j.SLO
+			newProgress(cmd.ErrOrStderr(), out.quiet, span, 0).hook(&window, nil)
 			end := mf.attach(cmd.Context(), &window, cmd.ErrOrStderr())
 			s, _, err := session.Observe(cmd.Context(), window, stop)
 			if err != nil {
 				end(nil)
 				return err
 			}
-			s.Verdict = jdg.Check(&s, j.thresholds)
+			s.Verdict = jdg.Check(&s, j.Thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
-			err = printSummary(cmd.OutOrStdout(), &s, judge.json)
+			err = printSummary(cmd.OutOrStdout(), &s, out.json)
 			end(&s.Verdict)
 			if err != nil {
 				return err
 			}
-			return verdictStatus(&s, j.failOn)
+			return verdictStatus(&s, j.FailOn)
 		},
 	}
 	cmd.Flags().DurationVar(&span, "for", 10*time.Second, "how long to sample")
-	host.register(cmd.Flags())
-	judge.register(cmd.Flags())
+	bind(cmd.Flags(), spec.Host.Fields(), spec.Judge.Fields())
+	out.register(cmd.Flags())
 	mf.register(cmd.Flags())
 	return cmd
 }

@@ -82,8 +82,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	defer p.release()
-	sh, err := f.shard.plan(w.load.label, time.Now(), f.coord.url != "")
+	defer p.Release()
+	sh, err := f.shard.plan(w.spec.Load.Label, time.Now(), f.coord.url != "")
 	if err != nil {
 		return err
 	}
@@ -99,18 +99,18 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	// The barrier last, when nothing is left that could fail: the other
 	// shards start when this one joins.
-	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.load.label, &sh)
+	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.spec.Load.Label, &sh)
 	if err != nil {
 		return err
 	}
 	defer co.close()
-	run := tare.Run{ID: sh.rowID(), Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
+	run := tare.Run{ID: sh.rowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)}
 	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	if sh.shard.Sharded() {
-		if cfg.Schedule, err = w.load.split(sh.shard); err != nil {
+		if cfg.Schedule, err = w.spec.Load.Split(sh.shard); err != nil {
 			return err
 		}
 		cfg.Run.Arrival = cfg.Schedule.String()
@@ -119,12 +119,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	cfg.Start = sh.startAt
 	co.record(&cfg.Run)
 	cfg.Finish = co.finish
-	if w.target.queue != "" {
-		hosts := workerHostsFinish(w.target.queue, w.target.queueName, p.judging.thresholds)
+	if t := w.spec.Target; t.Queue != "" {
+		hosts := workerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
 		cfg.Finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
 	}
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
-	return measureAndReport(cmd, cfg, &f.metrics, p.judging.failOn, w.judge.json)
+	return measureAndReport(cmd, cfg, &f.metrics, p.Judging.FailOn, w.out.json)
 }

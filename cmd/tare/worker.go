@@ -12,6 +12,7 @@ import (
 	"github.com/tare-dev/tare/metrics"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/worker"
 )
 
@@ -52,14 +53,14 @@ the jobs it holds finish for --grace.`,
 			if err := mf.check(); err != nil {
 				return err
 			}
-			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: apiKey(), Timeout: timeout})
+			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: session.APIKey(), Timeout: timeout})
 			if err != nil {
-				return flagged(err, "model")
+				return session.Flagged(err, "model")
 			}
 			defer client.Close()
 			b, err := queue.OpenRedis(cmd.Context(), q.url, q.name)
 			if err != nil {
-				return flagged(err, "queue")
+				return session.Flagged(err, "queue")
 			}
 			defer b.Close()
 			mx, err := mf.start(cmd.Context(), tare.Run{Label: orDefault(cfg.Name, "worker")}, cmd.ErrOrStderr())
@@ -133,7 +134,7 @@ database are never touched; tare never runs FLUSHDB.`,
 			ctx := cmd.Context()
 			b, err := queue.OpenRedis(ctx, q.url, q.name)
 			if err != nil {
-				return flagged(err, "queue")
+				return session.Flagged(err, "queue")
 			}
 			defer b.Close()
 			if err := b.Stop(ctx); err != nil {
