@@ -7,6 +7,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/session"
 )
 
 const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
@@ -120,7 +121,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	co.record(&cfg.Run)
 	cfg.Finish = co.finish
 	if t := w.spec.Target; t.Queue != "" {
-		hosts := workerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
+		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
 		cfg.Finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
 	}
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {

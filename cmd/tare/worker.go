@@ -68,7 +68,7 @@ the jobs it holds finish for --grace.`,
 				return err
 			}
 			defer mx.Close()
-			defer publishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr(), mx.AddHost)()
+			defer session.PublishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr(), mx.AddHost)()
 			if verbose {
 				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
