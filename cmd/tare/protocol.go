@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -251,7 +250,7 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 		Once: only != "",
 	}
 	if !pr.quiet {
-		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, windowList(s.Windows),
+		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, protocol.WindowList(s.Windows),
 			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.Spec.Load.Length(), s.Location)
 	}
 	err := sc.Loop(ctx)
@@ -357,14 +356,6 @@ func (pr *protocolRun) compare(ctx context.Context, id string) error {
 		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
 	}
 	return printComparison(pr.stdout, c, pr.json)
-}
-
-func windowList(ws []tare.Window) string {
-	var parts []string
-	for _, w := range ws {
-		parts = append(parts, w.Name+" "+protocol.FormatWindow(w))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // countdown waits on the real clock for the next slot, showing on a
@@ -491,110 +482,19 @@ themselves, so status works from any host that shares the store.`,
 			}
 			defer st.Close()
 			if len(args) == 0 {
-				return listProtocols(ctx, cmd.OutOrStdout(), st)
+				runs, err := st.FindRuns(ctx, tare.RunFilter{})
+				if err != nil {
+					return err
+				}
+				return protocol.List(cmd.OutOrStdout(), runs)
 			}
-			return protocolStatus(ctx, cmd.OutOrStdout(), st, args[0], time.Now())
+			runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: args[0]})
+			if err != nil {
+				return err
+			}
+			return protocol.Status(cmd.OutOrStdout(), args[0], runs, time.Now())
 		},
 	}
 	sf.register(cmd.Flags())
 	return cmd
-}
-
-func listProtocols(ctx context.Context, w io.Writer, st tare.Store) error {
-	runs, err := st.FindRuns(ctx, tare.RunFilter{})
-	if err != nil {
-		return err
-	}
-	type row struct {
-		id         string
-		runs, done int
-		last       time.Time
-	}
-	var rows []*row
-	byID := map[string]*row{}
-	for _, r := range runs {
-		if r.Protocol == "" {
-			continue
-		}
-		p := byID[r.Protocol]
-		if p == nil {
-			p = &row{id: r.Protocol, last: r.StartedAt}
-			byID[r.Protocol] = p
-			rows = append(rows, p)
-		}
-		p.runs++
-		if r.Status == tare.StatusComplete {
-			p.done++
-		}
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(w, "no protocol runs in the store (tare protocol run PLAN starts one)")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROTOCOL\tRUNS\tCOMPLETE\tLAST RUN")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.id, r.runs, r.done, r.last.Local().Format("2006-01-02 15:04"))
-	}
-	return tw.Flush()
-}
-
-// protocolStatus lays out a protocol's slots at now from its stored runs.
-func protocolStatus(ctx context.Context, w io.Writer, st tare.Store, id string, now time.Time) error {
-	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: id})
-	if err != nil {
-		return err
-	}
-	if len(runs) == 0 {
-		return tare.Errorf(tare.ENOTFOUND, "no runs of protocol %q in the store (tare protocol status lists them)", id)
-	}
-	p := &printerTo{w: w}
-	if runs[0].Config["protocol.dry_run"] == "true" {
-		p.line("protocol %s: a dry run (tare protocol run --now), %d runs", id, len(runs))
-		for _, r := range runs {
-			p.line("  %-8s %s  %s  %s", r.Window, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.Status, r.ID)
-		}
-		return p.err
-	}
-	sched, err := protocol.ScheduleFromConfig(id, runs[0].Config)
-	if err != nil {
-		return tare.Errorf(tare.EINVALID, "protocol %s: its runs do not record their schedule (%w): tare compare %s still compares them", id, err, id)
-	}
-	slots := sched.Cycle(runs, now)
-	p.line("protocol %s: %s, %d %s (%s)", id, windowList(sched.Windows), max(sched.Days, 1), plural(max(sched.Days, 1), "day", "days"), sched.Location)
-	p.line("")
-	if p.err == nil {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  WINDOW\tDAY\tSTART\tSTATE\tRUN")
-		for _, sl := range slots {
-			start, what := sl.At, ""
-			if sl.Run != nil {
-				start, what = sl.Run.StartedAt, sl.Run.ID
-			}
-			if sl.State == protocol.SlotMissed {
-				what = sl.Why
-			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", sl.Window.Name, sl.Day, start.In(sched.Location).Format("2006-01-02 15:04"), sl.State, what)
-		}
-		p.err = tw.Flush()
-	}
-	p.line("")
-	if next, ok := protocol.Next(slots); ok {
-		p.line("next: the %s window, day %d, at %s (in %s)", next.Window.Name, next.Day, next.At.In(sched.Location).Format("2006-01-02 15:04:05 MST"), next.At.Sub(now).Round(time.Minute))
-	} else {
-		p.line("the cycle is over: tare compare %s compares its windows", id)
-	}
-	return p.err
-}
-
-// printerTo writes lines, keeping the first error.
-type printerTo struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printerTo) line(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
-	}
 }
