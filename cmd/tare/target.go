@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,8 @@ type targetFlags struct {
 
 	queue       string
 	queueName   string
+	jobArgs     string // with a Celery or RQ --queue, the task's arguments (JSON list)
+	jobKwargs   string // and keyword arguments (JSON object)
 	jobTimeout  time.Duration
 	waitWorkers time.Duration
 }
@@ -76,8 +79,10 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.prompt, "prompt", "", "with --model, the user message of each request; with --queue, the prompt of each job")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)")
 	fs.BoolVar(&f.noStream, "no-stream", false, "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)")
-	fs.StringVar(&f.queue, "queue", "", "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0")
-	fs.StringVar(&f.queueName, "queue-name", "tare", "with --queue, the queue's name: its keys are tare:<name>:*")
+	fs.StringVar(&f.queue, "queue", "", "a job queue in Redis, its protocol chosen by the scheme: "+strings.ReplaceAll(queue.URLForms, "\n", "; ")+" (docs/job-protocol.md, docs/celery.md, docs/rq.md)")
+	fs.StringVar(&f.queueName, "queue-name", "tare", "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery and RQ URLs name theirs with ?queue=)")
+	fs.StringVar(&f.jobArgs, "job-args", "", `with a Celery or RQ --queue, the task's positional arguments, a JSON list; in every string "{{seq}}" is the job's number, "{{id}}" its task id, "{{prompt}}" --prompt (a string that is just "{{seq}}" becomes the number), like '["{{prompt}}", "{{seq}}"]'`)
+	fs.StringVar(&f.jobKwargs, "job-kwargs", "", `with a Celery or RQ --queue, the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`)
 	fs.DurationVar(&f.jobTimeout, "job-timeout", 5*time.Minute, "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first")
 	fs.DurationVar(&f.waitWorkers, "wait-workers", DefaultWaitWorkers, "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)")
 }
@@ -112,7 +117,11 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 		if f.waitWorkers < 0 {
 			return built{}, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", f.waitWorkers)
 		}
-		b, err := queue.OpenRedis(ctx, f.queue, f.queueName)
+		args, err := queue.ParseJobArgs(f.jobArgs, f.jobKwargs)
+		if err != nil {
+			return built{}, err
+		}
+		b, err := queue.OpenSource(ctx, f.queue, f.queueName, queue.FrameworkConfig{Args: args, Timeout: f.jobTimeout})
 		if err != nil {
 			return built{}, flagged(err, "queue")
 		}
@@ -148,7 +157,7 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 // by job id, depth sampled per tick and, once a second at most, the
 // registered workers counted, so a run whose workers all left says so.
 // Releasing it closes the broker.
-func queueTarget(b queue.Broker, cfg queue.TargetConfig) (built, error) {
+func queueTarget(b queue.Source, cfg queue.TargetConfig) (built, error) {
 	t, err := queue.NewTarget(b, cfg)
 	if err != nil {
 		b.Close()
@@ -192,12 +201,16 @@ func (f *targetFlags) awaitWorkers(ctx context.Context, q *queue.Target, progres
 		if len(ws) > 0 {
 			return ws, nil
 		}
+		if hint := q.WorkerHint(); hint != "" && time.Now().After(deadline) {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves %s at %s: none seen within --wait-workers %s; %s, and run again (or --wait-workers 0 for workers that send no heartbeat)",
+				q, queue.RedactURL(f.queue), f.waitWorkers, hint)
+		}
 		if time.Now().After(deadline) {
 			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
 				f.queueName, queue.RedactURL(f.queue), f.waitWorkers, queue.RedactURL(f.queue), f.queueName)
 		}
 		if !said && progress != nil {
-			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", f.waitWorkers, f.queueName)
+			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", f.waitWorkers, q.Queue())
 			said = true
 		}
 		if tare.Sleep(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {

@@ -120,7 +120,7 @@ func (f *windowFlags) awaitWorkers(ctx context.Context, p *prepared, progressTo 
 		}
 	}
 	if len(p.sampling.SUT) > 0 {
-		p.sutBy = fmt.Sprintf("workers registered on queue %q from this host", f.target.queueName)
+		p.sutBy = fmt.Sprintf("workers registered on queue %q from this host", p.queue.Queue())
 	}
 	return nil
 }
