@@ -165,7 +165,9 @@ func (r *Redis) retryNoGroup(ctx context.Context, op func() error) error {
 }
 
 // epoch returns the queue's epoch token, creating one when there is none.
-func (r *Redis) epoch(ctx context.Context) (string, error) { return readEpoch(ctx, r.rdb, r.keys.epoch) }
+func (r *Redis) epoch(ctx context.Context) (string, error) {
+	return readEpoch(ctx, r.rdb, r.keys.epoch)
+}
 
 // Enqueue adds a job with XADD.
 func (r *Redis) Enqueue(ctx context.Context, job Job) error {

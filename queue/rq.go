@@ -42,7 +42,7 @@ type RQ struct {
 	keys    rqKeys
 
 	mu        sync.Mutex // guards badFormat
-	badFormat int64 // jobs the worker could not decode: it uses another serializer
+	badFormat int64      // jobs the worker could not decode: it uses another serializer
 }
 
 type rqKeys struct {
