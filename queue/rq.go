@@ -140,7 +140,6 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 		"timeout", timeout,
 		"started_at", "", "ended_at", "", "worker_name", "", "last_heartbeat", "",
 	}
-	r.pending.add(id, job)
 	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, "rq:job:"+id, fields...)
 		p.RPush(ctx, r.keys.queue, id)
@@ -148,9 +147,12 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 		return nil
 	})
 	if err != nil {
-		r.pending.remove(id)
 		return fmt.Errorf("enqueue rq job %q onto %q: %w", id, r.keys.queue, err)
 	}
+	// Pending once its hash exists, so poll never takes a job not yet
+	// written for one that vanished; its states stay in the hash, so none
+	// is missed.
+	r.pending.add(id, job)
 	return nil
 }
 
