@@ -21,5 +21,5 @@ def answer(seq, prompt="hello"):
 
 
 @app.task
-def boom(seq):
+def boom(seq, prompt=""):
     raise ValueError("boom %s" % seq)

@@ -11,5 +11,5 @@ def answer(seq, prompt="hello"):
     return {"seq": seq, "tokens": model.complete(prompt)}
 
 
-def boom(seq):
+def boom(seq, prompt=""):
     raise ValueError("boom %s" % seq)
