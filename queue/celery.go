@@ -77,7 +77,7 @@ func celeryPriorityLists(q string) []string {
 // (backend=redis://… when the result backend is another Redis), and starts
 // listening to task states and worker heartbeats. Close stops it.
 func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery, error) {
-	f, err := parseFrameworkURL(rawURL, ProtocolCelery)
+	f, err := parseFrameworkURL(rawURL, ProtocolCelery, true)
 	if err != nil {
 		return nil, err
 	}

@@ -111,10 +111,11 @@ func validTask(s string) bool {
 	return true
 }
 
-// parseFrameworkURL parses rawURL for protocol p. Errors are *tare.Error
-// with code EINVALID, naming what is wrong and the form that is right,
-// with any password redacted.
-func parseFrameworkURL(rawURL, p string) (frameworkURL, error) {
+// parseFrameworkURL parses rawURL for protocol p; needTask says the task
+// must be named (cleanup needs none). Errors are *tare.Error with code
+// EINVALID, naming what is wrong and the form that is right, with any
+// password redacted.
+func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	param, form := "task", "celery+redis://HOST:6379/0?queue=celery&task=tasks.answer"
 	if p == ProtocolRQ {
 		param, form = "func", "rq+redis://HOST:6379/0?queue=default&func=tasks.answer"
@@ -142,7 +143,7 @@ func parseFrameworkURL(rawURL, p string) (frameworkURL, error) {
 		}
 	}
 	switch {
-	case !validTask(f.task):
+	case (needTask || f.task != "") && !validTask(f.task):
 		return frameworkURL{}, bad("%s=%q: give the %s the worker runs, a dotted Python name", param, f.task, map[string]string{"task": "task name", "func": "function"}[param])
 	case !nameRE.MatchString(f.queue):
 		return frameworkURL{}, bad("queue=%q: want 1 to 64 letters, digits, '.', '_' or '-'", f.queue)
@@ -461,7 +462,7 @@ func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	if p == ProtocolTare {
 		return nil, tare.Errorf(tare.EINVALID, "queue URL %q: not a Celery or RQ queue; want %s", RedactURL(rawURL), URLForms)
 	}
-	f, err := parseFrameworkURL(rawURL, p)
+	f, err := parseFrameworkURL(rawURL, p, false)
 	if err != nil {
 		return nil, err
 	}

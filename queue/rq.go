@@ -78,7 +78,7 @@ const rqTimeLayout = "2006-01-02T15:04:05.000000Z"
 // and notes whether the queue existed, so cleanup removes only a queue
 // tare created.
 func OpenRQ(ctx context.Context, rawURL string, fw FrameworkConfig) (*RQ, error) {
-	f, err := parseFrameworkURL(rawURL, ProtocolRQ)
+	f, err := parseFrameworkURL(rawURL, ProtocolRQ, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,17 +1,11 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,99 +23,22 @@ import (
 // (testdata/celery/tasks.py, testdata/rq/tasks.py) call the simulated
 // model over loopback. Each test has a redis-server of its own.
 
-const python = "/usr/bin/python3"
-
-// needPython skips the test unless /usr/bin/python3 imports module.
-func needPython(t *testing.T, module string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skipf("starts real %s workers", module)
-	}
-	if out, err := exec.Command(python, "-c", "import "+module).CombinedOutput(); err != nil {
-		t.Skipf("%s cannot import %s (%v: %s): install Debian's python3-%s (apt-get install -y python3-%s; scripts/test does, as root)",
-			python, module, err, bytes.TrimSpace(out), module, module)
-	}
-}
-
-// lockedBuffer is a worker's output, written by exec's copying goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// pyWorker is a worker process of the test's own, in a process group of
-// its own so its pool's children go with it.
-type pyWorker struct {
-	cmd *exec.Cmd
-	log *lockedBuffer
-}
-
-// startWorker runs python args in testdata/dir with env added, killed
-// when the test ends, its output logged when the test failed.
-func startWorker(t *testing.T, dir string, env []string, args ...string) *pyWorker {
-	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("testdata", dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &pyWorker{cmd: exec.Command(python, args...), log: &lockedBuffer{}}
-	w.cmd.Dir = abs
-	w.cmd.Env = append(os.Environ(), env...)
-	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start %s %v: %v", python, args, err)
-	}
-	t.Cleanup(func() {
-		w.kill()
-		if t.Failed() {
-			t.Logf("%s worker output:\n%s", dir, w.log.String())
-		}
-	})
-	return w
-}
-
-// kill SIGKILLs the worker's process group (the worker and its pool) and
-// waits for the worker.
-func (w *pyWorker) kill() {
-	if w.cmd.Process == nil || w.cmd.ProcessState != nil {
-		return
-	}
-	syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	w.cmd.Wait()
-}
-
 // frameworkRig is what one test runs: a private Redis, the simulated
 // model, and how to start the framework's worker on them.
 type frameworkRig struct {
 	redis *testservice.PrivateRedis
 	model string
-	start func(t *testing.T) *pyWorker
+	start func(t *testing.T) *testservice.PyWorker
 	url   func(task string) string
 }
 
 func celeryRig(t *testing.T, trackStarted bool) frameworkRig {
-	needPython(t, "celery")
+	testservice.NeedPython(t, "celery")
 	r := testservice.NewPrivateRedis(t)
 	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4}).URL
-	track := map[bool]string{true: "1", false: "0"}[trackStarted]
 	return frameworkRig{redis: r, model: model,
-		start: func(t *testing.T) *pyWorker {
-			return startWorker(t, "celery", []string{"TARE_TEST_BROKER=" + r.URL(), "TARE_TEST_MODEL=" + model, "TARE_TEST_TRACK_STARTED=" + track},
-				"-m", "celery", "-A", "tasks", "worker", "-c", "2", "-Q", "celery", "--loglevel=warning",
-				"--without-gossip", "--without-mingle", "-n", fmt.Sprintf("tare-test-%d@%%h", time.Now().UnixNano()))
+		start: func(t *testing.T) *testservice.PyWorker {
+			return testservice.CeleryWorker(t, r.URL(), model, trackStarted)
 		},
 		url: func(task string) string {
 			return fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=%s", r.Port, task)
@@ -129,14 +46,11 @@ func celeryRig(t *testing.T, trackStarted bool) frameworkRig {
 }
 
 func rqRig(t *testing.T) frameworkRig {
-	needPython(t, "rq")
+	testservice.NeedPython(t, "rq")
 	r := testservice.NewPrivateRedis(t)
 	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4}).URL
 	return frameworkRig{redis: r, model: model,
-		start: func(t *testing.T) *pyWorker {
-			return startWorker(t, "rq", []string{"TARE_TEST_MODEL=" + model},
-				"-m", "rq.cli", "worker", "-u", r.URL(), "-S", "rq.serializers.JSONSerializer", "default")
-		},
+		start: func(t *testing.T) *testservice.PyWorker { return testservice.RQWorker(t, r.URL(), model) },
 		url: func(task string) string {
 			return fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=%s", r.Port, task)
 		}}
@@ -327,8 +241,8 @@ func TestFrameworkFaults(t *testing.T) {
 			restarted := false
 			results := drive(t, tg, 80, 20, func(at time.Duration) {
 				switch {
-				case at > 1500*time.Millisecond && w.cmd.ProcessState == nil:
-					w.kill()
+				case at > 1500*time.Millisecond && !w.Gone():
+					w.Kill()
 				case at > 2500*time.Millisecond && !restarted:
 					rig.start(t)
 					restarted = true
@@ -402,8 +316,8 @@ func TestCeleryWithoutTrackStarted(t *testing.T) {
 // TestFrameworkCleanup: cleanup after a run removes what the run put in
 // Redis, and leaves the keys and jobs that are not tare's.
 func TestFrameworkCleanup(t *testing.T) {
-	needPython(t, "celery")
-	needPython(t, "rq")
+	testservice.NeedPython(t, "celery")
+	testservice.NeedPython(t, "rq")
 	r := testservice.NewPrivateRedis(t)
 	ctx := testContext(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port)})
