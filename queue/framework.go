@@ -29,8 +29,8 @@ const (
 )
 
 // URLForms explains the --queue URL forms, for help texts and errors.
-const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours),
-celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON),
+const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours)
+celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON)
 rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)`
 
 // ProtocolOf names the protocol rawURL speaks by its scheme: "celery" for
