@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -179,6 +180,47 @@ func OpenSource(ctx context.Context, rawURL, name string, fw FrameworkConfig) (S
 	return OpenRedis(ctx, rawURL, name)
 }
 
+// Probe opens the queue rawURL names (as OpenSource) and waits up to wait
+// for a worker, for a pre-flight check: it returns a line naming the
+// queue and its workers, or an error saying what is wrong (a bad URL, a
+// server that does not answer: EINVALID, EUNAVAILABLE) or how to start a
+// worker when none showed (EUNAVAILABLE).
+func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string, error) {
+	src, err := OpenSource(ctx, rawURL, name, FrameworkConfig{})
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		ws, err := src.Workers(ctx)
+		if err != nil {
+			return "", tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", src.Queue(), RedactURL(rawURL), err)
+		}
+		if len(ws) > 0 {
+			names := make([]string, len(ws))
+			for i, w := range ws {
+				names[i] = fmt.Sprintf("%s (pid %d on %s)", w.Name, w.PID, w.Host)
+			}
+			what := "queue " + src.Queue()
+			if s, ok := src.(fmt.Stringer); ok {
+				what = s.String()
+			}
+			return fmt.Sprintf("%s at %s: %d %s: %s", what, RedactURL(rawURL), len(ws), map[bool]string{true: "worker", false: "workers"}[len(ws) == 1], strings.Join(names, ", ")), nil
+		}
+		if time.Now().After(deadline) {
+			hint := "start one with `tare worker --queue URL --queue-name NAME --model URL`"
+			if h, ok := src.(hinter); ok {
+				hint = h.WorkerHint()
+			}
+			return "", tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s within %s: %s", src.Queue(), RedactURL(rawURL), wait, hint)
+		}
+		if tare.Sleep(ctx, 200*time.Millisecond) != nil {
+			return "", ctx.Err()
+		}
+	}
+}
+
 // dialFramework connects to the broker of f and checks that it answers.
 func dialFramework(ctx context.Context, f frameworkURL, rawURL string) (*redis.Client, error) {
 	opt, _ := parseURL(f.redis) // checked by parseFrameworkURL
@@ -298,11 +340,7 @@ func (p *pendingJobs) remove(id string) {
 func (p *pendingJobs) ids() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]string, 0, len(p.jobs))
-	for id := range p.jobs {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(p.jobs))
 }
 
 // start records that job id started at t on worker, unless a start is

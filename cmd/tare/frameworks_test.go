@@ -18,8 +18,8 @@ import (
 // TestRunFrameworkQueues: tare run --queue with a Celery and an RQ URL,
 // against real workers of Debian's python3-celery and python3-rq whose
 // task calls the simulated model: every job ok, queue wait measured, the
-// worker found as the system under test, and cleanup removing what the
-// run left.
+// worker found as the system under test, tare check naming it, and
+// cleanup removing what the run left.
 func TestRunFrameworkQueues(t *testing.T) {
 	for _, fw := range []struct {
 		module string
@@ -61,6 +61,13 @@ func TestRunFrameworkQueues(t *testing.T) {
 			}
 			if s.SUT == nil || !slices.Contains(s.SUT.PIDs, w.PID()) {
 				t.Errorf("system under test %+v: want the worker, pid %d", s.SUT, w.PID())
+			}
+
+			out.Reset()
+			errb.Reset()
+			err = run(ctx, []string{"check", "--for", "200ms", "--tick", "100ms", "--quiet", "--queue", u}, strings.NewReader(""), &out, &errb)
+			if code := exitCode(err, &errb); code != 0 || !strings.Contains(errb.String(), fmt.Sprintf("(pid %d on ", w.PID())) {
+				t.Errorf("tare check --queue %s: exit %d, stderr %q: want 0, naming the worker", u, code, errb.String())
 			}
 
 			out.Reset()
