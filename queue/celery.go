@@ -98,10 +98,6 @@ func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery
 	host, _ := os.Hostname()
 	c := &Celery{rdb: rdb, backend: backend, f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
 		epoch: epochKeeper{key: "tare:celery:" + f.queue + ":epoch"}, pending: newPendingJobs(), workers: map[string]celeryWorker{}}
-	if err := c.epoch.init(ctx, backend); err != nil {
-		c.closeClients()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: %w", f.queue, err)
-	}
 	states := backend.PSubscribe(ctx, celeryMetaPrefix+jobIDPrefix+"*")
 	beats := rdb.PSubscribe(ctx, fmt.Sprintf("/%d.celeryev/*", f.db))
 	for _, ps := range []*redis.PubSub{states, beats} {
@@ -310,6 +306,9 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	msg, err := c.message(id, args, kwargs)
 	if err != nil {
 		return err
+	}
+	if err := c.epoch.ensure(ctx, c.backend); err != nil {
+		return fmt.Errorf("publish celery task %q: %w", id, err)
 	}
 	c.pending.add(id, job)
 	if err := c.rdb.LPush(ctx, c.f.queue, msg).Err(); err != nil {

@@ -436,16 +436,24 @@ func (p *pendingJobs) oldestStarted(now time.Time) (time.Duration, int64) {
 }
 
 // epochKeeper notices a lost queue state the way Redis (the broker) does:
-// a key holding a random token, set when missing; a different token, or
+// a key holding a random token, set with the first job (so a Target that
+// enqueued nothing, as tare check's, leaves no key); a different token, or
 // none, means the server restarted without persistence or the keys were
 // deleted.
 type epochKeeper struct {
 	key   string
 	mu    sync.Mutex // guards token
-	token string
+	token string     // "" until the first job
 }
 
-func (e *epochKeeper) init(ctx context.Context, rdb redis.UniversalClient) error {
+// ensure sets the token before a job is enqueued, once.
+func (e *epochKeeper) ensure(ctx context.Context, rdb redis.UniversalClient) error {
+	e.mu.Lock()
+	set := e.token != ""
+	e.mu.Unlock()
+	if set {
+		return nil
+	}
 	t, err := readEpoch(ctx, rdb, e.key)
 	if err != nil {
 		return err
@@ -456,21 +464,29 @@ func (e *epochKeeper) init(ctx context.Context, rdb redis.UniversalClient) error
 	return nil
 }
 
-// check returns ErrLost once when the token changed since the last call.
+// check returns ErrLost once when the token changed since the last call,
+// and takes the new one.
 func (e *epochKeeper) check(ctx context.Context, rdb redis.UniversalClient, queue string) error {
+	e.mu.Lock()
+	token := e.token
+	e.mu.Unlock()
+	if token == "" {
+		return nil // no job yet: nothing to lose
+	}
 	got, err := rdb.Get(ctx, e.key).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("check %q: %w", e.key, err)
 	}
-	e.mu.Lock()
-	same := got == e.token
-	e.mu.Unlock()
-	if same {
+	if got == token {
 		return nil
 	}
-	if err := e.init(ctx, rdb); err != nil {
+	t, err := readEpoch(ctx, rdb, e.key)
+	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	e.token = t
+	e.mu.Unlock()
 	return fmt.Errorf("read results of queue %q: %w (the server restarted or the keys were deleted)", queue, ErrLost)
 }
 

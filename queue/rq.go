@@ -41,7 +41,10 @@ type RQ struct {
 	pending *pendingJobs
 	keys    rqKeys
 
-	mu        sync.Mutex // guards badFormat
+	existed bool // the queue was registered (rq:queues) before tare opened it
+
+	mu        sync.Mutex // guards marked, badFormat
+	marked    bool       // beforeFirstJob has run
 	badFormat int64      // jobs the worker could not decode: it uses another serializer
 }
 
@@ -100,13 +103,32 @@ func (r *RQ) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read %q: %w", r.keys.queues, err)
 	}
-	if !known {
-		// tare creates the queue with its first job: cleanup may remove it.
+	r.existed = known
+	return nil
+}
+
+// beforeFirstJob writes tare's keys beside the queue, once, before its
+// first job: the epoch, and whether tare creates the queue (so cleanup may
+// remove it).
+func (r *RQ) beforeFirstJob(ctx context.Context) error {
+	r.mu.Lock()
+	marked := r.marked
+	r.mu.Unlock()
+	if marked {
+		return nil
+	}
+	if !r.existed {
 		if err := r.rdb.SetNX(ctx, r.keys.tare+"created", "1", 0).Err(); err != nil {
-			return err
+			return fmt.Errorf("mark rq queue %q created by tare: %w", r.f.queue, err)
 		}
 	}
-	return r.epoch.init(ctx, r.rdb)
+	if err := r.epoch.ensure(ctx, r.rdb); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.marked = true
+	r.mu.Unlock()
+	return nil
 }
 
 // Queue returns the queue's name.
@@ -132,6 +154,9 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 	timeout := "180" // RQ's default
 	if r.fw.Timeout > 0 {
 		timeout = strconv.Itoa(int(math.Ceil(r.fw.Timeout.Seconds())))
+	}
+	if err := r.beforeFirstJob(ctx); err != nil {
+		return fmt.Errorf("enqueue rq job %q: %w", id, err)
 	}
 	argsText, _ := json.Marshal(args)
 	fields := []any{
