@@ -93,7 +93,11 @@ func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*P
 		if t.WaitWorkers < 0 {
 			return nil, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
 		}
-		b, err := queue.OpenRedis(ctx, t.Queue, t.QueueName)
+		args, err := queue.ParseJobArgs(t.JobArgs, t.JobKwargs)
+		if err != nil {
+			return nil, err
+		}
+		b, err := queue.OpenSource(ctx, t.Queue, t.QueueName, queue.FrameworkConfig{Args: args, Timeout: t.JobTimeout})
 		if err != nil {
 			return nil, Flagged(err, "queue")
 		}
@@ -129,7 +133,7 @@ func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*P
 // by job id, depth sampled per tick and, once a second at most, the
 // registered workers counted, so a run whose workers all left says so.
 // Releasing it closes the broker.
-func QueueTarget(b queue.Broker, cfg queue.TargetConfig) (*Prepared, error) {
+func QueueTarget(b queue.Source, cfg queue.TargetConfig) (*Prepared, error) {
 	t, err := queue.NewTarget(b, cfg)
 	if err != nil {
 		b.Close()
@@ -206,7 +210,7 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 		}
 	}
 	if len(p.Sampling.SUT) > 0 {
-		p.SUTFoundBy = fmt.Sprintf("workers registered on queue %q from this host", p.Spec.Target.QueueName)
+		p.SUTFoundBy = fmt.Sprintf("workers registered on queue %q from this host", p.Queue.Queue())
 	}
 	return nil
 }
@@ -226,12 +230,16 @@ func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress 
 		if len(ws) > 0 {
 			return ws, nil
 		}
+		if hint := q.WorkerHint(); hint != "" && time.Now().After(deadline) {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves %s at %s: none seen within --wait-workers %s; %s, and run again (or --wait-workers 0 for workers that send no heartbeat)",
+				q, queue.RedactURL(t.Queue), t.WaitWorkers, hint)
+		}
 		if time.Now().After(deadline) {
 			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
 				t.QueueName, queue.RedactURL(t.Queue), t.WaitWorkers, queue.RedactURL(t.Queue), t.QueueName)
 		}
 		if !said && progress != nil {
-			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", t.WaitWorkers, t.QueueName)
+			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", t.WaitWorkers, q.Queue())
 			said = true
 		}
 		if tare.Sleep(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {

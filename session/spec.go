@@ -18,6 +18,7 @@ import (
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/queue"
 )
 
 // Spec is one window as a user asks for it: what tare run's flags and a
@@ -235,6 +236,8 @@ type TargetSpec struct {
 
 	Queue       string
 	QueueName   string
+	JobArgs     string // with a Celery or RQ queue, the task's arguments (a JSON list)
+	JobKwargs   string // and keyword arguments (a JSON object)
 	JobTimeout  time.Duration
 	WaitWorkers time.Duration
 }
@@ -268,8 +271,10 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
 		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
-		{Flag: "queue", Value: &t.Queue, Usage: "a Redis job queue served by agent workers (tare worker, or your own: docs/job-protocol.md), like redis://127.0.0.1:6379/0"},
-		{Flag: "queue-name", Value: &t.QueueName, Usage: "with --queue, the queue's name: its keys are tare:<name>:*"},
+		{Flag: "queue", Value: &t.Queue, Usage: "a job queue in Redis, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md)"},
+		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery and RQ URLs name theirs with ?queue=)"},
+		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; in every string "{{seq}}" is the job's number, "{{id}}" its task id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
+		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue, the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
 		{Flag: "job-timeout", Value: &t.JobTimeout, Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
 		{Flag: "wait-workers", Value: &t.WaitWorkers, Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
 	}

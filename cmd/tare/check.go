@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	jdg "github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/session"
 )
 
@@ -17,6 +20,7 @@ func newCheckCmd() *cobra.Command {
 		out  outputFlags
 		mf   metricsFlags
 		span time.Duration
+		q    queueFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check [--for 10s]",
@@ -27,10 +31,16 @@ enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
 name (the busy signal: other processes above the steal threshold of the
 host's CPU time make now suspect, above half of it polluted), with the same
 thresholds and verdict as a run. Exit
-status 3 with --fail-on polluted (or suspect) when it is not.`,
+status 3 with --fail-on polluted (or suspect) when it is not.
+
+With --queue, it first checks the job queue a run would load and that a
+worker serves it (exit 2 otherwise, saying how to start one); the URL's
+scheme says which protocol its workers speak:
+  ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + ``,
 		Example: `  tare check
   tare check --for 30s --json
-  tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s`,
+  tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s
+  tare check --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if span <= 0 {
@@ -45,6 +55,13 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			}
 			if err := mf.check(); err != nil {
 				return err
+			}
+			if q.url != "" {
+				line, err := queue.Probe(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers)
+				if err != nil {
+					return session.Flagged(err, "queue")
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "tare check: "+line)
 			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
@@ -84,6 +101,7 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 	bind(cmd.Flags(), spec.Host.Fields(), spec.Judge.Fields())
 	out.register(cmd.Flags())
 	mf.register(cmd.Flags())
+	q.register(cmd)
 	return cmd
 }
 

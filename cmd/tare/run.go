@@ -1,12 +1,14 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/session"
 )
 
@@ -23,6 +25,11 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   # the reference topology: jobs into a Redis queue, served by agent workers
   tare worker --queue redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1 &
   tare run --queue redis://127.0.0.1:6379/0 --rate 2/s --jobs 500
+
+  # the Celery or RQ worker you already run, unchanged (docs/celery.md, docs/rq.md)
+  tare run --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer' \
+      --job-args '["{{prompt}}"]' --job-kwargs '{"n": "{{seq}}"}' --rate 5/s --jobs 200
+  tare run --queue 'rq+redis://127.0.0.1:6379/0?queue=default&func=tasks.answer' --job-args '["{{seq}}"]'
 
   # fail the CI job when the host was polluted or p95 went over 300ms
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
@@ -56,6 +63,12 @@ idle. A service that uses up its own CPUs is saturated: a finding about the
 code, reported beside a clean verdict. Steal, throttling, and other processes
 holding the CPU while the service waited are interference: polluted, and
 the neighbour is named. docs/verdict.md has every rule.
+
+--queue takes a Redis URL whose scheme says which protocol its workers
+speak:
+  ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + `
+A queue's workers on this host (registered with tare, heartbeats of Celery,
+registrations of RQ) are the system under test.
 
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
