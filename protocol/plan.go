@@ -134,6 +134,7 @@ var runKeys = map[string]string{
 	"rate": "rate", "arrival": "arrival", "burstiness": "burstiness", "seed": "seed",
 	"jobs": "jobs", "duration": "duration", "max-inflight": "max-inflight", "drain": "drain",
 	"label": "label", "tick": "tick", "cgroup": "cgroup", "slo": "slo",
+	"stages": "stages", "warmup": "warmup",
 }
 
 // thresholdKeys are the keys of thresholds:, by the flag each sets.

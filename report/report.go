@@ -17,6 +17,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -91,6 +92,7 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
+		mixRows(p, s)
 		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
 	h := s.Host
@@ -119,6 +121,36 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// mixRows are the breakdowns of a run that mixed requests or ramped: the
+// warm-up left out, a row per target and a row per stage.
+func mixRows(p *printer, s *tare.Summary) {
+	if w := s.Warmup; w != nil {
+		p.row("warm-up", "%d arrivals of the first %s sent, left out of every figure and of the verdict", w.Requests, fmtSeconds(w.DurationS))
+	}
+	for i, t := range s.Targets {
+		name := ""
+		if i == 0 {
+			name = "targets"
+		}
+		p.row(name, "%-28s %6d sent  %d ok  %d errors  %d dropped   p50 %s  p95 %s  p99 %s", t.Name, t.Requests, t.OK, t.Errors, t.Dropped,
+			ms(t.Latency.P50), ms(t.Latency.P95), ms(t.Latency.P99))
+	}
+	for i, st := range s.Stages {
+		name := ""
+		if i == 0 {
+			name = "stages"
+		}
+		p.row(name, "%s +%s  %s → %s   offered %s  achieved %s   p50 %s  p95 %s  p99 %s   %s",
+			fmtSeconds(st.StartS), fmtSeconds(st.DurationS), rate(&st.FromPerS), rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
+			ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), strings.ToUpper(string(st.Verdict)))
+	}
+}
+
+// fmtSeconds prints seconds as a duration: 90 is 1m30s.
+func fmtSeconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 // queueRows are what the generator saw of the queue besides the results,

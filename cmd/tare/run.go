@@ -110,7 +110,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	if sh.shard.Sharded() {
-		if cfg.Schedule, err = w.load.split(sh.shard); err != nil {
+		if err = w.mix.split(&cfg, &w.load, sh.shard); err != nil {
 			return err
 		}
 		cfg.Run.Arrival = cfg.Schedule.String()

@@ -27,6 +27,7 @@ type windowFlags struct {
 	load   loadFlags
 	host   hostFlags
 	judge  judgeFlags
+	mix    mixFlags
 }
 
 func (f *windowFlags) register(fs *pflag.FlagSet, rate arrival.Rate, jobs int, duration time.Duration) {
@@ -34,6 +35,7 @@ func (f *windowFlags) register(fs *pflag.FlagSet, rate arrival.Rate, jobs int, d
 	f.load.register(fs, rate, jobs, duration)
 	f.host.register(fs)
 	f.judge.register(fs)
+	f.mix.register(fs)
 }
 
 // prepared is a window ready to measure again and again: the target, the
@@ -49,6 +51,9 @@ type prepared struct {
 // shares. command names the command in messages.
 func (f *windowFlags) prepare(ctx context.Context, command string) (*prepared, error) {
 	if _, err := f.load.schedule(); err != nil {
+		return nil, err
+	}
+	if err := f.mix.check(&f.load); err != nil {
 		return nil, err
 	}
 	j, err := f.judge.judging()
@@ -95,7 +100,10 @@ func (f *windowFlags) config(p *prepared, st tare.Store, run tare.Run, r arrival
 	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(f.load.rate), f.load.engine()
 	cfg.Host, cfg.SUTFoundBy = p.sampling, p.sutBy
 	cfg.Thresholds, cfg.SLO = p.judging.thresholds, p.judging.slo
-	newProgress(progressTo, f.judge.quiet, f.load.duration, f.load.jobs).hook(&cfg, p.target)
+	if err := f.mix.apply(&cfg, &f.load); err != nil {
+		return session.Config{}, err
+	}
+	newProgress(progressTo, f.judge.quiet, f.mix.length(&f.load), f.load.jobs).hook(&cfg, p.target)
 	return cfg, nil
 }
 

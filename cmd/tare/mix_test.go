@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tare-dev/tare"
+)
+
+// runJSON runs tare with --json and decodes its summary.
+func runJSON(t *testing.T, args ...string) tare.Summary {
+	t.Helper()
+	code, stdout, stderr := tareCmd(t, append(args, "--json", "--quiet", "--no-store")...)
+	if code != 0 {
+		t.Fatalf("tare %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout)
+	}
+	return s
+}
+
+// TestStagesAndWarmup: a constant ramp on loopback offers each stage
+// exactly ∫λ over its measured seconds, achieves it within 5 % (counts over
+// the stage's nominal length, never a clock reading), and the warm-up's
+// arrivals are counted apart and left out of every figure.
+func TestStagesAndWarmup(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := runJSON(t, "run", "--url", srv.URL+"/", "--arrival", "constant", "--stages", "2s:100/s,2s:100/s,2s:200/s", "--warmup", "1s")
+
+	// Λ(1s) = 25 arrivals in the warm-up; the stages after it hold 75,
+	// 200 and 300.
+	if s.Warmup == nil || s.Warmup.Requests != 25 || s.Warmup.DurationS != 1 {
+		t.Errorf("warmup = %+v, want 25 arrivals in 1 s", s.Warmup)
+	}
+	if got := hits.Load(); got != 600 {
+		t.Errorf("the server got %d requests, want all 600 (warm-up included)", got)
+	}
+	if s.Requests.Total != 575 {
+		t.Errorf("requests.total = %d, want 575: the warm-up's 25 left out", s.Requests.Total)
+	}
+	want := []struct {
+		start, duration, target float64
+		n                       int
+	}{{1, 1, 100, 75}, {2, 2, 100, 200}, {4, 2, 200, 300}}
+	if len(s.Stages) != len(want) {
+		t.Fatalf("%d stages in the summary, want %d: %+v", len(s.Stages), len(want), s.Stages)
+	}
+	for i, w := range want {
+		st := s.Stages[i]
+		if st.StartS != w.start || st.DurationS != w.duration || st.TargetPerS != w.target || st.Requests != w.n {
+			t.Errorf("stage %d = %+v, want start %v duration %v target %v with %d requests", i+1, st, w.start, w.duration, w.target, w.n)
+		}
+		offered := float64(w.n) / w.duration
+		if st.OfferedPerS == nil || *st.OfferedPerS != offered {
+			t.Errorf("stage %d offered %v/s, want %v/s", i+1, st.OfferedPerS, offered)
+		}
+		if st.AchievedPerS == nil || math.Abs(*st.AchievedPerS-offered) > 0.05*offered {
+			t.Errorf("stage %d achieved %v/s, want within 5%% of %v/s", i+1, st.AchievedPerS, offered)
+		}
+		if st.Verdict == "" || st.Latency.P95 == nil {
+			t.Errorf("stage %d has no verdict or latency: %+v", i+1, st)
+		}
+	}
+}
+
+// TestMixBadInput: each malformed stages, targets and prompts form exits 2
+// with the line (for files) and the accepted form, and sends nothing.
+func TestMixBadInput(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	url := srv.URL + "/"
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	plan := file("stages.yaml", "url: "+url+"\nstages: 30s-10/s\n")
+	const form = "stages must look like 30s:10/s,2m:50/s"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"stages no colon", []string{"run", "--url", url, "--stages", "30s-10/s"}, `--` + form},
+		{"stages bad duration", []string{"run", "--url", url, "--stages", "30s:10/s,soon:5/s"}, `stage 2 "soon:5/s" does not start with a duration like 30s or 2m`},
+		{"stages bad rate", []string{"run", "--url", url, "--stages", "30s:fast"}, `stage 1 "30s:fast" does not end with a rate like 10/s or 0/s`},
+		{"stages no time", []string{"run", "--url", url, "--stages", "0s:10/s"}, "which lasts no time"},
+		{"stages all zero", []string{"run", "--url", url, "--stages", "10s:0/s"}, "whose rate is 0 throughout"},
+		{"stages and rate", []string{"run", "--url", url, "--stages", "10s:5/s", "--rate", "5/s"}, "--stages sets the rate of every moment: drop --rate"},
+		{"stages in a sweep", []string{"sweep", "--url", url, "--slo", "p95<=1s", "--stages", "10s:5/s"}, "a sweep sets each step's rate itself: drop --stages"},
+		{"stages in a plan", []string{"protocol", "run", plan, "--now"}, "stages.yaml, line 2, key stages: " + form},
+		{"warmup negative", []string{"run", "--url", url, "--warmup", "-1s"}, "--warmup must be 0 or more, like 10s; got -1s"},
+		{"warmup whole run", []string{"run", "--url", url, "--duration", "5s", "--warmup", "5s"}, "--warmup 5s is as long as the run (5s)"},
+		{"warmup whole stages", []string{"run", "--url", url, "--stages", "3s:5/s", "--warmup", "4s"}, "--warmup 4s is as long as the run (3s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TARE_DB", filepath.Join(dir, "bad.db"))
+			code, stdout, stderr := tareCmd(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stdout %q stderr %q", code, stdout, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.want)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("bad input sent %d requests; want none", n)
+	}
+}
