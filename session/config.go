@@ -35,6 +35,9 @@ type Config struct {
 	// out of every figure and of the verdict (counted in Summary.Warmup);
 	// the host samples of those seconds are left out too.
 	Warmup time.Duration
+	// Mix, when the target mixes the requests of a targets file
+	// (httptarget.Mix), breaks the figures down per request.
+	Mix    TargetMix
 	Engine load.Config
 	// Depth reads the queue's depth, sampled twice a tick; nil for targets
 	// without a queue.
@@ -73,6 +76,12 @@ type Config struct {
 	// window goes (a Prometheus endpoint). Its error ends the window
 	// before any load is sent.
 	Watch func(tare.Run) (Watcher, error)
+}
+
+// TargetMix is a target that sends each arrival one of several requests.
+type TargetMix interface {
+	Names() []string     // the requests, by index
+	Pick(seq uint64) int // the request arrival seq takes
 }
 
 // Watcher sees a window as it goes.

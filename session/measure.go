@@ -46,6 +46,9 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	// sent, counted, and left out.
 	figuresFrom := start.Add(max(cfg.Warmup, 0))
 	recCfg := stats.Config{Start: figuresFrom, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal}
+	if cfg.Mix != nil {
+		recCfg.Targets = cfg.Mix.Names()
+	}
 	rec, err := stats.NewRecorder(recCfg)
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
@@ -105,6 +108,11 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 			if !ok {
 				results = nil
 				continue
+			}
+			if cfg.Mix != nil {
+				// Dropped arrivals never reached the target: name their
+				// request too.
+				res.TargetIndex = cfg.Mix.Pick(res.Seq)
 			}
 			if res.Scheduled.Before(figuresFrom) {
 				warmedUp++

@@ -39,6 +39,11 @@ type Config struct {
 	// cover the whole run (every tick then stays open until the end).
 	Grace time.Duration
 
+	// Targets names the requests of a targets file, by Result.TargetIndex:
+	// the summary then breaks its figures down per request. None: no
+	// breakdown.
+	Targets []string
+
 	// MaxTicks caps the timeline, so a bogus instant far in the future cannot
 	// allocate a huge one; instants beyond it are put in the last tick and
 	// reported. DefaultMaxTicks when 0.
@@ -102,6 +107,8 @@ type Recorder struct {
 
 	host hostTotals
 
+	targets []targetTotals // per request of a targets file, by Result.TargetIndex
+
 	ticks     []tick
 	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
 	newest    time.Time // latest Done or host sample End seen: drives closing
@@ -132,6 +139,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		cfg:         cfg,
 		errorKinds:  make(map[string]int),
 		statusCodes: make(map[int]int),
+		targets:     make([]targetTotals, len(cfg.Targets)),
 	}, nil
 }
 
@@ -152,6 +160,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		return
 	}
 	r.total++
+	r.addTarget(res)
 	si := r.resultIndex(res.Scheduled)
 	r.at(si).arrivals++
 	if res.Dropped {

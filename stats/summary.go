@@ -43,8 +43,9 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 			P99: r.sendLag.ms(99),
 			Max: r.sendLag.maxMS(),
 		},
-		Host: r.host.summary(),
-		SUT:  r.host.sut(),
+		Host:    r.host.summary(),
+		SUT:     r.host.sut(),
+		Targets: r.targetSummaries(),
 	}
 	s.Generator.RunDelayPct = r.host.tareRunDelay.mean()
 	if arrivalSpan > 0 {

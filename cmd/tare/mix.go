@@ -1,27 +1,37 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/session"
 )
 
 // mixFlags feed a window the way users do (issue 16): a ramp through
-// stages and a warm-up. Parsing and checking are the packages'; this only
-// registers the flags and puts their values into the session.Config.
+// stages, a warm-up, a mix of requests from a targets file. Parsing and
+// checking are the packages'; this only registers the flags and puts
+// their values into the session.Config.
 type mixFlags struct {
-	stages arrival.Stages
-	warmup time.Duration
-	fs     *pflag.FlagSet
+	stages       arrival.Stages
+	warmup       time.Duration
+	targets      string
+	targetsOrder bool
+	fs           *pflag.FlagSet
+
+	mixed *httptarget.Mix // the targets file's requests, once built
 }
 
 func (f *mixFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.Var(&f.stages, "stages", "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first")
+	fs.StringVar(&f.targets, "targets", "", `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`)
+	fs.BoolVar(&f.targetsOrder, "targets-order", false, "with --targets, take the requests in file order, round and round, instead of by weight")
 	fs.DurationVar(&f.warmup, "warmup", 0, "send the arrivals of the first seconds, like 10s, but leave them and those seconds of the host out of every figure and of the verdict (counted as warm-up)")
 }
 
@@ -58,6 +68,54 @@ func (f *mixFlags) length(load *loadFlags) time.Duration {
 	return d
 }
 
+// build is the target: the targets file's mix, or what the target flags
+// name.
+func (f *mixFlags) build(ctx context.Context, t *targetFlags, command string, load *loadFlags) (built, error) {
+	if f.targets == "" {
+		if f.targetsOrder {
+			return built{}, tare.Errorf(tare.EINVALID, "--targets-order needs --targets FILE")
+		}
+		return t.build(ctx, command, load.maxInFlight)
+	}
+	switch {
+	case t.url != "" || t.model != "" || t.queue != "":
+		return built{}, tare.Errorf(tare.EINVALID, "--targets names the requests: drop --url, --model and --queue")
+	case t.body != "" || t.method != "":
+		return built{}, tare.Errorf(tare.EINVALID, "--targets sets each request's method and body: drop --body and --method (-X), and write them in the file")
+	case t.timeout <= 0:
+		return built{}, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", t.timeout)
+	case t.redirects < 0:
+		return built{}, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.redirects)
+	}
+	header, err := t.header()
+	if err != nil {
+		return built{}, err
+	}
+	reqs, err := httptarget.ReadTargets(f.targets)
+	if err != nil {
+		return built{}, flagged(err, "targets")
+	}
+	base := httptarget.Config{Header: header, Timeout: t.timeout, Insecure: t.insecure, MaxConns: load.maxInFlight, NetHTTP: t.netHTTP,
+		Redirects: t.redirects, CrossHost: t.crossHost}
+	if t.redirects == 0 {
+		base.Redirects = httptarget.NoRedirects
+	}
+	m, err := httptarget.NewMix(f.targets, reqs, base, f.targetsOrder, load.seed)
+	if err != nil {
+		return built{}, flagged(err, "targets")
+	}
+	f.mixed = m
+	return built{target: m, name: m.String(), release: m.Close}, nil
+}
+
+// firstURL is the URL the system under test is looked for behind.
+func (f *mixFlags) firstURL(t *targetFlags) string {
+	if f.mixed != nil {
+		return f.mixed.URL(0)
+	}
+	return cmp.Or(t.url, t.model)
+}
+
 // apply puts the stages and the warm-up into cfg, whose schedule the load
 // flags built.
 func (f *mixFlags) apply(cfg *session.Config, load *loadFlags) error {
@@ -65,6 +123,9 @@ func (f *mixFlags) apply(cfg *session.Config, load *loadFlags) error {
 		return err
 	}
 	cfg.Warmup = f.warmup
+	if f.mixed != nil {
+		cfg.Mix = f.mixed
+	}
 	if len(f.stages) == 0 {
 		return nil
 	}

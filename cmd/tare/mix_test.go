@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -74,6 +75,49 @@ func TestStagesAndWarmup(t *testing.T) {
 	}
 }
 
+// TestTargetsFile: three weighted endpoints, the third made slow: each
+// gets its binomial share of the arrivals, and the slow one's latency is
+// its own, not spread over the others.
+func TestTargetsFile(t *testing.T) {
+	const slow = 50 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(slow)
+		}
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "targets.jsonl")
+	lines := `{"name": "home", "url": "` + srv.URL + `/", "weight": 3}
+{"method": "POST", "url": "` + srv.URL + `/orders", "body": "{}", "weight": 2}
+{"name": "slow", "url": "` + srv.URL + `/slow", "weight": 1}
+`
+	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	s := runJSON(t, "run", "--targets", file, "--rate", "200/s", "--jobs", "600", "--arrival", "constant")
+	if len(s.Targets) != 3 {
+		t.Fatalf("targets = %+v, want three", s.Targets)
+	}
+	names := []string{"home", "POST " + srv.URL + "/orders", "slow"}
+	sum := 0
+	for i, p := range []float64{0.5, 1.0 / 3, 1.0 / 6} {
+		got := s.Targets[i]
+		sum += got.Requests
+		sd := math.Sqrt(n * p * (1 - p))
+		if got.Name != names[i] || math.Abs(float64(got.Requests)-n*p) > 4*sd || got.OK != got.Requests {
+			t.Errorf("target %d = %+v, want %q with %.0f ± %.0f requests, all ok", i, got, names[i], n*p, 4*sd)
+		}
+	}
+	if sum != s.Requests.Total {
+		t.Errorf("the targets' requests add up to %d, the run's to %d", sum, s.Requests.Total)
+	}
+	slowP50, fastP50 := s.Targets[2].Latency.P50, s.Targets[0].Latency.P50
+	if slowP50 == nil || fastP50 == nil || *slowP50 < float64(slow/time.Millisecond) || *fastP50 >= *slowP50 {
+		t.Errorf("p50 of the slow endpoint %v ms, of home %v ms: want the slow one at least %v and above home", slowP50, fastP50, slow)
+	}
+}
+
 // TestMixBadInput: each malformed stages, targets and prompts form exits 2
 // with the line (for files) and the accepted form, and sends nothing.
 func TestMixBadInput(t *testing.T) {
@@ -90,6 +134,8 @@ func TestMixBadInput(t *testing.T) {
 		return path
 	}
 	plan := file("stages.yaml", "url: "+url+"\nstages: 30s-10/s\n")
+	badTargets := file("bad.http", "GET "+url+"\nX-Bad header\n")
+	badJSON := file("bad.jsonl", `{"url": "`+url+`"}`+"\n"+`{"url": "`+url+`", "weight": -1}`+"\n")
 	const form = "stages must look like 30s:10/s,2m:50/s"
 	tests := []struct {
 		name string
@@ -104,6 +150,12 @@ func TestMixBadInput(t *testing.T) {
 		{"stages and rate", []string{"run", "--url", url, "--stages", "10s:5/s", "--rate", "5/s"}, "--stages sets the rate of every moment: drop --rate"},
 		{"stages in a sweep", []string{"sweep", "--url", url, "--slo", "p95<=1s", "--stages", "10s:5/s"}, "a sweep sets each step's rate itself: drop --stages"},
 		{"stages in a plan", []string{"protocol", "run", plan, "--now"}, "stages.yaml, line 2, key stages: " + form},
+		{"targets bad header", []string{"run", "--targets", badTargets}, `--targets file "` + badTargets + `", line 2: header must look like "Name: value"; got "X-Bad header"; the file must be vegeta's http format`},
+		{"targets bad weight", []string{"run", "--targets", badJSON}, `line 2: weight must be a positive number; got -1; the file must be JSON lines like {"name"`},
+		{"targets missing", []string{"run", "--targets", "/nonexistent/t.http"}, `targets file "/nonexistent/t.http" does not exist`},
+		{"targets and url", []string{"run", "--targets", badTargets, "--url", url}, "--targets names the requests: drop --url"},
+		{"targets and body", []string{"run", "--targets", badTargets, "--body", "x"}, "--targets sets each request's method and body: drop --body"},
+		{"targets order alone", []string{"run", "--url", url, "--targets-order"}, "--targets-order needs --targets FILE"},
 		{"warmup negative", []string{"run", "--url", url, "--warmup", "-1s"}, "--warmup must be 0 or more, like 10s; got -1s"},
 		{"warmup whole run", []string{"run", "--url", url, "--duration", "5s", "--warmup", "5s"}, "--warmup 5s is as long as the run (5s)"},
 		{"warmup whole stages", []string{"run", "--url", url, "--stages", "3s:5/s", "--warmup", "4s"}, "--warmup 4s is as long as the run (3s)"},

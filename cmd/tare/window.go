@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -64,11 +63,11 @@ func (f *windowFlags) prepare(ctx context.Context, command string) (*prepared, e
 	if err != nil {
 		return nil, err
 	}
-	t, err := f.target.build(ctx, command, f.load.maxInFlight)
+	t, err := f.mix.build(ctx, &f.target, command, &f.load)
 	if err != nil {
 		return nil, err
 	}
-	sutBy, err := f.host.findSUT(&sampling, cmp.Or(f.target.url, f.target.model))
+	sutBy, err := f.host.findSUT(&sampling, f.mix.firstURL(&f.target))
 	if err != nil {
 		t.release()
 		return nil, err
