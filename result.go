@@ -50,6 +50,11 @@ type Result struct {
 	// Model calls only.
 	OutputTokens int    // generated tokens
 	TokenSource  string // where OutputTokens came from: "usage" or "counted"
+	// PromptTokens is the input's length in tokens, from the server's
+	// usage; PromptTokenSource says so ("usage"), and is "" when the
+	// server did not say.
+	PromptTokens      int
+	PromptTokenSource string
 }
 
 // OK reports whether the request was sent and succeeded.

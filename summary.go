@@ -188,6 +188,12 @@ type ModelSummary struct {
 	TPOT         PercentilesMS `json:"tpot_ms"`
 	OutputTokens int           `json:"output_tokens"`
 	TokensPerS   *float64      `json:"tokens_per_s"`
+	// InputTokens are the prompts' tokens as the server's usage counted
+	// them (InputTokenSource "usage", or "worker" for a queue's worker
+	// reporting its model's usage); nil when no request's usage said.
+	InputTokens      *int     `json:"input_tokens"`
+	InputTokensPerS  *float64 `json:"input_tokens_per_s"` // input tokens / wall seconds
+	InputTokenSource string   `json:"input_token_source,omitempty"`
 }
 
 // HostSummary is the host's interference over the run.

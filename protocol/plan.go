@@ -134,7 +134,9 @@ var runKeys = map[string]string{
 	"rate": "rate", "arrival": "arrival", "burstiness": "burstiness", "seed": "seed",
 	"jobs": "jobs", "duration": "duration", "max-inflight": "max-inflight", "drain": "drain",
 	"label": "label", "tick": "tick", "cgroup": "cgroup", "slo": "slo",
-	"stages": "stages", "warmup": "warmup",
+	"stages": "stages", "warmup": "warmup", "targets": "targets", "targets-order": "targets-order",
+	"prompts": "prompts", "input-tokens": "input-tokens", "output-tokens": "output-tokens",
+	"model": "model", "queue": "queue", "max-tokens": "max-tokens",
 }
 
 // thresholdKeys are the keys of thresholds:, by the flag each sets.
@@ -261,8 +263,10 @@ func parsePlan(file string, data []byte) (p *Plan, err error) {
 	if len(p.Windows) == 0 {
 		p.Windows = DefaultWindows()
 	}
-	if !slices.ContainsFunc(p.Settings, func(s Setting) bool { return s.Flag == "url" }) {
-		return nil, newPlanError(file, 0, "url", nil, "the plan names no target: give url: http://HOST:PORT/PATH")
+	if !slices.ContainsFunc(p.Settings, func(s Setting) bool {
+		return s.Flag == "url" || s.Flag == "targets" || s.Flag == "model" || s.Flag == "queue"
+	}) {
+		return nil, newPlanError(file, 0, "url", nil, "the plan names no target: give url: http://HOST:PORT/PATH (or targets: FILE, model: URL, queue: URL)")
 	}
 	return p, nil
 }

@@ -88,6 +88,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
 			p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
 			p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
+			if m.InputTokens != nil {
+				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
+			}
 		}
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
@@ -146,6 +149,14 @@ func mixRows(p *printer, s *tare.Summary) {
 			fmtSeconds(st.StartS), fmtSeconds(st.DurationS), rate(&st.FromPerS), rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
 			ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), strings.ToUpper(string(st.Verdict)))
 	}
+}
+
+// inputSource says where the prompt tokens were counted.
+func inputSource(s string) string {
+	if s == "worker" {
+		return "workers' model usage"
+	}
+	return "server's usage"
 }
 
 // fmtSeconds prints seconds as a duration: 90 is 1m30s.

@@ -98,6 +98,8 @@ type Recorder struct {
 	clean                     dist // latencies of requests resolved as clean
 	queueSeen, modelSeen      bool
 	outputTokens              int
+	inputTokens               int                     // prompt tokens the servers' usage reported
+	inputSource               string                  // where they came from; "" when no request said
 	good, goodTokens          int                     // requests that met the per-request SLO, and their output tokens
 	goodput                   func(*tare.Result) bool // nil: no goodput
 	goodputSLO                string
@@ -194,6 +196,11 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	if res.OutputTokens > 0 || res.TokenSource != "" {
 		r.modelSeen = true
 		r.outputTokens += max(res.OutputTokens, 0)
+	}
+	if res.PromptTokenSource != "" {
+		r.modelSeen = true
+		r.inputTokens += max(res.PromptTokens, 0)
+		r.inputSource = res.PromptTokenSource
 	}
 
 	if res.Done.IsZero() {

@@ -79,6 +79,12 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		if wall > 0 {
 			m.TokensPerS = round(float64(r.outputTokens)/wall.Seconds(), 3)
 		}
+		if r.inputSource != "" {
+			m.InputTokens, m.InputTokenSource = tare.Int(r.inputTokens), r.inputSource
+			if wall > 0 {
+				m.InputTokensPerS = round(float64(r.inputTokens)/wall.Seconds(), 3)
+			}
+		}
 		s.Model = m
 	}
 	if r.host.n > 0 {

@@ -28,6 +28,7 @@ type demoFlags struct {
 	judge judgeFlags
 	store storeFlags
 	mf    metricsFlags
+	mix   mixFlags // the prompt flags only
 
 	redis       string
 	workers     int
@@ -81,6 +82,7 @@ func newDemoCmd() *cobra.Command {
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each job (0: the model's own draw)")
 	fs.BoolVar(&f.neighbour, "neighbour", false, "start CPU hogs on every core halfway through the run")
 	f.load.register(fs, arrival.Rate(4), 120, 0)
+	f.mix.registerPrompts(fs)
 	f.host.register(fs)
 	f.judge.register(fs)
 	f.store.registerNoStore(fs)
@@ -105,6 +107,10 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return err
 	}
 	sched, err := f.load.schedule()
+	if err != nil {
+		return err
+	}
+	ps, err := f.mix.promptSource(true, "", f.load.seed)
 	if err != nil {
 		return err
 	}
@@ -151,7 +157,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		}
 		b, where = rb, fmt.Sprintf("queue %q in Redis at %s", name, queue.RedactURL(f.redis))
 	}
-	t, err := queueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute})
+	t, err := queueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute, Prompts: ps})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/httptarget"
+	"github.com/tare-dev/tare/prompts"
 	"github.com/tare-dev/tare/session"
 )
 
@@ -22,6 +23,9 @@ type mixFlags struct {
 	warmup       time.Duration
 	targets      string
 	targetsOrder bool
+	prompts      string
+	inputTokens  string
+	outputTokens string
 	fs           *pflag.FlagSet
 
 	mixed *httptarget.Mix // the targets file's requests, once built
@@ -32,7 +36,58 @@ func (f *mixFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.stages, "stages", "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first")
 	fs.StringVar(&f.targets, "targets", "", `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`)
 	fs.BoolVar(&f.targetsOrder, "targets-order", false, "with --targets, take the requests in file order, round and round, instead of by weight")
+	f.registerPrompts(fs)
 	fs.DurationVar(&f.warmup, "warmup", 0, "send the arrivals of the first seconds, like 10s, but leave them and those seconds of the host out of every figure and of the verdict (counted as warm-up)")
+}
+
+// registerPrompts registers the prompt flags alone, for tare demo.
+func (f *mixFlags) registerPrompts(fs *pflag.FlagSet) {
+	fs.StringVar(&f.prompts, "prompts", "", `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`)
+	fs.StringVar(&f.inputTokens, "input-tokens", "", "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)")
+	fs.StringVar(&f.outputTokens, "output-tokens", "", "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply")
+}
+
+// promptSource is what the prompt flags describe: nil when they are not
+// given. toModel says the target is a model or a queue of model calls,
+// prompt is --prompt, and seed draws the synthetic lengths.
+func (f *mixFlags) promptSource(toModel bool, prompt string, seed uint64) (tare.Prompts, error) {
+	if f.prompts == "" && f.inputTokens == "" && f.outputTokens == "" {
+		return nil, nil
+	}
+	switch {
+	case !toModel:
+		return nil, tare.Errorf(tare.EINVALID, "--prompts, --input-tokens and --output-tokens feed a model: give --model URL or --queue URL")
+	case prompt != "":
+		return nil, tare.Errorf(tare.EINVALID, "--prompt is one prompt for every request: drop it with --prompts, --input-tokens or --output-tokens")
+	case f.prompts != "" && f.inputTokens != "":
+		return nil, tare.Errorf(tare.EINVALID, "--input-tokens makes synthetic prompts: drop it with --prompts, whose prompts have their own lengths")
+	}
+	reply := f.outputTokens == "reply"
+	var out prompts.Lengths
+	if f.outputTokens != "" && !reply {
+		var err error
+		if out, err = prompts.ParseLengths(f.outputTokens); err != nil {
+			return nil, &tare.Error{Code: tare.EINVALID, Message: "--output-tokens " + tare.ErrorMessage(err), Err: err}
+		}
+	}
+	if f.prompts != "" {
+		ps, err := prompts.Read(f.prompts, reply)
+		if err != nil {
+			return nil, flagged(err, "")
+		}
+		return prompts.Dataset(ps, out, seed), nil
+	}
+	if reply {
+		return nil, tare.Errorf(tare.EINVALID, "--output-tokens reply takes the budget from a ShareGPT --prompts file: give one, or a length like 128,32")
+	}
+	var in prompts.Lengths // zero, with --output-tokens alone: the target's own prompt
+	if f.inputTokens != "" {
+		var err error
+		if in, err = prompts.ParseLengths(f.inputTokens); err != nil {
+			return nil, &tare.Error{Code: tare.EINVALID, Message: "--input-tokens " + tare.ErrorMessage(err), Err: err}
+		}
+	}
+	return prompts.Synthetic(in, out, seed), nil
 }
 
 // check refuses what the flags cannot mean together.
@@ -75,6 +130,11 @@ func (f *mixFlags) build(ctx context.Context, t *targetFlags, command string, lo
 		if f.targetsOrder {
 			return built{}, tare.Errorf(tare.EINVALID, "--targets-order needs --targets FILE")
 		}
+		ps, err := f.promptSource(t.model != "" || t.queue != "", t.prompt, load.seed)
+		if err != nil {
+			return built{}, err
+		}
+		t.prompts = ps
 		return t.build(ctx, command, load.maxInFlight)
 	}
 	switch {

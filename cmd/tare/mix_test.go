@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/prompts"
 )
 
 // runJSON runs tare with --json and decodes its summary.
@@ -118,6 +123,67 @@ func TestTargetsFile(t *testing.T) {
 	}
 }
 
+// TestPromptsDriveTheModel: a prompt dataset and synthetic prompts drive
+// the simulated model; every request's prompt tokens (from the server's
+// usage) are the words asked, and its output tokens the budget asked.
+func TestPromptsDriveTheModel(t *testing.T) {
+	// Answers longer than any budget, so each stops at its max_tokens.
+	srv := testservice.Model(t, modelsim.Config{TokenCost: 20 * time.Microsecond, PromptCost: time.Microsecond, MeanTokens: 4000})
+	file := filepath.Join(t.TempDir(), "prompts.jsonl")
+	dataset := `{"prompt": "one two three", "max_tokens": 5}
+{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "four five six seven"}], "max_tokens": 9}
+{"prompt": "eight"}
+`
+	if err := os.WriteFile(file, []byte(dataset), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := prompts.Read(file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]tare.Prompts{
+		"dataset":   prompts.Dataset(ps, prompts.Lengths{Mean: 7}, 1),
+		"synthetic": prompts.Synthetic(prompts.Lengths{Mean: 40, Spread: 10}, prompts.Lengths{Mean: 20, Spread: 5}, 1),
+	}
+	for name, src := range sources {
+		t.Run(name, func(t *testing.T) {
+			c, err := openai.New(openai.Config{URL: srv.URL + "/v1", Prompts: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for seq := range uint64(12) {
+				asked := src(seq)
+				words := 0
+				for _, m := range asked.Messages {
+					words += len(strings.Fields(m.Content))
+				}
+				res := tare.Result{Seq: seq}
+				c.Do(context.Background(), &res)
+				if res.Err != "" {
+					t.Fatalf("arrival %d: %s", seq, res.Err)
+				}
+				if res.PromptTokens != words || res.PromptTokenSource != "usage" {
+					t.Errorf("arrival %d: %d prompt tokens (%s), asked %d words", seq, res.PromptTokens, res.PromptTokenSource, words)
+				}
+				if res.OutputTokens != asked.MaxTokens || res.TokenSource != "usage" {
+					t.Errorf("arrival %d: %d output tokens (%s), asked max_tokens %d", seq, res.OutputTokens, res.TokenSource, asked.MaxTokens)
+				}
+			}
+		})
+	}
+
+	// The same through tare run: the summary's input tokens are the sum.
+	s := runJSON(t, "run", "--model", srv.URL+"/v1", "--prompts", file, "--output-tokens", "7", "--rate", "50/s", "--jobs", "6", "--arrival", "constant")
+	m := s.Model
+	// Twice (3 + 2 + 4 + 1) words in (the system message counts too),
+	// twice (5 + 9 + 7) tokens out.
+	if m == nil || m.InputTokens == nil || *m.InputTokens != 20 || m.InputTokenSource != "usage" || m.OutputTokens != 42 || m.InputTokensPerS == nil {
+		b, _ := json.Marshal(m)
+		t.Errorf("model summary %s: want 20 input tokens from usage, 42 output", b)
+	}
+}
+
 // TestMixBadInput: each malformed stages, targets and prompts form exits 2
 // with the line (for files) and the accepted form, and sends nothing.
 func TestMixBadInput(t *testing.T) {
@@ -135,6 +201,8 @@ func TestMixBadInput(t *testing.T) {
 	}
 	plan := file("stages.yaml", "url: "+url+"\nstages: 30s-10/s\n")
 	badTargets := file("bad.http", "GET "+url+"\nX-Bad header\n")
+	badPrompts := file("bad-prompts.jsonl", `{"prompt": "a"}`+"\n"+`{"text": "b"}`+"\n")
+	const model = "http://127.0.0.1:9/v1"
 	badJSON := file("bad.jsonl", `{"url": "`+url+`"}`+"\n"+`{"url": "`+url+`", "weight": -1}`+"\n")
 	const form = "stages must look like 30s:10/s,2m:50/s"
 	tests := []struct {
@@ -156,6 +224,13 @@ func TestMixBadInput(t *testing.T) {
 		{"targets and url", []string{"run", "--targets", badTargets, "--url", url}, "--targets names the requests: drop --url"},
 		{"targets and body", []string{"run", "--targets", badTargets, "--body", "x"}, "--targets sets each request's method and body: drop --body"},
 		{"targets order alone", []string{"run", "--url", url, "--targets-order"}, "--targets-order needs --targets FILE"},
+		{"prompts bad line", []string{"run", "--model", model, "--prompts", badPrompts}, `--prompts file "` + badPrompts + `", line 2: none of prompt, messages or conversations; the file must be JSON lines like {"prompt"`},
+		{"prompts missing", []string{"run", "--model", model, "--prompts", "/nonexistent/p.jsonl"}, `prompts file "/nonexistent/p.jsonl" does not exist`},
+		{"prompts without a model", []string{"run", "--url", url, "--prompts", badPrompts}, "--prompts, --input-tokens and --output-tokens feed a model: give --model URL or --queue URL"},
+		{"prompts and prompt", []string{"run", "--model", model, "--input-tokens", "5", "--prompt", "hi"}, "--prompt is one prompt for every request: drop it"},
+		{"input tokens", []string{"run", "--model", model, "--input-tokens", "many"}, `--input-tokens must be MEAN or MEAN,SPREAD in tokens, like 512,128; got "many"`},
+		{"output tokens", []string{"run", "--model", model, "--output-tokens", "128,-3"}, `--output-tokens must be MEAN or MEAN,SPREAD in tokens, like 512,128; got "128,-3"`},
+		{"reply without sharegpt", []string{"run", "--model", model, "--output-tokens", "reply"}, "--output-tokens reply takes the budget from a ShareGPT --prompts file"},
 		{"warmup negative", []string{"run", "--url", url, "--warmup", "-1s"}, "--warmup must be 0 or more, like 10s; got -1s"},
 		{"warmup whole run", []string{"run", "--url", url, "--duration", "5s", "--warmup", "5s"}, "--warmup 5s is as long as the run (5s)"},
 		{"warmup whole stages", []string{"run", "--url", url, "--stages", "3s:5/s", "--warmup", "4s"}, "--warmup 4s is as long as the run (3s)"},

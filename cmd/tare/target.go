@@ -38,6 +38,7 @@ type targetFlags struct {
 	prompt    string
 	maxTokens int
 	noStream  bool
+	prompts   tare.Prompts // a prompt per arrival (mixFlags); nil: prompt for all
 
 	queue       string
 	queueName   string
@@ -116,10 +117,10 @@ func (f *targetFlags) build(ctx context.Context, command string, maxConns int) (
 		if err != nil {
 			return built{}, flagged(err, "queue")
 		}
-		return queueTarget(b, queue.TargetConfig{Prompt: f.prompt, MaxTokens: f.maxTokens, Timeout: f.jobTimeout})
+		return queueTarget(b, queue.TargetConfig{Prompt: f.prompt, MaxTokens: f.maxTokens, Timeout: f.jobTimeout, Prompts: f.prompts})
 	case f.model != "":
 		c, err := openai.New(openai.Config{URL: f.model, Model: f.modelName, Prompt: f.prompt, MaxTokens: f.maxTokens,
-			APIKey: apiKey(), Timeout: f.timeout, NoStream: f.noStream, Header: header})
+			APIKey: apiKey(), Timeout: f.timeout, NoStream: f.noStream, Header: header, Prompts: f.prompts})
 		if err != nil {
 			return built{}, flagged(err, "model")
 		}
