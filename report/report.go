@@ -145,8 +145,8 @@ func mixRows(p *printer, s *tare.Summary) {
 		if i == 0 {
 			name = "stages"
 		}
-		p.row(name, "%s +%s  %s → %s   offered %s  achieved %s   p50 %s  p95 %s  p99 %s   %s",
-			fmtSeconds(st.StartS), fmtSeconds(st.DurationS), rate(&st.FromPerS), rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
+		p.row(name, "%s–%s  %s → %s   offered %s  achieved %s   p50 %s  p95 %s  p99 %s   %s",
+			fmtSeconds(st.StartS), fmtSeconds(st.StartS+st.DurationS), rate(&st.FromPerS), rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
 			ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), strings.ToUpper(string(st.Verdict)))
 	}
 }

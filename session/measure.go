@@ -61,7 +61,7 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	}
 	warmedUp := 0
 	addHost := func(s tare.HostSample) {
-		if midpoint(s).Before(figuresFrom) {
+		if s.Mid().Before(figuresFrom) {
 			return
 		}
 		rec.AddHost(s)
@@ -266,13 +266,4 @@ func lastSamples(samples <-chan tare.HostSample, sampler *host.Sampler, end time
 	if last, err := sampler.Sample(end); err == nil {
 		add(last)
 	}
-}
-
-// midpoint is the middle of a host sample, the instant that places it on
-// the timeline (as stats does).
-func midpoint(h tare.HostSample) time.Time {
-	if !h.Start.IsZero() && h.End.After(h.Start) {
-		return h.Start.Add(h.End.Sub(h.Start) / 2)
-	}
-	return h.End
 }

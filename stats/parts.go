@@ -58,11 +58,7 @@ func (p *Parts) AddResult(res *tare.Result) {
 
 // AddHost records h in the part holding its midpoint, if any.
 func (p *Parts) AddHost(h tare.HostSample) {
-	mid := h.End
-	if !h.Start.IsZero() && h.End.After(h.Start) {
-		mid = h.Start.Add(h.End.Sub(h.Start) / 2)
-	}
-	if i := p.part(mid); i >= 0 {
+	if i := p.part(h.Mid()); i >= 0 {
 		p.recs[i].AddHost(h)
 	}
 }

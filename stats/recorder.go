@@ -255,11 +255,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 func (r *Recorder) AddHost(h tare.HostSample) {
 	r.host.add(&h, r.cfg.Threshold, r.cfg.Tick)
 
-	mid := h.End
-	if !h.Start.IsZero() && h.End.After(h.Start) {
-		mid = h.Start.Add(h.End.Sub(h.Start) / 2)
-	}
-	if i, outside := r.index(mid); i >= 0 {
+	if i, outside := r.index(h.Mid()); i >= 0 {
 		if outside {
 			r.outside++
 		}
