@@ -156,3 +156,13 @@ type Env struct {
 	PSI        bool   `json:"psi"`
 	Hypervisor *bool  `json:"hypervisor"` // nil when unknown
 }
+
+// Mid is the middle of the sample, the instant that places it on a run's
+// timeline (the tick, the stage, the warm-up it belongs to); End when it
+// has no Start.
+func (h *HostSample) Mid() time.Time {
+	if !h.Start.IsZero() && h.End.After(h.Start) {
+		return h.Start.Add(h.End.Sub(h.Start) / 2)
+	}
+	return h.End
+}

@@ -43,9 +43,18 @@ type Result struct {
 	Worker     string    // which worker did it
 	Deliveries int       // how many times the job was delivered (1 = once)
 
+	// TargetIndex is which request of a targets file the arrival took
+	// (httptarget.Mix), from 0; 0 when there was one request.
+	TargetIndex int
+
 	// Model calls only.
 	OutputTokens int    // generated tokens
 	TokenSource  string // where OutputTokens came from: "usage" or "counted"
+	// PromptTokens is the input's length in tokens, from the server's
+	// usage; PromptTokenSource says so ("usage"), and is "" when the
+	// server did not say.
+	PromptTokens      int
+	PromptTokenSource string
 }
 
 // OK reports whether the request was sent and succeeded.

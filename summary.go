@@ -29,6 +29,51 @@ type Summary struct {
 	Thresholds   map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
 	Shards       []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
 	WorkerHosts  []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
+	Targets      []TargetSummary    `json:"targets,omitempty"`      // per target, when a targets file mixed requests
+	Stages       []StageSummary     `json:"stages,omitempty"`       // per stage, when the rate ramped through stages
+	Warmup       *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
+}
+
+// QuantilesMS are the usual tail percentiles, in milliseconds.
+type QuantilesMS struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// TargetSummary is one request of a targets file: what the arrivals that
+// took it got.
+type TargetSummary struct {
+	Name     string      `json:"name"` // the file's name for it, or its method and URL
+	Requests int         `json:"requests"`
+	OK       int         `json:"ok"`
+	Errors   int         `json:"errors"`
+	Dropped  int         `json:"dropped"`
+	Latency  QuantilesMS `json:"latency_ms"`
+}
+
+// StageSummary is one stage of a ramping schedule, judged on its own: the
+// arrivals scheduled in it, and the host during its seconds.
+type StageSummary struct {
+	StartS       float64     `json:"start_s"`    // offset of the stage's start from the run's
+	DurationS    float64     `json:"duration_s"` // what of it was measured (a warm-up takes the rest)
+	FromPerS     float64     `json:"from_per_s"` // the rate the stage ramps from
+	TargetPerS   float64     `json:"target_per_s"`
+	Requests     int         `json:"requests"`
+	Errors       int         `json:"errors"`
+	OfferedPerS  *float64    `json:"offered_per_s"`  // arrivals / duration
+	AchievedPerS *float64    `json:"achieved_per_s"` // completions of those arrivals / duration
+	Latency      QuantilesMS `json:"latency_ms"`
+	Verdict      Level       `json:"verdict"`           // the stage's own verdict
+	Fired        []string    `json:"fired,omitempty"`   // the signals that fired in it
+	SLO          *bool       `json:"slo_met,omitempty"` // whether the stage met the SLO; nil without one
+}
+
+// Warmup is the start of a run sent but left out of every figure and of
+// the verdict (--warmup).
+type Warmup struct {
+	DurationS float64 `json:"duration_s"`
+	Requests  int     `json:"requests"` // arrivals scheduled in it, left out
 }
 
 // Requests counts what happened to every arrival.
@@ -143,6 +188,12 @@ type ModelSummary struct {
 	TPOT         PercentilesMS `json:"tpot_ms"`
 	OutputTokens int           `json:"output_tokens"`
 	TokensPerS   *float64      `json:"tokens_per_s"`
+	// InputTokens are the prompts' tokens as the server's usage counted
+	// them (InputTokenSource "usage", or "worker" for a queue's worker
+	// reporting its model's usage); nil when no request's usage said.
+	InputTokens      *int     `json:"input_tokens"`
+	InputTokensPerS  *float64 `json:"input_tokens_per_s"` // input tokens / wall seconds
+	InputTokenSource string   `json:"input_token_source,omitempty"`
 }
 
 // HostSummary is the host's interference over the run.

@@ -11,6 +11,12 @@
 // clusters arrivals into bursts separated by lulls, k > 1 spaces them more
 // evenly than Poisson, and k → ∞ tends to constant.
 //
+// NewStaged ramps any of the three through stages, k6's ramping arrival
+// rate: the rate moves linearly within each stage, and the process runs on
+// the clock Λ(t) = ∫λ (time rescaling), so a staged Poisson schedule is a
+// non-homogeneous Poisson process and gamma and constant keep their shape
+// at every instant's rate.
+//
 // Assumptions, stated so a reader can check them against a real workload:
 //
 //   - Arrivals are independent of responses (an open loop): a slow target

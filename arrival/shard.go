@@ -86,6 +86,18 @@ func splitMix64(x uint64) uint64 {
 // base seed and keeps every Nth arrival (round-robin): together the
 // shards offer exactly that schedule.
 func Split(kind string, rate, burstiness float64, seed uint64, jobs int, duration time.Duration, sh Shard) (Process, error) {
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	return split(kind, sh, jobs, duration, func(scale float64, seed uint64) (Process, error) {
+		return New(kind, rate*scale, burstiness, seed)
+	}, seed)
+}
+
+// split deals shard sh its part of the schedule newProcess makes: a
+// Poisson process of its own at scale 1/N with the shard's seed, or every
+// Nth arrival of the full schedule (scale 1, the base seed).
+func split(kind string, sh Shard, jobs int, duration time.Duration, newProcess func(scale float64, seed uint64) (Process, error), seed uint64) (Process, error) {
 	if sh.Count == 0 {
 		sh = Shard{Index: 1, Count: 1}
 	}
@@ -94,16 +106,13 @@ func Split(kind string, rate, burstiness float64, seed uint64, jobs int, duratio
 	}
 	k := strings.ToLower(strings.TrimSpace(kind))
 	if k == "" || k == KindPoisson {
-		if err := checkRate(rate); err != nil {
-			return nil, err
-		}
-		p, err := New(kind, rate/float64(sh.Count), burstiness, sh.Seed(seed))
+		p, err := newProcess(1/float64(sh.Count), sh.Seed(seed))
 		if err != nil {
 			return nil, err
 		}
 		return &sharded{Process: Bound(p, sh.Jobs(jobs), duration), sh: sh}, nil
 	}
-	p, err := New(kind, rate, burstiness, seed)
+	p, err := newProcess(1, seed)
 	if err != nil {
 		return nil, err
 	}

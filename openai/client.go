@@ -49,6 +49,10 @@ type Config struct {
 	// NoUsage leaves out stream_options.include_usage, for servers that
 	// reject it; output tokens are then counted from the chunks.
 	NoUsage bool
+	// Prompts, when not nil, gives each arrival its own messages and
+	// output budget (a prompt dataset), in place of Prompt and MaxTokens
+	// (a budget of 0 keeps MaxTokens).
+	Prompts tare.Prompts
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
@@ -66,6 +70,7 @@ type Client struct {
 	usage     bool
 	header    http.Header // non-secret headers only
 	body      []byte      // the request body for the default Request
+	prompts   tare.Prompts
 
 	// secret holds the credentials behind a pointer: fmt prints a pointer
 	// nested in a struct as its address, so no verb applied to a Client
@@ -107,6 +112,7 @@ func New(cfg Config) (*Client, error) {
 		stream:    !cfg.NoStream,
 		usage:     !cfg.NoStream && !cfg.NoUsage,
 		header:    cfg.Header.Clone(),
+		prompts:   cfg.Prompts,
 		secret:    &secret{header: http.Header{}},
 		http:      &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
 	}
@@ -188,6 +194,9 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 type Request struct {
 	Prompt    string // the user message; "" means the Config's
 	MaxTokens int    // 0 means the Config's
+	// Messages, when not empty, are the chat messages sent instead of
+	// one user message.
+	Messages []tare.Message
 }
 
 // chatRequest is the body sent.
@@ -199,10 +208,7 @@ type chatRequest struct {
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+type chatMessage = tare.Message
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -214,6 +220,9 @@ func (c *Client) requestBody(req Request) []byte {
 		Messages:  []chatMessage{{Role: "user", Content: cmp.Or(req.Prompt, c.prompt)}},
 		MaxTokens: c.maxTokens,
 		Stream:    c.stream,
+	}
+	if len(req.Messages) > 0 {
+		body.Messages = req.Messages
 	}
 	if req.MaxTokens > 0 {
 		body.MaxTokens = req.MaxTokens
@@ -233,7 +242,12 @@ func (c *Client) requestBody(req Request) []byte {
 // first content token), Done, Status, Err, OutputTokens, TokenSource and
 // the byte counts. Sent is kept as the engine set it.
 func (c *Client) Do(ctx context.Context, res *tare.Result) {
-	r := c.Call(ctx, Request{})
+	var req Request
+	if c.prompts != nil {
+		p := c.prompts(res.Seq)
+		req = Request{Messages: p.Messages, MaxTokens: p.MaxTokens}
+	}
+	r := c.Call(ctx, req)
 	if res.Sent.IsZero() {
 		res.Sent = r.Sent
 	}
@@ -245,6 +259,7 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	res.BytesOut = r.BytesOut
 	res.OutputTokens = r.OutputTokens
 	res.TokenSource = r.TokenSource
+	res.PromptTokens, res.PromptTokenSource = r.PromptTokens, r.PromptSource
 }
 
 // Call performs one completion and measures it. It never returns an error:
@@ -256,7 +271,7 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 // the moment [DONE] arrived.
 func (c *Client) Call(ctx context.Context, req Request) Response {
 	body := c.body
-	if req != (Request{}) {
+	if req.Prompt != "" || req.MaxTokens != 0 || len(req.Messages) > 0 {
 		body = c.requestBody(req)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)

@@ -31,6 +31,8 @@ type Response struct {
 	Chunks       int             // content chunks received
 	OutputTokens int             // from usage when present, else Chunks (streams only)
 	TokenSource  string          // "usage", "counted", or "" when unknown
+	PromptTokens int             // the server's usage.prompt_tokens; 0 when it gave none (PromptSource "")
+	PromptSource string          // "usage", or "" when unknown
 	ITL          []time.Duration // gaps between successive content chunks
 	FinishReason string          // the last finish_reason the server gave
 
@@ -171,6 +173,7 @@ type chunkJSON struct {
 	} `json:"choices"`
 	Usage *struct {
 		CompletionTokens *int `json:"completion_tokens"`
+		PromptTokens     *int `json:"prompt_tokens"`
 	} `json:"usage"`
 	Error   json.RawMessage `json:"error"`
 	Object  string          `json:"object"`
@@ -224,6 +227,7 @@ func (m *measure) readStream(body io.Reader) {
 		if c.Usage != nil && c.Usage.CompletionTokens != nil {
 			usage = *c.Usage.CompletionTokens
 		}
+		m.setPromptTokens(&c)
 		content := false
 		for _, ch := range c.Choices {
 			content = content || ch.Delta.hasContent()
@@ -301,5 +305,14 @@ func (m *measure) readBody(body io.Reader) {
 	}
 	if c.Usage != nil && c.Usage.CompletionTokens != nil {
 		m.r.OutputTokens, m.r.TokenSource = *c.Usage.CompletionTokens, "usage"
+	}
+	m.setPromptTokens(&c)
+}
+
+// setPromptTokens records the prompt's length when the chunk's usage
+// gives it.
+func (m *measure) setPromptTokens(c *chunkJSON) {
+	if c.Usage != nil && c.Usage.PromptTokens != nil {
+		m.r.PromptTokens, m.r.PromptSource = *c.Usage.PromptTokens, "usage"
 	}
 }

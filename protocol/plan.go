@@ -247,8 +247,10 @@ func parsePlan(file string, data []byte, keys Keys) (p *Plan, err error) {
 	if len(p.Windows) == 0 {
 		p.Windows = DefaultWindows()
 	}
-	if !slices.ContainsFunc(p.Settings, func(s Setting) bool { return s.Key == "url" }) {
-		return nil, newPlanError(file, 0, "url", nil, "the plan names no target: give url: http://HOST:PORT/PATH")
+	if !slices.ContainsFunc(p.Settings, func(s Setting) bool {
+		return s.Key == "url" || s.Key == "targets" || s.Key == "model" || s.Key == "queue"
+	}) {
+		return nil, newPlanError(file, 0, "url", nil, "the plan names no target: give url: http://HOST:PORT/PATH (or targets: FILE, model: URL, queue: URL)")
 	}
 	return p, nil
 }

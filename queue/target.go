@@ -34,10 +34,14 @@ const (
 
 // TargetConfig tunes a Target; its zero value means the defaults.
 type TargetConfig struct {
-	RunID     string        // names this run's jobs and results; default a random UUID
-	Prompt    string        // the prompt of every job; default DefaultPrompt
-	MaxTokens int           // output cap of every job; 0 leaves it to the model server
-	Poll      time.Duration // how long one read of results waits; default DefaultPoll
+	RunID     string // names this run's jobs and results; default a random UUID
+	Prompt    string // the prompt of every job; default DefaultPrompt
+	MaxTokens int    // output cap of every job; 0 leaves it to the model server
+	// Prompts, when not nil, gives each job its own prompt and output cap
+	// (a prompt dataset): its user messages as the prompt, its budget, or
+	// MaxTokens when that is 0.
+	Prompts tare.Prompts
+	Poll    time.Duration // how long one read of results waits; default DefaultPoll
 	// Timeout bounds one job, from enqueue to result; 0 means no bound but
 	// Do's context. The load engine waits for every job of a run that ends
 	// normally, so without a bound a lost job holds the run open.
@@ -65,6 +69,7 @@ type Target struct {
 	b         Source
 	prompt    string
 	maxTokens int
+	prompts   tare.Prompts
 	poll      time.Duration
 	timeout   time.Duration
 
@@ -149,6 +154,7 @@ func NewTarget(b Source, cfg TargetConfig) (*Target, error) {
 		stats:     TargetStats{Workers: -1},
 		prompt:    cfg.Prompt,
 		maxTokens: cfg.MaxTokens,
+		prompts:   cfg.Prompts,
 		poll:      cfg.Poll,
 		timeout:   cfg.Timeout,
 		done:      make(chan struct{}),
@@ -309,6 +315,15 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 		Prompt:    t.prompt,
 		MaxTokens: t.maxTokens,
 	}
+	if t.prompts != nil {
+		p := t.prompts(seq)
+		if text := p.Text(); text != "" {
+			job.Prompt = text
+		}
+		if p.MaxTokens > 0 {
+			job.MaxTokens = p.MaxTokens
+		}
+	}
 	if err := t.b.Enqueue(ctx, job); err != nil {
 		kind := KindUnavailable
 		if ctx.Err() != nil {
@@ -396,6 +411,9 @@ func fill(res *tare.Result, o outcome) {
 	res.Deliveries = r.Deliveries
 	res.OutputTokens = r.TokensOut
 	res.TokenSource = r.TokenSource
+	if r.TokensIn > 0 {
+		res.PromptTokens, res.PromptTokenSource = r.TokensIn, "worker"
+	}
 	if !r.OK() {
 		res.Err = r.Error
 		if res.Err == "" {

@@ -45,8 +45,10 @@ type chartData struct {
 	// right-hand 0–100 % axis, under the series, on the same time axis.
 	Bands []seriesData `json:"bands,omitempty"`
 	Marks []markData   `json:"marks,omitempty"`
-	Bars  []barData    `json:"bars,omitempty"`
-	Gap   *gapData     `json:"gap,omitempty"`
+	// Stages mark where each stage of a ramp starts on a time axis.
+	Stages []stageMark `json:"stages,omitempty"`
+	Bars   []barData   `json:"bars,omitempty"`
+	Gap    *gapData    `json:"gap,omitempty"`
 	// Points is how many points the longest series had before it was
 	// folded into its envelope; 0 when nothing was folded.
 	Points int     `json:"downsampled_from,omitempty"`
@@ -72,6 +74,22 @@ type markData struct {
 	Value float64 `json:"value"`
 	Band  bool    `json:"on_band_axis,omitempty"` // against the right-hand % axis
 	Color string  `json:"color"`
+}
+
+// stageMark is a vertical line where a ramp's stage starts.
+type stageMark struct {
+	At    float64 `json:"at_s"`
+	Label string  `json:"label"`
+}
+
+// Plot draws the line and its label at the top of the data area.
+func (m *stageMark) Plot(c draw.Canvas, p *plot.Plot) {
+	xt, _ := p.Transforms(&c)
+	x := xt(m.At)
+	c.StrokeLine2(draw.LineStyle{Color: hexColor(colStage, 0xff), Width: 0.8, Dashes: []vg.Length{2, 2}}, x, c.Min.Y, x, c.Max.Y)
+	t := textStyle(sans, 8, hexColor(colStage, 0xff))
+	t.XAlign, t.YAlign = draw.XLeft, draw.YTop
+	c.FillText(t, vg.Point{X: x + 2, Y: c.Max.Y - 2}, m.Label)
 }
 
 type barData struct {
@@ -386,6 +404,11 @@ func (c *chartData) plotLines(p *plot.Plot) {
 	for _, m := range c.Marks {
 		if c.markShown(m) {
 			p.Add(&hline{mark: m})
+		}
+	}
+	for i := range c.Stages {
+		if c.Kind == kindTime {
+			p.Add(&c.Stages[i])
 		}
 	}
 	for _, s := range c.Series {

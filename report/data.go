@@ -46,6 +46,7 @@ type comparisonData struct {
 
 // Colours of the series, the same in every chart of a page.
 const (
+	colStage        = "#6a3d9a"
 	colP50          = "#6baed6"
 	colP95          = "#2171b5"
 	colP99          = "#08306b"
@@ -119,7 +120,21 @@ func (r *Run) series(f func(i int, t *tare.Tick) float64) []point {
 // timeChart starts a chart over the run's time axis.
 func (r *Run) timeChart(id, name, title, ylabel string) *chartData {
 	return &chartData{ID: id + "-" + name, Title: title, Kind: kindTime, XLabel: "time since the run started",
-		YLabel: ylabel, XMax: float64(len(r.Ticks)) * r.tickSeconds(), height: smallHeight}
+		YLabel: ylabel, XMax: float64(len(r.Ticks)) * r.tickSeconds(), height: smallHeight, Stages: stageMarks(&r.Summary)}
+}
+
+// stageMarks are the starts of a ramp's stages on the time axis, which
+// starts after the warm-up.
+func stageMarks(s *tare.Summary) []stageMark {
+	warmup := 0.0
+	if s.Warmup != nil {
+		warmup = s.Warmup.DurationS
+	}
+	var out []stageMark
+	for i, st := range s.Stages {
+		out = append(out, stageMark{At: st.StartS - warmup, Label: fmt.Sprintf("%d → %s", i+1, rate(&st.TargetPerS))})
+	}
+	return out
 }
 
 // addLine adds a series folded into its envelope, unless it has no value

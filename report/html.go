@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,6 +118,8 @@ type runView struct {
 	Charts   []chartView
 	Latency  [][]string
 	Figures  []kv
+	Targets  [][]string // a row per request of a targets file
+	Stages   [][]string // a row per stage of a ramp
 	Timeline bool
 }
 
@@ -270,7 +273,22 @@ func runSection(id string, r *Run, d runData) (runView, error) {
 	}
 	v.Latency = latencyTable(s)
 	v.Figures = figures(s)
+	v.Targets, v.Stages = mixTables(s)
 	return v, nil
+}
+
+// mixTables are the rows of the per-request and per-stage tables.
+func mixTables(s *tare.Summary) (targets, stages [][]string) {
+	for _, t := range s.Targets {
+		targets = append(targets, []string{t.Name, strconv.Itoa(t.Requests), strconv.Itoa(t.OK), strconv.Itoa(t.Errors), strconv.Itoa(t.Dropped),
+			ms(t.Latency.P50), ms(t.Latency.P95), ms(t.Latency.P99)})
+	}
+	for i, st := range s.Stages {
+		stages = append(stages, []string{strconv.Itoa(i + 1), fmtSeconds(st.StartS) + "–" + fmtSeconds(st.StartS+st.DurationS),
+			rate(&st.FromPerS) + " → " + rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
+			ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), strings.ToUpper(string(st.Verdict))})
+	}
+	return targets, stages
 }
 
 func verdict(vd tare.Verdict) verdictView {

@@ -347,3 +347,32 @@ func FuzzHTMLStrings(f *testing.F) {
 		}
 	})
 }
+
+// TestHTMLMix: a run that mixed requests and ramped shows a table of each,
+// and the stages on its time axis.
+func TestHTMLMix(t *testing.T) {
+	run, _ := seeded.build(t)
+	s := &run.Summary
+	s.Warmup = &tare.Warmup{DurationS: 5, Requests: 40}
+	s.Targets = []tare.TargetSummary{{Name: "home", Requests: 700, OK: 700, Latency: tare.QuantilesMS{P50: tare.Float(3)}}, {Name: "POST http://h/orders", Requests: 300, OK: 299, Errors: 1}}
+	s.Stages = []tare.StageSummary{
+		{StartS: 5, DurationS: 25, TargetPerS: 20, OfferedPerS: tare.Float(12), AchievedPerS: tare.Float(12), Verdict: tare.Clean},
+		{StartS: 30, DurationS: 35, FromPerS: 20, TargetPerS: 20, OfferedPerS: tare.Float(20), AchievedPerS: tare.Float(19.9), Verdict: tare.Polluted},
+	}
+	html := render(t, Page{Runs: []*Run{run}})
+	saveOut(t, "mix.html", html)
+	for _, want := range []string{"<h3>Targets</h3>", "<td>POST http://h/orders</td><td>300</td><td>299</td><td>1</td>", "<h3>Stages</h3>", "<td>2</td><td>30s–1m5s</td>", "<td>POLLUTED</td>", "2 → 20.0/s"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+	var data pageData
+	if err := json.Unmarshal(dataPart(t, html), &data); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range data.Runs[0].Charts {
+		if c.Kind == kindTime && (len(c.Stages) != 2 || c.Stages[1].At != 25) {
+			t.Errorf("chart %s marks stages %+v, want two, the second at 25 s (30 s less the warm-up)", c.ID, c.Stages)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -87,10 +88,14 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("ttft", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))
 			p.row("tpot", "p50 %s  p95 %s  p99 %s  max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))
 			p.row("tokens", "%d output   %s tokens/s", m.OutputTokens, num(m.TokensPerS))
+			if m.InputTokens != nil {
+				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
+			}
 		}
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
+		mixRows(p, s)
 		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
 	h := s.Host
@@ -119,6 +124,44 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// mixRows are the breakdowns of a run that mixed requests or ramped: the
+// warm-up left out, a row per target and a row per stage.
+func mixRows(p *printer, s *tare.Summary) {
+	if w := s.Warmup; w != nil {
+		p.row("warm-up", "%d arrivals of the first %s sent, left out of every figure and of the verdict", w.Requests, fmtSeconds(w.DurationS))
+	}
+	for i, t := range s.Targets {
+		name := ""
+		if i == 0 {
+			name = "targets"
+		}
+		p.row(name, "%-28s %6d sent  %d ok  %d errors  %d dropped   p50 %s  p95 %s  p99 %s", t.Name, t.Requests, t.OK, t.Errors, t.Dropped,
+			ms(t.Latency.P50), ms(t.Latency.P95), ms(t.Latency.P99))
+	}
+	for i, st := range s.Stages {
+		name := ""
+		if i == 0 {
+			name = "stages"
+		}
+		p.row(name, "%s–%s  %s → %s   offered %s  achieved %s   p50 %s  p95 %s  p99 %s   %s",
+			fmtSeconds(st.StartS), fmtSeconds(st.StartS+st.DurationS), rate(&st.FromPerS), rate(&st.TargetPerS), rate(st.OfferedPerS), rate(st.AchievedPerS),
+			ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), strings.ToUpper(string(st.Verdict)))
+	}
+}
+
+// inputSource says where the prompt tokens were counted.
+func inputSource(s string) string {
+	if s == "worker" {
+		return "workers' model usage"
+	}
+	return "server's usage"
+}
+
+// fmtSeconds prints seconds as a duration: 90 is 1m30s.
+func fmtSeconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 // queueRows are what the generator saw of the queue besides the results,

@@ -27,7 +27,18 @@ type Config struct {
 	Target   tare.Target
 	Schedule arrival.Process // the bounded arrivals
 	Rate     float64         // offered arrivals per second, for the arrival span
-	Engine   load.Config
+	// Stages, when the schedule ramps through stages (arrival.NewStaged),
+	// are its stages: each gets figures and a verdict of its own, and the
+	// arrival span is theirs.
+	Stages arrival.Stages
+	// Warmup is the start of the window whose arrivals are sent but left
+	// out of every figure and of the verdict (counted in Summary.Warmup);
+	// the host samples of those seconds are left out too.
+	Warmup time.Duration
+	// Mix, when the target mixes the requests of a targets file
+	// (httptarget.Mix), breaks the figures down per request.
+	Mix    TargetMix
+	Engine load.Config
 	// Depth reads the queue's depth, sampled twice a tick; nil for targets
 	// without a queue.
 	Depth func(context.Context) (float64, error)
@@ -65,6 +76,12 @@ type Config struct {
 	// window goes (a Prometheus endpoint). Its error ends the window
 	// before any load is sent.
 	Watch func(tare.Run) (Watcher, error)
+}
+
+// TargetMix is a target that sends each arrival one of several requests.
+type TargetMix interface {
+	Names() []string     // the requests, by index
+	Pick(seq uint64) int // the request arrival seq takes
 }
 
 // Watcher sees a window as it goes.

@@ -42,9 +42,31 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 		return tare.Summary{}, nil, nil, err
 	}
 	out := newSink(ctx, cfg.Store, run, sampler.Env())
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal})
+	// The figures start after the warm-up: what is scheduled before is
+	// sent, counted, and left out.
+	figuresFrom := start.Add(max(cfg.Warmup, 0))
+	recCfg := stats.Config{Start: figuresFrom, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal}
+	if cfg.Mix != nil {
+		recCfg.Targets = cfg.Mix.Names()
+	}
+	rec, err := stats.NewRecorder(recCfg)
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
+	}
+	recCfg.Start = start
+	spans, stageIndex := stageSpans(cfg.Stages, cfg.Warmup)
+	parts, err := stats.NewParts(recCfg, spans)
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
+	}
+	warmedUp := 0
+	addHost := func(s tare.HostSample) {
+		if s.Mid().Before(figuresFrom) {
+			return
+		}
+		rec.AddHost(s)
+		parts.AddHost(s)
+		watch.AddHost(s)
 	}
 	if good, slo := cfg.SLO.PerRequest(); good != nil {
 		rec.CountGoodput(good, slo)
@@ -87,15 +109,28 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 				results = nil
 				continue
 			}
+			if cfg.Mix != nil {
+				// Dropped arrivals never reached the target: name their
+				// request too.
+				res.TargetIndex = cfg.Mix.Pick(res.Seq)
+			}
+			if res.Scheduled.Before(figuresFrom) {
+				warmedUp++
+				continue
+			}
 			rec.AddResult(&res)
+			parts.AddResult(&res)
 			watch.AddResult(&res)
 			out.add(&res)
 		case s := <-samples:
-			rec.AddHost(s)
-			watch.AddHost(s)
+			addHost(s)
 			out.ticks(rec, false)
 		case d := <-depths:
+			if d.at.Before(figuresFrom) {
+				continue
+			}
 			rec.AddDepth(d.at, d.depth)
+			parts.AddDepth(d.at, d.depth)
 			watch.SetQueueDepth(d.depth)
 		case now := <-refresh:
 			cfg.OnProgress(rec.Snapshot(now), engine.Progress())
@@ -104,19 +139,23 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	end := time.Now()
 	u := <-usage
 	stopSampling()
-	lastSamples(samples, sampler, end, rec, watch)
+	lastSamples(samples, sampler, end, addHost)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}
 
-	// 4. The summary, over the arrival window actually used, and its
-	// verdict.
+	// 4. The summary, over the arrival window actually used (after the
+	// warm-up), and its verdict.
 	span := sched.span(cfg.Rate)
+	if len(cfg.Stages) > 0 && sched.n > 0 {
+		span = stagedSpan(cfg.Stages, sched.last)
+	}
 	status := tare.StatusComplete
 	if ctx.Err() != nil {
 		status = tare.StatusInterrupted
 		span = min(span, end.Sub(start))
 	}
+	span = max(span-max(cfg.Warmup, 0), 0)
 	s = rec.Summary(end, span)
 	s.Schema = tare.SummarySchema
 	s.Run = run
@@ -135,6 +174,10 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 		s.Verdict.Attribution = att.Sentence
 	}
 	s.Thresholds = cfg.Thresholds.Map()
+	if cfg.Warmup > 0 {
+		s.Warmup = &tare.Warmup{DurationS: cfg.Warmup.Seconds(), Requests: warmedUp}
+	}
+	stageSummaries(parts, cfg.Stages, stageIndex, spans, cfg.Thresholds, cfg.SLO, &s)
 	if cfg.Finish != nil {
 		cfg.Finish(&s)
 	}
@@ -213,15 +256,14 @@ func sampleDepth(ctx context.Context, depth func(context.Context) (float64, erro
 	}
 }
 
-// lastSamples records what the stopped sampler still had in its channel,
-// and one last reading that covers the tail of the window up to end.
-func lastSamples(samples <-chan tare.HostSample, sampler *host.Sampler, end time.Time, rec *stats.Recorder, watch Watcher) {
+// lastSamples hands add what the stopped sampler still had in its
+// channel, and one last reading that covers the tail of the window up to
+// end.
+func lastSamples(samples <-chan tare.HostSample, sampler *host.Sampler, end time.Time, add func(tare.HostSample)) {
 	for s := range samples {
-		rec.AddHost(s)
-		watch.AddHost(s)
+		add(s)
 	}
 	if last, err := sampler.Sample(end); err == nil {
-		rec.AddHost(last)
-		watch.AddHost(last)
+		add(last)
 	}
 }

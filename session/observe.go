@@ -72,7 +72,10 @@ loop:
 	}
 	end := time.Now()
 	stopSampling()
-	lastSamples(samples, sampler, end, rec, watch)
+	lastSamples(samples, sampler, end, func(s tare.HostSample) {
+		rec.AddHost(s)
+		watch.AddHost(s)
+	})
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}

@@ -58,7 +58,7 @@ func ReadPlan(path string) (*Plan, error) {
 		}
 		pl.given[field.Flag] = true
 	}
-	pl.Spec.Load.DurationDefault = !pl.given["duration"]
+	pl.Spec.Load.DurationDefault, pl.Spec.Load.RateDefault = !pl.given["duration"], !pl.given["rate"]
 	if pl.Plan.Sweep {
 		pl.Sweep = &sweep
 		if _, err := sweep.Plan(); err != nil {

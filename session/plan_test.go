@@ -23,7 +23,7 @@ func TestReadPlan(t *testing.T) {
 	want := NewSpec(10, 500, 30*time.Second)
 	want.Target.URL, want.Target.Method, want.Target.Body, want.Target.Timeout = "http://127.0.0.1:8080/checkout", "POST", `{"cart": 42}`, 10*time.Second
 	want.Target.Headers = []string{"Content-Type: application/json", "X-Team: payments"}
-	want.Load.Rate, want.Load.Seed, want.Load.MaxInFlight = arrival.Rate(2), 7, 200
+	want.Load.Rate, want.Load.Seed, want.Load.MaxInFlight, want.Load.RateDefault = arrival.Rate(2), 7, 200, false
 	want.Host.Tick = time.Second
 	want.Judge.SLO, want.Judge.Thresholds.Steal = "p95<=2s", 15
 	if !reflect.DeepEqual(s, want) {

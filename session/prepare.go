@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,8 @@ type Prepared struct {
 	SUTFoundBy string
 	// Queue is the queue target; nil for the others.
 	Queue *queue.Target
+	// Mix is the targets file's requests; nil for the others.
+	Mix   *httptarget.Mix
 	depth func(context.Context) (float64, error)
 	close func()
 }
@@ -52,12 +55,16 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 	if err != nil {
 		return nil, err
 	}
-	p, err := build(ctx, &spec.Target, command, spec.Load.MaxInFlight)
+	p, err := build(ctx, &spec.Target, command, &spec.Load)
 	if err != nil {
 		return nil, err
 	}
 	p.Spec, p.Judging, p.Sampling = spec, j, sampling
-	if p.SUTFoundBy, err = spec.Host.FindSUT(&p.Sampling, cmp.Or(spec.Target.URL, spec.Target.Model)); err != nil {
+	first := cmp.Or(spec.Target.URL, spec.Target.Model)
+	if p.Mix != nil {
+		first = p.Mix.URL(0)
+	}
+	if p.SUTFoundBy, err = spec.Host.FindSUT(&p.Sampling, first); err != nil {
 		p.Release()
 		return nil, err
 	}
@@ -65,11 +72,22 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 }
 
 // build checks the target's settings and builds it.
-func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*Prepared, error) {
+func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Prepared, error) {
+	maxConns := l.MaxInFlight
 	if t.Timeout <= 0 {
 		return nil, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", t.Timeout)
 	}
 	header, err := t.header()
+	if err != nil {
+		return nil, err
+	}
+	if t.Targets != "" {
+		return buildMix(t, header, l)
+	}
+	if t.TargetsOrder {
+		return nil, tare.Errorf(tare.EINVALID, "--targets-order needs --targets FILE")
+	}
+	ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +119,10 @@ func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*P
 		if err != nil {
 			return nil, Flagged(err, "queue")
 		}
-		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout})
+		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout, Prompts: ps})
 	case t.Model != "":
 		c, err := openai.New(openai.Config{URL: t.Model, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
-			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header})
+			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: ps})
 		if err != nil {
 			return nil, Flagged(err, "model")
 		}
@@ -127,6 +145,32 @@ func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*P
 		return &Prepared{Target: h, Name: h.String(), close: h.Close}, nil
 	}
 	return nil, tare.Errorf(tare.EINVALID, "%s needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0", command)
+}
+
+// buildMix is the mix of a targets file's requests.
+func buildMix(t *TargetSpec, header http.Header, l *LoadSpec) (*Prepared, error) {
+	switch {
+	case t.URL != "" || t.Model != "" || t.Queue != "":
+		return nil, tare.Errorf(tare.EINVALID, "--targets names the requests: drop --url, --model and --queue")
+	case t.Body != "" || t.Method != "":
+		return nil, tare.Errorf(tare.EINVALID, "--targets sets each request's method and body: drop --body and --method (-X), and write them in the file")
+	case t.Redirects < 0:
+		return nil, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
+	}
+	reqs, err := httptarget.ReadTargets(t.Targets)
+	if err != nil {
+		return nil, Flagged(err, "targets")
+	}
+	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: l.MaxInFlight, NetHTTP: t.NetHTTP,
+		Redirects: t.Redirects, CrossHost: t.CrossHost}
+	if t.Redirects == 0 {
+		base.Redirects = httptarget.NoRedirects
+	}
+	m, err := httptarget.NewMix(t.Targets, reqs, base, t.TargetsOrder, l.Seed)
+	if err != nil {
+		return nil, Flagged(err, "targets")
+	}
+	return &Prepared{Target: m, Name: m.String(), close: m.Close, Mix: m}, nil
 }
 
 // QueueTarget loads a queue through b: one job per arrival, results matched
@@ -166,11 +210,7 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 	if r > 0 {
 		l.Rate = r
 	}
-	sched, err := l.Schedule()
-	if err != nil {
-		return Config{}, err
-	}
-	run.Arrival, run.Version = sched.String(), version
+	run.Version = version
 	if run.Target == "" {
 		run.Target = p.Name
 	}
@@ -180,11 +220,31 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 	}
 	cfg := DefaultConfig()
 	cfg.Store, cfg.Run = st, run
+	if err := l.Into(&cfg); err != nil {
+		return Config{}, err
+	}
 	cfg.Target, cfg.Depth = p.Target, p.depth
-	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(l.Rate), l.Engine()
+	if p.Mix != nil {
+		cfg.Mix = p.Mix
+	}
 	cfg.Host, cfg.SUTFoundBy = p.Sampling, p.SUTFoundBy
 	cfg.Thresholds, cfg.SLO = p.Judging.Thresholds, p.Judging.SLO
 	return cfg, nil
+}
+
+// Shard makes cfg, a window of p, this shard's part of it: its share of
+// the arrivals, at its share of the rate (of every stage's).
+func (p *Prepared) Shard(cfg *Config, sh arrival.Shard) error {
+	sched, err := p.Spec.Load.Split(sh)
+	if err != nil {
+		return err
+	}
+	cfg.Schedule, cfg.Run.Arrival = sched, sched.String()
+	cfg.Rate /= float64(sh.Count)
+	if len(cfg.Stages) > 0 {
+		cfg.Stages = cfg.Stages.Scaled(1 / float64(sh.Count))
+	}
+	return nil
 }
 
 // AwaitWorkers waits, before the load, up to WaitWorkers for a worker

@@ -18,6 +18,7 @@ import (
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/prompts"
 	"github.com/tare-dev/tare/queue"
 )
 
@@ -45,7 +46,7 @@ func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
 
 // Fields are every field of the spec.
 func (s *Spec) Fields() []Field {
-	return slices.Concat(s.Target.Fields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
+	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
 }
 
 // Field is one setting: the flag that sets it, the plan key that sets it
@@ -228,11 +229,23 @@ type TargetSpec struct {
 	Redirects int
 	CrossHost bool
 
+	// Targets is a targets file of requests to mix instead of URL
+	// (httptarget.ReadTargets), taken by weight or, with TargetsOrder, in
+	// file order.
+	Targets      string
+	TargetsOrder bool
+
 	Model     string
 	ModelName string
 	Prompt    string
 	MaxTokens int
 	NoStream  bool
+	// Prompts is a prompt dataset for a model or a queue; InputTokens and
+	// OutputTokens draw synthetic lengths, "MEAN,SPREAD" (OutputTokens
+	// "reply": a ShareGPT reply's own length).
+	Prompts      string
+	InputTokens  string
+	OutputTokens string
 
 	Queue       string
 	QueueName   string
@@ -258,7 +271,7 @@ func DefaultTargetSpec() TargetSpec {
 func (t *TargetSpec) Fields() []Field {
 	return []Field{
 		{Flag: "url", Key: "url", Value: &t.URL, Usage: "an HTTP target, like http://127.0.0.1:8080/path"},
-		{Flag: "model", Value: &t.Model, Usage: "an OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)"},
+		{Flag: "model", Key: "model", Value: &t.Model, Usage: "an OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)"},
 		{Flag: "method", Short: "X", Key: "method", Value: &t.Method, Usage: "HTTP method (default GET, or POST with --body)"},
 		{Flag: "header", Short: "H", Key: "header", Value: &t.Headers, Usage: `request header "Name: value" (repeatable)`},
 		{Flag: "body", Key: "body", Value: &t.Body, Usage: "request body: inline text, or @path to read a file"},
@@ -269,15 +282,70 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)"},
 		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
-		{Flag: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
+		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
 		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
-		{Flag: "queue", Value: &t.Queue, Usage: "a job queue in Redis, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md)"},
+		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue in Redis, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md)"},
 		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery and RQ URLs name theirs with ?queue=)"},
+		{Flag: "targets", Key: "targets", Value: &t.Targets, Usage: `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`},
+		{Flag: "targets-order", Key: "targets-order", Value: &t.TargetsOrder, Usage: "with --targets, take the requests in file order, round and round, instead of by weight"},
 		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; in every string "{{seq}}" is the job's number, "{{id}}" its task id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
 		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue, the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
 		{Flag: "job-timeout", Value: &t.JobTimeout, Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
 		{Flag: "wait-workers", Value: &t.WaitWorkers, Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
 	}
+}
+
+// PromptFields are the prompt dataset's settings, among Fields: all tare
+// demo takes of the target.
+func (t *TargetSpec) PromptFields() []Field {
+	return []Field{
+		{Flag: "prompts", Key: "prompts", Value: &t.Prompts, Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`},
+		{Flag: "input-tokens", Key: "input-tokens", Value: &t.InputTokens, Usage: "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)"},
+		{Flag: "output-tokens", Key: "output-tokens", Value: &t.OutputTokens, Usage: "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply"},
+	}
+}
+
+// PromptSource is what the prompt settings describe: nil when none is
+// given. toModel says the target is a model or a queue of model calls;
+// seed draws the synthetic lengths.
+func (t *TargetSpec) PromptSource(toModel bool, seed uint64) (tare.Prompts, error) {
+	if t.Prompts == "" && t.InputTokens == "" && t.OutputTokens == "" {
+		return nil, nil
+	}
+	switch {
+	case !toModel:
+		return nil, tare.Errorf(tare.EINVALID, "--prompts, --input-tokens and --output-tokens feed a model: give --model URL or --queue URL")
+	case t.Prompt != "":
+		return nil, tare.Errorf(tare.EINVALID, "--prompt is one prompt for every request: drop it with --prompts, --input-tokens or --output-tokens")
+	case t.Prompts != "" && t.InputTokens != "":
+		return nil, tare.Errorf(tare.EINVALID, "--input-tokens makes synthetic prompts: drop it with --prompts, whose prompts have their own lengths")
+	}
+	reply := t.OutputTokens == "reply"
+	var out prompts.Lengths
+	if t.OutputTokens != "" && !reply {
+		var err error
+		if out, err = prompts.ParseLengths(t.OutputTokens); err != nil {
+			return nil, &tare.Error{Code: tare.EINVALID, Message: "--output-tokens " + tare.ErrorMessage(err), Err: err}
+		}
+	}
+	if t.Prompts != "" {
+		ps, err := prompts.Read(t.Prompts, reply)
+		if err != nil {
+			return nil, Flagged(err, "")
+		}
+		return prompts.Dataset(ps, out, seed), nil
+	}
+	if reply {
+		return nil, tare.Errorf(tare.EINVALID, "--output-tokens reply takes the budget from a ShareGPT --prompts file: give one, or a length like 128,32")
+	}
+	var in prompts.Lengths // zero, with --output-tokens alone: the target's own prompt
+	if t.InputTokens != "" {
+		var err error
+		if in, err = prompts.ParseLengths(t.InputTokens); err != nil {
+			return nil, &tare.Error{Code: tare.EINVALID, Message: "--input-tokens " + tare.ErrorMessage(err), Err: err}
+		}
+	}
+	return prompts.Synthetic(in, out, seed), nil
 }
 
 func (t *TargetSpec) header() (http.Header, error) {
@@ -307,16 +375,23 @@ type LoadSpec struct {
 	Drain       time.Duration
 	Label       string
 	Window      string
+	// Stages ramp the rate instead of Rate; the figures and the verdict
+	// are given per stage too.
+	Stages arrival.Stages
+	// Warmup is the start whose arrivals are sent but left out of every
+	// figure and of the verdict.
+	Warmup time.Duration
 	// DurationDefault says Duration is the command's default, not given:
-	// with Jobs, the jobs alone bound the run.
-	DurationDefault bool
+	// with Jobs, or Stages, it does not bound the run. RateDefault says
+	// the same of Rate.
+	DurationDefault, RateDefault bool
 }
 
 // NewLoadSpec is a LoadSpec with the defaults: rate, and jobs and
 // duration as the command's defaults.
 func NewLoadSpec(rate arrival.Rate, jobs int, duration time.Duration) LoadSpec {
 	return LoadSpec{Rate: rate, Arrival: arrival.KindPoisson, Burstiness: 1, Seed: 1, Jobs: jobs, Duration: duration,
-		DurationDefault: true, MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain}
+		DurationDefault: true, RateDefault: true, MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain}
 }
 
 func (l *LoadSpec) Fields() []Field {
@@ -331,6 +406,8 @@ func (l *LoadSpec) Fields() []Field {
 		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
 		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
 		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
+		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
+		{Flag: "warmup", Key: "warmup", Value: &l.Warmup, Usage: "send the arrivals of the first seconds, like 10s, but leave them and those seconds of the host out of every figure and of the verdict (counted as warm-up)"},
 	}
 }
 
@@ -339,6 +416,13 @@ func (l *LoadSpec) Schedule() (arrival.Process, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	if len(l.Stages) > 0 {
+		p, err := arrival.NewStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed)
+		if err != nil {
+			return nil, Flagged(err, "")
+		}
+		return arrival.Bound(p, l.Jobs, l.Span()), nil
+	}
 	p, err := arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
 	if err != nil {
 		return nil, Flagged(err, "")
@@ -346,10 +430,32 @@ func (l *LoadSpec) Schedule() (arrival.Process, error) {
 	return arrival.Bound(p, l.Jobs, l.Span()), nil
 }
 
+// Into puts the load into cfg: the schedule (its description in the run),
+// the rate, the stages, the warm-up and the engine's limits.
+func (l *LoadSpec) Into(cfg *Config) error {
+	sched, err := l.Schedule()
+	if err != nil {
+		return err
+	}
+	cfg.Schedule, cfg.Run.Arrival = sched, sched.String()
+	cfg.Rate, cfg.Engine, cfg.Warmup = float64(l.Rate), l.Engine(), l.Warmup
+	if len(l.Stages) > 0 {
+		cfg.Stages, cfg.Rate = l.Stages, l.Stages.Expected()/l.Stages.Duration().Seconds()
+	}
+	return nil
+}
+
 // Split is a shard's part of the schedule.
 func (l *LoadSpec) Split(sh arrival.Shard) (arrival.Process, error) {
 	if err := l.check(); err != nil {
 		return nil, err
+	}
+	if len(l.Stages) > 0 {
+		p, err := arrival.SplitStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed, l.Jobs, sh)
+		if err != nil {
+			return nil, Flagged(err, "")
+		}
+		return arrival.Bound(p, 0, l.Span()), nil
 	}
 	p, err := arrival.Split(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed, l.Jobs, l.Span(), sh)
 	if err != nil {
@@ -360,7 +466,7 @@ func (l *LoadSpec) Split(sh arrival.Shard) (arrival.Process, error) {
 
 // Span is the duration that bounds the arrivals: 0 when the jobs alone do.
 func (l *LoadSpec) Span() time.Duration {
-	if l.Jobs > 0 && l.DurationDefault {
+	if (l.Jobs > 0 || len(l.Stages) > 0) && l.DurationDefault {
 		return 0
 	}
 	return l.Duration
@@ -372,7 +478,7 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--jobs must be 0 or more; got %d", l.Jobs)
 	case d < 0:
 		return tare.Errorf(tare.EINVALID, "--duration must be 0 or more, like 30s or 5m; got %s", d)
-	case l.Jobs == 0 && d == 0:
+	case l.Jobs == 0 && d == 0 && len(l.Stages) == 0:
 		return tare.Errorf(tare.EINVALID, "the run needs an end: give --jobs N, --duration D, or both")
 	case l.MaxInFlight < 1:
 		return tare.Errorf(tare.EINVALID, "--max-inflight must be at least 1; got %d", l.MaxInFlight)
@@ -382,6 +488,17 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
 	case l.Window != "" && !tare.IsWindow(l.Window):
 		return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, l.Window)
+	case l.Warmup < 0:
+		return tare.Errorf(tare.EINVALID, "--warmup must be 0 or more, like 10s; got %s", l.Warmup)
+	case len(l.Stages) > 0 && !l.RateDefault:
+		d := l.Duration
+		if d <= 0 {
+			d = time.Minute
+		}
+		return tare.Errorf(tare.EINVALID, "--stages sets the rate of every moment: drop --rate %s (a flat rate is one stage, like 0s:%s,%s:%s)", l.Rate, l.Rate, d, l.Rate)
+	}
+	if n := l.Length(); l.Warmup > 0 && n > 0 && l.Warmup >= n {
+		return tare.Errorf(tare.EINVALID, "--warmup %s is as long as the run (%s): nothing would be left to measure; give a shorter --warmup or a longer run", l.Warmup, n)
 	}
 	return nil
 }
@@ -390,6 +507,12 @@ func (l *LoadSpec) check() error {
 // rate, whichever ends them first.
 func (l *LoadSpec) Length() time.Duration {
 	d := l.Span()
+	if len(l.Stages) > 0 {
+		if d == 0 || l.Stages.Duration() < d {
+			d = l.Stages.Duration()
+		}
+		return d
+	}
 	if l.Jobs > 0 && l.Rate > 0 {
 		byJobs := time.Duration(float64(l.Jobs) / float64(l.Rate) * float64(time.Second))
 		if d == 0 || byJobs < d {
@@ -397,6 +520,15 @@ func (l *LoadSpec) Length() time.Duration {
 		}
 	}
 	return d
+}
+
+// Planned is how long the run is planned to last when time bounds it, 0
+// when the jobs alone do: what a progress line counts down.
+func (l *LoadSpec) Planned() time.Duration {
+	if l.Span() == 0 && l.Jobs > 0 && len(l.Stages) == 0 {
+		return 0
+	}
+	return l.Length()
 }
 
 // Engine is the load engine's configuration.

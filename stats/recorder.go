@@ -39,6 +39,11 @@ type Config struct {
 	// cover the whole run (every tick then stays open until the end).
 	Grace time.Duration
 
+	// Targets names the requests of a targets file, by Result.TargetIndex:
+	// the summary then breaks its figures down per request. None: no
+	// breakdown.
+	Targets []string
+
 	// MaxTicks caps the timeline, so a bogus instant far in the future cannot
 	// allocate a huge one; instants beyond it are put in the last tick and
 	// reported. DefaultMaxTicks when 0.
@@ -93,6 +98,8 @@ type Recorder struct {
 	clean                     dist // latencies of requests resolved as clean
 	queueSeen, modelSeen      bool
 	outputTokens              int
+	inputTokens               int                     // prompt tokens the servers' usage reported
+	inputSource               string                  // where they came from; "" when no request said
 	good, goodTokens          int                     // requests that met the per-request SLO, and their output tokens
 	goodput                   func(*tare.Result) bool // nil: no goodput
 	goodputSLO                string
@@ -101,6 +108,8 @@ type Recorder struct {
 	depthSum, depthMax float64
 
 	host hostTotals
+
+	targets []targetTotals // per request of a targets file, by Result.TargetIndex
 
 	ticks     []tick
 	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
@@ -132,6 +141,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		cfg:         cfg,
 		errorKinds:  make(map[string]int),
 		statusCodes: make(map[int]int),
+		targets:     make([]targetTotals, len(cfg.Targets)),
 	}, nil
 }
 
@@ -152,6 +162,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		return
 	}
 	r.total++
+	r.addTarget(res)
 	si := r.resultIndex(res.Scheduled)
 	r.at(si).arrivals++
 	if res.Dropped {
@@ -185,6 +196,11 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	if res.OutputTokens > 0 || res.TokenSource != "" {
 		r.modelSeen = true
 		r.outputTokens += max(res.OutputTokens, 0)
+	}
+	if res.PromptTokenSource != "" {
+		r.modelSeen = true
+		r.inputTokens += max(res.PromptTokens, 0)
+		r.inputSource = res.PromptTokenSource
 	}
 
 	if res.Done.IsZero() {
@@ -239,11 +255,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 func (r *Recorder) AddHost(h tare.HostSample) {
 	r.host.add(&h, r.cfg.Threshold, r.cfg.Tick)
 
-	mid := h.End
-	if !h.Start.IsZero() && h.End.After(h.Start) {
-		mid = h.Start.Add(h.End.Sub(h.Start) / 2)
-	}
-	if i, outside := r.index(mid); i >= 0 {
+	if i, outside := r.index(h.Mid()); i >= 0 {
 		if outside {
 			r.outside++
 		}

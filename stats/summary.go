@@ -43,8 +43,9 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 			P99: r.sendLag.ms(99),
 			Max: r.sendLag.maxMS(),
 		},
-		Host: r.host.summary(),
-		SUT:  r.host.sut(),
+		Host:    r.host.summary(),
+		SUT:     r.host.sut(),
+		Targets: r.targetSummaries(),
 	}
 	s.Generator.RunDelayPct = r.host.tareRunDelay.mean()
 	if arrivalSpan > 0 {
@@ -77,6 +78,12 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		}
 		if wall > 0 {
 			m.TokensPerS = round(float64(r.outputTokens)/wall.Seconds(), 3)
+		}
+		if r.inputSource != "" {
+			m.InputTokens, m.InputTokenSource = tare.Int(r.inputTokens), r.inputSource
+			if wall > 0 {
+				m.InputTokensPerS = round(float64(r.inputTokens)/wall.Seconds(), 3)
+			}
 		}
 		s.Model = m
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestNewRecorderConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewRecorder() error = %v", err)
 			}
-			if got := r.Config(); got != tt.want {
+			if got := r.Config(); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Config() = %+v, want %+v", got, tt.want)
 			}
 		})

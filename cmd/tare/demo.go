@@ -80,7 +80,7 @@ func newDemoCmd() *cobra.Command {
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each job (0: the model's own draw)")
 	fs.BoolVar(&f.neighbour, "neighbour", false, "start CPU hogs on every core halfway through the run")
 	f.spec = session.NewSpec(arrival.Rate(4), 120, 0)
-	bind(fs, f.spec.Load.Fields(), f.spec.Host.Fields(), f.spec.Judge.Fields())
+	bind(fs, f.spec.Load.Fields(), f.spec.Host.Fields(), f.spec.Judge.Fields(), f.spec.Target.PromptFields())
 	f.out.register(fs)
 	f.store.registerNoStore(fs)
 	f.mf.register(fs)
@@ -104,8 +104,13 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return err
 	}
 	f.spec.Load.DurationDefault = !cmd.Flags().Changed("duration")
+	f.spec.Load.RateDefault = !cmd.Flags().Changed("rate")
 	l := &f.spec.Load
 	sched, err := l.Schedule()
+	if err != nil {
+		return err
+	}
+	ps, err := f.spec.Target.PromptSource(true, l.Seed)
 	if err != nil {
 		return err
 	}
@@ -152,7 +157,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		}
 		b, where = rb, fmt.Sprintf("queue %q in Redis at %s", name, queue.RedactURL(f.redis))
 	}
-	t, err := session.QueueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute})
+	t, err := session.QueueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute, Prompts: ps})
 	if err != nil {
 		return err
 	}
@@ -189,13 +194,15 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		defer stop()
 	}
 	cfg := session.DefaultConfig()
-	cfg.Run = tare.Run{Label: orDefault(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Arrival: sched.String(), Version: version, Config: settings(cmd.Flags(), nil)}
+	cfg.Run = tare.Run{Label: orDefault(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Version: version, Config: settings(cmd.Flags(), nil)}
+	if err := l.Into(&cfg); err != nil {
+		return err
+	}
 	cfg.Target, cfg.Depth = t.Target, t.Depth()
-	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(l.Rate), l.Engine()
 	cfg.Host, cfg.SUTFoundBy = sampling, "started by tare demo: the simulated model"
 	cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
 	cfg.Store = st
-	newProgress(cmd.ErrOrStderr(), f.out.quiet, l.Span(), l.Jobs).hook(&cfg, t.Target)
+	newProgress(cmd.ErrOrStderr(), f.out.quiet, l.Planned(), l.Jobs).hook(&cfg, t.Target)
 	return measureAndReport(cmd, cfg, &f.mf, j.FailOn, f.out.json)
 }
 

@@ -124,11 +124,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	if sh.shard.Sharded() {
-		if cfg.Schedule, err = w.spec.Load.Split(sh.shard); err != nil {
+		if err := p.Shard(&cfg, sh.shard); err != nil {
 			return err
 		}
-		cfg.Run.Arrival = cfg.Schedule.String()
-		cfg.Rate /= float64(sh.shard.Count)
 	}
 	cfg.Start = sh.startAt
 	co.record(&cfg.Run)

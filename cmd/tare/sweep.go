@@ -127,6 +127,9 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 	if err := s.plan.Validate(); err != nil {
 		return tare.Sweep{}, err
 	}
+	if len(s.prep.Spec.Load.Stages) > 0 {
+		return tare.Sweep{}, tare.Errorf(tare.EINVALID, "a sweep sets each step's rate itself: drop --stages (tare run --stages ramps one run)")
+	}
 	if err := s.flags.awaitWorkers(ctx, s.prep, s.progress); err != nil {
 		return tare.Sweep{}, err
 	}

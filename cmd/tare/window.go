@@ -34,6 +34,7 @@ func (f *windowFlags) register(fs *pflag.FlagSet, rate arrival.Rate, jobs int, d
 func (f *windowFlags) prepare(ctx context.Context, command string) (*session.Prepared, error) {
 	if f.fs != nil {
 		f.spec.Load.DurationDefault = !f.fs.Changed("duration")
+		f.spec.Load.RateDefault = !f.fs.Changed("rate")
 	}
 	return session.Prepare(ctx, f.spec, command)
 }
@@ -45,7 +46,7 @@ func (f *windowFlags) config(p *session.Prepared, st tare.Store, run tare.Run, r
 	if err != nil {
 		return cfg, err
 	}
-	newProgress(progressTo, f.out.quiet, p.Spec.Load.Span(), p.Spec.Load.Jobs).hook(&cfg, p.Target)
+	newProgress(progressTo, f.out.quiet, p.Spec.Load.Planned(), p.Spec.Load.Jobs).hook(&cfg, p.Target)
 	return cfg, nil
 }
 

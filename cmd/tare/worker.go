@@ -105,7 +105,7 @@ func modelOf(c *openai.Client, mx *metrics.Metrics) worker.Model {
 		start := time.Now()
 		r := c.Call(ctx, openai.Request{Prompt: prompt, MaxTokens: maxTokens})
 		mx.AddResult(&tare.Result{Scheduled: start, Sent: start, Done: time.Now(), Err: r.Err})
-		return worker.Completion{FirstToken: r.FirstToken, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, Err: r.Err}, nil
+		return worker.Completion{FirstToken: r.FirstToken, OutputTokens: r.OutputTokens, PromptTokens: r.PromptTokens, TokenSource: r.TokenSource, Err: r.Err}, nil
 	})
 }
 

@@ -1,0 +1,83 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// Span is a part of a run, as offsets from its start: [From, To).
+type Span struct {
+	From, To time.Duration
+}
+
+// Parts records consecutive parts of one run (the stages of a ramp), each
+// in a Recorder of its own, so each gets its own summary and timeline and
+// can be judged on its own: a result goes to the part its scheduled time
+// falls in, a host sample to the part its midpoint falls in. Like a
+// Recorder it is fed by one goroutine.
+type Parts struct {
+	start time.Time
+	spans []Span
+	recs  []*Recorder
+}
+
+// NewParts returns recorders for spans of the run starting at cfg.Start,
+// each configured as cfg but starting at its span's From.
+func NewParts(cfg Config, spans []Span) (*Parts, error) {
+	p := &Parts{start: cfg.Start, spans: spans}
+	for _, sp := range spans {
+		c := cfg
+		c.Start = cfg.Start.Add(sp.From)
+		rec, err := NewRecorder(c)
+		if err != nil {
+			return nil, err
+		}
+		p.recs = append(p.recs, rec)
+	}
+	return p, nil
+}
+
+// part is the index of the span holding t, or -1.
+func (p *Parts) part(t time.Time) int {
+	d := t.Sub(p.start)
+	for i, sp := range p.spans {
+		if d >= sp.From && d < sp.To {
+			return i
+		}
+	}
+	return -1
+}
+
+// AddResult records res in the part it was scheduled in, if any.
+func (p *Parts) AddResult(res *tare.Result) {
+	if i := p.part(res.Scheduled); i >= 0 {
+		p.recs[i].AddResult(res)
+	}
+}
+
+// AddHost records h in the part holding its midpoint, if any.
+func (p *Parts) AddHost(h tare.HostSample) {
+	if i := p.part(h.Mid()); i >= 0 {
+		p.recs[i].AddHost(h)
+	}
+}
+
+// AddDepth records a queue depth sample in the part holding at, if any.
+func (p *Parts) AddDepth(at time.Time, depth float64) {
+	if i := p.part(at); i >= 0 {
+		p.recs[i].AddDepth(at, depth)
+	}
+}
+
+// Len is the number of parts.
+func (p *Parts) Len() int { return len(p.spans) }
+
+// Summary is part i's figures, its offered and achieved rates over the
+// part's own length (see Recorder.Summary), and its timeline.
+func (p *Parts) Summary(i int) (tare.Summary, []tare.Tick) {
+	sp := p.spans[i]
+	length := sp.To - sp.From
+	s := p.recs[i].Summary(p.start.Add(sp.To), length)
+	return s, p.recs[i].Ticks()
+}
