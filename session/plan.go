@@ -23,7 +23,8 @@ type Plan struct {
 
 // ReadPlan reads the plan file at path into a Spec: every setting sets the
 // field its key names, and every error names the plan's line and key. A
-// relative @file body is read from the plan's directory.
+// relative @file body, targets file or prompts file is read from the
+// plan's directory, wherever tare runs from (cron starts it in $HOME).
 func ReadPlan(path string) (*Plan, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -50,8 +51,11 @@ func ReadPlan(path string) (*Plan, error) {
 	}
 	for _, s := range pl.Settings {
 		field, v := fields[s.Key], s.Value
-		if field.Flag == "body" && strings.HasPrefix(v, "@") && !filepath.IsAbs(v[1:]) {
-			v = "@" + filepath.Join(filepath.Dir(abs), v[1:])
+		switch dir := filepath.Dir(abs); {
+		case field.Flag == "body" && strings.HasPrefix(v, "@") && !filepath.IsAbs(v[1:]):
+			v = "@" + filepath.Join(dir, v[1:])
+		case (field.Flag == "targets" || field.Flag == "prompts") && v != "" && !filepath.IsAbs(v):
+			v = filepath.Join(dir, v)
 		}
 		if err := field.Set(v); err != nil {
 			return nil, pl.SettingError(s, err, tare.ErrorMessage(err))

@@ -84,3 +84,23 @@ func TestPlanConfigRedacts(t *testing.T) {
 		t.Errorf("header config %q: want the Authorization value redacted, the rest kept", got)
 	}
 }
+
+// TestPlanFilesBesideThePlan: a plan's targets and prompts files, like its
+// @body, are read from the plan's directory, not from where tare runs.
+func TestPlanFilesBesideThePlan(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nrate: 1/s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pl.Spec.Target.Targets; got != filepath.Join(dir, "mix.jsonl") {
+		t.Errorf("targets %q; want it beside the plan", got)
+	}
+	if got := pl.Spec.Target.Prompts; got != "/abs/prompts.jsonl" {
+		t.Errorf("prompts %q; want the absolute path kept", got)
+	}
+}
