@@ -147,8 +147,34 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; host figures are per shard (see each shard's row)", len(rows), n))
 	return s, ticks, nil
+}
+
+// sharedHosts warns of shards that ran on one host: they shared its CPUs
+// and its interference, so each one's host signals are no longer its own,
+// and their generators may have starved each other.
+func sharedHosts(shards []tare.ShardSummary) []string {
+	var hosts []string
+	on := map[string][]string{}
+	for _, sh := range shards {
+		if sh.Hostname == "" {
+			continue
+		}
+		if on[sh.Hostname] == nil {
+			hosts = append(hosts, sh.Hostname)
+		}
+		on[sh.Hostname] = append(on[sh.Hostname], sh.Shard)
+	}
+	var out []string
+	for _, h := range hosts {
+		if n := on[h]; len(n) > 1 {
+			out = append(out, fmt.Sprintf("shards %s ran on one host, %s: they shared its CPUs and its interference, so their host figures are not told apart; give each generator a host of its own (on Kubernetes, the Job's pod anti-affinity on kubernetes.io/hostname)",
+				strings.Join(n, ", "), h))
+		}
+	}
+	return out
 }
 
 // shardSummary is one shard's line in a merged summary.
