@@ -83,7 +83,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer p.release()
-	sh, err := f.shard.plan(w.load.label, time.Now(), f.coord.url != "")
+	sh, err := f.shard.plan(w.load.label, time.Now(), f.coord.url != "", f.coord.shards)
 	if err != nil {
 		return err
 	}
