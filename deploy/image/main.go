@@ -262,4 +262,3 @@ func commitTime(ctx context.Context) time.Time {
 	}
 	return time.Unix(secs, 0).UTC()
 }
-

@@ -197,7 +197,7 @@ func TestDockerfileAgrees(t *testing.T) {
 		if k == "org.opencontainers.image.created" {
 			continue
 		}
-		if !regexp.MustCompile(regexp.QuoteMeta(k+`="`+v+`"`)).MatchString(df) {
+		if !regexp.MustCompile(regexp.QuoteMeta(k + `="` + v + `"`)).MatchString(df) {
 			t.Errorf("the Dockerfile's labels lack %s=%q", k, v)
 		}
 	}
