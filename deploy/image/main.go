@@ -149,6 +149,9 @@ func Image(c Config) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", c.Arch
 	cf.Created = v1.Time{Time: c.Created}
+	for i := range cf.History {
+		cf.History[i].Created, cf.History[i].CreatedBy = cf.Created, "go run ./deploy/image"
+	}
 	cf.Config = v1.Config{
 		User:       User,
 		Entrypoint: []string{Entrypoint},
