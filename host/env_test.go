@@ -1,8 +1,6 @@
 package host
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/procfs"
@@ -60,19 +58,6 @@ func TestReadPod(t *testing.T) {
 }
 
 func TestHostProcesses(t *testing.T) {
-	tree := func(t *testing.T, files map[string]string) string {
-		root := t.TempDir()
-		for name, body := range files {
-			p := filepath.Join(root, name)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return root
-	}
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
@@ -85,7 +70,9 @@ func TestHostProcesses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := "nil"
-			if v := hostProcesses(tree(t, tt.files)); v != nil {
+			root := t.TempDir()
+			writeFiles(t, root, tt.files)
+			if v := hostProcesses(root); v != nil {
 				got = map[bool]string{true: "true", false: "false"}[*v]
 			}
 			if got != tt.want {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,8 +17,6 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
-	"github.com/tare-dev/tare/session"
-	"github.com/tare-dev/tare/store"
 )
 
 // podCommand is one container of deploy/kubernetes as kustomize renders it
@@ -121,23 +118,8 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 	if err := json.Unmarshal(b, &pods); err != nil {
 		t.Fatal(err)
 	}
-	redisURL, _ := testservice.RedisURL()
-	ru, err := url.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := testservice.PostgresDSN()
-	pu, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
-	rdb := redisClient(t)
+	svc := namespacedServices(t)
+	dsn, redisURL := svc.dsn, svc.redis.String()
 
 	const shards = 3
 	jobUID := uuid.NewString()
@@ -155,15 +137,10 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 		settings[k] = v
 	}
 	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, jobUID)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-		k := "tare:barrier:" + jobUID
-		rdb.Del(ctx, k+":joined", k+":start", k+":next")
+		svc.forget(jobUID)
 		tareCmd(t, "cleanup", "--queue", redisURL, "--queue-name", queueName, "--wait", "0s")
 	})
-	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
 	// The worker pod, on this host.
@@ -184,17 +161,15 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 	errs := make([]strings.Builder, shards)
 	for k := range shards {
 		h := newNetHost(t, k)
-		r, p := *ru, *pu
-		r.Host = forward(t, h.hostIP+":0", ru.Host)
-		p.Host = forward(t, h.hostIP+":0", pu.Host)
+		podRedis, podDB := svc.through(t, h)
 		names[k] = fmt.Sprintf("tare-generators-%d-%s", k, h.ns[len(h.ns)-3:])
 		env, args := pod{
 			fields: map[string]string{
 				"metadata.annotations['batch.kubernetes.io/job-completion-index']": fmt.Sprint(k),
-				"metadata.labels['batch.kubernetes.io/controller-uid']":           jobUID,
+				"metadata.labels['batch.kubernetes.io/controller-uid']":            jobUID,
 				"spec.nodeName": nodes[k], "metadata.name": names[k], "metadata.namespace": "tare", "metadata.uid": uuid.NewString(),
 			},
-			secrets:  map[string]string{"redis-url": r.String(), "db": p.String()},
+			secrets:  map[string]string{"redis-url": podRedis, "db": podDB},
 			settings: settings,
 		}.environ(t, pods.Generator)
 		// The pod's own host name is its name; shard 2 has no hostPID.
@@ -285,4 +260,3 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 		}
 	}
 }
-
