@@ -134,6 +134,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	s.Run.Arrival = strings.TrimSuffix(parts[0].Run.Arrival, ", "+shardName(rows[0].ID))
 	s.Env = parts[0].Env
+	s.Env.Pod = nil // each shard's own: in its line of Shards
 	ticks := rec.Ticks()
 	th := judge.DefaultThresholds()
 	s.Verdict = judge.Judge(&s, ticks, th, nil)
@@ -183,6 +184,9 @@ func shardSummary(rowID string, p *tare.Summary) tare.ShardSummary {
 		Shard: strings.TrimPrefix(shardName(rowID), "shard "), RunID: rowID, Hostname: p.Env.Hostname,
 		Requests: p.Requests.Total, LatencyP99: p.Latency.P99, StealMeanPct: p.Host.Steal.Mean,
 		ThrottledPct: p.Host.ThrottledPct, SendLagP99: p.SendLag.P99, Level: p.Verdict.Level,
+	}
+	if pod := p.Env.Pod; pod != nil {
+		sh.Pod = pod.Namespace + "/" + pod.Name
 	}
 	for _, sig := range judge.Fired(p.Verdict) {
 		sh.Fired = append(sh.Fired, sig.Name)

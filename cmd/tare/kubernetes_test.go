@@ -211,14 +211,17 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
+	if s.Env.Pod != nil {
+		t.Errorf("the merged run's env names one pod (%+v): each shard has its own", s.Env.Pod)
+	}
 	if s.Run.ID != jobUID || len(s.Shards) != shards {
 		t.Fatalf("merged run %q with %d shards, want the Job's uid %s with %d", s.Run.ID, len(s.Shards), jobUID, shards)
 	}
 	sum := 0
 	for k, sh := range s.Shards {
 		t.Logf("shard %s on %s: %d requests, level %s, fired %v", sh.Shard, sh.Hostname, sh.Requests, sh.Level, sh.Fired)
-		if want := fmt.Sprintf("%d/%d", k+1, shards); sh.Shard != want || sh.Hostname != nodes[k] {
-			t.Errorf("shard %s on %q, want %s on %s (spec.nodeName)", sh.Shard, sh.Hostname, want, nodes[k])
+		if want := fmt.Sprintf("%d/%d", k+1, shards); sh.Shard != want || sh.Hostname != nodes[k] || sh.Pod != "tare/"+names[k] {
+			t.Errorf("shard %s on %q in pod %q, want %s on %s (spec.nodeName) in tare/%s", sh.Shard, sh.Hostname, sh.Pod, want, nodes[k], names[k])
 		}
 		if sh.Requests == 0 {
 			t.Errorf("shard %s sent nothing", sh.Shard)
