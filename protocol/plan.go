@@ -42,19 +42,21 @@ const MaxPlanSize = 1 << 20
 //	tz: Europe/Paris
 //	sweep: {from: 1/s, to: 40/s, step: 4/s}   # a capacity sweep per window
 //
-// The values of the keys that `tare run` takes as flags are kept as text,
-// in Settings, for the command to parse with the very flags `tare run`
-// uses; each remembers its line, so an error still names the line and the
+// The protocol's own keys are parsed here; the load's (url, rate,
+// thresholds.steal, sweep.from, …) are the caller's, named by the keys
+// ParsePlan is given, and kept in Settings for it to set the fields they
+// name; each remembers its line, so an error still names the line and the
 // key.
 type Plan struct {
 	File string // the plan's file name, for messages
 	ID   string
 
-	// Settings are the values of tare run's flags, in file order.
+	// Settings are the values of the load's keys, in file order; a list's
+	// items one setting each.
 	Settings []Setting
-	// Sweep holds the sweep's settings (from, to, step, narrow); nil when
-	// the plan runs one load per window.
-	Sweep []Setting
+	// Sweep says the plan has a sweep: section (its settings are among
+	// Settings, keyed sweep.from, …).
+	Sweep bool
 
 	Windows []tare.Window
 	Days    int            // 1 unless the plan says
@@ -64,13 +66,17 @@ type Plan struct {
 	// divergence); 0 for the default.
 	DivergencePct float64
 
+	keys  Keys
 	lines map[string]int // key path → line
 }
 
-// Setting is one flag's value from a plan.
+// Keys are the load's keys a plan may hold, by key path ("rate",
+// "thresholds.steal", "sweep.from"): true for a key that takes a list.
+type Keys map[string]bool
+
+// Setting is one value of a load's key from a plan.
 type Setting struct {
 	Key   string // the key path as written: "rate", "thresholds.steal"
-	Flag  string // the flag it sets: "rate", "steal-threshold"
 	Value string
 	Line  int
 }
@@ -127,25 +133,6 @@ func (e *PlanError) Unwrap() []error {
 	return errs
 }
 
-// runKeys are the top-level keys that are flags of tare run, by key.
-var runKeys = map[string]string{
-	"url": "url", "method": "method", "header": "header", "headers": "header", "body": "body",
-	"timeout": "timeout", "insecure": "insecure", "redirects": "redirects", "redirects-cross-host": "redirects-cross-host",
-	"rate": "rate", "arrival": "arrival", "burstiness": "burstiness", "seed": "seed",
-	"jobs": "jobs", "duration": "duration", "max-inflight": "max-inflight", "drain": "drain",
-	"label": "label", "tick": "tick", "cgroup": "cgroup", "slo": "slo",
-}
-
-// thresholdKeys are the keys of thresholds:, by the flag each sets.
-var thresholdKeys = map[string]string{
-	"steal": "steal-threshold", "steal-ticks": "steal-ticks", "throttled-ticks": "throttled-ticks",
-	"run-delay": "run-delay-threshold", "latency-factor": "latency-factor", "latency-ticks": "latency-ticks",
-	"latency-floor": "latency-floor", "send-lag": "send-lag-threshold", "generator-delay": "generator-delay-threshold",
-	"neighbours": "neighbour-threshold", "neighbour-ticks": "neighbour-ticks",
-}
-
-var sweepKeys = map[string]string{"from": "from", "to": "to", "step": "step", "narrow": "narrow", "cooldown": "cooldown"}
-
 // otherKeys are the plan's own keys.
 var otherKeys = []string{"id", "thresholds", "windows", "days", "tz", "sweep"}
 
@@ -159,7 +146,7 @@ func ValidID(id string) bool { return idPattern.MatchString(id) }
 // ParsePlan parses a plan file read from r; file names it in messages and
 // gives the default id. Every error wraps ErrPlan and names the line and
 // the key.
-func ParsePlan(file string, r io.Reader) (*Plan, error) {
+func ParsePlan(file string, r io.Reader, keys Keys) (*Plan, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxPlanSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: read plan %s: %w", ErrPlan, file, err)
@@ -167,11 +154,11 @@ func ParsePlan(file string, r io.Reader) (*Plan, error) {
 	if len(data) > MaxPlanSize {
 		return nil, newPlanError(file, 0, "", nil, "larger than %d bytes: a plan is a short YAML file", MaxPlanSize)
 	}
-	return parsePlan(file, data)
+	return parsePlan(file, data, keys)
 }
 
-func parsePlan(file string, data []byte) (p *Plan, err error) {
-	p = &Plan{File: file, Days: 1, Loc: time.Local, lines: map[string]int{}}
+func parsePlan(file string, data []byte, keys Keys) (p *Plan, err error) {
+	p = &Plan{File: file, Days: 1, Loc: time.Local, keys: keys, lines: map[string]int{}}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := safeDecode(dec, &doc); err != nil {
@@ -193,8 +180,8 @@ func parsePlan(file string, data []byte) (p *Plan, err error) {
 		return nil, newPlanError(file, root.Line, "", nil, "a plan is a mapping of keys like url: and rate:, not %s", kindName(root))
 	}
 	err = eachKey(p, root, "", func(key string, v *yaml.Node) error {
-		if flag, ok := runKeys[key]; ok {
-			return p.addSettings(&p.Settings, key, flag, v, flag == "header")
+		if list, ok := keys[key]; ok && !strings.Contains(key, ".") {
+			return p.addSettings(key, v, list)
 		}
 		switch key {
 		case "id":
@@ -234,16 +221,16 @@ func parsePlan(file string, data []byte) (p *Plan, err error) {
 			if v.Kind != yaml.MappingNode {
 				return p.Errorf(key, nil, "sweep must be a mapping like {from: 1/s, to: 50/s, step: 5/s}; got %s", kindName(v))
 			}
-			p.Sweep = []Setting{}
+			p.Sweep = true
 			return eachKey(p, v, "sweep", func(k string, sv *yaml.Node) error {
-				flag, ok := sweepKeys[k]
+				list, ok := keys["sweep."+k]
 				if !ok {
-					return p.Errorf("sweep."+k, nil, "unknown key %q in sweep; use from, to, step, narrow or cooldown", k)
+					return p.Errorf("sweep."+k, nil, "unknown key %q in sweep; use %s", k, p.keysUnder("sweep."))
 				}
-				return p.addSettings(&p.Sweep, "sweep."+k, flag, sv, false)
+				return p.addSettings("sweep."+k, sv, list)
 			})
 		default:
-			return p.Errorf(key, nil, "unknown key %q; a plan takes %s", key, knownKeys())
+			return p.Errorf(key, nil, "unknown key %q; a plan takes %s", key, p.knownKeys())
 		}
 		return nil
 	})
@@ -260,7 +247,7 @@ func parsePlan(file string, data []byte) (p *Plan, err error) {
 	if len(p.Windows) == 0 {
 		p.Windows = DefaultWindows()
 	}
-	if !slices.ContainsFunc(p.Settings, func(s Setting) bool { return s.Flag == "url" }) {
+	if !slices.ContainsFunc(p.Settings, func(s Setting) bool { return s.Key == "url" }) {
 		return nil, newPlanError(file, 0, "url", nil, "the plan names no target: give url: http://HOST:PORT/PATH")
 	}
 	return p, nil
@@ -294,12 +281,11 @@ func (p *Plan) thresholds(v *yaml.Node) error {
 			p.DivergencePct = d
 			return nil
 		}
-		flag, ok := thresholdKeys[k]
+		list, ok := p.keys[key]
 		if !ok {
-			names := slices.Sorted(maps.Keys(thresholdKeys))
-			return p.Errorf(key, nil, "unknown threshold %q; use one of %s or divergence", k, strings.Join(names, ", "))
+			return p.Errorf(key, nil, "unknown threshold %q; use one of %s or divergence", k, p.keysUnder("thresholds."))
 		}
-		return p.addSettings(&p.Settings, key, flag, tv, false)
+		return p.addSettings(key, tv, list)
 	})
 }
 
@@ -333,15 +319,15 @@ func (p *Plan) windows(v *yaml.Node) error {
 }
 
 // addSettings adds a scalar's value, or a list's when list is true, as
-// settings of flag.
-func (p *Plan) addSettings(to *[]Setting, key, flag string, v *yaml.Node, list bool) error {
+// settings of key.
+func (p *Plan) addSettings(key string, v *yaml.Node, list bool) error {
 	if list && v.Kind == yaml.SequenceNode {
 		for _, item := range v.Content {
 			item = deref(item)
 			if item.Kind != yaml.ScalarNode {
 				return newPlanError(p.File, item.Line, key, nil, "each %s must be a string; got %s", key, kindName(item))
 			}
-			*to = append(*to, Setting{Key: key, Flag: flag, Value: item.Value, Line: item.Line})
+			p.Settings = append(p.Settings, Setting{Key: key, Value: item.Value, Line: item.Line})
 		}
 		return nil
 	}
@@ -349,7 +335,7 @@ func (p *Plan) addSettings(to *[]Setting, key, flag string, v *yaml.Node, list b
 	if err != nil {
 		return err
 	}
-	*to = append(*to, Setting{Key: key, Flag: flag, Value: s, Line: v.Line})
+	p.Settings = append(p.Settings, Setting{Key: key, Value: s, Line: v.Line})
 	return nil
 }
 
@@ -409,10 +395,26 @@ func kindName(n *yaml.Node) string {
 	return "nothing"
 }
 
-func knownKeys() string {
-	keys := slices.Sorted(maps.Keys(runKeys))
-	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "headers" })
+// knownKeys lists the top-level keys a plan takes.
+func (p *Plan) knownKeys() string {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(p.keys)) {
+		if !strings.Contains(k, ".") && k != "headers" {
+			keys = append(keys, k)
+		}
+	}
 	return strings.Join(append(keys, otherKeys...), ", ")
+}
+
+// keysUnder lists the keys below prefix ("thresholds."), without it.
+func (p *Plan) keysUnder(prefix string) string {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(p.keys)) {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			keys = append(keys, rest)
+		}
+	}
+	return strings.Join(keys, ", ")
 }
 
 // safeDecode decodes one document, turning a panic of the YAML library on

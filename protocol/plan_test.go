@@ -10,13 +10,18 @@ import (
 	"github.com/tare-dev/tare"
 )
 
+// testKeys are load keys as tare's session gives them, a few of them.
+var testKeys = Keys{"url": false, "method": false, "header": true, "headers": true, "body": false, "timeout": false,
+	"rate": false, "arrival": false, "seed": false, "jobs": false, "max-inflight": false, "tick": false, "slo": false, "label": false,
+	"thresholds.steal": false, "sweep.from": false, "sweep.to": false, "sweep.step": false}
+
 func TestParsePlan(t *testing.T) {
 	f, err := os.Open("testdata/checkout.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := ParsePlan("testdata/checkout.yaml", f)
+	p, err := ParsePlan("testdata/checkout.yaml", f, testKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +30,11 @@ func TestParsePlan(t *testing.T) {
 	}
 	var got []string
 	for _, s := range p.Settings {
-		got = append(got, s.Flag+"="+s.Value+"@"+itoa(s.Line))
+		got = append(got, s.Key+"="+s.Value+"@"+itoa(s.Line))
 	}
 	want := "url=http://127.0.0.1:8080/checkout@2 method=POST@3 header=Content-Type: application/json@5 header=X-Team: payments@6 " +
 		`body={"cart": 42}@7 timeout=10s@8 rate=2/s@9 arrival=poisson@10 seed=7@11 jobs=500@12 max-inflight=200@13 tick=1s@14 ` +
-		"slo=p95<=2s@15 steal-threshold=15@17"
+		"slo=p95<=2s@15 thresholds.steal=15@17 sweep.from=1/s@26 sweep.to=20/s@27 sweep.step=2/s@28"
 	if strings.Join(got, " ") != want {
 		t.Errorf("settings\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
@@ -40,8 +45,8 @@ func TestParsePlan(t *testing.T) {
 	if strings.Join(ws, ", ") != "peak 14:00-16:00, offpeak 02:00-04:00, mid 08:30-10:30" {
 		t.Errorf("windows %v", ws)
 	}
-	if len(p.Sweep) != 3 || p.Sweep[2].Flag != "step" || p.Sweep[2].Value != "2/s" || p.Sweep[2].Line != 28 {
-		t.Errorf("sweep %+v", p.Sweep)
+	if !p.Sweep {
+		t.Error("the plan's sweep: section not seen")
 	}
 	if p.Line("windows.mid") != 22 || p.Line("thresholds.divergence") != 18 || p.Line("nothing") != 0 {
 		t.Errorf("lines: windows.mid %d, thresholds.divergence %d", p.Line("windows.mid"), p.Line("thresholds.divergence"))
@@ -49,11 +54,11 @@ func TestParsePlan(t *testing.T) {
 }
 
 func TestParsePlanDefaults(t *testing.T) {
-	p, err := ParsePlan("/plans/nightly.yml", strings.NewReader("url: http://127.0.0.1:9/\n"))
+	p, err := ParsePlan("/plans/nightly.yml", strings.NewReader("url: http://127.0.0.1:9/\n"), testKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != "nightly" || p.Days != 1 || p.Loc != time.Local || p.TZ != "" || p.Sweep != nil || len(p.Windows) != 3 || p.Windows[0].Name != tare.WindowPeak {
+	if p.ID != "nightly" || p.Days != 1 || p.Loc != time.Local || p.TZ != "" || p.Sweep || len(p.Windows) != 3 || p.Windows[0].Name != tare.WindowPeak {
 		t.Errorf("defaults: %+v", p)
 	}
 }
@@ -87,7 +92,7 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml))
+			_, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml), testKeys)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tt.want)
 			}
@@ -99,7 +104,7 @@ func TestParsePlanErrors(t *testing.T) {
 }
 
 func TestParsePlanAlias(t *testing.T) {
-	p, err := ParsePlan("p.yaml", strings.NewReader("url: &u http://127.0.0.1:9/\nlabel: *u\n"))
+	p, err := ParsePlan("p.yaml", strings.NewReader("url: &u http://127.0.0.1:9/\nlabel: *u\n"), testKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +126,7 @@ func FuzzParsePlan(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePlan("fuzz.yaml", strings.NewReader(s))
+		p, err := ParsePlan("fuzz.yaml", strings.NewReader(s), testKeys)
 		if err != nil {
 			if !errors.Is(err, ErrPlan) || tare.ErrorCode(err) != tare.EINVALID {
 				t.Fatalf("error %v does not wrap ErrPlan and EINVALID", err)
@@ -136,9 +141,9 @@ func FuzzParsePlan(f *testing.F) {
 				t.Fatalf("window %+v has length %v", w, Length(w))
 			}
 		}
-		for _, st := range append(p.Settings, p.Sweep...) {
-			if st.Line < 1 || st.Flag == "" {
-				t.Fatalf("setting %+v has no line or flag", st)
+		for _, st := range p.Settings {
+			if _, known := testKeys[st.Key]; st.Line < 1 || !known {
+				t.Fatalf("setting %+v has no line or an unknown key", st)
 			}
 		}
 	})

@@ -210,7 +210,7 @@ func WaitWorkers(ctx context.Context, b Broker, poll time.Duration) error {
 
 // ClockOffset measures the broker's clock minus the local one (now),
 // best of n round trips (tare.MeasureOffset).
-func ClockOffset(ctx context.Context, b Broker, now func() time.Time, n int) (offset, rtt time.Duration, err error) {
+func ClockOffset(ctx context.Context, b Source, now func() time.Time, n int) (offset, rtt time.Duration, err error) {
 	offset, rtt, _, err = tare.MeasureOffset(now, func() (time.Time, error) { return b.Time(ctx) }, n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read the clock of queue %q: %w", b.Queue(), err)

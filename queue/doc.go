@@ -18,6 +18,14 @@
 // Memory implements it in-process for `tare demo`. The same test suite runs
 // against both.
 //
+// A Target loads any Source: a Broker, with tare's own protocol, or the
+// queue of a job framework users already run, whose workers it loads
+// unchanged: Celery (task messages, protocol 2, JSON, read back from the
+// Redis result backend) and RQ (jobs, JSON serializer, read back from
+// their hashes). OpenSource picks one by the URL's scheme (redis://,
+// celery+redis://, rq+redis://); docs/celery.md and docs/rq.md give what
+// each writes and reads.
+//
 // The package is tare's one owner of Redis, so two more uses of the server
 // live here: beside each queue, the worker hosts' interference samples
 // (Hosts: workers publish, the generator reads them back to judge each

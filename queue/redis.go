@@ -3,8 +3,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,16 +166,7 @@ func (r *Redis) retryNoGroup(ctx context.Context, op func() error) error {
 
 // epoch returns the queue's epoch token, creating one when there is none.
 func (r *Redis) epoch(ctx context.Context) (string, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	if err := r.rdb.SetNX(ctx, r.keys.epoch, hex.EncodeToString(b[:]), 0).Err(); err != nil {
-		return "", fmt.Errorf("set %q: %w", r.keys.epoch, err)
-	}
-	token, err := r.rdb.Get(ctx, r.keys.epoch).Result()
-	if err != nil {
-		return "", fmt.Errorf("get %q: %w", r.keys.epoch, err)
-	}
-	return token, nil
+	return readEpoch(ctx, r.rdb, r.keys.epoch)
 }
 
 // Enqueue adds a job with XADD.

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -61,7 +62,7 @@ type TargetConfig struct {
 // still fall outside the job's [enqueue, receipt] interval, which only
 // disagreeing clocks produce.
 type Target struct {
-	b         Broker
+	b         Source
 	prompt    string
 	maxTokens int
 	poll      time.Duration
@@ -129,9 +130,11 @@ type TargetStats struct {
 
 var _ tare.Target = (*Target)(nil)
 
-// NewTarget returns a Target on b and starts its results reader; Close
-// stops it. A negative figure in cfg is a *tare.Error with code EINVALID.
-func NewTarget(b Broker, cfg TargetConfig) (*Target, error) {
+// NewTarget returns a Target on b (a Broker, for tare's own protocol, or
+// a job framework's queue: Celery, RQ) and starts its results reader;
+// Close stops it. A negative figure in cfg is a *tare.Error with code
+// EINVALID.
+func NewTarget(b Source, cfg TargetConfig) (*Target, error) {
 	switch {
 	case cfg.MaxTokens < 0:
 		return nil, tare.Errorf(tare.EINVALID, "max tokens %d: want 0 (model server default) or more", cfg.MaxTokens)
@@ -199,7 +202,31 @@ func (t *Target) SetRunID(id string) {
 func (t *Target) Queue() string { return t.b.Queue() }
 
 // String names the target for a run's description.
-func (t *Target) String() string { return "queue " + t.b.Queue() }
+func (t *Target) String() string {
+	if n, ok := t.b.(fmt.Stringer); ok {
+		return n.String()
+	}
+	return "queue " + t.b.Queue()
+}
+
+// Notes are what the queue's framework could not tell, in words a user
+// can act on (a Celery worker without task_track_started has no start
+// times, so no queue wait): nil for tare's own protocol.
+func (t *Target) Notes() []string {
+	if n, ok := t.b.(noter); ok {
+		return n.Notes()
+	}
+	return nil
+}
+
+// WorkerHint says how to start a worker serving the queue, for the error
+// of a queue nobody serves; "" for tare's own protocol (tare worker).
+func (t *Target) WorkerHint() string {
+	if h, ok := t.b.(hinter); ok {
+		return h.WorkerHint()
+	}
+	return ""
+}
 
 // Stats returns the counters so far.
 func (t *Target) Stats() TargetStats {
@@ -446,7 +473,10 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		o := outcome{res: r, localOffset: t.offset}
 		var check tare.Result
 		fill(&check, o)
-		if check.Started.Before(w.sent.Round(0)) || check.Done.After(received.Round(0)) {
+		// A framework that does not say when a job started leaves Started
+		// zero: no stamp to judge.
+		early := !check.Started.IsZero() && check.Started.Before(w.sent.Round(0))
+		if early || check.Done.After(received.Round(0)) {
 			t.stats.Skewed++
 		}
 		w.ch <- o

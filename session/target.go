@@ -45,6 +45,7 @@ func finishTarget(s *tare.Summary, t tare.Target) {
 	}
 	s.Verdict.Warnings = append(s.Verdict.Warnings, queueWarnings(st)...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, queueRunWarnings(st, q.Queue(), s.Run)...)
+	s.Verdict.Warnings = append(s.Verdict.Warnings, q.Notes()...) // what a job framework's worker did not tell
 }
 
 // msOf is d in milliseconds, to the microsecond.

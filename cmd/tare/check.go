@@ -1,22 +1,26 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	jdg "github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/session"
 )
 
 func newCheckCmd() *cobra.Command {
 	var (
-		host  hostFlags
-		judge judgeFlags
-		mf    metricsFlags
-		span  time.Duration
+		spec = session.NewSpec(0, 0, 0)
+		out  outputFlags
+		mf   metricsFlags
+		span time.Duration
+		q    queueFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check [--for 10s]",
@@ -27,32 +31,45 @@ enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
 name (the busy signal: other processes above the steal threshold of the
 host's CPU time make now suspect, above half of it polluted), with the same
 thresholds and verdict as a run. Exit
-status 3 with --fail-on polluted (or suspect) when it is not.`,
+status 3 with --fail-on polluted (or suspect) when it is not.
+
+With --queue, it first checks the job queue a run would load and that a
+worker serves it (exit 2 otherwise, saying how to start one); the URL's
+scheme says which protocol its workers speak:
+  ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + ``,
 		Example: `  tare check
   tare check --for 30s --json
-  tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s`,
+  tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s
+  tare check --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if span <= 0 {
 				return tare.Errorf(tare.EINVALID, "--for must be a positive duration, like 10s; got %s", span)
 			}
-			j, err := judge.judging()
+			j, err := spec.Judge.Judging()
 			if err != nil {
 				return err
 			}
-			if err := judge.hostOnly("tare check"); err != nil {
+			if err := spec.Judge.HostOnly("tare check"); err != nil {
 				return err
 			}
 			if err := mf.check(); err != nil {
 				return err
 			}
+			if q.url != "" {
+				line, err := queue.Probe(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers)
+				if err != nil {
+					return session.Flagged(err, "queue")
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "tare check: "+line)
+			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
-			cfg, err := host.config(os.Getpid())
+			cfg, err := spec.Host.Sampling(os.Getpid())
 			if err != nil {
 				return err
 			}
-			sutBy, err := host.findSUT(&cfg, "")
+			sutBy, err := spec.Host.FindSUT(&cfg, "")
 			if err != nil {
 				return err
 			}
@@ -62,28 +79,29 @@ status 3 with --fail-on polluted (or suspect) when it is not.`,
 			window := session.DefaultConfig()
 			window.Run = tare.Run{Label: "check", Target: "host", Version: version}
 			window.Host, window.SUTFoundBy = cfg, sutBy
-			window.Thresholds, window.SLO = j.thresholds, j.slo
-			newProgress(cmd.ErrOrStderr(), judge.quiet, span, 0).hook(&window, nil)
+			window.Thresholds, window.SLO = j.Thresholds, j.SLO
+			newProgress(cmd.ErrOrStderr(), out.quiet, span, 0).hook(&window, nil)
 			end := mf.attach(cmd.Context(), &window, cmd.ErrOrStderr())
 			s, _, err := session.Observe(cmd.Context(), window, stop)
 			if err != nil {
 				end(nil)
 				return err
 			}
-			s.Verdict = jdg.Check(&s, j.thresholds)
+			s.Verdict = jdg.Check(&s, j.Thresholds)
 			s.Verdict.Advice[0] = checkAdvice[s.Verdict.Level]
-			err = printSummary(cmd.OutOrStdout(), &s, judge.json)
+			err = printSummary(cmd.OutOrStdout(), &s, out.json)
 			end(&s.Verdict)
 			if err != nil {
 				return err
 			}
-			return verdictStatus(&s, j.failOn)
+			return verdictStatus(&s, j.FailOn)
 		},
 	}
 	cmd.Flags().DurationVar(&span, "for", 10*time.Second, "how long to sample")
-	host.register(cmd.Flags())
-	judge.register(cmd.Flags())
+	bind(cmd.Flags(), spec.Host.Fields(), spec.Judge.Fields())
+	out.register(cmd.Flags())
 	mf.register(cmd.Flags())
+	q.register(cmd)
 	return cmd
 }
 

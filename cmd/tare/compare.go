@@ -61,7 +61,7 @@ func newCompareCmd() *cobra.Command {
 			if slo != "" {
 				s, err := judge.ParseSLO(slo)
 				if err != nil {
-					return flagged(err, "slo")
+					return session.Flagged(err, "slo")
 				}
 				rules.SLO = s
 			}

@@ -23,9 +23,8 @@ import (
 )
 
 type demoFlags struct {
-	load  loadFlags
-	host  hostFlags
-	judge judgeFlags
+	spec  *session.Spec
+	out   outputFlags
 	store storeFlags
 	mf    metricsFlags
 
@@ -80,9 +79,9 @@ func newDemoCmd() *cobra.Command {
 	fs.IntVar(&f.meanTokens, "mean-tokens", modelsim.DefaultMeanTokens, "mean output tokens of the simulated model")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each job (0: the model's own draw)")
 	fs.BoolVar(&f.neighbour, "neighbour", false, "start CPU hogs on every core halfway through the run")
-	f.load.register(fs, arrival.Rate(4), 120, 0)
-	f.host.register(fs)
-	f.judge.register(fs)
+	f.spec = session.NewSpec(arrival.Rate(4), 120, 0)
+	bind(fs, f.spec.Load.Fields(), f.spec.Host.Fields(), f.spec.Judge.Fields())
+	f.out.register(fs)
 	f.store.registerNoStore(fs)
 	f.mf.register(fs)
 	return cmd
@@ -104,15 +103,17 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err := f.mf.check(); err != nil {
 		return err
 	}
-	sched, err := f.load.schedule()
+	f.spec.Load.DurationDefault = !cmd.Flags().Changed("duration")
+	l := &f.spec.Load
+	sched, err := l.Schedule()
 	if err != nil {
 		return err
 	}
-	j, err := f.judge.judging()
+	j, err := f.spec.Judge.Judging()
 	if err != nil {
 		return err
 	}
-	sampling, err := f.host.config(os.Getpid())
+	sampling, err := f.spec.Host.Sampling(os.Getpid())
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 
 	// The model: a simulated endpoint on loopback, in a process of its own,
 	// so that the system under test and the generator are told apart.
-	model, err := startDemoModel(ctx, cmd.ErrOrStderr(), f.tokenCost, f.meanTokens, f.load.seed)
+	model, err := startDemoModel(ctx, cmd.ErrOrStderr(), f.tokenCost, f.meanTokens, l.Seed)
 	if err != nil {
 		return err
 	}
@@ -147,11 +148,11 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		name := fmt.Sprintf("demo-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
 		rb, err := queue.OpenRedis(ctx, f.redis, name)
 		if err != nil {
-			return flagged(err, "queue")
+			return session.Flagged(err, "queue")
 		}
 		b, where = rb, fmt.Sprintf("queue %q in Redis at %s", name, queue.RedactURL(f.redis))
 	}
-	t, err := queueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute})
+	t, err := session.QueueTarget(b, queue.TargetConfig{MaxTokens: f.maxTokens, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -176,26 +177,26 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 			b.Cleanup(cleanCtx)
 			cancel()
 		}
-		t.release()
+		t.Release()
 	}()
 
-	if !f.judge.quiet {
+	if !f.out.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "tare demo: %s → %s → %d worker(s) × %d → simulated model at %s (pid %d, %s a token)\n",
 			sched, where, f.workers, f.concurrency, model.URL, model.PID, f.tokenCost)
 	}
 	if f.neighbour {
-		stop := startNeighbour(ctx, cmd, f.load.length()/2, f.judge.quiet)
+		stop := startNeighbour(ctx, cmd, l.Length()/2, f.out.quiet)
 		defer stop()
 	}
 	cfg := session.DefaultConfig()
-	cfg.Run = tare.Run{Label: orDefault(f.load.label, "demo"), Window: f.load.window, Target: "demo " + t.name, Arrival: sched.String(), Version: version, Config: redactedConfig(cmd)}
-	cfg.Target, cfg.Depth = t.target, t.depth
-	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(f.load.rate), f.load.engine()
+	cfg.Run = tare.Run{Label: orDefault(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Arrival: sched.String(), Version: version, Config: settings(cmd.Flags(), nil)}
+	cfg.Target, cfg.Depth = t.Target, t.Depth()
+	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(l.Rate), l.Engine()
 	cfg.Host, cfg.SUTFoundBy = sampling, "started by tare demo: the simulated model"
-	cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
+	cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
 	cfg.Store = st
-	newProgress(cmd.ErrOrStderr(), f.judge.quiet, f.load.duration, f.load.jobs).hook(&cfg, t.target)
-	return measureAndReport(cmd, cfg, &f.mf, j.failOn, f.judge.json)
+	newProgress(cmd.ErrOrStderr(), f.out.quiet, l.Span(), l.Jobs).hook(&cfg, t.Target)
+	return measureAndReport(cmd, cfg, &f.mf, j.FailOn, f.out.json)
 }
 
 // selfCommand runs this executable with args: the demo's model is a tare

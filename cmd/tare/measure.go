@@ -12,14 +12,6 @@ import (
 	"github.com/tare-dev/tare/session"
 )
 
-// judging is what the verdict is measured against, and the exit status
-// --fail-on asks of it.
-type judging struct {
-	thresholds judge.Thresholds
-	slo        judge.SLO
-	failOn     string // "", "polluted", "suspect", "slo"
-}
-
 // Exit statuses of --fail-on: a failed SLO on a run that describes the
 // code, and a measurement that cannot be trusted (rerun, do not file a
 // regression).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/session"
 )
 
 func newModelCmd() *cobra.Command {
@@ -32,7 +33,7 @@ Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := modelsim.CheckListen(listen, cmd.Flags().Changed("listen")); err != nil {
-				return flagged(err, "listen")
+				return session.Flagged(err, "listen")
 			}
 			if err := checkModelFlags(cfg); err != nil {
 				return err

@@ -5,15 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
@@ -21,71 +17,9 @@ import (
 	"github.com/tare-dev/tare/queue"
 )
 
-// privateRedis is a redis-server of the test's own, on a free loopback
-// port, that the test may stop and start; the shared server is never
-// restarted.
-type privateRedis struct {
-	bin  string
-	port int
-	cmd  *exec.Cmd
-	log  bytes.Buffer
-}
-
-func newPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed: scripts/test installs it")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &privateRedis{bin: bin, port: port}
-	r.start(t)
-	t.Cleanup(func() {
-		r.stop()
-		if t.Failed() {
-			t.Logf("redis-server log:\n%s", r.log.String())
-		}
-	})
-	return r
-}
-
-func (r *privateRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
-
-// start runs the server without persistence, so a restart loses the
-// queue's state as a crashed cache would, and waits until it answers.
-func (r *privateRedis) start(t *testing.T) {
-	t.Helper()
-	r.cmd = exec.Command(r.bin, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	r.cmd.Stdout, r.cmd.Stderr = &r.log, &r.log
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port), MaxRetries: -1})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the private redis-server on port %d did not answer in 10 s", r.port)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop kills the server (SIGKILL: a crash, not a shutdown) and waits.
-func (r *privateRedis) stop() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	r.cmd.Wait()
-	r.cmd = nil
-}
+// newPrivateRedis is a redis-server of the test's own, which it may
+// restart.
+func newPrivateRedis(t *testing.T) *testservice.PrivateRedis { return testservice.NewPrivateRedis(t) }
 
 // TestRedisRestartMidRun: the Redis of `tare demo --redis` is killed in the
 // middle of the run and started again a second later, empty. The run
@@ -106,15 +40,15 @@ func TestRedisRestartMidRun(t *testing.T) {
 	defer cancel()
 	go func() {
 		var out, errb bytes.Buffer
-		err := run(ctx, []string{"demo", "--queue", r.url(), "--json", "--quiet", "--no-store", "--tick", "200ms",
+		err := run(ctx, []string{"demo", "--queue", r.URL(), "--json", "--quiet", "--no-store", "--tick", "200ms",
 			"--token-cost", "200us", "--mean-tokens", "8", "--rate", "25/s", "--jobs", fmt.Sprint(jobs), "--arrival", "constant"},
 			strings.NewReader(""), &out, &errb)
 		done <- outcome{exitCode(err, &errb), out.String(), errb.String()}
 	}()
 	time.Sleep(1500 * time.Millisecond)
-	r.stop()
+	r.Stop()
 	time.Sleep(time.Second)
-	r.start(t)
+	r.Start(t)
 
 	var o outcome
 	select {
@@ -164,7 +98,7 @@ func TestRedisRestartUnderRunQueue(t *testing.T) {
 	defer cancel()
 	var workers []*exec.Cmd
 	for i := range 2 {
-		w := exec.CommandContext(ctx, os.Args[0], "worker", "--redis", r.url(), "--queue", "restart", "--model", model.URL+"/v1",
+		w := exec.CommandContext(ctx, os.Args[0], "worker", "--redis", r.URL(), "--queue", "restart", "--model", model.URL+"/v1",
 			"--concurrency", "2", "--claim-idle", "1s", "--name", fmt.Sprintf("w%d", i))
 		w.Env = append(os.Environ(), "TARE_TEST_MAIN=1")
 		var logs bytes.Buffer
@@ -189,7 +123,7 @@ func TestRedisRestartUnderRunQueue(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			var out, errb bytes.Buffer
-			err := run(ctx, []string{"run", "--queue", r.url(), "--queue-name", "restart", "--rate", "25/s", "--jobs", fmt.Sprint(jobs),
+			err := run(ctx, []string{"run", "--queue", r.URL(), "--queue-name", "restart", "--rate", "25/s", "--jobs", fmt.Sprint(jobs),
 				"--arrival", "constant", "--job-timeout", "20s", "--max-tokens", "8", "--json", "--quiet", "--no-store", "--tick", "200ms"},
 				strings.NewReader(""), &out, &errb)
 			done <- outcome{exitCode(err, &errb), out.String(), errb.String()}
@@ -211,9 +145,9 @@ func TestRedisRestartUnderRunQueue(t *testing.T) {
 	const jobs = 120
 	running := start(jobs)
 	time.Sleep(1500 * time.Millisecond)
-	r.stop()
+	r.Stop()
 	time.Sleep(time.Second)
-	r.start(t)
+	r.Start(t)
 	s := summary(running)
 	unavailable := s.ErrorKinds[queue.KindUnavailable]
 	t.Logf("across the restart: requests %+v, kinds %v, warnings %q", s.Requests, s.ErrorKinds, s.Verdict.Warnings)

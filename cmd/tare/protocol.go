@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,80 +71,48 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.id, "id", "", "protocol id (default: the plan's id, else its file name)")
 }
 
-// loadedPlan is a plan with its flags set and checked, ready to run.
+// loadedPlan is a plan read into its spec and checked, ready to run.
 type loadedPlan struct {
-	plan     *protocol.Plan
-	path     string // absolute
-	fs       *pflag.FlagSet
-	window   windowFlags
-	sweep    *sweepFlags // nil: one load per window
-	sweepFS  *pflag.FlagSet
+	*session.Plan
+	window   windowFlags // the plan's spec, printed as the command asks
 	schedule protocol.Schedule
-	prep     *prepared
+	prep     *session.Prepared
 }
 
-// loadPlan reads the plan at path, sets tare run's flags from it and
-// checks them: every error names the plan's line and key.
+// loadPlan reads the plan at path and checks it: every error names the
+// plan's line and key.
 func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "plan %s: %w", path, err)
-	}
-	f, err := os.Open(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, tare.Errorf(tare.ENOTFOUND, "no plan file %q", path)
-		}
-		return nil, tare.Errorf(tare.EINVALID, "plan %s: %w", path, err)
-	}
-	defer f.Close()
-	p, err := protocol.ParsePlan(path, f)
+	pl, err := session.ReadPlan(path)
 	if err != nil {
 		return nil, err
 	}
-	lp := &loadedPlan{plan: p, path: abs, fs: pflag.NewFlagSet("plan", pflag.ContinueOnError)}
-	lp.window.register(lp.fs, 10, 0, 30*time.Second)
-	if err := applySettings(p, lp.fs, p.Settings, filepath.Dir(abs)); err != nil {
-		return nil, err
+	lp := &loadedPlan{Plan: pl, window: windowFlags{spec: pl.Spec}}
+	if lp.prep, err = session.Prepare(ctx, pl.Spec, "the plan"); err != nil {
+		return nil, pl.Error(err)
 	}
-	if p.Sweep != nil {
-		lp.sweep = &sweepFlags{}
-		lp.sweepFS = pflag.NewFlagSet("sweep", pflag.ContinueOnError)
-		lp.sweep.register(lp.sweepFS)
-		if err := applySettings(p, lp.sweepFS, p.Sweep, ""); err != nil {
-			return nil, err
-		}
-		if _, err := lp.sweep.plan(); err != nil {
-			return nil, planFlagError(p, p.Sweep, err, "sweep.")
-		}
-		if lp.window.judge.slo == "" {
-			return nil, p.Errorf("sweep", nil, "a sweep needs an slo: to hold the rate to, like slo: p95<=2s")
-		}
-	}
-	if lp.prep, err = lp.window.prepare(ctx, "the plan"); err != nil {
-		return nil, planFlagError(p, p.Settings, err, "")
-	}
-
-	id := cmp.Or(over.id, p.ID)
+	id := cmp.Or(over.id, pl.ID)
 	if !protocol.ValidID(id) {
+		lp.prep.Release()
 		return nil, tare.Errorf(tare.EINVALID, "--id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
-	loc := p.Loc
+	loc := pl.Loc
 	if over.tz != "" {
 		if loc, err = protocol.LoadTZ(over.tz); err != nil {
-			return nil, flagged(err, "tz")
+			lp.prep.Release()
+			return nil, session.Flagged(err, "tz")
 		}
 	}
-	days := p.Days
+	days := pl.Days
 	if over.days != 0 {
 		if over.days < 1 || over.days > protocol.MaxDays {
+			lp.prep.Release()
 			return nil, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, over.days)
 		}
 		days = over.days
 	}
-	lp.schedule = protocol.Schedule{Protocol: id, Windows: p.Windows, Days: days, Location: loc, Seed: lp.window.load.seed, RunLength: lp.runLength()}
+	lp.schedule = protocol.Schedule{Protocol: id, Windows: pl.Windows, Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: lp.runLength()}
 	if err := lp.schedule.Validate(); err != nil {
-		lp.prep.release()
+		lp.prep.Release()
 		return nil, err
 	}
 	return lp, nil
@@ -154,56 +121,14 @@ func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, er
 // runLength is how long one window takes: the load, its drain and the
 // sampling tail, or every step of a sweep with its pauses.
 func (lp *loadedPlan) runLength() time.Duration {
-	w := &lp.window
-	one := w.load.length()
-	one += one/10 + 2*w.host.tick + min(w.target.timeout, 30*time.Second)
-	if lp.sweep == nil {
+	spec := lp.Spec
+	one := spec.Load.Length()
+	one += one/10 + 2*spec.Host.Tick + min(spec.Target.Timeout, 30*time.Second)
+	if lp.Sweep == nil {
 		return one
 	}
-	plan, _ := lp.sweep.plan()
-	return time.Duration(plan.MaxSteps()) * (one + lp.sweep.cooldown)
-}
-
-// applySettings sets each setting's flag, naming the plan's line and key
-// when a value is bad. A relative @file body is read from dir.
-func applySettings(p *protocol.Plan, fs *pflag.FlagSet, settings []protocol.Setting, dir string) error {
-	for _, s := range settings {
-		v := s.Value
-		if s.Flag == "body" && strings.HasPrefix(v, "@") && dir != "" && !filepath.IsAbs(v[1:]) {
-			v = "@" + filepath.Join(dir, v[1:])
-		}
-		if err := fs.Set(s.Flag, v); err != nil {
-			msg := tare.ErrorMessage(err)
-			var te *tare.Error
-			if !errors.As(err, &te) {
-				msg = fmt.Sprintf("%s must be %s; got %q", lastWord(s.Key), accepted(fs.Lookup(s.Flag).Value.Type()), s.Value)
-			}
-			return p.SettingError(s, err, msg)
-		}
-	}
-	return nil
-}
-
-func lastWord(key string) string {
-	return key[strings.LastIndex(key, ".")+1:]
-}
-
-// planFlagError turns an error that names a flag ("--rate must …") into
-// one that names the plan's line and key.
-func planFlagError(p *protocol.Plan, settings []protocol.Setting, err error, prefix string) error {
-	msg := tare.ErrorMessage(err)
-	for i := len(settings) - 1; i >= 0; i-- {
-		s := settings[i]
-		if flag := "--" + s.Flag; strings.HasPrefix(msg, flag) {
-			return p.SettingError(s, err, lastWord(s.Key)+strings.TrimPrefix(msg, flag))
-		}
-	}
-	// A flag the plan did not set, or no flag at all: say it in the
-	// plan's words.
-	for _, name := range []string{"jobs", "duration", "url", "rate"} {
-		msg = strings.ReplaceAll(msg, "--"+name, prefix+name+":")
-	}
-	return p.Errorf("", err, "%s", msg)
+	plan, _ := lp.Sweep.Plan()
+	return time.Duration(plan.MaxSteps()) * (one + lp.Sweep.Cooldown)
 }
 
 func newProtocolRunCmd() *cobra.Command {
@@ -250,17 +175,17 @@ exits: what the lines of tare protocol cron do.`,
 			if err != nil {
 				return err
 			}
-			defer lp.prep.release()
+			defer lp.prep.Release()
 			if only != "" && !slices.ContainsFunc(lp.schedule.Windows, func(w tare.Window) bool { return w.Name == only }) {
 				return tare.Errorf(tare.EINVALID, "--window %s: the plan has no %s window", only, only)
 			}
-			lp.window.judge.quiet = lp.window.judge.quiet || quiet
+			lp.window.out.quiet = quiet
 			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: lp.window.judge.quiet, metrics: &mf}
+			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: quiet, metrics: &mf}
 			if now {
 				return pr.dryRun(cmd.Context())
 			}
@@ -292,7 +217,7 @@ func (pr *protocolRun) dryRun(ctx context.Context) error {
 	s := pr.lp.schedule
 	s.Protocol = fmt.Sprintf("%s-dry-%s", s.Protocol, time.Now().Format("20060102-150405"))
 	fmt.Fprintf(pr.stderr, "tare protocol: dry run of %s as protocol %s: the %d windows back to back now, not at their hours\n",
-		pr.lp.plan.File, s.Protocol, len(s.Windows))
+		pr.lp.File, s.Protocol, len(s.Windows))
 	for _, w := range s.Windows {
 		opens := time.Now()
 		slot := protocol.Slot{Window: w, Day: 1, Opens: opens, Closes: opens.Add(s.RunLength), At: opens, State: protocol.SlotDue}
@@ -325,8 +250,8 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 		Once: only != "",
 	}
 	if !pr.quiet {
-		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, windowList(s.Windows),
-			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.window.load.length(), s.Location)
+		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, protocol.WindowList(s.Windows),
+			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.Spec.Load.Length(), s.Location)
 	}
 	err := sc.Loop(ctx)
 	switch {
@@ -361,13 +286,13 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot protocol.Slot, dry bool) error {
 	lp := pr.lp
 	extra := s.Config()
-	extra["protocol.plan"] = lp.path
-	label := cmp.Or(lp.window.load.label, lp.plan.ID)
+	extra["protocol.plan"] = lp.Path
+	label := cmp.Or(lp.Spec.Load.Label, lp.ID)
 	if dry {
 		extra["protocol.dry_run"] = "true"
 		label = "dry run: " + label
 	}
-	run := tare.Run{Label: label, Window: slot.Window.Name, Protocol: s.Protocol, Config: settings(lp.fs, extra)}
+	run := tare.Run{Label: label, Window: slot.Window.Name, Protocol: s.Protocol, Config: lp.Config(extra)}
 	if !pr.quiet {
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
 			protocol.FormatWindow(slot.Window), slot.Day, max(s.Days, 1))
@@ -375,12 +300,9 @@ func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot pr
 	if err := lp.window.awaitWorkers(ctx, lp.prep, pr.stderr); err != nil {
 		return err
 	}
-	if lp.sweep != nil {
-		plan, _ := lp.sweep.plan()
-		for k, v := range settings(lp.sweepFS, nil) {
-			run.Config["sweep."+k] = v
-		}
-		sw := &sweeper{flags: &lp.window, prep: lp.prep, store: pr.st, plan: plan, cooldown: lp.sweep.cooldown, run: run,
+	if lp.Sweep != nil {
+		plan, _ := lp.Sweep.Plan()
+		sw := &sweeper{flags: &lp.window, prep: lp.prep, store: pr.st, plan: plan, cooldown: lp.Sweep.Cooldown, run: run,
 			slot: s.Protocol + "/" + slot.Key(), progress: pr.stderr}
 		result, err := sw.sweep(ctx)
 		if err != nil {
@@ -429,19 +351,11 @@ func (pr *protocolRun) compare(ctx context.Context, id string) error {
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, len(inputs), plural(len(inputs), "window", "windows"))
 		return nil
 	}
-	c := session.Compare(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.plan.DivergencePct, SLO: pr.lp.prep.judging.slo})
+	c := session.Compare(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.DivergencePct, SLO: pr.lp.prep.Judging.SLO})
 	if strings.Contains(id, "-dry-") {
 		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
 	}
 	return printComparison(pr.stdout, c, pr.json)
-}
-
-func windowList(ws []tare.Window) string {
-	var parts []string
-	for _, w := range ws {
-		parts = append(parts, w.Name+" "+protocol.FormatWindow(w))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // countdown waits on the real clock for the next slot, showing on a
@@ -506,12 +420,12 @@ The output of each run is appended to --log.`,
 			if err != nil {
 				return err
 			}
-			lp.prep.release()
+			lp.prep.Release()
 			exe, err := os.Executable()
 			if err != nil {
 				exe = "tare"
 			}
-			parts := []string{shellQuote(exe), "protocol", "run", shellQuote(lp.path), "--quiet"}
+			parts := []string{shellQuote(exe), "protocol", "run", shellQuote(lp.Path), "--quiet"}
 			for _, f := range []struct{ name, value string }{{"db", sf.db}, {"id", over.id}, {"tz", over.tz}} {
 				if f.value != "" {
 					parts = append(parts, "--"+f.name, shellQuote(f.value))
@@ -521,7 +435,7 @@ The output of each run is appended to --log.`,
 				parts = append(parts, "--days", fmt.Sprint(over.days))
 			}
 			if log == "" {
-				log = filepath.Join(filepath.Dir(lp.path), lp.schedule.Protocol+".log")
+				log = filepath.Join(filepath.Dir(lp.Path), lp.schedule.Protocol+".log")
 			}
 			command := func(window string) string {
 				return strings.Join(parts, " ") + " --window " + window + " >> " + shellQuote(log) + " 2>&1"
@@ -568,110 +482,19 @@ themselves, so status works from any host that shares the store.`,
 			}
 			defer st.Close()
 			if len(args) == 0 {
-				return listProtocols(ctx, cmd.OutOrStdout(), st)
+				runs, err := st.FindRuns(ctx, tare.RunFilter{})
+				if err != nil {
+					return err
+				}
+				return protocol.List(cmd.OutOrStdout(), runs)
 			}
-			return protocolStatus(ctx, cmd.OutOrStdout(), st, args[0], time.Now())
+			runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: args[0]})
+			if err != nil {
+				return err
+			}
+			return protocol.Status(cmd.OutOrStdout(), args[0], runs, time.Now())
 		},
 	}
 	sf.register(cmd.Flags())
 	return cmd
-}
-
-func listProtocols(ctx context.Context, w io.Writer, st tare.Store) error {
-	runs, err := st.FindRuns(ctx, tare.RunFilter{})
-	if err != nil {
-		return err
-	}
-	type row struct {
-		id         string
-		runs, done int
-		last       time.Time
-	}
-	var rows []*row
-	byID := map[string]*row{}
-	for _, r := range runs {
-		if r.Protocol == "" {
-			continue
-		}
-		p := byID[r.Protocol]
-		if p == nil {
-			p = &row{id: r.Protocol, last: r.StartedAt}
-			byID[r.Protocol] = p
-			rows = append(rows, p)
-		}
-		p.runs++
-		if r.Status == tare.StatusComplete {
-			p.done++
-		}
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(w, "no protocol runs in the store (tare protocol run PLAN starts one)")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROTOCOL\tRUNS\tCOMPLETE\tLAST RUN")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.id, r.runs, r.done, r.last.Local().Format("2006-01-02 15:04"))
-	}
-	return tw.Flush()
-}
-
-// protocolStatus lays out a protocol's slots at now from its stored runs.
-func protocolStatus(ctx context.Context, w io.Writer, st tare.Store, id string, now time.Time) error {
-	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: id})
-	if err != nil {
-		return err
-	}
-	if len(runs) == 0 {
-		return tare.Errorf(tare.ENOTFOUND, "no runs of protocol %q in the store (tare protocol status lists them)", id)
-	}
-	p := &printerTo{w: w}
-	if runs[0].Config["protocol.dry_run"] == "true" {
-		p.line("protocol %s: a dry run (tare protocol run --now), %d runs", id, len(runs))
-		for _, r := range runs {
-			p.line("  %-8s %s  %s  %s", r.Window, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.Status, r.ID)
-		}
-		return p.err
-	}
-	sched, err := protocol.ScheduleFromConfig(id, runs[0].Config)
-	if err != nil {
-		return tare.Errorf(tare.EINVALID, "protocol %s: its runs do not record their schedule (%w): tare compare %s still compares them", id, err, id)
-	}
-	slots := sched.Cycle(runs, now)
-	p.line("protocol %s: %s, %d %s (%s)", id, windowList(sched.Windows), max(sched.Days, 1), plural(max(sched.Days, 1), "day", "days"), sched.Location)
-	p.line("")
-	if p.err == nil {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  WINDOW\tDAY\tSTART\tSTATE\tRUN")
-		for _, sl := range slots {
-			start, what := sl.At, ""
-			if sl.Run != nil {
-				start, what = sl.Run.StartedAt, sl.Run.ID
-			}
-			if sl.State == protocol.SlotMissed {
-				what = sl.Why
-			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", sl.Window.Name, sl.Day, start.In(sched.Location).Format("2006-01-02 15:04"), sl.State, what)
-		}
-		p.err = tw.Flush()
-	}
-	p.line("")
-	if next, ok := protocol.Next(slots); ok {
-		p.line("next: the %s window, day %d, at %s (in %s)", next.Window.Name, next.Day, next.At.In(sched.Location).Format("2006-01-02 15:04:05 MST"), next.At.Sub(now).Round(time.Minute))
-	} else {
-		p.line("the cycle is over: tare compare %s compares its windows", id)
-	}
-	return p.err
-}
-
-// printerTo writes lines, keeping the first error.
-type printerTo struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printerTo) line(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
-	}
 }

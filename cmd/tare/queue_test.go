@@ -24,6 +24,7 @@ import (
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -279,15 +280,15 @@ func TestQueueProgressShowsTrouble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := queueTarget(b, queue.TargetConfig{Poll: 50 * time.Millisecond})
+	built, err := session.QueueTarget(b, queue.TargetConfig{Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer built.release()
+	defer built.Release()
 	if err := b.Register(ctx, queue.WorkerInfo{Name: "doomed"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := built.depth(ctx); err != nil { // the first look counts the worker
+	if _, err := built.Depth()(ctx); err != nil { // the first look counts the worker
 		t.Fatal(err)
 	}
 	res := make(chan tare.Result, 1)
@@ -295,7 +296,7 @@ func TestQueueProgressShowsTrouble(t *testing.T) {
 		r := tare.Result{Sent: time.Now()}
 		jctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 		defer cancel()
-		built.target.Do(jctx, &r)
+		built.Target.Do(jctx, &r)
 		res <- r
 	}()
 	// The worker takes the job and dies: its registration goes.
@@ -308,12 +309,12 @@ func TestQueueProgressShowsTrouble(t *testing.T) {
 	}
 	b.Unregister(ctx, "doomed")
 	time.Sleep(1100 * time.Millisecond) // the depth sampler counts workers once a second
-	if _, err := built.depth(ctx); err != nil {
+	if _, err := built.Depth()(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var line bytes.Buffer
 	p := &progress{w: &line}
-	p.show(stats.Progress{}, load.Progress{Sent: 1, InFlight: 1}, built.target)
+	p.show(stats.Progress{}, load.Progress{Sent: 1, InFlight: 1}, built.Target)
 	out := line.String()
 	for _, want := range []string{"in flight 1", "pending 1 (oldest 1.", "redelivered 0", "workers 0: ALL GONE"} {
 		if !strings.Contains(out, want) {
@@ -384,7 +385,7 @@ func TestQueueProtocolDocWaitWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("`--wait-workers` (%d s)", int(DefaultWaitWorkers.Seconds()))
+	want := fmt.Sprintf("`--wait-workers` (%d s)", int(session.DefaultWaitWorkers.Seconds()))
 	if doc := strings.Join(strings.Fields(string(raw)), " "); !strings.Contains(doc, want) {
 		t.Errorf("docs/job-protocol.md does not say %q", want)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/session"
 )
 
 const rootLong = `tare is a load tester that knows whose CPU it ran on.
@@ -130,25 +131,11 @@ func flagError(_ *cobra.Command, err error) error {
 		name := invalid.GetFlag().Name
 		var te *tare.Error
 		if errors.As(err, &te) {
-			return flagged(te, name)
+			return session.Flagged(te, name)
 		}
-		return tare.Errorf(tare.EINVALID, "--%s must be %s; got %q", name, accepted(invalid.GetFlag().Value.Type()), invalid.GetValue())
+		return tare.Errorf(tare.EINVALID, "--%s must be %s; got %q", name, session.Accepted(invalid.GetFlag().Value.Type()), invalid.GetValue())
 	}
 	return &usageError{err}
-}
-
-func accepted(typ string) string {
-	switch typ {
-	case "duration":
-		return "a duration like 30s, 1m30s or 250ms"
-	case "int", "uint64":
-		return "a whole number"
-	case "float64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	}
-	return "a valid " + typ
 }
 
 // deprecateEverywhere marks flag deprecated in every command that has it,

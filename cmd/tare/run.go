@@ -1,12 +1,15 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 )
 
 const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
@@ -22,6 +25,11 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   # the reference topology: jobs into a Redis queue, served by agent workers
   tare worker --queue redis://127.0.0.1:6379/0 --model http://127.0.0.1:8089/v1 &
   tare run --queue redis://127.0.0.1:6379/0 --rate 2/s --jobs 500
+
+  # the Celery or RQ worker you already run, unchanged (docs/celery.md, docs/rq.md)
+  tare run --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer' \
+      --job-args '["{{prompt}}"]' --job-kwargs '{"n": "{{seq}}"}' --rate 5/s --jobs 200
+  tare run --queue 'rq+redis://127.0.0.1:6379/0?queue=default&func=tasks.answer' --job-args '["{{seq}}"]'
 
   # fail the CI job when the host was polluted or p95 went over 300ms
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
@@ -56,6 +64,12 @@ code, reported beside a clean verdict. Steal, throttling, and other processes
 holding the CPU while the service waited are interference: polluted, and
 the neighbour is named. docs/verdict.md has every rule.
 
+--queue takes a Redis URL whose scheme says which protocol its workers
+speak:
+  ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + `
+A queue's workers on this host (registered with tare, heartbeats of Celery,
+registrations of RQ) are the system under test.
+
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 		Example: runExample,
@@ -82,8 +96,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	defer p.release()
-	sh, err := f.shard.plan(w.load.label, time.Now(), f.coord.url != "", f.coord.shards)
+	defer p.Release()
+	sh, err := f.shard.plan(w.spec.Load.Label, time.Now(), f.coord.url != "", f.coord.shards)
 	if err != nil {
 		return err
 	}
@@ -99,18 +113,18 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	// The barrier last, when nothing is left that could fail: the other
 	// shards start when this one joins.
-	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.load.label, &sh)
+	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.spec.Load.Label, &sh)
 	if err != nil {
 		return err
 	}
 	defer co.close()
-	run := tare.Run{ID: sh.rowID(), Label: w.load.label, Window: w.load.window, Config: redactedConfig(cmd)}
+	run := tare.Run{ID: sh.rowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)}
 	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	if sh.shard.Sharded() {
-		if cfg.Schedule, err = w.load.split(sh.shard); err != nil {
+		if cfg.Schedule, err = w.spec.Load.Split(sh.shard); err != nil {
 			return err
 		}
 		cfg.Run.Arrival = cfg.Schedule.String()
@@ -119,12 +133,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	cfg.Start = sh.startAt
 	co.record(&cfg.Run)
 	cfg.Finish = co.finish
-	if w.target.queue != "" {
-		hosts := workerHostsFinish(w.target.queue, w.target.queueName, p.judging.thresholds)
+	if t := w.spec.Target; t.Queue != "" {
+		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
 		cfg.Finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
 	}
 	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
 		return err
 	}
-	return measureAndReport(cmd, cfg, &f.metrics, p.judging.failOn, w.judge.json)
+	return measureAndReport(cmd, cfg, &f.metrics, p.Judging.FailOn, w.out.json)
 }

@@ -192,7 +192,7 @@ model call or a queue job the first content token (first_token, ttft_ms).
 			}
 			// Validated before any file is made.
 			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick); err != nil {
-				return flagged(err, "format")
+				return session.Flagged(err, "format")
 			}
 			_, err = writeOutput(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
 				bw := bufio.NewWriterSize(w, 256<<10)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/session"
 )
 
 // shardFlags split one run's load over several generators (tare run
@@ -45,7 +46,7 @@ func (f *shardFlags) plan(label string, now time.Time, coordinated bool, shards 
 	if f.shard != "" {
 		sh, err := arrival.ParseShard(f.shard)
 		if err != nil {
-			return p, flagged(err, "")
+			return p, session.Flagged(err, "")
 		}
 		p.shard = sh
 	}
@@ -135,14 +136,4 @@ func waitUntil(ctx context.Context, t time.Time) error {
 		return tare.Sleep(ctx, d)
 	}
 	return nil
-}
-
-// split is this shard's part of the schedule the load flags describe;
-// schedule has validated them.
-func (f *loadFlags) split(sh arrival.Shard) (arrival.Process, error) {
-	p, err := arrival.Split(f.arrival, float64(f.rate), f.burstiness, f.seed, f.jobs, f.duration, sh)
-	if err != nil {
-		return nil, flagged(err, "")
-	}
-	return p, nil
 }

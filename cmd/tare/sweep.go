@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
@@ -33,35 +32,10 @@ window of the protocol (a sweep: section in the plan) to get it as a range.
 Constant arrivals (--arrival constant) give a sharper edge than Poisson
 ones, whose bursts fail a step early.`
 
-// sweepFlags are the search's own flags.
-type sweepFlags struct {
-	from, to, step arrival.Rate
-	narrow         int
-	cooldown       time.Duration
-}
-
-func (f *sweepFlags) register(fs *pflag.FlagSet) {
-	f.from, f.to = 1, 1000
-	fs.Var(&f.from, "from", "first rate of the search, like 1/s")
-	fs.Var(&f.to, "to", "highest rate the search tries, like 500/s")
-	fs.Var(&f.step, "step", "added to the rate at each step, like 5/s (default: the rate doubles)")
-	fs.Lookup("step").DefValue = "0" // printed as no default: the usage says what 0 means
-	fs.IntVar(&f.narrow, "narrow", judge.DefaultNarrow, "bisection steps between the last rate that held and the first that failed")
-	fs.DurationVar(&f.cooldown, "cooldown", 2*time.Second, "pause between steps, so one step's stragglers do not land in the next")
-}
-
-func (f *sweepFlags) plan() (judge.SweepPlan, error) {
-	p := judge.SweepPlan{From: float64(f.from), To: float64(f.to), Step: float64(f.step), Narrow: f.narrow}
-	if f.cooldown < 0 {
-		return p, tare.Errorf(tare.EINVALID, "--cooldown must be 0 or more; got %s", f.cooldown)
-	}
-	return p, p.Validate()
-}
-
 func newSweepCmd() *cobra.Command {
 	var (
 		w  windowFlags
-		sw sweepFlags
+		sw = session.NewSweepSpec()
 		sf storeFlags
 	)
 	cmd := &cobra.Command{
@@ -79,10 +53,10 @@ func newSweepCmd() *cobra.Command {
 			if cmd.Flags().Changed("rate") || cmd.Flags().Changed("fail-on") {
 				return tare.Errorf(tare.EINVALID, "--rate and --fail-on have no meaning for a sweep: the search sets the rate; use --from, --to and --step")
 			}
-			if w.judge.slo == "" {
+			if w.spec.Judge.SLO == "" {
 				return tare.Errorf(tare.EINVALID, "tare sweep needs an --slo to hold the rate to, like --slo p95<=2s")
 			}
-			plan, err := sw.plan()
+			plan, err := sw.Plan()
 			if err != nil {
 				return err
 			}
@@ -90,7 +64,7 @@ func newSweepCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer prep.release()
+			defer prep.Release()
 			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
@@ -99,15 +73,15 @@ func newSweepCmd() *cobra.Command {
 				defer st.Close()
 			}
 			s := &sweeper{
-				flags: &w, prep: prep, store: st, plan: plan, cooldown: sw.cooldown,
-				run:      tare.Run{Label: w.load.label, Window: w.load.window, Config: settings(cmd.Flags(), nil)},
+				flags: &w, prep: prep, store: st, plan: plan, cooldown: sw.Cooldown,
+				run:      tare.Run{Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)},
 				progress: cmd.ErrOrStderr(),
 			}
 			result, err := s.sweep(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if w.judge.json {
+			if w.out.json {
 				return report.SweepJSON(cmd.OutOrStdout(), &result)
 			}
 			return report.SweepText(cmd.OutOrStdout(), &result)
@@ -122,7 +96,8 @@ func newSweepCmd() *cobra.Command {
 	fs.Lookup("duration").Usage = "length of each step's arrival window (0: bounded by --jobs only; the default applies only without --jobs)"
 	fs.Lookup("jobs").Usage = "number of arrivals of each step (0: bounded by --duration only)"
 	fs.Lookup("label").Usage = "a name for the steps' runs, stored with each and its rate"
-	sw.register(fs)
+	bind(fs, sw.Fields())
+	fs.Lookup("step").DefValue = "0" // printed as no default: the usage says what 0 means
 	sf.registerNoStore(fs)
 	return cmd
 }
@@ -131,7 +106,7 @@ func newSweepCmd() *cobra.Command {
 // window of flags.
 type sweeper struct {
 	flags    *windowFlags
-	prep     *prepared
+	prep     *session.Prepared
 	store    tare.Store // nil: steps are not stored
 	plan     judge.SweepPlan
 	rules    judge.SweepRules // judge.DefaultSweepRules when zero
@@ -160,13 +135,13 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 		live = s.progress
 	}
 	cfg := session.SweepConfig{
-		Run: s.run, Target: s.prep.name, SLO: s.prep.judging.slo,
+		Run: s.run, Target: s.prep.Name, SLO: s.prep.Judging.SLO,
 		Plan: s.plan, Rules: s.rules, Cooldown: s.cooldown, Slot: s.slot,
 		Window: func(rate float64, run tare.Run) (session.Config, error) {
 			return s.flags.config(s.prep, s.store, run, arrival.Rate(rate), live)
 		},
 	}
-	if s.progress != nil && !s.flags.judge.quiet {
+	if s.progress != nil && !s.flags.out.quiet {
 		cfg.OnStep = func(n int, step tare.SweepStep) {
 			why := ""
 			if len(step.Reasons) > 0 {

@@ -23,7 +23,6 @@ import (
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/modelsim"
-	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/report"
 )
 
@@ -100,29 +99,21 @@ func startModel(t *testing.T, prefix ...string) string {
 // target: constant arrivals, 3 s steps of 6/s, then two bisections.
 func sweepModel(t *testing.T, url string) tare.Sweep {
 	t.Helper()
-	client, err := openai.New(openai.Config{URL: url + "/v1", Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
 	var w windowFlags
 	w.register(fs, 1, 0, 3*time.Second)
-	for name, value := range map[string]string{"arrival": "constant", "duration": "3s", "tick": "250ms", "slo": "p95<=400ms", "quiet": "true"} {
+	for name, value := range map[string]string{"model": url + "/v1", "timeout": "20s", "arrival": "constant", "duration": "3s", "tick": "250ms", "slo": "p95<=400ms", "quiet": "true"} {
 		if err := fs.Set(name, value); err != nil {
 			t.Fatal(err)
 		}
 	}
-	j, err := w.judge.judging()
+	prep, err := w.prepare(t.Context(), "the test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sampling, err := w.host.config(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer prep.Release()
 	s := &sweeper{
-		flags: &w, prep: &prepared{built: built{target: client, name: client.String(), release: client.Close}, judging: j, sampling: sampling},
+		flags: &w, prep: prep,
 		plan: judge.SweepPlan{From: 6, To: 60, Step: 6, Narrow: 2}, cooldown: time.Second, run: tare.Run{Label: "model"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

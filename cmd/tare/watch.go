@@ -19,8 +19,8 @@ import (
 
 func newWatchCmd() *cobra.Command {
 	var (
-		host          hostFlags
-		judge         judgeFlags
+		hs            = session.NewSpec(0, 0, 0)
+		out           outputFlags
 		sf            storeFlags
 		mf            metricsFlags
 		label, window string
@@ -65,26 +65,26 @@ stdout holds only the JSON). tare exits with the command's status, unless
   tare watch --results hey-csv:r.csv -- sh -c 'hey -z 30s -o csv http://127.0.0.1:8080/ > r.csv'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := judge.judging()
+			j, err := hs.Judge.Judging()
 			if err != nil {
 				return err
 			}
 			var spec *peer.Spec
 			if results == "" {
-				if err := judge.hostOnly("tare watch"); err != nil {
+				if err := hs.Judge.HostOnly("tare watch"); err != nil {
 					return err
 				}
 			} else {
 				sp, err := peer.ParseSpec(results)
 				if err != nil {
-					return flagged(err, "results")
+					return session.Flagged(err, "results")
 				}
 				spec = &sp
 			}
 			if err := mf.check(); err != nil {
 				return err
 			}
-			sampling, err := host.config(os.Getpid())
+			sampling, err := hs.Host.Sampling(os.Getpid())
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			child := exec.Command(args[0], args[1:]...)
 			child.Stdin = cmd.InOrStdin()
 			child.Stdout = cmd.OutOrStdout()
-			if judge.json {
+			if out.json {
 				child.Stdout = cmd.ErrOrStderr()
 			}
 			child.Stderr = cmd.ErrOrStderr()
@@ -136,17 +136,17 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				}()
 			}
 			run := tare.Run{Label: orDefault(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
-				Version: version, Config: redactedConfig(cmd)}
+				Version: version, Config: settings(cmd.Flags(), nil)}
 			if st != nil {
 				run.ID = store.NewRunID()
 			}
-			sutBy, err := host.findSUT(&sampling, "")
+			sutBy, err := hs.Host.FindSUT(&sampling, "")
 			if err != nil {
 				return err
 			}
 			cfg := session.DefaultConfig()
 			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
-			cfg.Thresholds, cfg.SLO = j.thresholds, j.slo
+			cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
 			cfg.OnStart = start
 			if spec != nil {
 				tool := spec.Format.Tool
@@ -175,7 +175,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
 			storeErr := session.Save(cmd.Context(), st, &s, ticks)
-			err = printSummary(cmd.OutOrStdout(), &s, judge.json, ticks...)
+			err = printSummary(cmd.OutOrStdout(), &s, out.json, ticks...)
 			end(&s.Verdict)
 			if err != nil {
 				return err
@@ -183,7 +183,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if storeErr != nil {
 				return storeErr
 			}
-			if err := verdictStatus(&s, j.failOn); err != nil {
+			if err := verdictStatus(&s, j.FailOn); err != nil {
 				return err
 			}
 			if status != 0 {
@@ -193,8 +193,8 @@ stdout holds only the JSON). tare exits with the command's status, unless
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	host.register(cmd.Flags())
-	judge.register(cmd.Flags())
+	bind(cmd.Flags(), hs.Host.Fields(), hs.Judge.Fields())
+	out.register(cmd.Flags())
 	sf.registerNoStore(cmd.Flags())
 	mf.register(cmd.Flags())
 	cmd.Flags().StringVar(&label, "label", "", `a name for this window, stored and shown with it (default "watch")`)

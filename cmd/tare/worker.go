@@ -12,6 +12,7 @@ import (
 	"github.com/tare-dev/tare/metrics"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/worker"
 )
 
@@ -52,14 +53,14 @@ the jobs it holds finish for --grace.`,
 			if err := mf.check(); err != nil {
 				return err
 			}
-			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: apiKey(), Timeout: timeout})
+			client, err := openai.New(openai.Config{URL: model, Model: modelName, APIKey: session.APIKey(), Timeout: timeout})
 			if err != nil {
-				return flagged(err, "model")
+				return session.Flagged(err, "model")
 			}
 			defer client.Close()
 			b, err := queue.OpenRedis(cmd.Context(), q.url, q.name)
 			if err != nil {
-				return flagged(err, "queue")
+				return session.Flagged(err, "queue")
 			}
 			defer b.Close()
 			mx, err := mf.start(cmd.Context(), tare.Run{Label: orDefault(cfg.Name, "worker")}, cmd.ErrOrStderr())
@@ -67,7 +68,7 @@ the jobs it holds finish for --grace.`,
 				return err
 			}
 			defer mx.Close()
-			defer publishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr(), mx.AddHost)()
+			defer session.PublishWorkerHost(cmd.Context(), q.url, q.name, time.Second, cmd.ErrOrStderr(), mx.AddHost)()
 			if verbose {
 				cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
@@ -119,9 +120,16 @@ func newCleanupCmd() *cobra.Command {
 		Long: `Raise the queue's stop signal, wait for its workers to finish what they hold
 and go, then delete the queue's keys (tare:<name>:*, found with SCAN) and
 print them. Keys of other queues and any other data in the same Redis
-database are never touched; tare never runs FLUSHDB.`,
+database are never touched; tare never runs FLUSHDB.
+
+For a Celery or RQ queue (celery+redis://…?queue=Q, rq+redis://…?queue=Q)
+it removes only what tare's runs put there: the jobs whose id starts
+"tare-", their results and registry entries, tare's own keys beside the
+queue, and the queue's registration when tare created it. Those workers
+are yours: they are not stopped.`,
 		Example: `  tare cleanup --queue redis://127.0.0.1:6379/0
-  tare cleanup --queue redis://127.0.0.1:6379/0 --queue-name checkout --wait 10s`,
+  tare cleanup --queue redis://127.0.0.1:6379/0 --queue-name checkout --wait 10s
+  tare cleanup --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if q.url == "" {
@@ -131,9 +139,20 @@ database are never touched; tare never runs FLUSHDB.`,
 				return tare.Errorf(tare.EINVALID, "--wait must be 0 or more; got %s", wait)
 			}
 			ctx := cmd.Context()
+			if queue.ProtocolOf(q.url) != queue.ProtocolTare {
+				removed, err := queue.CleanupFramework(ctx, q.url)
+				if err != nil {
+					return session.Flagged(err, "queue")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %d of tare's keys and entries from %s:\n", len(removed), queue.RedactURL(q.url))
+				for _, k := range removed {
+					fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", k)
+				}
+				return nil
+			}
 			b, err := queue.OpenRedis(ctx, q.url, q.name)
 			if err != nil {
-				return flagged(err, "queue")
+				return session.Flagged(err, "queue")
 			}
 			defer b.Close()
 			if err := b.Stop(ctx); err != nil {

@@ -1,6 +1,7 @@
-package main
+package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -15,12 +16,12 @@ import (
 	"github.com/tare-dev/tare/stats"
 )
 
-// publishWorkerHost samples this host (and the worker's own run delay)
+// PublishWorkerHost samples this host (and the worker's own run delay)
 // every tick and publishes each sample beside queue q (queue.Hosts) until
 // ctx ends; it returns a func that stops it and waits. A host that cannot
 // be sampled, or a Redis that fails, costs a warning, never the worker.
 // Each sample goes to also too, when not nil (the worker's /metrics).
-func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer, also func(tare.HostSample)) (stop func()) {
+func PublishWorkerHost(ctx context.Context, redisURL, q string, tick time.Duration, warn io.Writer, also func(tare.HostSample)) (stop func()) {
 	// The worker is the system under test on its host: its descendants (a
 	// model it runs) count with it.
 	sampler, err := host.NewSampler(host.Config{Tick: tick, SUT: []int{os.Getpid()}})
@@ -28,7 +29,7 @@ func publishWorkerHost(ctx context.Context, redisURL, q string, tick time.Durati
 		fmt.Fprintf(warn, "tare worker: this host's interference is not published: %v\n", err)
 		return func() {}
 	}
-	name := orDefault(sampler.Env().Hostname, "unknown")
+	name := cmp.Or(sampler.Env().Hostname, "unknown")
 	pub, err := queue.NewHosts(redisURL, q)
 	if err != nil {
 		return func() {}
@@ -108,10 +109,10 @@ func judgeWorkerHosts(samples map[string][]tare.HostSample, start, end time.Time
 	return hosts, fired, nil
 }
 
-// workerHostsFinish returns the summary hook of a queue run on Redis: it
+// WorkerHostsFinish returns the summary hook of a queue run on Redis: it
 // adds the worker hosts, judged over the run, to the summary and their
 // fired signals, named by host, to the verdict. A failure is a warning.
-func workerHostsFinish(redisURL, q string, th judge.Thresholds) func(*tare.Summary) {
+func WorkerHostsFinish(redisURL, q string, th judge.Thresholds) func(*tare.Summary) {
 	return func(s *tare.Summary) {
 		wh, err := queue.NewHosts(redisURL, q)
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func TestWorkerHostsJudged(t *testing.T) {
 		pub.Publish(ctx, "elsewhen", old)
 	}
 	s := tare.Summary{Run: tare.Run{StartedAt: start, EndedAt: start.Add(10 * time.Second)}, Verdict: tare.Verdict{Level: tare.Clean}}
-	workerHostsFinish(u, q, judge.DefaultThresholds())(&s)
+	WorkerHostsFinish(u, q, judge.DefaultThresholds())(&s)
 	if len(s.WorkerHosts) != 2 {
 		t.Fatalf("worker hosts %+v: want noisy and quiet", s.WorkerHosts)
 	}
@@ -108,7 +108,7 @@ func TestWorkerPublishesItsHost(t *testing.T) {
 	}
 	var warn bytes.Buffer
 	start := time.Now()
-	stop := publishWorkerHost(ctx, u, q, 100*time.Millisecond, &warn, nil)
+	stop := PublishWorkerHost(ctx, u, q, 100*time.Millisecond, &warn, nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for published() < 3 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

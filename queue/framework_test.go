@@ -1,0 +1,184 @@
+package queue
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+func TestProtocolOf(t *testing.T) {
+	for url, want := range map[string]string{
+		"redis://127.0.0.1:6379/0":                   ProtocolTare,
+		"rediss://h:6380/1":                          ProtocolTare,
+		"celery+redis://h:6379/0?task=tasks.answer":  ProtocolCelery,
+		"CELERY+REDISS://h:6379/0?task=tasks.answer": ProtocolCelery,
+		"rq+redis://h:6379/0?func=tasks.answer":      ProtocolRQ,
+		"rq+rediss://h/0":                            ProtocolRQ,
+		"celery://h":                                 ProtocolTare, // OpenRedis rejects it, naming the forms
+		"":                                           ProtocolTare,
+	} {
+		if got := ProtocolOf(url); got != want {
+			t.Errorf("ProtocolOf(%q) = %q, want %q", url, got, want)
+		}
+	}
+}
+
+func TestParseFrameworkURL(t *testing.T) {
+	tests := []struct {
+		name, url, protocol string
+		want                frameworkURL
+		err                 string // part of the message; "" for none
+	}{
+		{name: "celery", url: "celery+redis://127.0.0.1:6379/2?queue=agents&task=app.tasks.answer", protocol: ProtocolCelery,
+			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://127.0.0.1:6379/2", backend: "redis://127.0.0.1:6379/2", queue: "agents", task: "app.tasks.answer", db: 2}},
+		{name: "celery default queue, other backend", url: "celery+redis://h:6379/0?task=t.a&backend=redis://h:6379/1", protocol: ProtocolCelery,
+			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://h:6379/0", backend: "redis://h:6379/1", queue: "celery", task: "t.a"}},
+		{name: "rq with a password and a client option", url: "rq+redis://u:pw@h:6379/3?func=jobs.run&dial_timeout=3s", protocol: ProtocolRQ,
+			want: frameworkURL{protocol: ProtocolRQ, redis: "redis://u:pw@h:6379/3?dial_timeout=3s", backend: "redis://u:pw@h:6379/3?dial_timeout=3s", queue: "default", task: "jobs.run", db: 3}},
+		{name: "no task", url: "celery+redis://h:6379/0", protocol: ProtocolCelery, err: `task="": give the task name`},
+		{name: "task with a space", url: "celery+redis://h:6379/0?task=a b", protocol: ProtocolCelery, err: `task="a b"`},
+		{name: "no func", url: "rq+redis://h:6379/0?queue=q", protocol: ProtocolRQ, err: `func="": give the function`},
+		{name: "queue with a colon", url: "rq+redis://h:6379/0?queue=a:b&func=f", protocol: ProtocolRQ, err: `queue="a:b"`},
+		{name: "bad database", url: "rq+redis://h:6379/x?func=f", protocol: ProtocolRQ, err: "want rq+redis://HOST:6379/0?queue=default&func=tasks.answer"},
+		{name: "password redacted", url: "celery+redis://u:s3cret@h:6379/0?task=", protocol: ProtocolCelery, err: "u:xxxxx@"},
+		{name: "bad backend", url: "celery+redis://h:6379/0?task=t&backend=http://h/", protocol: ProtocolCelery, err: "backend:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseFrameworkURL(tt.url, tt.protocol, true)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tt.err != "":
+				if err == nil || tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want an EINVALID one containing %q", err, tt.err)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("error %v shows the password", err)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseFrameworkURL(f *testing.F) {
+	for _, s := range []string{"celery+redis://h:6379/0?queue=celery&task=tasks.answer", "rq+redis://u:p@h/1?func=a.b", "celery+redis://%zz", "rq+redis://h/0?func=a..b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range []string{ProtocolCelery, ProtocolRQ} {
+			u, err := parseFrameworkURL(s, p, true)
+			if err != nil {
+				if tare.ErrorCode(err) != tare.EINVALID {
+					t.Fatalf("%q: error %v, want EINVALID", s, err)
+				}
+				continue
+			}
+			if !validTask(u.task) || !nameRE.MatchString(u.queue) {
+				t.Fatalf("%q: accepted task %q, queue %q", s, u.task, u.queue)
+			}
+		}
+	})
+}
+
+func TestJobArgs(t *testing.T) {
+	tests := []struct {
+		name, args, kwargs   string
+		wantArgs, wantKwargs string // JSON of one job's expansion
+		err                  string
+	}{
+		{name: "none", wantArgs: `[]`, wantKwargs: `{}`},
+		{name: "seq as a number and in text", args: `["{{seq}}", "job {{seq}} of {{id}}", 3, null]`, kwargs: `{"prompt": "{{prompt}}", "deep": {"list": ["{{seq}}"]}}`,
+			wantArgs: `[7,"job 7 of tare-r-7",3,null]`, wantKwargs: `{"deep":{"list":[7]},"prompt":"hi"}`},
+		{name: "args not a list", args: `{"a": 1}`, err: "--job-args"},
+		{name: "args null", args: `null`, err: "--job-args"},
+		{name: "kwargs not an object", kwargs: `[1]`, err: "--job-kwargs"},
+		{name: "kwargs broken", kwargs: `{"a":`, err: "--job-kwargs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ParseJobArgs(tt.args, tt.kwargs)
+			if tt.err != "" {
+				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			args, kwargs := a.expand(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7")
+			gotArgs, _ := json.Marshal(args)
+			gotKwargs, _ := json.Marshal(kwargs)
+			if string(gotArgs) != tt.wantArgs || string(gotKwargs) != tt.wantKwargs {
+				t.Errorf("expanded to %s %s, want %s %s", gotArgs, gotKwargs, tt.wantArgs, tt.wantKwargs)
+			}
+		})
+	}
+}
+
+func TestRQFailureKind(t *testing.T) {
+	for _, tt := range []struct{ name, traceback, want string }{
+		{"raised", "Traceback (most recent call last):\n  File \"tasks.py\", line 9, in boom\n    raise ValueError(\"boom\")\nValueError: boom 2\n", "task raised ValueError"},
+		{"dotted type", "Traceback…\nrequests.exceptions.ConnectionError: refused", "task raised requests.exceptions.ConnectionError"},
+		{"bare type", "Traceback…\nKeyboardInterrupt", "task raised KeyboardInterrupt"},
+		{"unknown function", "  File \"/usr/lib/python3/dist-packages/rq/utils.py\", line 220, in import_attribute\n    attribute_owner = getattr(module, attribute_owner_name)\nAttributeError: module 'tasks' has no attribute 'nope'", KindUnknownTask},
+		{"unknown module", "  File \"rq/utils.py\", line 1, in import_attribute\nModuleNotFoundError: No module named 'nope'", KindUnknownTask},
+		{"work horse killed", "Work-horse terminated unexpectedly; waitpid returned 9 (signal 9); ", KindTaskFailed},
+		{"empty", "", KindTaskFailed},
+	} {
+		if got := rqFailureKind(tt.traceback); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestParseCeleryTime(t *testing.T) {
+	want := time.Date(2026, 12, 1, 13, 35, 53, 521115000, time.UTC)
+	for _, s := range []string{"2026-12-01T13:35:53.521115", "2026-12-01T13:35:53.521115+00:00", "2026-12-01T14:35:53.521115+01:00"} {
+		if got, ok := parseCeleryTime(s); !ok || !got.Equal(want) {
+			t.Errorf("parseCeleryTime(%q) = %v, %v; want %v", s, got, ok, want)
+		}
+	}
+	if _, ok := parseCeleryTime("yesterday"); ok {
+		t.Error("parseCeleryTime(yesterday) ok")
+	}
+}
+
+// TestCeleryMessage: a task message carries protocol 2's headers and a
+// body of [args, kwargs, embed], as Celery's Redis transport expects.
+func TestCeleryMessage(t *testing.T) {
+	c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, origin: "tare1@h"}
+	raw, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env celeryEnvelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"lang": "py", "task": "tasks.answer", "id": "tare-r-1", "root_id": "tare-r-1"} {
+		if env.Headers[k] != want {
+			t.Errorf("header %s = %v, want %v", k, env.Headers[k], want)
+		}
+	}
+	info, _ := env.Properties["delivery_info"].(map[string]any)
+	if env.Properties["correlation_id"] != "tare-r-1" || env.Properties["body_encoding"] != "base64" || info["routing_key"] != "agents" {
+		t.Errorf("properties %v", env.Properties)
+	}
+	body, err := base64.StdEncoding.DecodeString(env.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[[1],{"prompt":"hi"},{"callbacks":null,"chain":null,"chord":null,"errbacks":null}]`; string(body) != want {
+		t.Errorf("body %s, want %s", body, want)
+	}
+}

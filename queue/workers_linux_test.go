@@ -1,0 +1,368 @@
+package queue
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/modelsim"
+)
+
+// The tests below load real Celery and RQ workers, Debian's
+// python3-celery and python3-rq run by /usr/bin/python3, whose tasks
+// (testdata/celery/tasks.py, testdata/rq/tasks.py) call the simulated
+// model over loopback. Each test has a redis-server of its own.
+
+// frameworkRig is what one test runs: a private Redis, the simulated
+// model, and how to start the framework's worker on them.
+type frameworkRig struct {
+	redis *testservice.PrivateRedis
+	model string
+	start func(t *testing.T) *testservice.PyWorker
+	url   func(task string) string
+}
+
+func celeryRig(t *testing.T, trackStarted bool) frameworkRig {
+	testservice.NeedPython(t, "celery")
+	r := testservice.NewPrivateRedis(t)
+	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4}).URL
+	return frameworkRig{redis: r, model: model,
+		start: func(t *testing.T) *testservice.PyWorker {
+			return testservice.CeleryWorker(t, r.URL(), model, trackStarted)
+		},
+		url: func(task string) string {
+			return fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=%s", r.Port, task)
+		}}
+}
+
+func rqRig(t *testing.T) frameworkRig {
+	testservice.NeedPython(t, "rq")
+	r := testservice.NewPrivateRedis(t)
+	model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4}).URL
+	return frameworkRig{redis: r, model: model,
+		start: func(t *testing.T) *testservice.PyWorker { return testservice.RQWorker(t, r.URL(), model) },
+		url: func(task string) string {
+			return fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=%s", r.Port, task)
+		}}
+}
+
+// open opens the rig's queue for task with the test jobs' arguments, as
+// a Target whose jobs time out after timeout, and waits for a worker.
+func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (*Target, Source) {
+	t.Helper()
+	args, err := ParseJobArgs(`["{{seq}}"]`, `{"prompt": "job {{id}}"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	src, err := OpenSource(ctx, rig.url(task), "", FrameworkConfig{Args: args, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("open %s: %v", rig.url(task), err)
+	}
+	tg, err := NewTarget(src, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tg.Close()
+		src.Close()
+	})
+	eventuallyWithin(t, 20*time.Second, "a worker to show on "+rig.url(task), func() bool {
+		ws, err := tg.Workers(ctx)
+		return err == nil && len(ws) > 0
+	})
+	return tg, src
+}
+
+func eventuallyWithin(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// drive sends jobs at rate through the load engine, open loop, calling
+// during(elapsed) every 100 ms meanwhile, and returns every result by
+// job number.
+func drive(t *testing.T, tg *Target, jobs int, rate float64, during func(time.Duration)) []tare.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := make(chan tare.Result, jobs) // closed by Run
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		load.New(tg, load.Config{Drain: time.Minute}).Run(ctx, start, arrival.Bound(arrival.NewConstant(rate), jobs, 0), out)
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-tick.C:
+			if during != nil {
+				during(time.Since(start))
+			}
+		}
+	}
+	results := make([]tare.Result, jobs)
+	seen := make([]bool, jobs)
+	for r := range out {
+		if r.Seq >= uint64(jobs) || seen[r.Seq] {
+			t.Fatalf("result for job %d: out of range or reported twice", r.Seq)
+		}
+		seen[r.Seq], results[r.Seq] = true, r
+	}
+	for seq, ok := range seen {
+		if !ok {
+			t.Errorf("job %d has no result: lost", seq)
+		}
+	}
+	return results
+}
+
+// kinds counts results by error kind ("" for ok).
+func kinds(results []tare.Result) map[string]int {
+	out := map[string]int{}
+	for _, r := range results {
+		out[r.Err]++
+	}
+	return out
+}
+
+// returned reads what the task returned for job seq of tg's run, from
+// the framework's own result keys: {"seq": …}.
+func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) int {
+	t.Helper()
+	ctx := testContext(t)
+	id := fmt.Sprintf("%s%s-%d", jobIDPrefix, runID, seq)
+	var value []byte
+	switch protocol {
+	case ProtocolCelery:
+		raw, err := rdb.Get(ctx, celeryMetaPrefix+id).Bytes()
+		if err != nil {
+			t.Fatalf("celery result of job %d: %v", seq, err)
+		}
+		var meta celeryMeta
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			t.Fatal(err)
+		}
+		value = meta.Result
+	case ProtocolRQ:
+		msgs, err := rdb.XRevRangeN(ctx, "rq:results:"+id, "+", "-", 1).Result()
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("rq result of job %d: %v (%d entries)", seq, err, len(msgs))
+		}
+		s, _ := msgs[0].Values["return_value"].(string)
+		if value, err = base64.StdEncoding.DecodeString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v struct{ Seq int }
+	if err := json.Unmarshal(value, &v); err != nil {
+		t.Fatalf("job %d returned %s: %v", seq, value, err)
+	}
+	return v.Seq
+}
+
+// TestFrameworkJobs: 200 jobs at 20/s onto a real worker of each
+// framework: every job ok, with a queue wait and a service, and each
+// result the one of its own job.
+func TestFrameworkJobs(t *testing.T) {
+	for _, fw := range []struct {
+		protocol string
+		rig      func(t *testing.T) frameworkRig
+	}{
+		{ProtocolCelery, func(t *testing.T) frameworkRig { return celeryRig(t, true) }},
+		{ProtocolRQ, rqRig},
+	} {
+		t.Run(fw.protocol, func(t *testing.T) {
+			rig := fw.rig(t)
+			rig.start(t)
+			tg, _ := rig.open(t, "tasks.answer", 30*time.Second)
+			const jobs = 200
+			results := drive(t, tg, jobs, 20, nil)
+			if k := kinds(results); k[""] != jobs {
+				t.Fatalf("outcomes %v: want all %d ok", k, jobs)
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
+			defer rdb.Close()
+			for seq, r := range results {
+				switch {
+				case r.Started.IsZero():
+					t.Fatalf("job %d: no start time, so no queue wait", seq)
+				case r.QueueWait() < 0 || r.Service() <= 0:
+					t.Fatalf("job %d: queue wait %v, service %v: want both measured", seq, r.QueueWait(), r.Service())
+				}
+				if got := returned(t, rdb, fw.protocol, tg.RunID(), seq); got != seq {
+					t.Fatalf("the result of job %d is job %d's", seq, got)
+				}
+			}
+			st := tg.Stats()
+			if st.Matched != jobs || st.Duplicates != 0 || st.Unknown != 0 || st.Late != 0 {
+				t.Errorf("stats %+v: want %d matched, nothing else", st, jobs)
+			}
+			if notes := tg.Notes(); len(notes) != 0 {
+				t.Errorf("notes %q: want none from a worker that says when jobs start", notes)
+			}
+		})
+	}
+}
+
+// TestFrameworkFaults: each framework's worker, and its Redis, failing
+// mid-run, and tasks that fail: every job is accounted for once, ok or an
+// error of its kind.
+func TestFrameworkFaults(t *testing.T) {
+	rigs := map[string]func(t *testing.T) frameworkRig{
+		ProtocolCelery: func(t *testing.T) frameworkRig { return celeryRig(t, true) },
+		ProtocolRQ:     rqRig,
+	}
+	for _, protocol := range []string{ProtocolCelery, ProtocolRQ} {
+		t.Run(protocol+"/worker killed", func(t *testing.T) {
+			rig := rigs[protocol](t)
+			w := rig.start(t)
+			tg, _ := rig.open(t, "tasks.answer", 4*time.Second)
+			restarted := false
+			results := drive(t, tg, 80, 20, func(at time.Duration) {
+				switch {
+				case at > 1500*time.Millisecond && !w.Gone():
+					w.Kill()
+				case at > 2500*time.Millisecond && !restarted:
+					rig.start(t)
+					restarted = true
+				}
+			})
+			k := kinds(results)
+			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
+			if k[""] == 0 || k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
+				t.Errorf("outcomes %v: want some ok, the rest timed out or failed with the worker", k)
+			}
+		})
+		t.Run(protocol+"/redis restarted", func(t *testing.T) {
+			rig := rigs[protocol](t)
+			rig.start(t)
+			tg, _ := rig.open(t, "tasks.answer", 4*time.Second)
+			restarted := false
+			results := drive(t, tg, 80, 20, func(at time.Duration) {
+				if at > 1500*time.Millisecond && !restarted {
+					rig.redis.Stop()
+					time.Sleep(500 * time.Millisecond)
+					rig.redis.Start(t)
+					restarted = true
+				}
+			})
+			k := kinds(results)
+			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
+			if k[""] == 0 || k[KindUnavailable] == 0 || k[""]+k[KindUnavailable]+k[KindTimeout] != 80 {
+				t.Errorf("outcomes %v: want some ok, some %q, and no other kind but %q", k, KindUnavailable, KindTimeout)
+			}
+		})
+		t.Run(protocol+"/task raises", func(t *testing.T) {
+			rig := rigs[protocol](t)
+			rig.start(t)
+			tg, _ := rig.open(t, "tasks.boom", 10*time.Second)
+			if k := kinds(drive(t, tg, 10, 20, nil)); k["task raised ValueError"] != 10 {
+				t.Errorf("outcomes %v: want all 10 %q", k, "task raised ValueError")
+			}
+		})
+		t.Run(protocol+"/unknown task", func(t *testing.T) {
+			rig := rigs[protocol](t)
+			rig.start(t)
+			tg, _ := rig.open(t, "tasks.nope", 10*time.Second)
+			if k := kinds(drive(t, tg, 5, 20, nil)); k[KindUnknownTask] != 5 {
+				t.Errorf("outcomes %v: want all 5 %q", k, KindUnknownTask)
+			}
+		})
+	}
+}
+
+// TestCeleryWithoutTrackStarted: a worker with Celery's defaults does not
+// say when jobs start: they are ok, without a queue wait, and the notes
+// say what to turn on.
+func TestCeleryWithoutTrackStarted(t *testing.T) {
+	rig := celeryRig(t, false)
+	rig.start(t)
+	tg, _ := rig.open(t, "tasks.answer", 10*time.Second)
+	results := drive(t, tg, 10, 20, nil)
+	if k := kinds(results); k[""] != 10 {
+		t.Fatalf("outcomes %v: want all ok", k)
+	}
+	for seq, r := range results {
+		if !r.Started.IsZero() {
+			t.Errorf("job %d: started %v, want unknown", seq, r.Started)
+		}
+	}
+	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "task_track_started = True") {
+		t.Errorf("notes %q: want them to say to set task_track_started", notes)
+	}
+}
+
+// TestFrameworkCleanup: cleanup after a run removes what the run put in
+// Redis, and leaves the keys and jobs that are not tare's.
+func TestFrameworkCleanup(t *testing.T) {
+	testservice.NeedPython(t, "celery")
+	testservice.NeedPython(t, "rq")
+	r := testservice.NewPrivateRedis(t)
+	ctx := testContext(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port)})
+	defer rdb.Close()
+	// A user's own keys, which must stay: another task's state, a job of
+	// theirs waiting on the same queue, and the queue's registration.
+	userKeys := []string{"celery-task-meta-5a8a9881-7963-4772-95cf-0c98de7aa3cf", "rq:job:fb88bf54-47ce-4a03-891a-7b45ac3fa8cd", "app:settings"}
+	for _, k := range userKeys {
+		rdb.Set(ctx, k, "theirs", 0)
+	}
+	rdb.RPush(ctx, "rq:queue:default", "fb88bf54-47ce-4a03-891a-7b45ac3fa8cd")
+	rdb.SAdd(ctx, "rq:queues", "rq:queue:default")
+
+	for _, u := range []string{
+		fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", r.Port),
+		fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", r.Port),
+	} {
+		src, err := OpenSource(ctx, u, "", FrameworkConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // no worker: the jobs wait in the queue
+			if err := src.Enqueue(ctx, Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src.Close()
+		removed, err := CleanupFramework(ctx, u)
+		if err != nil {
+			t.Fatalf("cleanup %s: %v", u, err)
+		}
+		t.Logf("%s: removed %q", u, removed)
+		if len(removed) < 3 {
+			t.Errorf("cleanup %s removed %q: want at least the 3 jobs", u, removed)
+		}
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]string{}, userKeys...), "rq:queue:default", "rq:queues")
+	if strings.Join(sortedStrings(keys), " ") != strings.Join(sortedStrings(want), " ") {
+		t.Errorf("keys left %q, want exactly the user's %q", keys, want)
+	}
+	if ids := rdb.LRange(ctx, "rq:queue:default", 0, -1).Val(); len(ids) != 1 {
+		t.Errorf("rq:queue:default holds %q: want only the user's job", ids)
+	}
+}

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+)
+
+// TestReadPlan: every key of a plan sets the Spec's field it names, typed,
+// and the runs record the settings given by flag name, secrets hidden.
+func TestReadPlan(t *testing.T) {
+	pl, err := ReadPlan("../protocol/testdata/checkout.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pl.Spec
+	want := NewSpec(10, 500, 30*time.Second)
+	want.Target.URL, want.Target.Method, want.Target.Body, want.Target.Timeout = "http://127.0.0.1:8080/checkout", "POST", `{"cart": 42}`, 10*time.Second
+	want.Target.Headers = []string{"Content-Type: application/json", "X-Team: payments"}
+	want.Load.Rate, want.Load.Seed, want.Load.MaxInFlight = arrival.Rate(2), 7, 200
+	want.Host.Tick = time.Second
+	want.Judge.SLO, want.Judge.Thresholds.Steal = "p95<=2s", 15
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("spec\n%+v\nwant\n%+v", *s, *want)
+	}
+	if pl.Sweep == nil || *pl.Sweep != (SweepSpec{From: 1, To: 20, Step: 2, Narrow: NewSweepSpec().Narrow, Cooldown: 2 * time.Second}) {
+		t.Errorf("sweep %+v", pl.Sweep)
+	}
+	if s.Load.Span() != 0 {
+		t.Errorf("jobs without a duration: the default duration applies (%s); want the jobs alone to bound the run", s.Load.Span())
+	}
+	cfg := pl.Config(map[string]string{"protocol.plan": pl.Path})
+	for k, v := range map[string]string{"url": "http://127.0.0.1:8080/checkout", "header": "Content-Type: application/json\nX-Team: payments",
+		"rate": "2/s", "steal-threshold": "15", "tick": "1s", "sweep.to": "20/s", "protocol.plan": pl.Path} {
+		if cfg[k] != v {
+			t.Errorf("config[%q] = %q; want %q", k, cfg[k], v)
+		}
+	}
+	if _, ok := cfg["duration"]; ok {
+		t.Errorf("config has duration %q, which the plan does not set", cfg["duration"])
+	}
+}
+
+// TestReadPlanErrors: a bad value is named by the plan's line and key, in
+// the plan's words, whether the field's type refuses it or the check of
+// the whole spec does.
+func TestReadPlanErrors(t *testing.T) {
+	tests := []struct{ plan, want string }{
+		{"url: http://127.0.0.1:9/\njobs: many\n", `line 2, key jobs: jobs must be a whole number; got "many"`},
+		{"url: http://127.0.0.1:9/\ninsecure: maybe\n", `line 2, key insecure: insecure must be true or false; got "maybe"`},
+		{"url: http://127.0.0.1:9/\nthresholds: {latency-floor: soon}\n", `line 2, key thresholds.latency-floor: latency-floor must be a duration like 30s`},
+		{"url: http://127.0.0.1:9/\nheaders: [\"Authorization: Bearer s3cret\"]\nrate: 0/s\n", "line 3, key rate: rate must"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(t.TempDir(), "p.yaml")
+		if err := os.WriteFile(path, []byte(tt.plan), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadPlan(path)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || tare.ErrorCode(err) != tare.EINVALID {
+			t.Errorf("plan %q: error %v; want one with %q", tt.plan, err, tt.want)
+		}
+	}
+}
+
+// TestPlanConfigRedacts: a credential in a plan's header never reaches the
+// runs' configuration.
+func TestPlanConfigRedacts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:9/\nheaders: [\"Authorization: Bearer s3cret\", \"X-Team: a\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pl.Config(nil)["header"]; strings.Contains(got, "s3cret") || !strings.Contains(got, "X-Team: a") {
+		t.Errorf("header config %q: want the Authorization value redacted, the rest kept", got)
+	}
+}

@@ -1,0 +1,258 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/httptarget"
+	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/store"
+)
+
+// Prepared is a spec ready to measure again and again: the target, the
+// judging and the sampling, checked and built once.
+type Prepared struct {
+	Spec    *Spec
+	Target  tare.Target
+	Name    string // what is loaded, secrets redacted
+	Judging Judging
+	// Sampling is the host sampler's configuration, the system under test
+	// in it when it was found (SUTFoundBy says how).
+	Sampling   host.Config
+	SUTFoundBy string
+	// Queue is the queue target; nil for the others.
+	Queue *queue.Target
+	depth func(context.Context) (float64, error)
+	close func()
+}
+
+// Release closes the target's connections and stops its readers.
+func (p *Prepared) Release() { p.close() }
+
+// Prepare checks spec and builds what every window of it shares; command
+// names the command in messages ("tare run").
+func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error) {
+	if _, err := spec.Load.Schedule(); err != nil {
+		return nil, err
+	}
+	j, err := spec.Judge.Judging()
+	if err != nil {
+		return nil, err
+	}
+	sampling, err := spec.Host.Sampling(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	p, err := build(ctx, &spec.Target, command, spec.Load.MaxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	p.Spec, p.Judging, p.Sampling = spec, j, sampling
+	if p.SUTFoundBy, err = spec.Host.FindSUT(&p.Sampling, cmp.Or(spec.Target.URL, spec.Target.Model)); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// build checks the target's settings and builds it.
+func build(ctx context.Context, t *TargetSpec, command string, maxConns int) (*Prepared, error) {
+	if t.Timeout <= 0 {
+		return nil, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", t.Timeout)
+	}
+	header, err := t.header()
+	if err != nil {
+		return nil, err
+	}
+	given := 0
+	for _, s := range []string{t.URL, t.Model, t.Queue} {
+		if s != "" {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return nil, tare.Errorf(tare.EINVALID, "give one target: --url for HTTP, --model for a model endpoint or --queue for a job queue")
+	case t.MaxTokens < 0:
+		return nil, tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", t.MaxTokens)
+	case t.Redirects < 0:
+		return nil, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
+	case t.Queue != "":
+		if t.JobTimeout <= 0 {
+			return nil, tare.Errorf(tare.EINVALID, "--job-timeout must be positive, like 5m; got %s", t.JobTimeout)
+		}
+		if t.WaitWorkers < 0 {
+			return nil, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
+		}
+		args, err := queue.ParseJobArgs(t.JobArgs, t.JobKwargs)
+		if err != nil {
+			return nil, err
+		}
+		b, err := queue.OpenSource(ctx, t.Queue, t.QueueName, queue.FrameworkConfig{Args: args, Timeout: t.JobTimeout})
+		if err != nil {
+			return nil, Flagged(err, "queue")
+		}
+		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout})
+	case t.Model != "":
+		c, err := openai.New(openai.Config{URL: t.Model, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
+			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header})
+		if err != nil {
+			return nil, Flagged(err, "model")
+		}
+		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
+	case t.URL != "":
+		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: maxConns,
+			NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
+		if t.Redirects == 0 {
+			cfg.Redirects = httptarget.NoRedirects
+		}
+		if t.Body != "" {
+			if cfg.Body, err = httptarget.ReadBody(t.Body); err != nil {
+				return nil, Flagged(err, "body")
+			}
+		}
+		h, err := httptarget.New(cfg)
+		if err != nil {
+			return nil, Flagged(err, "url")
+		}
+		return &Prepared{Target: h, Name: h.String(), close: h.Close}, nil
+	}
+	return nil, tare.Errorf(tare.EINVALID, "%s needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0", command)
+}
+
+// QueueTarget loads a queue through b: one job per arrival, results matched
+// by job id, depth sampled per tick and, once a second at most, the
+// registered workers counted, so a run whose workers all left says so.
+// Releasing it closes the broker.
+func QueueTarget(b queue.Source, cfg queue.TargetConfig) (*Prepared, error) {
+	t, err := queue.NewTarget(b, cfg)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	var lastLook atomic.Int64 // unix ns of the last count of workers
+	depth := func(ctx context.Context) (float64, error) {
+		if now := time.Now().UnixNano(); now-lastLook.Load() >= int64(time.Second) {
+			lastLook.Store(now)
+			t.Workers(ctx) // kept in t.Stats; a failed look is skipped, as a failed depth is
+		}
+		d, err := t.Depth(ctx)
+		return float64(d.Waiting), err
+	}
+	release := func() {
+		t.Close()
+		b.Close()
+	}
+	return &Prepared{Target: t, Name: t.String(), close: release, depth: depth, Queue: t}, nil
+}
+
+// Depth reads the queue's depth; nil for targets without a queue.
+func (p *Prepared) Depth() func(context.Context) (float64, error) { return p.depth }
+
+// Window is one window of the spec at rate r (the spec's rate when r is
+// 0): the run, its schedule and everything Measure needs but the progress
+// hooks.
+func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version string) (Config, error) {
+	l := p.Spec.Load
+	if r > 0 {
+		l.Rate = r
+	}
+	sched, err := l.Schedule()
+	if err != nil {
+		return Config{}, err
+	}
+	run.Arrival, run.Version = sched.String(), version
+	if run.Target == "" {
+		run.Target = p.Name
+	}
+	if p.Queue != nil && run.ID == "" {
+		// A queue run has an id even unstored: its jobs carry it.
+		run.ID = store.NewRunID()
+	}
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Run = st, run
+	cfg.Target, cfg.Depth = p.Target, p.depth
+	cfg.Schedule, cfg.Rate, cfg.Engine = sched, float64(l.Rate), l.Engine()
+	cfg.Host, cfg.SUTFoundBy = p.Sampling, p.SUTFoundBy
+	cfg.Thresholds, cfg.SLO = p.Judging.Thresholds, p.Judging.SLO
+	return cfg, nil
+}
+
+// AwaitWorkers waits, before the load, up to WaitWorkers for a worker
+// registered on the queue, when the target is one: a queue nobody serves
+// would time every job out and judge the timeouts. It returns an error
+// (exit 2) naming the queue and how to start a worker; progress, when not
+// nil, hears that it is waiting. The workers registered from this host
+// become the system under test, unless it was found already.
+func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
+	if p.Queue == nil {
+		return nil
+	}
+	ws, err := awaitWorkers(ctx, &p.Spec.Target, p.Queue, progress)
+	if err != nil || p.SUTFoundBy != "" {
+		return err
+	}
+	hostname, _ := os.Hostname()
+	for _, w := range ws {
+		if w.Host == hostname && w.PID > 0 && w.PID != os.Getpid() {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", w.PID)); err == nil {
+				p.Sampling.SUT = append(p.Sampling.SUT, w.PID)
+			}
+		}
+	}
+	if len(p.Sampling.SUT) > 0 {
+		p.SUTFoundBy = fmt.Sprintf("workers registered on queue %q from this host", p.Queue.Queue())
+	}
+	return nil
+}
+
+func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress io.Writer) ([]queue.WorkerInfo, error) {
+	if t.WaitWorkers <= 0 {
+		ws, _ := q.Workers(ctx) // only to find those on this host: none is fine
+		return ws, nil
+	}
+	deadline := time.Now().Add(t.WaitWorkers)
+	said := false
+	for {
+		ws, err := q.Workers(ctx)
+		if err != nil {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", t.QueueName, queue.RedactURL(t.Queue), err)
+		}
+		if len(ws) > 0 {
+			return ws, nil
+		}
+		if hint := q.WorkerHint(); hint != "" && time.Now().After(deadline) {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves %s at %s: none seen within --wait-workers %s; %s, and run again (or --wait-workers 0 for workers that send no heartbeat)",
+				q, queue.RedactURL(t.Queue), t.WaitWorkers, hint)
+		}
+		if time.Now().After(deadline) {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
+				t.QueueName, queue.RedactURL(t.Queue), t.WaitWorkers, queue.RedactURL(t.Queue), t.QueueName)
+		}
+		if !said && progress != nil {
+			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", t.WaitWorkers, q.Queue())
+			said = true
+		}
+		if tare.Sleep(ctx, min(200*time.Millisecond, time.Until(deadline)+time.Millisecond)) != nil {
+			return nil, tare.Errorf(tare.EUNAVAILABLE, "interrupted while waiting for a worker on queue %q: no load was sent", t.QueueName)
+		}
+	}
+}
+
+// APIKey is the model endpoint's key, from the environment only: a flag
+// would leave it in shell history and process listings.
+func APIKey() string {
+	if k := os.Getenv("TARE_API_KEY"); k != "" {
+		return k
+	}
+	return os.Getenv("OPENAI_API_KEY")
+}

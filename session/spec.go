@@ -1,0 +1,584 @@
+package session
+
+import (
+	"cmp"
+	"encoding"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/httptarget"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/queue"
+)
+
+// Spec is one window as a user asks for it: what tare run's flags and a
+// plan file's keys say, typed, starting from tare run's defaults. The
+// command line and the plan fill the same fields (Fields); Prepare checks
+// them once and builds what every window of the spec shares.
+type Spec struct {
+	Target TargetSpec
+	Load   LoadSpec
+	Host   HostSpec
+	Judge  JudgeSpec
+}
+
+// NewSpec is a Spec with tare run's defaults, at rate, and bounded by jobs
+// and duration (the duration default applies only when jobs is not given).
+func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
+	return &Spec{
+		Target: DefaultTargetSpec(),
+		Load:   NewLoadSpec(rate, jobs, duration),
+		Host:   HostSpec{Tick: host.DefaultTick},
+		Judge:  JudgeSpec{Thresholds: judge.DefaultThresholds()},
+	}
+}
+
+// Fields are every field of the spec.
+func (s *Spec) Fields() []Field {
+	return slices.Concat(s.Target.Fields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
+}
+
+// Field is one setting: the flag that sets it, the plan key that sets it
+// ("" where a plan cannot), its help, and the field it fills.
+type Field struct {
+	Flag, Short string
+	Key         string
+	Usage       string
+	// Value points at the field: *string, *[]string, *int, *[]int,
+	// *uint64, *float64, *bool, *time.Duration, or a
+	// encoding.TextUnmarshaler such as *arrival.Rate.
+	Value any
+}
+
+// Set sets the field from a plan's text, one item at a time for a list.
+// A bad value is an error in the plan's words: "jobs must be a whole
+// number; got "many"".
+func (f Field) Set(text string) error {
+	var err error
+	switch p := f.Value.(type) {
+	case *string:
+		*p = text
+	case *[]string:
+		*p = append(*p, text)
+	case *int:
+		*p, err = strconv.Atoi(text)
+	case *[]int:
+		var n int
+		if n, err = strconv.Atoi(text); err == nil {
+			*p = append(*p, n)
+		}
+	case *uint64:
+		*p, err = strconv.ParseUint(text, 10, 64)
+	case *float64:
+		*p, err = strconv.ParseFloat(text, 64)
+	case *bool:
+		*p, err = strconv.ParseBool(text)
+	case *time.Duration:
+		*p, err = time.ParseDuration(text)
+	case encoding.TextUnmarshaler:
+		if err := p.UnmarshalText([]byte(text)); err != nil {
+			if _, ok := err.(*tare.Error); ok {
+				return err
+			}
+			return tare.Errorf(tare.EINVALID, "%s must be %s; got %q", f.word(), Accepted(f.Type()), text)
+		}
+		return nil
+	default:
+		panic(fmt.Sprintf("field %s: a value of type %T", f.Flag, f.Value))
+	}
+	if err != nil {
+		return tare.Errorf(tare.EINVALID, "%s must be %s; got %q", f.word(), Accepted(f.Type()), text)
+	}
+	return nil
+}
+
+// Type names the field's kind as pflag does: "duration", "int", "rate".
+func (f Field) Type() string {
+	switch f.Value.(type) {
+	case *string, *[]string:
+		return "string"
+	case *int, *[]int:
+		return "int"
+	case *uint64:
+		return "uint64"
+	case *float64:
+		return "float64"
+	case *bool:
+		return "bool"
+	case *time.Duration:
+		return "duration"
+	case interface{ Type() string }:
+		return f.Value.(interface{ Type() string }).Type()
+	}
+	return "value"
+}
+
+// word is the key's last word: "steal" for thresholds.steal.
+func (f Field) word() string {
+	key := cmp.Or(f.Key, f.Flag)
+	return key[strings.LastIndex(key, ".")+1:]
+}
+
+// Text is the field's value as a flag or a plan would give it; a list's
+// items one per line.
+func (f Field) Text() string {
+	switch p := f.Value.(type) {
+	case *string:
+		return *p
+	case *[]string:
+		return strings.Join(*p, "\n")
+	case *[]int:
+		items := make([]string, len(*p))
+		for i, n := range *p {
+			items[i] = strconv.Itoa(n)
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	case fmt.Stringer:
+		return p.String()
+	}
+	return fmt.Sprint(deref(f.Value))
+}
+
+func deref(v any) any {
+	switch p := v.(type) {
+	case *int:
+		return *p
+	case *uint64:
+		return *p
+	case *float64:
+		return *p
+	case *bool:
+		return *p
+	}
+	return v
+}
+
+// Accepted says what a value of a kind looks like, for messages about a
+// bad one.
+func Accepted(typ string) string {
+	switch typ {
+	case "duration":
+		return "a duration like 30s, 1m30s or 250ms"
+	case "int", "uint64":
+		return "a whole number"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "rate":
+		return "a rate like 200/s, 12/m or 3/h"
+	}
+	return "a valid " + typ
+}
+
+// RunConfig is the fields given, by flag, as a run records its configuration:
+// secrets redacted, list items one per line.
+func RunConfig(fields []Field, given func(flag string) bool, extra map[string]string) map[string]string {
+	cfg := make(map[string]string)
+	for _, f := range fields {
+		if given(f.Flag) {
+			v := f.Text()
+			if f.Flag == "header" {
+				lines := strings.Split(v, "\n")
+				for i, l := range lines {
+					lines[i] = RedactHeaderLine(l)
+				}
+				v = strings.Join(lines, "\n")
+			}
+			cfg[f.Flag] = v
+		}
+	}
+	maps.Copy(cfg, extra)
+	return tare.RedactConfig(cfg)
+}
+
+// RedactHeaderLine hides the value of a "Name: value" line whose name
+// carries credentials.
+func RedactHeaderLine(s string) string {
+	name, _, ok := strings.Cut(s, ":")
+	if ok && tare.IsSecretName(strings.TrimSpace(name)) {
+		return name + ": " + tare.Redacted
+	}
+	return s
+}
+
+// TargetSpec says what the load goes to: a plain HTTP endpoint (URL), an
+// OpenAI-compatible model endpoint (Model), or a job queue in Redis that
+// agent workers serve (Queue).
+type TargetSpec struct {
+	URL      string
+	Method   string
+	Headers  []string // "Name: value"
+	Body     string   // inline, or @path
+	Timeout  time.Duration
+	Insecure bool
+	NetHTTP  bool
+	// Redirects followed per request (0: none), and whether one may lead
+	// to another host.
+	Redirects int
+	CrossHost bool
+
+	Model     string
+	ModelName string
+	Prompt    string
+	MaxTokens int
+	NoStream  bool
+
+	Queue       string
+	QueueName   string
+	JobArgs     string // with a Celery or RQ queue, the task's arguments (a JSON list)
+	JobKwargs   string // and keyword arguments (a JSON object)
+	JobTimeout  time.Duration
+	WaitWorkers time.Duration
+}
+
+// DefaultWaitWorkers is how long a queue run waits for a registered worker
+// before it sends load: long enough for one started just before (`tare
+// worker … &`, a container coming up) to connect and register, short
+// enough that a queue nobody serves is an error at once, not a run of
+// timeouts.
+const DefaultWaitWorkers = 10 * time.Second
+
+// DefaultTargetSpec is a TargetSpec with tare run's defaults.
+func DefaultTargetSpec() TargetSpec {
+	return TargetSpec{Timeout: httptarget.DefaultTimeout, Redirects: httptarget.DefaultRedirects,
+		QueueName: "tare", JobTimeout: 5 * time.Minute, WaitWorkers: DefaultWaitWorkers}
+}
+
+func (t *TargetSpec) Fields() []Field {
+	return []Field{
+		{Flag: "url", Key: "url", Value: &t.URL, Usage: "an HTTP target, like http://127.0.0.1:8080/path"},
+		{Flag: "model", Value: &t.Model, Usage: "an OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)"},
+		{Flag: "method", Short: "X", Key: "method", Value: &t.Method, Usage: "HTTP method (default GET, or POST with --body)"},
+		{Flag: "header", Short: "H", Key: "header", Value: &t.Headers, Usage: `request header "Name: value" (repeatable)`},
+		{Flag: "body", Key: "body", Value: &t.Body, Usage: "request body: inline text, or @path to read a file"},
+		{Flag: "timeout", Key: "timeout", Value: &t.Timeout, Usage: "per-request timeout (for --model, the whole completion)"},
+		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
+		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
+		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
+		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)"},
+		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
+		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
+		{Flag: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
+		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
+		{Flag: "queue", Value: &t.Queue, Usage: "a job queue in Redis, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md)"},
+		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery and RQ URLs name theirs with ?queue=)"},
+		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; in every string "{{seq}}" is the job's number, "{{id}}" its task id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
+		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue, the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
+		{Flag: "job-timeout", Value: &t.JobTimeout, Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
+		{Flag: "wait-workers", Value: &t.WaitWorkers, Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
+	}
+}
+
+func (t *TargetSpec) header() (http.Header, error) {
+	if len(t.Headers) == 0 {
+		return nil, nil
+	}
+	h := make(http.Header)
+	for _, line := range t.Headers {
+		name, value, err := httptarget.ParseHeader(line)
+		if err != nil {
+			return nil, Flagged(err, "header")
+		}
+		h.Add(name, value)
+	}
+	return h, nil
+}
+
+// LoadSpec shapes the arrivals: shared by every command that sends load.
+type LoadSpec struct {
+	Rate        arrival.Rate
+	Arrival     string
+	Burstiness  float64
+	Seed        uint64
+	Jobs        int
+	Duration    time.Duration
+	MaxInFlight int
+	Drain       time.Duration
+	Label       string
+	Window      string
+	// DurationDefault says Duration is the command's default, not given:
+	// with Jobs, the jobs alone bound the run.
+	DurationDefault bool
+}
+
+// NewLoadSpec is a LoadSpec with the defaults: rate, and jobs and
+// duration as the command's defaults.
+func NewLoadSpec(rate arrival.Rate, jobs int, duration time.Duration) LoadSpec {
+	return LoadSpec{Rate: rate, Arrival: arrival.KindPoisson, Burstiness: 1, Seed: 1, Jobs: jobs, Duration: duration,
+		DurationDefault: true, MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain}
+}
+
+func (l *LoadSpec) Fields() []Field {
+	return []Field{
+		{Flag: "rate", Key: "rate", Value: &l.Rate, Usage: "mean arrival rate, like 200/s, 12/m or 3/h"},
+		{Flag: "arrival", Key: "arrival", Value: &l.Arrival, Usage: "arrival process: poisson (exponential gaps), gamma (see --burstiness) or constant"},
+		{Flag: "burstiness", Key: "burstiness", Value: &l.Burstiness, Usage: "gamma shape: 1 is poisson, below 1 burstier, above 1 smoother"},
+		{Flag: "seed", Key: "seed", Value: &l.Seed, Usage: "seed of the arrival process: the same seed gives the same schedule"},
+		{Flag: "jobs", Key: "jobs", Value: &l.Jobs, Usage: "number of arrivals (0: bounded by --duration only)"},
+		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
+		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
+		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
+		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
+		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
+	}
+}
+
+// Schedule checks the load and builds the bounded arrival process.
+func (l *LoadSpec) Schedule() (arrival.Process, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	p, err := arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
+	if err != nil {
+		return nil, Flagged(err, "")
+	}
+	return arrival.Bound(p, l.Jobs, l.Span()), nil
+}
+
+// Split is a shard's part of the schedule.
+func (l *LoadSpec) Split(sh arrival.Shard) (arrival.Process, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	p, err := arrival.Split(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed, l.Jobs, l.Span(), sh)
+	if err != nil {
+		return nil, Flagged(err, "")
+	}
+	return p, nil
+}
+
+// Span is the duration that bounds the arrivals: 0 when the jobs alone do.
+func (l *LoadSpec) Span() time.Duration {
+	if l.Jobs > 0 && l.DurationDefault {
+		return 0
+	}
+	return l.Duration
+}
+
+func (l *LoadSpec) check() error {
+	switch d := l.Span(); {
+	case l.Jobs < 0:
+		return tare.Errorf(tare.EINVALID, "--jobs must be 0 or more; got %d", l.Jobs)
+	case d < 0:
+		return tare.Errorf(tare.EINVALID, "--duration must be 0 or more, like 30s or 5m; got %s", d)
+	case l.Jobs == 0 && d == 0:
+		return tare.Errorf(tare.EINVALID, "the run needs an end: give --jobs N, --duration D, or both")
+	case l.MaxInFlight < 1:
+		return tare.Errorf(tare.EINVALID, "--max-inflight must be at least 1; got %d", l.MaxInFlight)
+	case l.Burstiness <= 0:
+		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
+	case l.Drain < 0:
+		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
+	case l.Window != "" && !tare.IsWindow(l.Window):
+		return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, l.Window)
+	}
+	return nil
+}
+
+// Length is how long the arrivals last: the duration, or the jobs at the
+// rate, whichever ends them first.
+func (l *LoadSpec) Length() time.Duration {
+	d := l.Span()
+	if l.Jobs > 0 && l.Rate > 0 {
+		byJobs := time.Duration(float64(l.Jobs) / float64(l.Rate) * float64(time.Second))
+		if d == 0 || byJobs < d {
+			d = byJobs
+		}
+	}
+	return d
+}
+
+// Engine is the load engine's configuration.
+func (l *LoadSpec) Engine() load.Config {
+	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain}
+}
+
+// HostSpec says what to sample and whose processes to measure.
+type HostSpec struct {
+	Tick   time.Duration
+	PIDs   []int
+	Cgroup string
+}
+
+func (h *HostSpec) Fields() []Field {
+	return []Field{
+		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
+		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
+		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
+	}
+}
+
+// Sampling checks the spec and returns the sampler's configuration: self
+// is tare, the PIDs the system under test.
+func (h *HostSpec) Sampling(self int) (host.Config, error) {
+	if h.Tick < host.MinTick {
+		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, h.Tick)
+	}
+	for _, pid := range h.PIDs {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
+		}
+	}
+	if h.Cgroup != "" {
+		if _, err := host.NewSampler(host.Config{Cgroup: h.Cgroup}); err != nil {
+			return host.Config{}, Flagged(err, "cgroup")
+		}
+	}
+	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup}, nil
+}
+
+// FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
+// the processes of the cgroup, or those listening on a loopback target's
+// port. It returns how they were found, for the summary; "" when the
+// system under test is not known.
+func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
+	switch {
+	case len(h.PIDs) > 0:
+		return "--pid", nil
+	case h.Cgroup != "":
+		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
+		if err != nil {
+			return "", Flagged(tare.Errorf(tare.ENOTFOUND, "%w", err), "cgroup")
+		}
+		cfg.SUT = pids
+		return "--cgroup " + h.Cgroup, nil
+	case target == "":
+		return "", nil
+	}
+	pids, how, err := host.FindService(cfg.ProcRoot, target)
+	if err != nil || len(pids) == 0 {
+		return "", err
+	}
+	cfg.SUT = pids
+	return how, nil
+}
+
+// JudgeSpec sets the verdict's thresholds, the SLO and the exit status.
+type JudgeSpec struct {
+	Thresholds judge.Thresholds
+	SLO        string
+	FailOn     string // "", "polluted", "suspect", "slo"
+}
+
+func (j *JudgeSpec) Fields() []Field {
+	th := &j.Thresholds
+	return []Field{
+		{Flag: "steal-threshold", Key: "thresholds.steal", Value: &th.Steal, Usage: "steal % above which a tick is polluted and the steal signal fires"},
+		{Flag: "steal-ticks", Key: "thresholds.steal-ticks", Value: &th.StealTicks, Usage: "share of ticks (%) above the steal threshold that fires the steal signal"},
+		{Flag: "throttled-ticks", Key: "thresholds.throttled-ticks", Value: &th.ThrottledTicks, Usage: "share of ticks (%) with cgroup throttling that fires the throttling signal"},
+		{Flag: "neighbour-threshold", Key: "thresholds.neighbours", Value: &th.Neighbours, Usage: "CPU the system under test and tare lost waiting behind other processes, in % of one CPU, above which the neighbours signal fires"},
+		{Flag: "neighbour-ticks", Key: "thresholds.neighbour-ticks", Value: &th.NeighbourTicks, Usage: "share of ticks (%) with that loss above the steal threshold that fires the neighbours signal"},
+		{Flag: "run-delay-threshold", Key: "thresholds.run-delay", Value: &th.RunDelay, Usage: "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was"},
+		{Flag: "latency-factor", Key: "thresholds.latency-factor", Value: &th.LatencyFactor, Usage: "a tick's p95 this many times the median tick p95 counts as latency moving"},
+		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving with a flat queue that fire the signal"},
+		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
+		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
+		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
+		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
+		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression); slo: exit 1 when the SLO failed on a run that is not polluted"},
+	}
+}
+
+// Judging is what the verdict is measured against, and the exit status
+// FailOn asks of it.
+type Judging struct {
+	Thresholds judge.Thresholds
+	SLO        judge.SLO
+	FailOn     string
+}
+
+// Judging checks the spec and parses the SLO.
+func (j *JudgeSpec) Judging() (Judging, error) {
+	out := Judging{Thresholds: j.Thresholds, FailOn: j.FailOn}
+	switch j.FailOn {
+	case "", "polluted", "suspect", "slo":
+	default:
+		return out, tare.Errorf(tare.EINVALID, "--fail-on must be polluted, suspect or slo; got %q", j.FailOn)
+	}
+	th := &j.Thresholds
+	for name, v := range map[string]float64{"--steal-threshold": th.Steal, "--steal-ticks": th.StealTicks, "--throttled-ticks": th.ThrottledTicks,
+		"--run-delay-threshold": th.RunDelay, "--neighbour-threshold": th.Neighbours, "--neighbour-ticks": th.NeighbourTicks} {
+		if v < 0 || v > 100 {
+			return out, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
+		}
+	}
+	if th.LatencyFactor <= 1 {
+		return out, tare.Errorf(tare.EINVALID, "--latency-factor must be above 1; got %g", th.LatencyFactor)
+	}
+	switch {
+	case j.SLO != "":
+		slo, err := judge.ParseSLO(j.SLO)
+		if err != nil {
+			return out, Flagged(err, "slo")
+		}
+		out.SLO = slo
+	case j.FailOn == "slo":
+		return out, tare.Errorf(tare.EINVALID, "--fail-on slo needs an --slo, like --slo p95<=2s")
+	}
+	return out, nil
+}
+
+// HostOnly refuses what a command that sends no load of its own (tare
+// watch, tare check) cannot judge: it sees no latency, so an SLO would
+// fail (or pass) on nothing.
+func (j *JudgeSpec) HostOnly(command string) error {
+	if j.SLO != "" || j.FailOn == "slo" {
+		return tare.Errorf(tare.EINVALID, "%s sees no latency of its own, so --slo has nothing to judge: drop --slo (and --fail-on slo), judge the tool's own report, or measure with tare run", command)
+	}
+	return nil
+}
+
+// SweepSpec is the capacity search's own settings.
+type SweepSpec struct {
+	From, To, Step arrival.Rate
+	Narrow         int
+	Cooldown       time.Duration
+}
+
+// NewSweepSpec is a SweepSpec with the defaults: from 1/s, doubling, to
+// 1000/s.
+func NewSweepSpec() SweepSpec {
+	return SweepSpec{From: 1, To: 1000, Narrow: judge.DefaultNarrow, Cooldown: 2 * time.Second}
+}
+
+func (s *SweepSpec) Fields() []Field {
+	return []Field{
+		{Flag: "from", Key: "sweep.from", Value: &s.From, Usage: "first rate of the search, like 1/s"},
+		{Flag: "to", Key: "sweep.to", Value: &s.To, Usage: "highest rate the search tries, like 500/s"},
+		{Flag: "step", Key: "sweep.step", Value: &s.Step, Usage: "added to the rate at each step, like 5/s (default: the rate doubles)"},
+		{Flag: "narrow", Key: "sweep.narrow", Value: &s.Narrow, Usage: "bisection steps between the last rate that held and the first that failed"},
+		{Flag: "cooldown", Key: "sweep.cooldown", Value: &s.Cooldown, Usage: "pause between steps, so one step's stragglers do not land in the next"},
+	}
+}
+
+// Plan checks the spec and returns the search's plan.
+func (s *SweepSpec) Plan() (judge.SweepPlan, error) {
+	p := judge.SweepPlan{From: float64(s.From), To: float64(s.To), Step: float64(s.Step), Narrow: s.Narrow}
+	if s.Cooldown < 0 {
+		return p, tare.Errorf(tare.EINVALID, "--cooldown must be 0 or more; got %s", s.Cooldown)
+	}
+	return p, p.Validate()
+}
+
+// Flagged names the flag a user error came from: a message that starts
+// with the flag's name ("rate must …") gets its dashes, any other is
+// prefixed with the flag. With flag "", the message's first word is the
+// flag. The error stays the cause.
+func Flagged(err error, flag string) error {
+	msg := tare.ErrorMessage(err)
+	if flag == "" || strings.HasPrefix(msg, flag+" ") {
+		return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + msg, Err: err}
+	}
+	return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + flag + ": " + msg, Err: err}
+}
