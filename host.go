@@ -155,6 +155,25 @@ type Env struct {
 	Cgroup     string `json:"cgroup"` // "v1", "v2" or "" when unknown
 	PSI        bool   `json:"psi"`
 	Hypervisor *bool  `json:"hypervisor"` // nil when unknown
+	// HostProcesses says whether /proc listed the host's processes (its
+	// PID namespace is the host's: kthreadd is pid 2). False in a container
+	// with a PID namespace of its own, where other processes' CPU is busy
+	// time no visible process accounts for; nil when unknown.
+	HostProcesses *bool `json:"host_processes"`
+	Pod           *Pod  `json:"pod,omitempty"` // the Kubernetes pod tare ran in; nil outside one
+}
+
+// Pod is the Kubernetes pod a run was measured from: what the downward
+// API told tare (TARE_POD_NAME, TARE_POD_NAMESPACE, TARE_POD_UID, and
+// TARE_HOSTNAME, the node) and what its cgroup path says. A field nobody
+// told tare, and the cgroup a cgroup namespace hides, are "".
+type Pod struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	Node      string `json:"node"`   // spec.nodeName: the host the pod ran on
+	Cgroup    string `json:"cgroup"` // the pod's cgroup path, like /kubepods/burstable/pod<uid>/<container>
+	QoS       string `json:"qos"`    // "Guaranteed", "Burstable" or "BestEffort", read off the cgroup path
 }
 
 // Mid is the middle of the sample, the instant that places it on a run's

@@ -50,6 +50,7 @@ type ShardSummary struct {
 	Shard        string   `json:"shard"`  // "i/N"
 	RunID        string   `json:"run_id"` // the stored row of this shard
 	Hostname     string   `json:"hostname"`
+	Pod          string   `json:"pod,omitempty"` // namespace/name, when the shard ran in a Kubernetes pod
 	Requests     int      `json:"requests"`
 	LatencyP99   *float64 `json:"latency_p99_ms"`
 	SendLagP99   *float64 `json:"send_lag_p99_ms"`

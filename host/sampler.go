@@ -3,7 +3,9 @@ package host
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,6 +59,9 @@ type Config struct {
 
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
+	// Getenv reads the environment the run's Env records (TARE_HOSTNAME,
+	// the pod's variables); os.Getenv when nil.
+	Getenv func(string) string
 }
 
 // Sampler reads the host's counters and turns each pair of consecutive
@@ -113,6 +118,9 @@ func newReading() reading {
 // measured process cannot be found, its throttling is not measured and
 // Warnings says why.
 func NewSampler(cfg Config) (*Sampler, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = DefaultProcRoot
 	}
@@ -193,7 +201,10 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
-	s.env = readEnv(pfs, cfg.ProcRoot, len(s.prev.CPUs), version, s.prev.HasPSI)
+	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI)
+	if hp := s.env.HostProcesses; hp != nil && !*hp {
+		s.warn(errors.New("/proc lists only this container's processes (a PID namespace of its own; in a Kubernetes pod, hostPID is not set): steal and PSI are the host's, but other processes' CPU is counted as unattributed, not named"))
+	}
 	return s, nil
 }
 

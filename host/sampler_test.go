@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestSamplerFixtures(t *testing.T) {
 					IOWait: 1, IRQ: 0.5, SoftIRQ: 0.5, Steal: 13}},
 				Throttled: ptr(25), RunDelay: ptr(15),
 			},
-			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2"},
+			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2", HostProcesses: &yes}, // kthreadd is pid 2
 		},
 		{
 			// The same host measuring no process: only the host figures.
@@ -84,7 +85,7 @@ func TestSamplerFixtures(t *testing.T) {
 				PerCPU: []tare.CPUShares{{CPU: 0, User: 30, Nice: 10, System: 5, Idle: 40,
 					IOWait: 1, IRQ: 0.5, SoftIRQ: 0.5, Steal: 13}},
 			},
-			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2"},
+			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2", HostProcesses: &yes}, // kthreadd is pid 2
 		},
 		{
 			// An explicit cgroup instead of the measured process's own.
@@ -97,7 +98,7 @@ func TestSamplerFixtures(t *testing.T) {
 					IOWait: 1, IRQ: 0.5, SoftIRQ: 0.5, Steal: 13}},
 				Throttled: ptr(25),
 			},
-			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2"},
+			wantEnv: tare.Env{Hostname: "box", VCPUs: 1, Kernel: "6.1.0-test", ClkTck: 100, Cgroup: "v2", HostProcesses: &yes}, // kthreadd is pid 2
 		},
 	}
 	for _, tt := range tests {
@@ -119,10 +120,11 @@ func TestSamplerFixtures(t *testing.T) {
 
 func checkEnv(t *testing.T, got, want tare.Env) {
 	t.Helper()
-	gh, wh := got.Hypervisor, want.Hypervisor
-	got.Hypervisor, want.Hypervisor = nil, nil
-	if got != want || (gh == nil) != (wh == nil) || (gh != nil && *gh != *wh) {
-		t.Errorf("env %+v (hypervisor %v), want %+v (hypervisor %v)", got, gh, want, wh)
+	same := func(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	gh, wh, gp, wp := got.Hypervisor, want.Hypervisor, got.HostProcesses, want.HostProcesses
+	got.Hypervisor, want.Hypervisor, got.HostProcesses, want.HostProcesses = nil, nil, nil, nil
+	if got != want || !same(gh, wh) || !same(gp, wp) {
+		t.Errorf("env %+v (hypervisor %s, host processes %s), want %+v (hypervisor %s, host processes %s)", got, boolOf(gh), boolOf(gp), want, boolOf(wh), boolOf(wp))
 	}
 }
 
@@ -353,4 +355,12 @@ func TestNewSamplerNoThrottling(t *testing.T) {
 	if got.Throttled != nil {
 		t.Errorf("throttled %v, want nil", *got.Throttled)
 	}
+}
+
+// boolOf prints a *bool: true, false or unknown.
+func boolOf(b *bool) string {
+	if b == nil {
+		return "unknown"
+	}
+	return strconv.FormatBool(*b)
 }

@@ -264,7 +264,17 @@ func runSection(id string, r *Run, d runData) (runView, error) {
 		if e.Hypervisor != nil {
 			env += " · hypervisor " + yesNo(*e.Hypervisor)
 		}
+		if e.HostProcesses != nil && !*e.HostProcesses {
+			env += " · own PID namespace (other processes unnamed)"
+		}
 		v.Meta = append(v.Meta, kv{"host", env})
+	}
+	if p := s.Env.Pod; p != nil {
+		pod := orNA(p.Namespace) + "/" + orNA(p.Name) + " on node " + orNA(p.Node)
+		if p.QoS != "" {
+			pod += " · QoS " + p.QoS
+		}
+		v.Meta = append(v.Meta, kv{"pod", pod})
 	}
 	v.Verdict = verdict(s.Verdict)
 	var err error

@@ -134,6 +134,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	s.Run.Arrival = strings.TrimSuffix(parts[0].Run.Arrival, ", "+shardName(rows[0].ID))
 	s.Env = parts[0].Env
+	s.Env.Pod = nil // each shard's own: in its line of Shards
 	ticks := rec.Ticks()
 	th := judge.DefaultThresholds()
 	s.Verdict = judge.Judge(&s, ticks, th, nil)
@@ -147,8 +148,34 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; host figures are per shard (see each shard's row)", len(rows), n))
 	return s, ticks, nil
+}
+
+// sharedHosts warns of shards that ran on one host: they shared its CPUs
+// and its interference, so each one's host signals are no longer its own,
+// and their generators may have starved each other.
+func sharedHosts(shards []tare.ShardSummary) []string {
+	var hosts []string
+	on := map[string][]string{}
+	for _, sh := range shards {
+		if sh.Hostname == "" {
+			continue
+		}
+		if on[sh.Hostname] == nil {
+			hosts = append(hosts, sh.Hostname)
+		}
+		on[sh.Hostname] = append(on[sh.Hostname], sh.Shard)
+	}
+	var out []string
+	for _, h := range hosts {
+		if n := on[h]; len(n) > 1 {
+			out = append(out, fmt.Sprintf("shards %s ran on one host, %s: they shared its CPUs and its interference, so their host figures are not told apart; give each generator a host of its own (on Kubernetes, the Job's pod anti-affinity on kubernetes.io/hostname)",
+				strings.Join(n, ", "), h))
+		}
+	}
+	return out
 }
 
 // shardSummary is one shard's line in a merged summary.
@@ -157,6 +184,9 @@ func shardSummary(rowID string, p *tare.Summary) tare.ShardSummary {
 		Shard: strings.TrimPrefix(shardName(rowID), "shard "), RunID: rowID, Hostname: p.Env.Hostname,
 		Requests: p.Requests.Total, LatencyP99: p.Latency.P99, StealMeanPct: p.Host.Steal.Mean,
 		ThrottledPct: p.Host.ThrottledPct, SendLagP99: p.SendLag.P99, Level: p.Verdict.Level,
+	}
+	if pod := p.Env.Pod; pod != nil {
+		sh.Pod = pod.Namespace + "/" + pod.Name
 	}
 	for _, sig := range judge.Fired(p.Verdict) {
 		sh.Fired = append(sh.Fired, sig.Name)

@@ -141,3 +141,37 @@ func TestMergeRefusesSkewedClocks(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedHosts: shards that ran on one host are a warning in the merged
+// verdict, naming them and the host; shards on hosts of their own are not.
+func TestSharedHosts(t *testing.T) {
+	on := func(hosts ...string) []tare.ShardSummary {
+		var out []tare.ShardSummary
+		for i, h := range hosts {
+			out = append(out, tare.ShardSummary{Shard: fmt.Sprintf("%d/%d", i+1, len(hosts)), Hostname: h})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name   string
+		shards []tare.ShardSummary
+		want   []string // one substring per warning
+	}{
+		{"own hosts", on("node-a", "node-b", "node-c"), nil},
+		{"host unknown", on("", ""), nil},
+		{"two on one node", on("node-a", "node-b", "node-a"), []string{"shards 1/3, 3/3 ran on one host, node-a:"}},
+		{"two pairs", on("node-b", "node-a", "node-b", "node-a"), []string{"shards 1/4, 3/4 ran on one host, node-b:", "shards 2/4, 4/4 ran on one host, node-a:"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sharedHosts(tt.shards)
+			if len(got) != len(tt.want) {
+				t.Fatalf("warnings %q, want %d", got, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) || !strings.Contains(got[i], "anti-affinity") {
+					t.Errorf("warning %q, want it to say %q and the cure", got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -45,6 +45,18 @@ func TestOpenDispatch(t *testing.T) {
 		}
 		p.Close()
 	}
+
+	// $TARE_DB names a PostgreSQL as well as a file (a pod's store DSN,
+	// from a Secret), never a SQLite file called "postgres:".
+	t.Setenv("TARE_DB", postgresDSN())
+	p, err := Open(ctx, "")
+	if err != nil {
+		t.Fatalf("Open(\"\") with TARE_DB=postgres://…: %v", err)
+	}
+	defer p.Close()
+	if _, ok := p.(*Postgres); !ok {
+		t.Errorf("Open(\"\") with TARE_DB=postgres://… = %T, want *Postgres", p)
+	}
 }
 
 func TestIsPostgres(t *testing.T) {

@@ -15,11 +15,11 @@ import (
 // opens PostgreSQL, anything else is the path of a SQLite file, and "" is
 // DefaultPath().
 func Open(ctx context.Context, dsn string) (tare.Store, error) {
+	if dsn == "" {
+		dsn = DefaultPath() // $TARE_DB may name a PostgreSQL too (a pod's, from a Secret)
+	}
 	if isPostgres(dsn) {
 		return OpenPostgres(ctx, dsn)
-	}
-	if dsn == "" {
-		dsn = DefaultPath()
 	}
 	return OpenSQLite(ctx, dsn)
 }

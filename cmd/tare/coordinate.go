@@ -21,7 +21,7 @@ type coordFlags struct {
 
 func (f *coordFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "coordinate", "", "start with the other shards through this Redis (redis://…): all start together once all have joined, and each measures its clock against Redis TIME")
-	fs.IntVar(&f.shards, "shards", 0, "with --coordinate and no --shard: the number of shards; each takes the next free index")
+	fs.IntVar(&f.shards, "shards", 0, "the number of shards: with --shard-index K this is shard K+1; with --coordinate alone each takes the next free index")
 }
 
 // coordination is a joined barrier: the connection, to read the clock
@@ -35,8 +35,8 @@ type coordination struct {
 // instant and the run id. The caller closes the returned coordination.
 func (f *coordFlags) coordinate(ctx context.Context, sf *shardFlags, label string, p *sharding) (*coordination, error) {
 	if f.url == "" {
-		if f.shards != 0 {
-			return nil, tare.Errorf(tare.EINVALID, "--shards needs --coordinate redis://…; without it give each generator --shard i/N")
+		if f.shards != 0 && sf.index == "" {
+			return nil, tare.Errorf(tare.EINVALID, "--shards needs --coordinate redis://… or --shard-index K; without them give each generator --shard i/N")
 		}
 		return nil, nil
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
@@ -119,6 +120,58 @@ func forward(t *testing.T, addr, to string) string {
 	return ln.Addr().String()
 }
 
+// services are this machine's Redis and PostgreSQL, for processes in
+// namespaces of their own: their URLs, a store and a client on this side.
+type services struct {
+	redis, postgres url.URL
+	dsn             string
+	st              tare.Store
+	rdb             *redis.Client
+}
+
+// namespacedServices opens the test's Redis and PostgreSQL, closed when
+// the test ends; it skips the test when PostgreSQL does not answer.
+func namespacedServices(t *testing.T) services {
+	t.Helper()
+	redisURL, _ := testservice.RedisURL()
+	ru, err := url.Parse(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := services{redis: *ru, dsn: postgresDSN(), rdb: redisClient(t)}
+	pu, err := url.Parse(s.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.postgres = *pu
+	if s.st, err = store.Open(context.Background(), s.dsn); err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", s.dsn, err)
+	}
+	t.Cleanup(func() { s.st.Close() })
+	return s
+}
+
+// through is how a process in h reaches the Redis and the PostgreSQL: by
+// their URLs, relayed by forward on h's veth.
+func (s services) through(t *testing.T, h *netHost) (redisURL, dsn string) {
+	t.Helper()
+	r, p := s.redis, s.postgres
+	r.Host = forward(t, h.hostIP+":0", s.redis.Host)
+	p.Host = forward(t, h.hostIP+":0", s.postgres.Host)
+	return r.String(), p.String()
+}
+
+// forget deletes the stored shards of run id and its barrier's keys.
+func (s services) forget(id string) {
+	ctx := context.Background()
+	rows, _ := session.Shards(ctx, s.st, id)
+	for _, r := range rows {
+		s.st.DeleteRun(ctx, r.ID)
+	}
+	k := "tare:barrier:" + id
+	s.rdb.Del(ctx, k+":joined", k+":start", k+":next")
+}
+
 // serveOn starts an HTTP target listening on ip only.
 func serveOn(t *testing.T, ip string) string {
 	t.Helper()
@@ -148,58 +201,29 @@ func TestShardsOnHostsNamesTheHoggedOne(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("unshare not installed: a namespace cannot get a host name of its own")
 	}
-	redisURL := os.Getenv("TARE_REDIS_URL")
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/0"
-	}
-	ru, err := url.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn := postgresDSN()
-	pu, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
-	opt, _ := redis.ParseURL(redisURL)
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	svc := namespacedServices(t)
+	dsn := svc.dsn
 
 	interfere.Exclusive(t)
 	group := fmt.Sprintf("netns-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-		k := "tare:barrier:" + group
-		rdb.Del(ctx, k+":joined", k+":start", k+":next")
-	})
+	t.Cleanup(func() { svc.forget(group) })
 
 	const shards = 2
 	hosts := make([]*netHost, shards)
 	cmds := make([]*exec.Cmd, shards)
 	outs := make([]strings.Builder, shards)
 	errs := make([]strings.Builder, shards)
-	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for k := range shards {
 		h := newNetHost(t, k)
 		hosts[k] = h
-		r, p := *ru, *pu
-		r.Host = forward(t, h.hostIP+":0", ru.Host)
-		p.Host = forward(t, h.hostIP+":0", pu.Host)
+		podRedis, podDB := svc.through(t, h)
 		args := []string{"netns", "exec", h.ns, "unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, h.name,
 			"taskset", "-c", fmt.Sprint(k), os.Args[0],
 			"run", "--url", serveOn(t, h.hostIP) + "/", "--rate", "100/s", "--duration", "4s",
-			"--shard", fmt.Sprintf("%d/%d", k+1, shards), "--coordinate", r.String(), "--run-id", group,
-			"--db", p.String(), "--quiet", "--json", "--tick", "200ms"}
+			"--shard", fmt.Sprintf("%d/%d", k+1, shards), "--coordinate", podRedis, "--run-id", group,
+			"--db", podDB, "--quiet", "--json", "--tick", "200ms"}
 		cmds[k] = exec.CommandContext(runCtx, "ip", args...)
 		cmds[k].Env = append(os.Environ(), "TARE_TEST_MAIN=1")
 		cmds[k].Stdout, cmds[k].Stderr = &outs[k], &errs[k]

@@ -97,7 +97,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer p.Release()
-	sh, err := f.shard.plan(w.spec.Load.Label, time.Now(), f.coord.url != "")
+	sh, err := f.shard.plan(w.spec.Load.Label, time.Now(), f.coord.url != "", f.coord.shards)
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,14 @@ import (
 // --shard i/N), all writing under one run id to a shared store.
 type shardFlags struct {
 	shard   string
+	index   string // --shard-index: 0-based, as Kubernetes numbers an Indexed Job's pods
 	startAt string
 	runID   string
 }
 
 func (f *shardFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.shard, "shard", "", "this generator's share of the load, i/N like 2/4: poisson arrivals at rate/N from a seed of its own, other processes dealt round-robin; use one --db postgres://… for all N")
+	fs.StringVar(&f.index, "shard-index", "", "with --shards N: this generator is shard K+1 of N, K counted from 0 as an Indexed Job's JOB_COMPLETION_INDEX is (--shard-index=$(JOB_COMPLETION_INDEX) in a pod's args)")
 	fs.StringVar(&f.startAt, "start-at", "", "start the arrivals at this instant (RFC 3339, like 2026-11-29T14:00:00Z, or Unix seconds), so that the shards start together")
 	fs.StringVar(&f.runID, "run-id", "", "the run id the shards share (default with --shard: derived from --label and --start-at, the same on every shard)")
 }
@@ -36,14 +38,22 @@ type sharding struct {
 	group   string        // the run id all shards share; "" to let the store pick one
 }
 
-// plan validates the flags against now. A coordinated run gets its id
-// and start from the barrier (coordFlags.coordinate), not from here.
-func (f *shardFlags) plan(label string, now time.Time, coordinated bool) (sharding, error) {
+// plan validates the flags against now; shards is --shards. A
+// coordinated run gets its id and start from the barrier
+// (coordFlags.coordinate), not from here.
+func (f *shardFlags) plan(label string, now time.Time, coordinated bool, shards int) (sharding, error) {
 	var p sharding
 	if f.shard != "" {
 		sh, err := arrival.ParseShard(f.shard)
 		if err != nil {
 			return p, session.Flagged(err, "")
+		}
+		p.shard = sh
+	}
+	if f.index != "" {
+		sh, err := f.indexed(shards)
+		if err != nil {
+			return p, err
 		}
 		p.shard = sh
 	}
@@ -69,6 +79,24 @@ func (f *shardFlags) plan(label string, now time.Time, coordinated bool) (shardi
 		return p, tare.Errorf(tare.EINVALID, "--shard %s needs the run id the shards share: give --run-id ID, or --label and --start-at (the same on every shard)", f.shard)
 	}
 	return p, nil
+}
+
+// indexed is the shard --shard-index K --shards N names: K+1 of N.
+func (f *shardFlags) indexed(shards int) (arrival.Shard, error) {
+	k, err := strconv.Atoi(f.index)
+	switch {
+	case f.shard != "":
+		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "give --shard i/N or --shard-index K with --shards N, not both")
+	case err != nil && strings.Contains(f.index, "$("):
+		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index got %q: Kubernetes did not expand the variable; JOB_COMPLETION_INDEX is set only in the pods of a Job with completionMode: Indexed", f.index)
+	case err != nil || k < 0:
+		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index must be a whole number from 0 (Kubernetes' JOB_COMPLETION_INDEX); got %q", f.index)
+	case shards < 1:
+		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index %d needs the number of shards: --shards N", k)
+	case k >= shards || shards > arrival.MaxShards:
+		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index %d of --shards %d: K must be below N, and N at most %d (an Indexed Job's completions are the shards)", k, shards, arrival.MaxShards)
+	}
+	return arrival.Shard{Index: k + 1, Count: shards}, nil
 }
 
 // groupNamespace scopes the name-based UUIDs of shard groups.

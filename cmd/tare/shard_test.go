@@ -29,6 +29,7 @@ func TestShardFlags(t *testing.T) {
 		name                   string
 		f                      shardFlags
 		label                  string
+		shards                 int // --shards
 		wantRow, wantErrSubstr string
 	}{
 		{name: "unsharded", f: shardFlags{}, wantRow: ""},
@@ -42,10 +43,17 @@ func TestShardFlags(t *testing.T) {
 		{name: "bad start", f: shardFlags{startAt: "tomorrow"}, wantErrSubstr: "RFC 3339"},
 		{name: "bad shard", f: shardFlags{shard: "5/4", runID: "x"}, wantErrSubstr: "--shard must be i/N"},
 		{name: "slash in id", f: shardFlags{shard: "1/2", runID: "a/b"}, wantErrSubstr: "--run-id"},
+		{name: "indexed job", f: shardFlags{index: "0", runID: "uid"}, shards: 4, wantRow: "uid.shard-1-of-4"},
+		{name: "last index", f: shardFlags{index: "3", runID: "uid"}, shards: 4, wantRow: "uid.shard-4-of-4"},
+		{name: "index too high", f: shardFlags{index: "4", runID: "uid"}, shards: 4, wantErrSubstr: "below N"},
+		{name: "index without count", f: shardFlags{index: "0", runID: "uid"}, wantErrSubstr: "--shards N"},
+		{name: "index unexpanded", f: shardFlags{index: "$(JOB_COMPLETION_INDEX)", runID: "uid"}, shards: 4, wantErrSubstr: "completionMode: Indexed"},
+		{name: "index negative", f: shardFlags{index: "-1", runID: "uid"}, shards: 4, wantErrSubstr: "from 0"},
+		{name: "index and shard", f: shardFlags{index: "1", shard: "2/4", runID: "uid"}, shards: 4, wantErrSubstr: "not both"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := tt.f.plan(tt.label, now, false)
+			p, err := tt.f.plan(tt.label, now, false, tt.shards)
 			if tt.wantErrSubstr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrSubstr) || tare.ErrorCode(err) != tare.EINVALID {
 					t.Fatalf("err %v; want EINVALID mentioning %q", err, tt.wantErrSubstr)
