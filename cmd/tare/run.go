@@ -37,8 +37,7 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
 type runFlags struct {
 	window  windowFlags
 	store   storeFlags
-	shard   shardFlags
-	coord   coordFlags
+	shard   session.ShardSpec
 	metrics metricsFlags
 }
 
@@ -81,8 +80,7 @@ prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
 	fs := cmd.Flags()
 	f.window.register(fs, arrival.Rate(10), 0, 30*time.Second)
 	f.store.registerNoStore(fs)
-	f.shard.register(fs)
-	f.coord.register(fs)
+	bind(fs, f.shard.Fields())
 	f.metrics.register(fs)
 	return cmd
 }
@@ -97,7 +95,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer p.Release()
-	sh, err := f.shard.plan(w.spec.Load.Label, time.Now(), f.coord.url != "", f.coord.shards)
+	sh, err := f.shard.Plan(w.spec.Load.Label, time.Now())
 	if err != nil {
 		return err
 	}
@@ -113,29 +111,28 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	// The barrier last, when nothing is left that could fail: the other
 	// shards start when this one joins.
-	co, err := f.coord.coordinate(cmd.Context(), &f.shard, w.spec.Load.Label, &sh)
-	if err != nil {
+	if err := f.shard.Join(cmd.Context(), w.spec.Load.Label, sh); err != nil {
 		return err
 	}
-	defer co.close()
-	run := tare.Run{ID: sh.rowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)}
+	defer sh.Close()
+	run := tare.Run{ID: sh.RowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)}
 	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	if sh.shard.Sharded() {
-		if err := p.Shard(&cfg, sh.shard); err != nil {
+	if sh.Shard.Sharded() {
+		if err := p.Shard(&cfg, sh.Shard); err != nil {
 			return err
 		}
 	}
-	cfg.Start = sh.startAt
-	co.record(&cfg.Run)
-	cfg.Finish = co.finish
+	cfg.Start = sh.StartAt
+	sh.Record(&cfg.Run)
+	cfg.Finish = sh.Finish
 	if t := w.spec.Target; t.Queue != "" {
 		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
-		cfg.Finish = func(s *tare.Summary) { co.finish(s); hosts(s) }
+		cfg.Finish = func(s *tare.Summary) { sh.Finish(s); hosts(s) }
 	}
-	if err := waitUntil(cmd.Context(), sh.startAt); err != nil {
+	if err := waitUntil(cmd.Context(), sh.StartAt); err != nil {
 		return err
 	}
 	return measureAndReport(cmd, cfg, &f.metrics, p.Judging.FailOn, w.out.json)

@@ -23,64 +23,6 @@ import (
 	"github.com/tare-dev/tare/store"
 )
 
-func TestShardFlags(t *testing.T) {
-	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name                   string
-		f                      shardFlags
-		label                  string
-		shards                 int // --shards
-		wantRow, wantErrSubstr string
-	}{
-		{name: "unsharded", f: shardFlags{}, wantRow: ""},
-		{name: "explicit id", f: shardFlags{shard: "2/4", runID: "abc"}, wantRow: "abc.shard-2-of-4"},
-		{name: "derived id", f: shardFlags{shard: "1/2", startAt: "2026-11-29T14:00:05Z"}, label: "checkout",
-			wantRow: groupID("checkout", now.Add(5*time.Second)) + ".shard-1-of-2"},
-		{name: "unix start", f: shardFlags{shard: "1/2", startAt: fmt.Sprint(now.Unix() + 5)}, label: "checkout",
-			wantRow: groupID("checkout", now.Add(5*time.Second)) + ".shard-1-of-2"},
-		{name: "no id", f: shardFlags{shard: "1/2"}, wantErrSubstr: "--run-id"},
-		{name: "past start", f: shardFlags{startAt: "2026-11-29T13:00:00Z"}, wantErrSubstr: "already past"},
-		{name: "bad start", f: shardFlags{startAt: "tomorrow"}, wantErrSubstr: "RFC 3339"},
-		{name: "bad shard", f: shardFlags{shard: "5/4", runID: "x"}, wantErrSubstr: "--shard must be i/N"},
-		{name: "slash in id", f: shardFlags{shard: "1/2", runID: "a/b"}, wantErrSubstr: "--run-id"},
-		{name: "indexed job", f: shardFlags{index: "0", runID: "uid"}, shards: 4, wantRow: "uid.shard-1-of-4"},
-		{name: "last index", f: shardFlags{index: "3", runID: "uid"}, shards: 4, wantRow: "uid.shard-4-of-4"},
-		{name: "index too high", f: shardFlags{index: "4", runID: "uid"}, shards: 4, wantErrSubstr: "below N"},
-		{name: "index without count", f: shardFlags{index: "0", runID: "uid"}, wantErrSubstr: "--shards N"},
-		{name: "index unexpanded", f: shardFlags{index: "$(JOB_COMPLETION_INDEX)", runID: "uid"}, shards: 4, wantErrSubstr: "completionMode: Indexed"},
-		{name: "index negative", f: shardFlags{index: "-1", runID: "uid"}, shards: 4, wantErrSubstr: "from 0"},
-		{name: "index and shard", f: shardFlags{index: "1", shard: "2/4", runID: "uid"}, shards: 4, wantErrSubstr: "not both"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := tt.f.plan(tt.label, now, false, tt.shards)
-			if tt.wantErrSubstr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErrSubstr) || tare.ErrorCode(err) != tare.EINVALID {
-					t.Fatalf("err %v; want EINVALID mentioning %q", err, tt.wantErrSubstr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := p.rowID(); got != tt.wantRow {
-				t.Errorf("row id %q, want %q", got, tt.wantRow)
-			}
-		})
-	}
-}
-
-func FuzzParseInstant(f *testing.F) {
-	for _, s := range []string{"2026-11-29T14:00:00Z", "1795960800", "1795960800.25", "", "-1", "1e300", "NaN"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if _, err := parseInstant(s); err != nil && tare.ErrorCode(err) != tare.EINVALID {
-			t.Fatalf("parseInstant(%q): %v is not EINVALID", s, err)
-		}
-	})
-}
-
 // TestShardedRunMerges runs four shards of one run at 50/s each into one
 // PostgreSQL store, starting together at --start-at, and reads the run
 // back merged: every record counted once, and the merged p99 that of all
@@ -96,7 +38,11 @@ func TestShardedRunMerges(t *testing.T) {
 	const shards, jobs = 4, 200
 	label := fmt.Sprintf("shards-%d", time.Now().UnixNano())
 	startAt := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
-	group := groupID(label, startAt)
+	plan, err := (&session.ShardSpec{Shard: "1/4", StartAt: startAt.Format(time.RFC3339Nano)}).Plan(label, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := plan.Group // what every shard derives from the label and --start-at
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
