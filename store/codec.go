@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -16,7 +15,8 @@ import (
 var ErrDecode = errors.New("decode stored value")
 
 // The column lists below are shared by both back ends; the values bound to
-// them come from resultArgs and tickArgs in the same order.
+// them come from tickArgs in the same order. resultColumns are those of the
+// per-record table of stores made before schema version 3, still read.
 const (
 	resultColumns = "seq, scheduled_ns, sent_ns, first_byte_ns, done_ns, dropped, status, err, " +
 		"bytes_in, bytes_out, started_ns, worker, deliveries, output_tokens, token_source"
@@ -45,22 +45,6 @@ func timeOf(n sql.NullInt64) time.Time {
 	return time.Unix(0, n.Int64).UTC()
 }
 
-// Zero values are bound as NULL: free in PostgreSQL's null bitmap, and the
-// same zero bytes as an integer 0 in SQLite.
-func nullInt(v int64) any {
-	if v == 0 {
-		return nil
-	}
-	return v
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func nullFloat(p *float64) any {
 	if p == nil {
 		return nil
@@ -74,32 +58,6 @@ func floatOf(n sql.NullFloat64) *float64 {
 	}
 	v := n.Float64
 	return &v
-}
-
-// resultArgs appends the values of r, in resultColumns order after the run
-// key, to dst.
-func resultArgs(dst []any, run int64, r *tare.Result) ([]any, error) {
-	if r.Seq > math.MaxInt64 {
-		return dst, fmt.Errorf("result seq %d does not fit a signed 64-bit column", r.Seq)
-	}
-	return append(dst,
-		run,
-		int64(r.Seq),
-		nsOf(r.Scheduled),
-		nsOf(r.Sent),
-		nsOf(r.FirstByte),
-		nsOf(r.Done),
-		r.Dropped,
-		nullInt(int64(r.Status)),
-		nullString(r.Err),
-		nullInt(r.BytesIn),
-		nullInt(r.BytesOut),
-		nsOf(r.Started),
-		nullString(r.Worker),
-		nullInt(int64(r.Deliveries)),
-		nullInt(int64(r.OutputTokens)),
-		nullString(r.TokenSource),
-	), nil
 }
 
 // resultScan holds the scan destinations of one results row.

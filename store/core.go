@@ -42,8 +42,6 @@ type backend interface {
 	querier
 	// inTx runs fn in one transaction, committed when fn returns nil.
 	inTx(ctx context.Context, fn func(q querier) error) error
-	// insertResults writes results of the run with key run; q is inTx's.
-	insertResults(ctx context.Context, q querier, run int64, results []tare.Result) error
 	// insertTicks writes ticks numbered from first; q is inTx's.
 	insertTicks(ctx context.Context, q querier, run int64, first int, ticks []tare.Tick) error
 	// contains is an SQL condition true when column contains the next
@@ -155,7 +153,7 @@ func (c *core) AppendResults(ctx context.Context, runID string, results []tare.R
 		if err != nil || len(results) == 0 {
 			return err
 		}
-		return c.b.insertResults(ctx, q, pk, results)
+		return c.insertResults(ctx, q, pk, results)
 	})
 	switch {
 	case c.b.isUnique(err):
@@ -356,6 +354,7 @@ func (c *core) FindSummary(ctx context.Context, runID string) (tare.Summary, err
 		return tare.Summary{}, fmt.Errorf("find summary of run %q: %w: env %q: %w", runID, ErrDecode, clip(env), err)
 	}
 	req := &sum.Requests
+	// Per-record rows are those of tare before schema version 3.
 	err = c.b.queryRow(ctx, `SELECT COUNT(*),
 		COALESCE(SUM(CASE WHEN dropped THEN 1 ELSE 0 END), 0),
 		COALESCE(SUM(CASE WHEN NOT dropped AND err IS NOT NULL THEN 1 ELSE 0 END), 0)
@@ -363,6 +362,13 @@ func (c *core) FindSummary(ctx context.Context, runID string) (tare.Summary, err
 	if err != nil {
 		return tare.Summary{}, fmt.Errorf("find summary of run %q: count results: %w", runID, err)
 	}
+	var total, dropped, errs int
+	err = c.b.queryRow(ctx, `SELECT COALESCE(SUM(records), 0), COALESCE(SUM(dropped), 0), COALESCE(SUM(errors), 0)
+		FROM result_batches WHERE run = ?`, pk).Scan(&total, &dropped, &errs)
+	if err != nil {
+		return tare.Summary{}, fmt.Errorf("find summary of run %q: count result batches: %w", runID, err)
+	}
+	req.Total, req.Dropped, req.Errors = req.Total+total, req.Dropped+dropped, req.Errors+errs
 	req.OK = req.Total - req.Dropped - req.Errors
 	var ticks int
 	err = c.b.queryRow(ctx, `SELECT COUNT(*), COUNT(cpu) FROM ticks WHERE run = ?`, pk).Scan(&ticks, &sum.Host.Ticks)
@@ -419,34 +425,6 @@ func (c *core) FindTicks(ctx context.Context, runID string) ([]tare.Tick, error)
 	return ticks, nil
 }
 
-// StreamResults calls fn for each raw record of a run in seq order, one
-// row at a time; each call gets a fresh Result it may keep. It stops at
-// fn's first error and returns it unwrapped. An unknown id is ENOTFOUND.
-func (c *core) StreamResults(ctx context.Context, runID string, fn func(*tare.Result) error) error {
-	pk, err := runKey(ctx, c.b, runID)
-	if err != nil {
-		return fmt.Errorf("stream results of run %q: %w", runID, err)
-	}
-	rs, err := c.b.query(ctx, "SELECT "+resultColumns+" FROM results WHERE run = ? ORDER BY seq", pk)
-	if err != nil {
-		return fmt.Errorf("stream results of run %q: %w", runID, err)
-	}
-	defer rs.Close()
-	s := newResultScan()
-	for rs.Next() {
-		if err := rs.Scan(s.dest...); err != nil {
-			return fmt.Errorf("stream results of run %q: %w", runID, err)
-		}
-		if err := fn(s.result()); err != nil {
-			return err
-		}
-	}
-	if err := rs.Err(); err != nil {
-		return fmt.Errorf("stream results of run %q: %w", runID, err)
-	}
-	return nil
-}
-
 // DeleteRun removes a run, its ticks and its raw records in one
 // transaction. An unknown id is ENOTFOUND.
 func (c *core) DeleteRun(ctx context.Context, runID string) error {
@@ -457,6 +435,7 @@ func (c *core) DeleteRun(ctx context.Context, runID string) error {
 		}
 		for _, stmt := range []string{
 			`DELETE FROM results WHERE run = ?`,
+			`DELETE FROM result_batches WHERE run = ?`,
 			`DELETE FROM ticks WHERE run = ?`,
 			`DELETE FROM runs WHERE pk = ?`,
 		} {

@@ -141,8 +141,7 @@ func (b pgBackend) inTx(ctx context.Context, fn func(q querier) error) error {
 }
 
 var (
-	pgResultColumns = append([]string{"run"}, splitColumns(resultColumns)...)
-	pgTickColumns   = append([]string{"run"}, splitColumns(tickColumns)...)
+	pgTickColumns = append([]string{"run"}, splitColumns(tickColumns)...)
 )
 
 func splitColumns(list string) []string {
@@ -151,18 +150,6 @@ func splitColumns(list string) []string {
 		cols[i] = strings.TrimSpace(cols[i])
 	}
 	return cols
-}
-
-// insertResults copies the batch in with COPY, the fastest way in.
-func (b pgBackend) insertResults(ctx context.Context, q querier, run int64, results []tare.Result) error {
-	buf := make([]any, 0, len(pgResultColumns))
-	src := pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
-		var err error
-		buf, err = resultArgs(buf[:0], run, &results[i])
-		return buf, err
-	})
-	_, err := q.(pgQ).q.CopyFrom(ctx, pgx.Identifier{"results"}, pgResultColumns, src)
-	return err
 }
 
 func (b pgBackend) insertTicks(ctx context.Context, q querier, run int64, first int, ticks []tare.Tick) error {

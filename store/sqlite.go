@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,66 +229,10 @@ func (b sqliteBackend) inTx(ctx context.Context, fn func(q querier) error) error
 	return tx.Commit()
 }
 
-var (
-	sqliteInsertResult = "INSERT INTO results (run, " + resultColumns + ") VALUES (" + placeholders(16) + ")"
-	sqliteInsertTick   = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(27) + ")"
-)
+var sqliteInsertTick = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(27) + ")"
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-// sqliteRowsPerInsert is how many results one INSERT carries: fewer
-// statement executions is most of the speed over one row each, and beyond
-// a couple of dozen rows the gain is lost in the noise (about 200,000 rows
-// a second at 24 as at 64, BenchmarkAppendResults), while the insert
-// yields between statements: a shorter statement is a shorter wait for a
-// pacer sharing the P (send-lag p99 at 2,000/s with the store on, one core:
-// 0.38-0.51 ms at 64 rows, 0.21-0.24 ms at 24).
-const sqliteRowsPerInsert = 24
-
-var sqliteInsertResults = "INSERT INTO results (run, " + resultColumns + ") VALUES " +
-	strings.TrimSuffix(strings.Repeat("("+placeholders(16)+"), ", sqliteRowsPerInsert), ", ")
-
-func (b sqliteBackend) insertResults(ctx context.Context, q querier, run int64, results []tare.Result) error {
-	tx := q.(sqliteQ).q
-	var many, one *sql.Stmt
-	defer func() {
-		for _, st := range []*sql.Stmt{many, one} {
-			if st != nil {
-				_ = st.Close()
-			}
-		}
-	}()
-	args := make([]any, 0, 16*sqliteRowsPerInsert)
-	var err error
-	for len(results) > 0 {
-		n, stmt := 1, &one
-		text := sqliteInsertResult
-		if len(results) >= sqliteRowsPerInsert {
-			n, stmt, text = sqliteRowsPerInsert, &many, sqliteInsertResults
-		}
-		if *stmt == nil {
-			if *stmt, err = tx.PrepareContext(ctx, text); err != nil {
-				return err
-			}
-		}
-		args = args[:0]
-		for i := range results[:n] {
-			if args, err = resultArgs(args, run, &results[i]); err != nil {
-				return err
-			}
-		}
-		if _, err := (*stmt).ExecContext(ctx, args...); err != nil {
-			return err
-		}
-		results = results[n:]
-		// A batch is milliseconds of CPU in this process; with a single P
-		// nothing else runs meanwhile, the load generator's pacer included.
-		// Each statement is about a tenth of a millisecond: yield between.
-		runtime.Gosched()
-	}
-	return nil
 }
 
 func (b sqliteBackend) insertTicks(ctx context.Context, q querier, run int64, first int, ticks []tare.Tick) error {
