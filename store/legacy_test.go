@@ -134,4 +134,3 @@ func legacyAppend(ctx context.Context, s testStore, runID string, results []tare
 		return fmt.Errorf("no legacy insert for %T", q)
 	})
 }
-

@@ -103,7 +103,7 @@ type batchCursor struct {
 	cur tare.Result
 }
 
-func (b *batchCursor) current() *tare.Result { return &b.cur }
+func (b *batchCursor) current() *tare.Result  { return &b.cur }
 func (b *batchCursor) advance() (bool, error) { return b.br.next(&b.cur) }
 
 // rowCursor reads the results table, written by tare before schema
