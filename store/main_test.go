@@ -171,6 +171,9 @@ func makeResults(first, n int) []tare.Result {
 			r.Worker = fmt.Sprintf("worker-%d", seq%4)
 			r.Deliveries = 1 + seq%2
 		}
+		if seq%11 == 4 && r.OK() {
+			r.Redirects = 1 + seq%3
+		}
 		if seq%5 == 0 && r.OK() {
 			r.OutputTokens = 50 + seq%100
 			r.TokenSource = "usage"
