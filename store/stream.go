@@ -45,7 +45,9 @@ func (c *core) insertResults(ctx context.Context, q querier, run int64, results 
 // overlaps first to last. Records arrive about in seq order, so that is the
 // last batch or two, and those still holding a request that was slow.
 func (c *core) storedSeqs(ctx context.Context, q querier, run, first, last int64, dst []uint64) ([]uint64, error) {
-	rs, err := q.query(ctx, `SELECT data FROM result_batches WHERE run = ? AND last_seq >= ? AND first_seq <= ?`,
+	// The unary plus keeps SQLite off the first_seq index, which would
+	// visit every earlier batch of the run.
+	rs, err := q.query(ctx, `SELECT data FROM result_batches WHERE run = ? AND last_seq >= ? AND +first_seq <= ?`,
 		run, first, last)
 	if err != nil {
 		return dst, err
