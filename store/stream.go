@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/tare-dev/tare"
@@ -25,10 +26,15 @@ func (c *core) insertResults(ctx context.Context, q querier, run int64, results 
 	for order := e.order; len(order) > 0; {
 		n := min(len(order), maxBatchRecords)
 		b := e.encode(results, order[:n])
+		// With a single P nothing else runs while this goroutine does,
+		// the load generator's pacer included: yield between the steps,
+		// each a fraction of a millisecond.
+		runtime.Gosched()
 		var err error
 		if stored, err = c.storedSeqs(ctx, q, run, b.first, b.last, stored[:0]); err != nil {
 			return err
 		}
+		runtime.Gosched()
 		if seq, ok := common(stored, results, order[:n]); ok {
 			return tare.Errorf(tare.EINVALID, "result seq %d is already stored", seq)
 		}
