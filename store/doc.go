@@ -4,12 +4,17 @@
 //
 // # Layout
 //
-// One row per run in runs, one per tick in ticks, one per request or job in
-// results. Instants are int64 nanoseconds since the Unix epoch (the monotonic
-// reading a tare.Result carries is lost in storage), a zero time.Time is
-// NULL, and times read back are in UTC. Ticks and results point at the run's integer key, not at its 36-byte
-// id, so a run of a million records takes about 70 bytes a record in SQLite
-// (145 in PostgreSQL, with its index).
+// One row per run in runs, one per tick in ticks, and the raw records in
+// result_batches: one row per batch of up to 4,096 records of a run, in seq
+// order, encoded into one compact blob (batch.go: columns of varint
+// differences, about 25 bytes for an HTTP record). Batches of one run may
+// overlap in seq, as requests complete out of order; StreamResults merges
+// them. Stores made before schema version 3 keep their runs' records in
+// results, one row each, read beside the batches. Instants are int64
+// nanoseconds since the Unix epoch (the monotonic reading a tare.Result
+// carries is lost in storage), a zero time.Time is absent (NULL in a
+// column), and times read back are in UTC. Child rows point at the run's
+// integer key, not at its 36-byte id.
 // The schema is versioned by embedded migrations applied on open.
 //
 // # Writes stream
