@@ -304,20 +304,19 @@ type varints struct {
 
 func (v *varints) uvarint() uint64 {
 	x, n := binary.Uvarint(v.b)
-	if n <= 0 {
-		v.err = true
-		v.b = nil
-		return 0
-	}
-	v.b = v.b[n:]
-	return x
+	return v.took(n, x)
 }
 
 func (v *varints) varint() int64 {
 	x, n := binary.Varint(v.b)
+	return int64(v.took(n, uint64(x)))
+}
+
+// took consumes the n bytes a value x took, or marks the column bad when
+// n says it did not fit.
+func (v *varints) took(n int, x uint64) uint64 {
 	if n <= 0 {
-		v.err = true
-		v.b = nil
+		v.err, v.b = true, nil
 		return 0
 	}
 	v.b = v.b[n:]
