@@ -197,8 +197,8 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 		}
 	}
 	b.last = int64(prevSeq)
-	// The table was built after a placeholder count; write the count in
-	// front of it now.
+	// The table's strings were appended as they came; its count, known
+	// only now, goes in front of them below.
 	e.cols[colTable] = table
 	d := append(e.data[:0], batchVersion)
 	d = binary.AppendUvarint(d, uint64(len(order)))
@@ -216,6 +216,7 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 	}
 	e.data = d
 	b.data = d
+	clear(e.ids) // let the records' strings go
 	return b
 }
 
