@@ -14,8 +14,10 @@ import (
 var encoders = sync.Pool{New: func() any { return newBatchEncoder() }}
 
 // insertResults stores results, sorted by seq, as batches of at most
-// maxBatchRecords, after checking that the run has none of their seqs;
-// q is inTx's, which has locked the run's row (openRun).
+// maxBatchRecords, after checking that the run's batches have none of their
+// seqs (the per-record rows of a store made before schema version 3 are
+// not checked: tare never appends to a run it did not create); q is
+// inTx's, which has locked the run's row (openRun).
 func (c *core) insertResults(ctx context.Context, q querier, run int64, results []tare.Result) error {
 	e := encoders.Get().(*batchEncoder)
 	defer encoders.Put(e)
