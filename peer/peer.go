@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -91,6 +92,12 @@ func Lookup(name string) (Format, error) {
 type Spec struct {
 	Format Format
 	Path   string
+}
+
+// Arrival describes the results' arrivals for a run: whose results, and
+// what their timestamps are.
+func (s Spec) Arrival() string {
+	return fmt.Sprintf("%s results (%s)", cmp.Or(s.Format.Tool, s.Format.Name), s.Format.Timing)
 }
 
 // ParseSpec parses FORMAT:PATH ("vegeta:results.bin"), or returns a

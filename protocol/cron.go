@@ -7,15 +7,27 @@ import (
 )
 
 // Cron returns crontab lines that run the protocol instead of a waiting
-// tare: one line per window, at the window's opening, each running the
-// command that command(window) returns (a tare protocol run --window W). The command then waits for the slot's
+// tare: one line per window, at the window's opening, each running args
+// (a tare protocol run PLAN) with --window W, quoted for the shell, its
+// output appended to log (none when ""). The command then waits for the slot's
 // seeded start inside the window, runs that window, stores it and exits;
 // once the protocol's days are over it does nothing, and the lines can go.
 //
 // A zone other than the local one is given with CRON_TZ, which cronie and
 // systemd's cron read; Debian's cron does not, and runs the lines in the
 // system's zone.
-func (s Schedule) Cron(command func(window string) string) []string {
+func (s Schedule) Cron(args []string, log string) []string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	command := func(window string) string {
+		c := strings.Join(quoted, " ") + " --window " + window
+		if log != "" {
+			c += " >> " + shellQuote(log) + " 2>&1"
+		}
+		return c
+	}
 	var spans []string
 	for _, w := range s.Windows {
 		spans = append(spans, w.Name+" "+FormatWindow(w))
@@ -40,4 +52,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// shellQuote quotes s for a crontab line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

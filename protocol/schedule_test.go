@@ -190,9 +190,7 @@ func TestScheduleConfig(t *testing.T) {
 func TestCron(t *testing.T) {
 	s := schedule()
 	s.Days = 3
-	got := strings.Join(s.Cron(func(w string) string {
-		return "/usr/local/bin/tare protocol run /etc/tare/checkout.yaml --quiet --window " + w
-	}), "\n")
+	got := strings.Join(s.Cron([]string{"/usr/local/bin/tare", "protocol", "run", "/etc/tare/checkout.yaml", "--quiet"}, ""), "\n")
 	want := `# tare protocol checkout: peak 14:00-16:00, offpeak 02:00-04:00, mid 08:00-10:00 (Europe/Paris), 3 days
 # Each line starts at its window's opening; tare waits for the seeded start inside it, runs the
 # window, stores it and exits. After the last day the lines do nothing: remove them then.

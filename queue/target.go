@@ -62,7 +62,9 @@ type TargetConfig struct {
 // A worker that reports its offset against the broker's clock (as tare
 // worker does) has its stamps moved onto this generator's clock, through
 // the broker's: queue wait across hosts is then right to within the two
-// measurements' round trips. Stats().Skewed counts results whose stamps
+// measurements' round trips. A shift within the generator's round trip
+// (and under a millisecond) is not applied: it is the measurements' own
+// error, as for a worker on this host, whose clock is this one. Stats().Skewed counts results whose stamps
 // still fall outside the job's [enqueue, receipt] interval, which only
 // disagreeing clocks produce.
 type Target struct {
@@ -84,6 +86,7 @@ type Target struct {
 	settled seqSet             // jobs reported without one (unfinished, unavailable)
 	stats   TargetStats
 	offset  time.Duration // the broker's clock − this generator's, measured when the reader starts
+	rtt     time.Duration // the round trip of that measurement
 }
 
 // waiter is one Do call waiting for its job's result.
@@ -98,6 +101,7 @@ type outcome struct {
 	res         Result
 	kind        string
 	localOffset time.Duration // the broker's clock − the generator's, to move worker stamps with
+	localRTT    time.Duration // the round trip it was measured in
 }
 
 // TargetStats counts what the Target saw besides the results it reported,
@@ -398,9 +402,9 @@ func fill(res *tare.Result, o outcome) {
 	res.Started = r.Start
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
-	if r.ClockOffset != 0 {
-		// worker clock → broker clock → generator clock.
-		shift := r.ClockOffset - o.localOffset
+	// worker clock → broker clock → generator clock, unless the shift is
+	// no larger than the measurements' error.
+	if shift := r.ClockOffset - o.localOffset; r.ClockOffset != 0 && shift.Abs() > max(o.localRTT, time.Millisecond) {
 		res.Started = r.Start.Add(shift)
 		if !r.FirstToken.IsZero() {
 			res.FirstByte = r.FirstToken.Add(shift)
@@ -432,9 +436,9 @@ const (
 // dispatches them.
 func (t *Target) read(ctx context.Context) {
 	defer close(t.done)
-	if off, _, err := ClockOffset(ctx, t.b, time.Now, 3); err == nil {
+	if off, rtt, err := ClockOffset(ctx, t.b, time.Now, 3); err == nil {
 		t.mu.Lock()
-		t.offset = off
+		t.offset, t.rtt = off, rtt
 		t.mu.Unlock()
 	}
 	cursor := ""
@@ -488,7 +492,7 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		}
 		// Stamps compared by wall clock: the worker's carry no monotonic
 		// reading.
-		o := outcome{res: r, localOffset: t.offset}
+		o := outcome{res: r, localOffset: t.offset, localRTT: t.rtt}
 		var check tare.Result
 		fill(&check, o)
 		// A framework that does not say when a job started leaves Started

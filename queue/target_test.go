@@ -456,3 +456,36 @@ func enqueueRaw(t *testing.T, b Broker, j Job) {
 		t.Fatal(err)
 	}
 }
+
+// TestFillMovesWorkerStamps: a worker's stamps are moved onto the
+// generator's clock by the difference of the two offsets against the
+// broker, unless that difference is within the measurements' error (the
+// generator's round trip, and a millisecond): a worker on this host shares
+// its clock, and moving it by the noise would give negative queue waits.
+func TestFillMovesWorkerStamps(t *testing.T) {
+	start := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name               string
+		worker, local, rtt time.Duration
+		wantShift          time.Duration
+	}{
+		{"another host's clock", 5 * time.Millisecond, 0, 100 * time.Microsecond, 5 * time.Millisecond},
+		{"behind, too", -3 * time.Millisecond, time.Millisecond, 200 * time.Microsecond, -4 * time.Millisecond},
+		{"within a millisecond", 600 * time.Microsecond, 0, 80 * time.Microsecond, 0},
+		{"within the round trip", 2500 * time.Microsecond, 500 * time.Microsecond, 3 * time.Millisecond, 0},
+		{"no offset reported", 0, 4 * time.Millisecond, 100 * time.Microsecond, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Result{Start: start, FirstToken: start.Add(time.Millisecond), Done: start.Add(2 * time.Millisecond), ClockOffset: tt.worker}
+			var res tare.Result
+			fill(&res, outcome{res: r, localOffset: tt.local, localRTT: tt.rtt})
+			if got := res.Started.Sub(start); got != tt.wantShift {
+				t.Errorf("started moved by %v; want %v", got, tt.wantShift)
+			}
+			if got := res.Done.Sub(r.Done); got != tt.wantShift || res.FirstByte.Sub(r.FirstToken) != tt.wantShift {
+				t.Errorf("done moved by %v, first token by %v; want %v both", got, res.FirstByte.Sub(r.FirstToken), tt.wantShift)
+			}
+		})
+	}
+}

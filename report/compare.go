@@ -222,6 +222,16 @@ func capacityText(p *printer, r tare.CapacityRange) {
 	}
 }
 
+// SweepStep is the line of a sweep's step n, as the search goes.
+func SweepStep(n int, step tare.SweepStep) string {
+	why := ""
+	if len(step.Reasons) > 0 {
+		why = ": " + strings.Join(step.Reasons, "; ")
+	}
+	return fmt.Sprintf("step %d  %s  achieved %s  p95 %s  verdict %s  %s%s", n, perS(&step.OfferedPerS),
+		rate(step.AchievedPerS), ms(step.P95MS), step.Verdict, step.Status, why)
+}
+
 // SweepText writes a sweep for people: each step with its outcome, then
 // the capacity found.
 func SweepText(w io.Writer, s *tare.Sweep) error {

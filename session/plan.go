@@ -1,6 +1,8 @@
 package session
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/protocol"
 )
 
@@ -73,6 +76,76 @@ func ReadPlan(path string) (*Plan, error) {
 		}
 	}
 	return pl, nil
+}
+
+// Schedule is the plan's schedule, with the protocol id, the time zone
+// and the days the command line gives instead of the plan's ("" and 0:
+// the plan's own).
+func (pl *Plan) Schedule(id, tz string, days int) (protocol.Schedule, error) {
+	id = cmp.Or(id, pl.ID)
+	if !protocol.ValidID(id) {
+		return protocol.Schedule{}, tare.Errorf(tare.EINVALID, "--id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	loc := pl.Loc
+	if tz != "" {
+		var err error
+		if loc, err = protocol.LoadTZ(tz); err != nil {
+			return protocol.Schedule{}, Flagged(err, "tz")
+		}
+	}
+	switch {
+	case days == 0:
+		days = pl.Days
+	case days < 1 || days > protocol.MaxDays:
+		return protocol.Schedule{}, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, days)
+	}
+	s := protocol.Schedule{Protocol: id, Windows: pl.Windows, Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: pl.runLength()}
+	return s, s.Validate()
+}
+
+// runLength is how long one window takes: the load, its drain and the
+// sampling tail, or every step of a sweep with its pauses.
+func (pl *Plan) runLength() time.Duration {
+	spec := pl.Spec
+	one := spec.Load.Length()
+	one += one/10 + 2*spec.Host.Tick + min(spec.Target.Timeout, 30*time.Second)
+	if pl.Sweep == nil {
+		return one
+	}
+	plan, _ := pl.Sweep.Plan()
+	return time.Duration(plan.MaxSteps()) * (one + pl.Sweep.Cooldown)
+}
+
+// SlotRun is the run of one slot of schedule s: the plan's label (marked
+// for a dry run), the window, the protocol, and the configuration with
+// the schedule in it, so that tare protocol status can read it back.
+func (pl *Plan) SlotRun(s protocol.Schedule, slot protocol.Slot, dry bool) tare.Run {
+	extra := s.Config()
+	extra["protocol.plan"] = pl.Path
+	label := cmp.Or(pl.Spec.Load.Label, pl.ID)
+	if dry {
+		extra["protocol.dry_run"] = "true"
+		label = "dry run: " + label
+	}
+	return tare.Run{Label: label, Window: slot.Window.Name, Protocol: s.Protocol, Config: pl.Config(extra)}
+}
+
+// Compare compares protocol id's stored windows by the plan's rules and
+// slo; nil, with the number of complete windows, when fewer than two are.
+func (pl *Plan) Compare(ctx context.Context, st tare.Store, id string, slo judge.SLO) (*tare.Comparison, int, error) {
+	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: id})
+	if err != nil {
+		return nil, 0, err
+	}
+	inputs, sweeps, err := LoadWindows(ctx, st, runs)
+	if err != nil || len(inputs) < 2 {
+		return nil, len(inputs), err
+	}
+	c := Compare(inputs, sweeps, judge.ProtocolRules{DivergencePct: pl.DivergencePct, SLO: slo})
+	if strings.Contains(id, "-dry-") {
+		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
+	}
+	return c, len(inputs), nil
 }
 
 // Config is the plan's settings, by flag, as its runs record them, with

@@ -486,8 +486,8 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
 	case l.Drain < 0:
 		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
-	case l.Window != "" && !tare.IsWindow(l.Window):
-		return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, l.Window)
+	case CheckWindow(l.Window) != nil:
+		return CheckWindow(l.Window)
 	case l.Warmup < 0:
 		return tare.Errorf(tare.EINVALID, "--warmup must be 0 or more, like 10s; got %s", l.Warmup)
 	case len(l.Stages) > 0 && !l.RateDefault:
@@ -501,6 +501,15 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--warmup %s is as long as the run (%s): nothing would be left to measure; give a shorter --warmup or a longer run", l.Warmup, n)
 	}
 	return nil
+}
+
+// CheckWindow checks a --window: "" (none), or a protocol window's name.
+// An unknown window would match no run and look like an empty store.
+func CheckWindow(w string) error {
+	if w == "" || tare.IsWindow(w) {
+		return nil
+	}
+	return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, w)
 }
 
 // Length is how long the arrivals last: the duration, or the jobs at the

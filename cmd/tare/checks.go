@@ -32,15 +32,6 @@ func init() {
 	queue.DiscardClientLogs()
 }
 
-// checkWindow validates a --window filter: an unknown window would match
-// no run and look like an empty store.
-func checkWindow(w string) error {
-	if w == "" || tare.IsWindow(w) {
-		return nil
-	}
-	return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", w)
-}
-
 // checkModelFlags validates tare model's figures, naming the flag: the
 // simulator takes 0 for its default, so --token-cost 0 would silently
 // serve 2ms tokens.

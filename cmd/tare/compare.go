@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
-	"github.com/tare-dev/tare/stats"
 )
 
 const compareLong = `Put runs side by side: the same load at another hour should give the same
@@ -65,9 +61,9 @@ func newCompareCmd() *cobra.Command {
 				}
 				rules.SLO = s
 			}
-			src := &runSource{sf: &sf}
-			defer src.close()
-			c, err := compareArgs(cmd.Context(), src, args, rules)
+			src := &session.Sources{Open: sf.open}
+			defer src.Close()
+			c, err := src.Compare(cmd.Context(), args, rules)
 			if err != nil {
 				return err
 			}
@@ -86,80 +82,4 @@ func printComparison(w io.Writer, c *tare.Comparison, asJSON bool) error {
 		return report.CompareJSON(w, c)
 	}
 	return report.CompareText(w, c)
-}
-
-// runSource opens the store only when an argument needs it: comparing
-// summary files touches no store.
-type runSource struct {
-	sf *storeFlags
-	st tare.Store
-}
-
-func (s *runSource) store(ctx context.Context) (tare.Store, error) {
-	if s.st == nil {
-		st, err := s.sf.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.st = st
-	}
-	return s.st, nil
-}
-
-func (s *runSource) close() {
-	if s.st != nil {
-		s.st.Close()
-	}
-}
-
-// compareArgs reads the runs the arguments name and compares them.
-func compareArgs(ctx context.Context, src *runSource, args []string, rules judge.ProtocolRules) (*tare.Comparison, error) {
-	var (
-		inputs []stats.CompareInput
-		sweeps []tare.SweepCapacity
-	)
-	for _, arg := range args {
-		in, sw, err := readArg(ctx, src, arg)
-		if err != nil {
-			return nil, err
-		}
-		inputs, sweeps = append(inputs, in...), append(sweeps, sw...)
-	}
-	if len(inputs) < 2 {
-		return nil, tare.Errorf(tare.EINVALID, "compare needs at least two runs; %s gave %d", strings.Join(args, " "), len(inputs))
-	}
-	return session.Compare(inputs, sweeps, rules), nil
-}
-
-// readArg reads one argument: a summary file, a protocol id or a run id.
-func readArg(ctx context.Context, src *runSource, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
-	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
-		s, err := session.ReadSummary(arg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
-	} else if strings.HasSuffix(arg, ".json") {
-		return nil, nil, tare.Errorf(tare.ENOTFOUND, "no summary file %q", arg)
-	}
-	st, err := src.store(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: arg})
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(runs) > 0 {
-		return session.LoadWindows(ctx, st, runs)
-	}
-	id, err := session.Resolve(ctx, st, arg)
-	if err != nil {
-		if tare.ErrorCode(err) == tare.ENOTFOUND {
-			return nil, nil, tare.Errorf(tare.ENOTFOUND, "%q is neither a summary file, a protocol nor a stored run (tare runs list shows them)", arg)
-		}
-		return nil, nil, err
-	}
-	in, err := session.LoadInput(ctx, st, id)
-	return []stats.CompareInput{in}, nil, err
 }

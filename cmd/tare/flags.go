@@ -76,10 +76,3 @@ func (f *storeFlags) open(ctx context.Context) (tare.Store, error) {
 	}
 	return store.Open(ctx, f.db)
 }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ func (f *metricsFlags) start(ctx context.Context, run tare.Run, stderr io.Writer
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "tare: run %s's figures on http://%s%s\n", orDefault(run.ID, "(unstored)"), addr, metrics.Path)
+	fmt.Fprintf(stderr, "tare: run %s's figures on http://%s%s\n", cmp.Or(run.ID, "(unstored)"), addr, metrics.Path)
 	return m, nil
 }
 

@@ -31,7 +31,7 @@ func newProgress(w io.Writer, quiet bool, duration time.Duration, jobs int) *pro
 		return nil
 	}
 	p := &progress{w: w, every: 5 * time.Second, duration: duration, jobs: jobs}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(w) {
 		p.tty, p.every = true, 250*time.Millisecond
 	}
 	return p
@@ -127,4 +127,11 @@ func (p *progress) done() {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// isTerminal says whether w is a terminal, where lines are rewritten in
+// place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

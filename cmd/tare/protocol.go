@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,15 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/protocol"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
@@ -87,48 +83,13 @@ func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, er
 		return nil, err
 	}
 	lp := &loadedPlan{Plan: pl, window: windowFlags{spec: pl.Spec}}
+	if lp.schedule, err = pl.Schedule(over.id, over.tz, over.days); err != nil {
+		return nil, err
+	}
 	if lp.prep, err = session.Prepare(ctx, pl.Spec, "the plan"); err != nil {
 		return nil, pl.Error(err)
 	}
-	id := cmp.Or(over.id, pl.ID)
-	if !protocol.ValidID(id) {
-		lp.prep.Release()
-		return nil, tare.Errorf(tare.EINVALID, "--id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	loc := pl.Loc
-	if over.tz != "" {
-		if loc, err = protocol.LoadTZ(over.tz); err != nil {
-			lp.prep.Release()
-			return nil, session.Flagged(err, "tz")
-		}
-	}
-	days := pl.Days
-	if over.days != 0 {
-		if over.days < 1 || over.days > protocol.MaxDays {
-			lp.prep.Release()
-			return nil, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, over.days)
-		}
-		days = over.days
-	}
-	lp.schedule = protocol.Schedule{Protocol: id, Windows: pl.Windows, Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: lp.runLength()}
-	if err := lp.schedule.Validate(); err != nil {
-		lp.prep.Release()
-		return nil, err
-	}
 	return lp, nil
-}
-
-// runLength is how long one window takes: the load, its drain and the
-// sampling tail, or every step of a sweep with its pauses.
-func (lp *loadedPlan) runLength() time.Duration {
-	spec := lp.Spec
-	one := spec.Load.Length()
-	one += one/10 + 2*spec.Host.Tick + min(spec.Target.Timeout, 30*time.Second)
-	if lp.Sweep == nil {
-		return one
-	}
-	plan, _ := lp.Sweep.Plan()
-	return time.Duration(plan.MaxSteps()) * (one + lp.Sweep.Cooldown)
 }
 
 func newProtocolRunCmd() *cobra.Command {
@@ -162,8 +123,8 @@ exits: what the lines of tare protocol cron do.`,
   tare protocol run checkout.yaml --days 3 --tz Europe/Paris`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if only != "" && !slices.Contains([]string{tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid}, only) {
-				return tare.Errorf(tare.EINVALID, "--window must be peak, offpeak or mid; got %q", only)
+			if err := session.CheckWindow(only); err != nil {
+				return err
 			}
 			if now && only != "" {
 				return tare.Errorf(tare.EINVALID, "--now runs every window at once; it does not go with --window")
@@ -238,7 +199,7 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 	sc := &protocol.Scheduler{
 		Schedule: s,
 		Store:    pr.st,
-		Wait:     countdown(pr.stderr, pr.quiet, s.Location),
+		Wait:     protocol.Countdown(pr.stderr, isTerminal(pr.stderr), pr.quiet, s.Location),
 		Run: func(ctx context.Context, slot protocol.Slot) error {
 			return pr.runSlot(ctx, s, slot, false)
 		},
@@ -285,14 +246,7 @@ func (pr *protocolRun) loop(ctx context.Context, only string) error {
 // its memory.
 func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot protocol.Slot, dry bool) error {
 	lp := pr.lp
-	extra := s.Config()
-	extra["protocol.plan"] = lp.Path
-	label := cmp.Or(lp.Spec.Load.Label, lp.ID)
-	if dry {
-		extra["protocol.dry_run"] = "true"
-		label = "dry run: " + label
-	}
-	run := tare.Run{Label: label, Window: slot.Window.Name, Protocol: s.Protocol, Config: lp.Config(extra)}
+	run := lp.SlotRun(s, slot, dry)
 	if !pr.quiet {
 		fmt.Fprintf(pr.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
 			protocol.FormatWindow(slot.Window), slot.Day, max(s.Days, 1))
@@ -339,65 +293,14 @@ func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot pr
 
 // compare prints the comparison of a protocol's stored runs.
 func (pr *protocolRun) compare(ctx context.Context, id string) error {
-	runs, err := pr.st.FindRuns(ctx, tare.RunFilter{Protocol: id})
-	if err != nil {
+	c, n, err := pr.lp.Compare(ctx, pr.st, id, pr.lp.prep.Judging.SLO)
+	if err != nil || c == nil {
+		if err == nil {
+			fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, n, plural(n, "window", "windows"))
+		}
 		return err
-	}
-	inputs, sweeps, err := session.LoadWindows(ctx, pr.st, runs)
-	if err != nil {
-		return err
-	}
-	if len(inputs) < 2 {
-		fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, len(inputs), plural(len(inputs), "window", "windows"))
-		return nil
-	}
-	c := session.Compare(inputs, sweeps, judge.ProtocolRules{DivergencePct: pr.lp.DivergencePct, SLO: pr.lp.prep.Judging.SLO})
-	if strings.Contains(id, "-dry-") {
-		c.Warnings = append(c.Warnings, "a dry run: the windows ran back to back, not at their hours; it shows the plan works, not how the host varies by the hour")
 	}
 	return printComparison(pr.stdout, c, pr.json)
-}
-
-// countdown waits on the real clock for the next slot, showing on a
-// terminal the time left, rewritten every second; elsewhere one line.
-func countdown(w io.Writer, quiet bool, loc *time.Location) func(ctx context.Context, until time.Time, next protocol.Slot) error {
-	tty := false
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		tty = true
-	}
-	return func(ctx context.Context, until time.Time, next protocol.Slot) error {
-		what := fmt.Sprintf("the %s window (day %d) starts its run at %s", next.Window.Name, next.Day, until.In(loc).Format("Mon 2006-01-02 15:04:05 MST"))
-		if next.State == protocol.SlotRunning {
-			what = fmt.Sprintf("another tare is running the %s window; looking again at %s", next.Window.Name, until.In(loc).Format("15:04:05"))
-		}
-		if !quiet && !tty {
-			fmt.Fprintf(w, "tare protocol: waiting: %s (in %s)\n", what, time.Until(until).Round(time.Second))
-		}
-		// Wake at least every second on a terminal, every minute
-		// elsewhere, and read the wall clock again: a suspended
-		// machine's timers do not count the time it slept.
-		step := time.Minute
-		if tty && !quiet {
-			step = time.Second
-		}
-		defer func() {
-			if tty && !quiet {
-				fmt.Fprint(w, "\r\033[K")
-			}
-		}()
-		for {
-			left := time.Until(until)
-			if left <= 0 {
-				return nil
-			}
-			if tty && !quiet {
-				fmt.Fprintf(w, "\r\033[Kwaiting: %s, in %s (Ctrl-C stops; run again to carry on)", what, left.Round(time.Second))
-			}
-			if err := tare.Sleep(ctx, min(left, step)); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 func newProtocolCronCmd() *cobra.Command {
@@ -425,22 +328,19 @@ The output of each run is appended to --log.`,
 			if err != nil {
 				exe = "tare"
 			}
-			parts := []string{shellQuote(exe), "protocol", "run", shellQuote(lp.Path), "--quiet"}
+			run := []string{exe, "protocol", "run", lp.Path, "--quiet"}
 			for _, f := range []struct{ name, value string }{{"db", sf.db}, {"id", over.id}, {"tz", over.tz}} {
 				if f.value != "" {
-					parts = append(parts, "--"+f.name, shellQuote(f.value))
+					run = append(run, "--"+f.name, f.value)
 				}
 			}
 			if over.days != 0 {
-				parts = append(parts, "--days", fmt.Sprint(over.days))
+				run = append(run, "--days", fmt.Sprint(over.days))
 			}
 			if log == "" {
 				log = filepath.Join(filepath.Dir(lp.Path), lp.schedule.Protocol+".log")
 			}
-			command := func(window string) string {
-				return strings.Join(parts, " ") + " --window " + window + " >> " + shellQuote(log) + " 2>&1"
-			}
-			for _, line := range lp.schedule.Cron(command) {
+			for _, line := range lp.schedule.Cron(run, log) {
 				if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
 					return err
 				}
@@ -452,14 +352,6 @@ The output of each run is appended to --log.`,
 	sf.register(cmd.Flags())
 	cmd.Flags().StringVar(&log, "log", "", "file the runs' output is appended to (default: PROTOCOL.log beside the plan)")
 	return cmd
-}
-
-// shellQuote quotes s for a crontab line when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func newProtocolStatusCmd() *cobra.Command {

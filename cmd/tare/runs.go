@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/atomicfile"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
 )
@@ -57,7 +57,7 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 			if filter.Limit < 0 {
 				return tare.Errorf(tare.EINVALID, "--limit must be 0 (all) or more; got %d", filter.Limit)
 			}
-			if err := checkWindow(filter.Window); err != nil {
+			if err := session.CheckWindow(filter.Window); err != nil {
 				return err
 			}
 			if since > 0 {
@@ -80,7 +80,7 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 				}
 				return enc.Encode(runs)
 			}
-			return listRuns(cmd.Context(), cmd.OutOrStdout(), st, runs)
+			return report.Runs(cmd.OutOrStdout(), runs, func(id string) (tare.Summary, error) { return st.FindSummary(cmd.Context(), id) })
 		},
 	}
 	fs := cmd.Flags()
@@ -92,30 +92,6 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 	fs.IntVar(&filter.Limit, "limit", 50, "at most this many runs (0: all)")
 	fs.BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
-}
-
-func listRuns(ctx context.Context, w io.Writer, st tare.Store, runs []tare.Run) error {
-	if len(runs) == 0 {
-		_, err := fmt.Fprintln(w, "no stored runs match")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTARTED\tLABEL\tWINDOW\tSTATUS\tREQUESTS\tP95\tVERDICT\tTARGET")
-	for _, r := range runs {
-		requests, p95, level := "-", "-", "-"
-		if s, err := st.FindSummary(ctx, r.ID); err == nil {
-			requests = fmt.Sprint(s.Requests.Total)
-			if s.Latency.P95 != nil {
-				p95 = fmt.Sprintf("%.1fms", *s.Latency.P95)
-			}
-			if s.Verdict.Level != "" {
-				level = string(s.Verdict.Level)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04"),
-			orDefault(r.Label, "-"), orDefault(r.Window, "-"), r.Status, requests, p95, level, r.Target)
-	}
-	return tw.Flush()
 }
 
 // openRun opens the store and finds the run arg names; the caller closes
@@ -194,7 +170,7 @@ model call or a queue job the first content token (first_token, ttft_ms).
 			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick); err != nil {
 				return session.Flagged(err, "format")
 			}
-			_, err = writeOutput(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
+			_, err = atomicfile.Write(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
 				bw := bufio.NewWriterSize(w, 256<<10)
 				exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick)
 				if err != nil {
@@ -281,7 +257,7 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "delete run %s (%s, %s, %d requests, started %s)? [y/N] ", id,
-					orDefault(s.Run.Label, "no label"), s.Run.Target, s.Requests.Total, s.Run.StartedAt.Local().Format("2006-01-02 15:04"))
+					cmp.Or(s.Run.Label, "no label"), s.Run.Target, s.Requests.Total, s.Run.StartedAt.Local().Format("2006-01-02 15:04"))
 				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 					return &exitError{code: 1, reason: "not deleted"}

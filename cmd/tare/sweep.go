@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,30 +144,9 @@ func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
 		},
 	}
 	if s.progress != nil && !s.flags.out.quiet {
-		cfg.OnStep = func(n int, step tare.SweepStep) {
-			why := ""
-			if len(step.Reasons) > 0 {
-				why = ": " + strings.Join(step.Reasons, "; ")
-			}
-			fmt.Fprintf(s.progress, "step %d  %s  achieved %s  p95 %s  verdict %s  %s%s\n", n, judge.FormatRate(step.OfferedPerS),
-				rateText(step.AchievedPerS), msText(step.P95MS), step.Verdict, step.Status, why)
-		}
+		cfg.OnStep = func(n int, step tare.SweepStep) { fmt.Fprintln(s.progress, report.SweepStep(n, step)) }
 	}
 	return session.Sweep(ctx, cfg)
-}
-
-func rateText(v *float64) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f/s", *v)
-}
-
-func msText(v *float64) string {
-	if v == nil {
-		return "n/a"
-	}
-	return (time.Duration(*v * float64(time.Millisecond))).Round(100 * time.Microsecond).String()
 }
 
 func plural(n int, one, many string) string {

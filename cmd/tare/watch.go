@@ -1,17 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
-	hostpkg "github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/peer"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
@@ -88,7 +87,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			if err := checkWindow(window); err != nil {
+			if err := session.CheckWindow(window); err != nil {
 				return err
 			}
 			// The store opens before the command starts: one that cannot be
@@ -111,31 +110,8 @@ stdout holds only the JSON). tare exits with the command's status, unless
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w (is it installed and on PATH?)", args[0], errors.Unwrap(err))
 			}
 
-			exited := make(chan struct{})
-			var waitErr error
-			start := func(sampler *hostpkg.Sampler) {
-				if err := child.Start(); err != nil {
-					waitErr = err
-					close(exited)
-					return
-				}
-				// The load tool and what it starts are tare's side of the test.
-				sampler.AddTareTree(child.Process.Pid)
-				go func() {
-					waitErr = child.Wait()
-					close(exited)
-				}()
-				go func() {
-					// Ctrl-C reaches the command from the terminal too; a
-					// SIGTERM to tare is passed on. Either way we wait for it.
-					select {
-					case <-cmd.Context().Done():
-						child.Process.Signal(syscall.SIGTERM)
-					case <-exited:
-					}
-				}()
-			}
-			run := tare.Run{Label: orDefault(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
+			proc := session.NewChild(child)
+			run := tare.Run{Label: cmp.Or(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
 				Version: version, Config: settings(cmd.Flags(), nil)}
 			if st != nil {
 				run.ID = store.NewRunID()
@@ -147,31 +123,18 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			cfg := session.DefaultConfig()
 			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
 			cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
-			cfg.OnStart = start
+			cfg.OnStart = proc.OnStart(cmd.Context())
 			if spec != nil {
-				tool := spec.Format.Tool
-				if tool == "" {
-					tool = spec.Format.Name
-				}
-				cfg.Run.Arrival = fmt.Sprintf("%s results (%s)", tool, spec.Format.Timing)
-				cfg.Results = spec
+				cfg.Run.Arrival, cfg.Results = spec.Arrival(), spec
 			}
 			end := mf.attach(cmd.Context(), &cfg, cmd.ErrOrStderr())
-			s, ticks, err := session.Observe(cmd.Context(), cfg, exited)
-			<-exited
+			s, ticks, err := session.Observe(cmd.Context(), cfg, proc.Exited())
+			status, waitErr := proc.Status()
 			if err != nil {
 				end(nil)
 				return err
 			}
-			status := 0
-			var exitErr *exec.ExitError
-			switch {
-			case errors.As(waitErr, &exitErr):
-				status = exitErr.ExitCode()
-				if status < 0 {
-					status = 128 + int(exitErr.Sys().(syscall.WaitStatus).Signal())
-				}
-			case waitErr != nil:
+			if waitErr != nil {
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
 			storeErr := session.Save(cmd.Context(), st, &s, ticks)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -63,7 +64,7 @@ the jobs it holds finish for --grace.`,
 				return session.Flagged(err, "queue")
 			}
 			defer b.Close()
-			mx, err := mf.start(cmd.Context(), tare.Run{Label: orDefault(cfg.Name, "worker")}, cmd.ErrOrStderr())
+			mx, err := mf.start(cmd.Context(), tare.Run{Label: cmp.Or(cfg.Name, "worker")}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

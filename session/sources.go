@@ -1,0 +1,169 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/stats"
+)
+
+// Sources reads the runs a command's arguments name: summary or records
+// files, stored runs, protocols. The store is opened only when an argument
+// is not a file: comparing summary files touches no store.
+type Sources struct {
+	Open func(context.Context) (tare.Store, error)
+	st   tare.Store
+}
+
+func (s *Sources) store(ctx context.Context) (tare.Store, error) {
+	if s.st == nil {
+		st, err := s.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.st = st
+	}
+	return s.st, nil
+}
+
+// Close closes the store, if it was opened.
+func (s *Sources) Close() {
+	if s.st != nil {
+		s.st.Close()
+	}
+}
+
+// Compare reads the runs the arguments name (a summary file, a protocol
+// id, a run id or its prefix) and compares them.
+func (s *Sources) Compare(ctx context.Context, args []string, rules judge.ProtocolRules) (*tare.Comparison, error) {
+	var (
+		inputs []stats.CompareInput
+		sweeps []tare.SweepCapacity
+	)
+	for _, arg := range args {
+		in, sw, err := s.readArg(ctx, arg)
+		if err != nil {
+			return nil, err
+		}
+		inputs, sweeps = append(inputs, in...), append(sweeps, sw...)
+	}
+	if len(inputs) < 2 {
+		return nil, tare.Errorf(tare.EINVALID, "compare needs at least two runs; %s gave %d", strings.Join(args, " "), len(inputs))
+	}
+	return Compare(inputs, sweeps, rules), nil
+}
+
+// readArg reads one argument: a summary file, a protocol id or a run id.
+func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+		s, err := ReadSummary(arg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+	} else if strings.HasSuffix(arg, ".json") {
+		return nil, nil, tare.Errorf(tare.ENOTFOUND, "no summary file %q", arg)
+	}
+	st, err := src.store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := st.FindRuns(ctx, tare.RunFilter{Protocol: arg})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(runs) > 0 {
+		return LoadWindows(ctx, st, runs)
+	}
+	id, err := Resolve(ctx, st, arg)
+	if err != nil {
+		if tare.ErrorCode(err) == tare.ENOTFOUND {
+			return nil, nil, tare.Errorf(tare.ENOTFOUND, "%q is neither a summary file, a protocol nor a stored run (tare runs list shows them)", arg)
+		}
+		return nil, nil, err
+	}
+	in, err := LoadInput(ctx, st, id)
+	return []stats.CompareInput{in}, nil, err
+}
+
+// ReportRuns returns the runs an argument names, for a report: a summary
+// or records file, a stored run (or a unique prefix of its id) or the
+// windows of a protocol, oldest first.
+func (s *Sources) ReportRuns(ctx context.Context, arg string) ([]*report.Run, error) {
+	if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
+		run, err := reportFile(arg)
+		if err != nil {
+			return nil, err
+		}
+		return []*report.Run{run}, nil
+	}
+	if strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".jsonl") {
+		return nil, tare.Errorf(tare.EINVALID, "report %s: no such file", arg)
+	}
+	st, err := s.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := Resolve(ctx, st, arg)
+	if err == nil {
+		run, err := reportRun(ctx, st, id)
+		if err != nil {
+			return nil, err
+		}
+		return []*report.Run{run}, nil
+	}
+	if tare.ErrorCode(err) != tare.ENOTFOUND {
+		return nil, err
+	}
+	windows, ferr := st.FindRuns(ctx, tare.RunFilter{Protocol: arg})
+	if ferr != nil || len(windows) == 0 {
+		return nil, tare.Errorf(tare.ENOTFOUND, "report %s: no stored run or protocol has that id, and there is no file by that name (tare runs list shows the runs)", arg)
+	}
+	var out []*report.Run
+	for _, w := range slices.Backward(windows) { // oldest first: the order they ran in
+		run, err := reportRun(ctx, st, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+// reportRun reads a stored run: its summary, its ticks and, streamed, its
+// raw records.
+func reportRun(ctx context.Context, st tare.Store, id string) (*report.Run, error) {
+	s, ticks, err := LoadRun(ctx, st, id)
+	if err != nil {
+		return nil, err
+	}
+	run := report.NewRun(s, ticks)
+	if err := StreamResults(ctx, st, id, run.AddResult); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// reportFile reads a summary JSON file as it is, or raw JSONL records,
+// summarised and judged here, then streamed once more into the report.
+func reportFile(path string) (*report.Run, error) {
+	if s, err := ReadSummary(path); err == nil {
+		return report.NewRun(s, nil), nil
+	}
+	f := Records{Path: path, Command: "report"}
+	s, ticks, err := f.Summarise(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	run := report.NewRun(s, ticks)
+	if err := f.Each(run.AddResult); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
