@@ -214,8 +214,12 @@ type HostSummary struct {
 // SUTSummary is what tare knows of the system under test: which processes
 // it is, how it found them, and what they got of the machine.
 type SUTSummary struct {
-	PIDs         []int    `json:"pids"`
-	FoundBy      string   `json:"found_by"`      // e.g. "--pid", "listening socket of 127.0.0.1:8080", "started by tare"
+	PIDs    []int  `json:"pids"`
+	FoundBy string `json:"found_by"` // e.g. "--pid", "listening socket of 127.0.0.1:8080", "started by tare"
+	// Calls are the processes of this host it called over loopback (a
+	// model server, a local database), counted with it from the tick tare
+	// saw the connection: their CPU is the system's own, not a neighbour's.
+	Calls        []int    `json:"calls,omitempty"`
 	CPUPct       *float64 `json:"cpu_pct"`       // share of one core, as the generator's: 150 is one and a half cores
 	RunDelayPct  *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
 	ThrottledPct *float64 `json:"throttled_pct"` // share of the run its cgroup was throttled

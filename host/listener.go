@@ -72,9 +72,10 @@ const tcpListen = 0x0A
 // /proc/net/tcp6 (proc(5)): where the socket is bound, its state, and the
 // inode that names it in the fd links of the processes holding it.
 type tcpSocket struct {
-	Local netip.AddrPort
-	State uint8  // TCP_ESTABLISHED 0x01 … TCP_LISTEN 0x0A
-	Inode uint64 // 0 for sockets no descriptor holds (TIME_WAIT, not yet accepted)
+	Local  netip.AddrPort
+	Remote netip.AddrPort // the peer of a connected socket
+	State  uint8          // TCP_ESTABLISHED 0x01 … TCP_LISTEN 0x0A
+	Inode  uint64         // 0 for sockets no descriptor holds (TIME_WAIT, not yet accepted)
 }
 
 // parseNetTCP appends to dst the sockets of a /proc/net/tcp or tcp6 file,
@@ -99,7 +100,7 @@ func parseNetTCP(b []byte, dst []tcpSocket) ([]tcpSocket, error) {
 		if len(sl) < 2 || sl[len(sl)-1] != ':' {
 			return dst, fmt.Errorf("%w: net/tcp line %q: no slot number", ErrParse, line)
 		}
-		var local, st, inode []byte
+		var local, remote, st, inode []byte
 		for n := 2; n <= 10; n++ {
 			var f []byte
 			if f, rest = nextField(rest); f == nil {
@@ -108,6 +109,8 @@ func parseNetTCP(b []byte, dst []tcpSocket) ([]tcpSocket, error) {
 			switch n {
 			case 2:
 				local = f
+			case 3:
+				remote = f
 			case 4:
 				st = f
 			case 10:
@@ -118,6 +121,10 @@ func parseNetTCP(b []byte, dst []tcpSocket) ([]tcpSocket, error) {
 		if err != nil {
 			return dst, fmt.Errorf("%w: net/tcp line %q: local address %q: %w", ErrParse, line, local, err)
 		}
+		peer, err := parseHexAddrPort(remote)
+		if err != nil {
+			return dst, fmt.Errorf("%w: net/tcp line %q: remote address %q: %w", ErrParse, line, remote, err)
+		}
 		state, ok := parseHex(st)
 		if !ok || len(st) != 2 {
 			return dst, fmt.Errorf("%w: net/tcp line %q: bad state %q", ErrParse, line, st)
@@ -126,7 +133,7 @@ func parseNetTCP(b []byte, dst []tcpSocket) ([]tcpSocket, error) {
 		if !ok {
 			return dst, fmt.Errorf("%w: net/tcp line %q: bad inode %q", ErrParse, line, inode)
 		}
-		dst = append(dst, tcpSocket{Local: addr, State: uint8(state), Inode: ino})
+		dst = append(dst, tcpSocket{Local: addr, Remote: peer, State: uint8(state), Inode: ino})
 	}
 	return dst, nil
 }

@@ -28,6 +28,7 @@ import (
 //	      54728  [::1]:8080 ESTABLISHED, accepted from [::1]:36938 (54727)
 func TestParseNetTCP(t *testing.T) {
 	ap := netip.MustParseAddrPort
+	none4, none6 := ap("0.0.0.0:0"), ap("[::]:0") // a socket with no peer
 	tests := []struct {
 		name    string
 		file    string // under testdata/net, or
@@ -36,25 +37,25 @@ func TestParseNetTCP(t *testing.T) {
 		wantErr string
 	}{
 		{name: "tcp", file: "tcp", want: []tcpSocket{
-			{ap("127.0.0.1:6379"), 0x0A, 9920},
-			{ap("0.0.0.0:8080"), 0x0A, 54719},
-			{ap("127.0.0.1:5432"), 0x0A, 9945},
-			{ap("0.0.0.0:2024"), 0x0A, 1037},
-			{ap("127.0.0.1:8080"), 0x01, 54724},
-			{ap("127.0.0.1:8080"), 0x06, 0},
-			{ap("127.0.0.1:58076"), 0x01, 54723},
+			{ap("127.0.0.1:6379"), none4, 0x0A, 9920},
+			{ap("0.0.0.0:8080"), none4, 0x0A, 54719},
+			{ap("127.0.0.1:5432"), none4, 0x0A, 9945},
+			{ap("0.0.0.0:2024"), none4, 0x0A, 1037},
+			{ap("127.0.0.1:8080"), ap("127.0.0.1:58076"), 0x01, 54724},
+			{ap("127.0.0.1:8080"), ap("127.0.0.1:58078"), 0x06, 0},
+			{ap("127.0.0.1:58076"), ap("127.0.0.1:8080"), 0x01, 54723},
 		}},
 		{name: "tcp6", file: "tcp6", want: []tcpSocket{
-			{ap("[::]:8080"), 0x0A, 54720},
-			{ap("[::1]:41269"), 0x0A, 54721},
-			{ap("[::ffff:127.0.0.1]:34193"), 0x0A, 54722},
-			{ap("[::1]:8080"), 0x01, 54728},
-			{ap("[::1]:36938"), 0x01, 54727},
+			{ap("[::]:8080"), none6, 0x0A, 54720},
+			{ap("[::1]:41269"), none6, 0x0A, 54721},
+			{ap("[::ffff:127.0.0.1]:34193"), none6, 0x0A, 54722},
+			{ap("[::1]:8080"), ap("[::1]:36938"), 0x01, 54728},
+			{ap("[::1]:36938"), ap("[::1]:8080"), 0x01, 54727},
 		}},
 		{name: "header only", in: "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"},
 		{name: "empty", in: ""},
 		{name: "lower-case hex", in: "   0: 0100007f:1f90 00000000:0000 0a 00000000:00000000 00:00000000 00000000     0        0 7 1 0 100 0 0 10 0\n",
-			want: []tcpSocket{{ap("127.0.0.1:8080"), 0x0A, 7}}},
+			want: []tcpSocket{{ap("127.0.0.1:8080"), none4, 0x0A, 7}}},
 		{name: "short row", in: "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0\n", wantErr: "9 fields, want at least 10"},
 		{name: "no slot", in: "0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7\n", wantErr: "no slot number"},
 		{name: "address without port", in: "   0: 0100007F 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7\n", wantErr: `local address "0100007F"`},
@@ -92,19 +93,26 @@ func formatNetTCP(socks []tcpSocket) string {
 	var b strings.Builder
 	b.WriteString("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n")
 	for i, s := range socks {
-		a := s.Local.Addr().As16()
-		words := a[:]
-		if s.Local.Addr().Is4() {
-			a4 := s.Local.Addr().As4()
-			words = a4[:]
-		}
-		fmt.Fprintf(&b, "%4d: ", i)
-		for w := 0; w < len(words); w += 4 {
-			fmt.Fprintf(&b, "%08X", binary.NativeEndian.Uint32(words[w:]))
-		}
-		fmt.Fprintf(&b, ":%04X 00000000:0000 %02X 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 100 0 0 10 0\n",
-			s.Local.Port(), s.State, s.Inode)
+		fmt.Fprintf(&b, "%4d: %s %s %02X 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 100 0 0 10 0\n",
+			i, formatHexAddrPort(s.Local), formatHexAddrPort(s.Remote), s.State, s.Inode)
 	}
+	return b.String()
+}
+
+// formatHexAddrPort writes an address as net/tcp does: the address's
+// 32-bit words each in host order, then the port, in hex.
+func formatHexAddrPort(ap netip.AddrPort) string {
+	a := ap.Addr().As16()
+	words := a[:]
+	if ap.Addr().Is4() {
+		a4 := ap.Addr().As4()
+		words = a4[:]
+	}
+	var b strings.Builder
+	for w := 0; w < len(words); w += 4 {
+		fmt.Fprintf(&b, "%08X", binary.NativeEndian.Uint32(words[w:]))
+	}
+	fmt.Fprintf(&b, ":%04X", ap.Port())
 	return b.String()
 }
 

@@ -89,6 +89,14 @@ type Sampler struct {
 	treesMu sync.Mutex // guards trees, added to by AddTareTree while Run samples
 	trees   []int      // Config.TareTrees, and those added since
 
+	// peers finds the processes the system under test calls over
+	// loopback, every peerEvery readings; sutRoots is Config.SUT and
+	// those, the roots of the system under test's tree.
+	peers    *peers
+	readings int
+	sutRoots []int
+	called   []int // the peers found, for Called; guarded by mu
+
 }
 
 // reading is every counter the sampler reads, at one instant.
@@ -157,6 +165,8 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		fs:        pfs,
 		procs:     newProcTable(cfg.ProcRoot),
 		members:   newMembers(),
+		peers:     newPeers(cfg.ProcRoot),
+		sutRoots:  cfg.SUT,
 		sutTasks:  newTaskReader(cfg.ProcRoot),
 		tareTasks: newTaskReader(cfg.ProcRoot),
 		prev:      newReading(),
@@ -226,6 +236,21 @@ func (s *Sampler) Close() { s.procs.close() }
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
+
+// peerEvery is how many readings apart the system under test's
+// connections are looked at: a model server or a database it calls joins
+// it within a few ticks of the first call.
+const peerEvery = 4
+
+// Called returns the processes of this host that the system under test
+// called over loopback (it held a connection to their listening socket)
+// and that have been counted with it since: its model server, its local
+// database or cache. Sorted; none when it called none, or has none.
+func (s *Sampler) Called() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.called)
+}
 
 // Warnings are the distinct non-fatal problems met so far: a source that
 // could not be read is nil in the samples, and the reason is here.
@@ -328,7 +353,15 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	s.treesMu.Lock()
 	trees := s.trees
 	s.treesMu.Unlock()
-	s.members.find(r.Procs, s.cfg.SUT, s.cfg.Tare, trees)
+	s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
+	if s.readings++; len(s.cfg.SUT) > 0 && s.readings%peerEvery == 1 && s.peers.look(s.members.sut, s.members.tare) {
+		called := s.peers.list()
+		s.sutRoots = slices.Concat(s.cfg.SUT, called)
+		s.mu.Lock()
+		s.called = called
+		s.mu.Unlock()
+		s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
+	}
 	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
 	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
 	return nil

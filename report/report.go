@@ -106,7 +106,11 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
 	}
 	if u := s.SUT; u != nil {
-		p.row("under test", "pid %s (%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, pct(u.CPUPct), pct(u.RunDelayPct))
+		calls := ""
+		if len(u.Calls) > 0 {
+			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+		}
+		p.row("under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
 	} else if s.Requests.Total > 0 {
 		p.row("under test", "not found on this host (--pid or --cgroup name it)")
 	}

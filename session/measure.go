@@ -163,6 +163,9 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	s.Env = sampler.Env()
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
+	if s.SUT != nil {
+		s.SUT.Calls = sampler.Called()
+	}
 	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)

@@ -102,6 +102,9 @@ loop:
 	}
 	s.Env = sampler.Env()
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
+	if s.SUT != nil {
+		s.SUT.Calls = sampler.Called()
+	}
 	ticks := rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	for _, w := range sampler.Warnings() {
