@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 )
 
@@ -46,19 +48,42 @@ func TestVerdictMatrix(t *testing.T) {
 	}
 	for _, sc := range scenario.Matrix() {
 		t.Run(sc.Name, func(t *testing.T) {
-			s, err := env.Run(t.Context(), sc)
-			if errors.Is(err, scenario.ErrSkip) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var text bytes.Buffer
-			report.Text(&text, &s)
-			t.Logf("%s", text.String())
-			for _, w := range scenario.Check(sc, s) {
-				t.Error(w)
+			// No scenario makes steal: when the hypervisor steals anyway,
+			// polluted is the right verdict on that attempt, and says
+			// nothing of the scenario's. Such an attempt is run again.
+			const attempts = 3
+			for i := 1; ; i++ {
+				s, err := env.Run(t.Context(), sc)
+				if errors.Is(err, scenario.ErrSkip) {
+					t.Skip(err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var text bytes.Buffer
+				report.Text(&text, &s)
+				t.Logf("%s", text.String())
+				if stole(s) {
+					if i == attempts {
+						t.Skipf("the hypervisor stole CPU in all %d attempts (steal fired each time, rightly): this machine could not show the scenario", attempts)
+					}
+					continue
+				}
+				for _, w := range scenario.Check(sc, s) {
+					t.Error(w)
+				}
+				return
 			}
 		})
 	}
+}
+
+// stole says whether the steal signal fired on s.
+func stole(s tare.Summary) bool {
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired && sig.Name == judge.SignalSteal {
+			return true
+		}
+	}
+	return false
 }
