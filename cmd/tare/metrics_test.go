@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,7 +45,13 @@ func TestMetricsRun(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(last, "tare_verdict{") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no verdict on http://%s/metrics after 30 s; last scrape:\n%s", addr, last)
+			run := "still running"
+			select {
+			case o := <-done:
+				run = fmt.Sprintf("exit %d, stderr:\n%s", o.code, o.stderr)
+			case <-time.After(5 * time.Second):
+			}
+			t.Fatalf("no verdict on http://%s/metrics after 30 s; the run: %s\nlast scrape:\n%s", addr, run, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 		resp, err := http.Get("http://" + addr + "/metrics")
