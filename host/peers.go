@@ -14,19 +14,21 @@ const tcpEstablished = 0x01
 // calls: the owners of the listening sockets at the far end of its
 // established TCP connections to a loopback address. A worker's model
 // server, a service's local database or cache: their CPU is the system's
-// own cost, not a neighbour's. Listeners are looked up once per port
-// (socketOwners reads every descriptor on the host); a port whose owners
-// are gone is looked up again.
+// own cost, not a neighbour's. A listener's owners are looked up once per
+// port (socketOwners reads every descriptor on the host); a port whose
+// owners are gone is looked up again.
 type peers struct {
-	procRoot string
-	owners   map[uint16][]int // listening port → its processes
-	found    map[int]bool     // every peer found so far
-	inodes   map[uint64]bool  // scratch: the system under test's sockets
-	socks    []tcpSocket      // scratch
+	procRoot  string
+	owners    map[uint16][]int           // listening port → its processes
+	found     map[int]bool               // every peer found so far
+	inodes    map[uint64]bool            // scratch: the system under test's sockets
+	listening map[uint16]map[uint64]bool // scratch: listening sockets by port
+	socks     []tcpSocket                // scratch
 }
 
 func newPeers(procRoot string) *peers {
-	return &peers{procRoot: procRoot, owners: map[uint16][]int{}, found: map[int]bool{}, inodes: map[uint64]bool{}}
+	return &peers{procRoot: procRoot, owners: map[uint16][]int{}, found: map[int]bool{}, inodes: map[uint64]bool{},
+		listening: map[uint16]map[uint64]bool{}}
 }
 
 // look adds to the peers found those of the processes of sut, leaving out
@@ -51,7 +53,10 @@ func (p *peers) look(sut, skip map[int]bool) bool {
 	if len(p.inodes) == 0 {
 		return false
 	}
+	// One reading of the socket tables gives both ends: the ports the
+	// system under test is connected to, and who listens where.
 	var ports []uint16
+	clear(p.listening)
 	for _, name := range []string{"tcp", "tcp6"} {
 		b, err := os.ReadFile(filepath.Join(p.procRoot, "net", name))
 		if err != nil {
@@ -61,8 +66,14 @@ func (p *peers) look(sut, skip map[int]bool) bool {
 			continue
 		}
 		for _, s := range p.socks {
-			if s.State == tcpEstablished && p.inodes[s.Inode] && s.Remote.Addr().Unmap().IsLoopback() {
+			switch {
+			case s.State == tcpEstablished && p.inodes[s.Inode] && s.Remote.Addr().Unmap().IsLoopback():
 				ports = append(ports, s.Remote.Port())
+			case s.State == tcpListen && s.Inode != 0:
+				if p.listening[s.Local.Port()] == nil {
+					p.listening[s.Local.Port()] = map[uint64]bool{}
+				}
+				p.listening[s.Local.Port()][s.Inode] = true
 			}
 		}
 	}
@@ -70,7 +81,9 @@ func (p *peers) look(sut, skip map[int]bool) bool {
 	for _, port := range slices.Compact(slices.Sorted(slices.Values(ports))) {
 		owners, ok := p.owners[port]
 		if !ok || !p.alive(owners) {
-			owners, _ = ListenerPIDs(p.procRoot, int(port))
+			if inodes := p.listening[port]; len(inodes) > 0 {
+				owners = socketOwners(p.procRoot, inodes)
+			}
 			p.owners[port] = owners
 		}
 		for _, pid := range owners {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func (f Field) Set(text string) error {
 
 // Type names the field's kind as pflag does: "duration", "int", "rate".
 func (f Field) Type() string {
-	switch f.Value.(type) {
+	switch v := f.Value.(type) {
 	case *string, *[]string:
 		return "string"
 	case *int, *[]int:
@@ -119,7 +120,7 @@ func (f Field) Type() string {
 	case *time.Duration:
 		return "duration"
 	case interface{ Type() string }:
-		return f.Value.(interface{ Type() string }).Type()
+		return v.Type()
 	}
 	return "value"
 }
@@ -147,21 +148,7 @@ func (f Field) Text() string {
 	case fmt.Stringer:
 		return p.String()
 	}
-	return fmt.Sprint(deref(f.Value))
-}
-
-func deref(v any) any {
-	switch p := v.(type) {
-	case *int:
-		return *p
-	case *uint64:
-		return *p
-	case *float64:
-		return *p
-	case *bool:
-		return *p
-	}
-	return v
+	return fmt.Sprint(reflect.ValueOf(f.Value).Elem()) // *int, *uint64, *float64, *bool
 }
 
 // Accepted says what a value of a kind looks like, for messages about a
@@ -416,14 +403,13 @@ func (l *LoadSpec) Schedule() (arrival.Process, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	var p arrival.Process
+	var err error
 	if len(l.Stages) > 0 {
-		p, err := arrival.NewStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed)
-		if err != nil {
-			return nil, Flagged(err, "")
-		}
-		return arrival.Bound(p, l.Jobs, l.Span()), nil
+		p, err = arrival.NewStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed)
+	} else {
+		p, err = arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
 	}
-	p, err := arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
 	if err != nil {
 		return nil, Flagged(err, "")
 	}
@@ -450,14 +436,16 @@ func (l *LoadSpec) Split(sh arrival.Shard) (arrival.Process, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	var p arrival.Process
+	var err error
 	if len(l.Stages) > 0 {
-		p, err := arrival.SplitStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed, l.Jobs, sh)
-		if err != nil {
-			return nil, Flagged(err, "")
+		// The stages end a staged shard; the jobs are dealt among shards.
+		if p, err = arrival.SplitStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed, l.Jobs, sh); err == nil {
+			p = arrival.Bound(p, 0, l.Span())
 		}
-		return arrival.Bound(p, 0, l.Span()), nil
+	} else {
+		p, err = arrival.Split(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed, l.Jobs, l.Span(), sh)
 	}
-	p, err := arrival.Split(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed, l.Jobs, l.Span(), sh)
 	if err != nil {
 		return nil, Flagged(err, "")
 	}
