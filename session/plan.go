@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,16 +175,26 @@ func (pl *Plan) Error(err error) error {
 		for _, f := range fields {
 			rest, ok := strings.CutPrefix(msg, "--"+f.Flag)
 			if f.Key == s.Key && ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
-				return pl.SettingError(s, err, f.word()+rest)
+				return pl.SettingError(s, err, f.word()+inPlanWords(rest, fields))
 			}
 		}
 	}
-	// A key the plan did not set, or no key at all: say it in the plan's
-	// words.
-	for _, name := range []string{"jobs", "duration", "url", "rate"} {
-		msg = strings.ReplaceAll(msg, "--"+name, name+":")
+	// A key the plan did not set, or no key at all.
+	return pl.Errorf("", err, "%s", inPlanWords(msg, fields))
+}
+
+// inPlanWords names each flag of msg that a plan key sets by its key:
+// "drop --rate 2/s" becomes "drop rate: 2/s".
+func inPlanWords(msg string, fields []Field) string {
+	fields = slices.Clone(fields)
+	// --redirects-cross-host before --redirects.
+	slices.SortFunc(fields, func(a, b Field) int { return len(b.Flag) - len(a.Flag) })
+	for _, f := range fields {
+		if f.Key != "" {
+			msg = strings.ReplaceAll(msg, "--"+f.Flag, f.Key+":")
+		}
 	}
-	return pl.Errorf("", err, "%s", msg)
+	return msg
 }
 
 // byKey indexes fields by their plan key; "headers" is header too.

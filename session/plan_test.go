@@ -104,3 +104,24 @@ func TestPlanFilesBesideThePlan(t *testing.T) {
 		t.Errorf("prompts %q; want the absolute path kept", got)
 	}
 }
+
+// TestPlanErrorInPlanWords: an error about the spec names the plan's
+// keys, not the flags, everywhere in its message.
+func TestPlanErrorInPlanWords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:1/\nrate: 2/s\nstages: 10s:5/s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Prepare(t.Context(), pl.Spec, "the plan")
+	if err == nil {
+		t.Fatal("stages beside a rate: no error")
+	}
+	msg := pl.Error(err).Error()
+	if !strings.Contains(msg, "line 3, key stages: stages sets the rate") || !strings.Contains(msg, "drop rate: 2/s") || strings.Contains(msg, "--") {
+		t.Errorf("error %q: want it at line 3, key stages, in the plan's words (rate:, no --flag)", msg)
+	}
+}

@@ -29,14 +29,20 @@ Definitions:
   service         done − actual send: what a closed-loop tool would report
   steal           share of a tick's CPU time the hypervisor gave to others
   CPU busy        share of a tick the guest itself ran
-  polluted tick   a tick whose steal, throttled share or PSI some exceeds
-                  the threshold (default 10%)
+  whose cpu       each tick's CPU time by owner: the system under test
+                  (with what it calls on this host), tare, each other
+                  process by name, the kernel, steal, idle
+  polluted tick   a tick whose steal, throttled share or wait behind
+                  other processes exceeds the threshold (default 10%)
   clean-tick percentiles
                   latency over the requests that lived entirely in clean
                   ticks: what the code does on a quiet host
 
-Verdicts: clean, suspect, polluted. Exit status: 0 clean or suspect, 1 when
---fail-on asks and the verdict or SLO fails, 2 usage or runtime error.`
+Verdicts: clean, suspect, polluted; a service that uses up its own CPUs is
+saturated, a finding about the code beside the verdict (docs/verdict.md).
+Exit status: 0 unless asked; --fail-on polluted|suspect: 3 on that verdict
+or worse (inconclusive: rerun); --fail-on slo: 1 when the SLO failed on a
+run that is not polluted, 3 on one that is; 2 usage or runtime error.`
 
 // run is the whole command line, testable in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
