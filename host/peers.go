@@ -1,6 +1,7 @@
 package host
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,21 +22,22 @@ type peers struct {
 	procRoot  string
 	owners    map[uint16][]int           // listening port → its processes
 	found     map[int]bool               // every peer found so far
-	inodes    map[uint64]bool            // scratch: the system under test's sockets
+	inodes    map[uint64]bool            // the system under test's sockets at the last look
+	seen      map[uint64]bool            // scratch: its sockets now
 	listening map[uint16]map[uint64]bool // scratch: listening sockets by port
 	socks     []tcpSocket                // scratch
 }
 
 func newPeers(procRoot string) *peers {
 	return &peers{procRoot: procRoot, owners: map[uint16][]int{}, found: map[int]bool{}, inodes: map[uint64]bool{},
-		listening: map[uint16]map[uint64]bool{}}
+		seen: map[uint64]bool{}, listening: map[uint16]map[uint64]bool{}}
 }
 
 // look adds to the peers found those of the processes of sut, leaving out
 // the processes of sut themselves and of skip (tare's), and reports
 // whether it found a new one.
 func (p *peers) look(sut, skip map[int]bool) bool {
-	clear(p.inodes)
+	clear(p.seen)
 	for pid := range sut {
 		fdDir := filepath.Join(p.procRoot, strconv.Itoa(pid), "fd")
 		fds, err := readDirNames(fdDir)
@@ -45,14 +47,19 @@ func (p *peers) look(sut, skip map[int]bool) bool {
 		for _, fd := range fds {
 			if link, err := os.Readlink(filepath.Join(fdDir, fd)); err == nil {
 				if ino, ok := socketInode(link); ok {
-					p.inodes[ino] = true
+					p.seen[ino] = true
 				}
 			}
 		}
 	}
-	if len(p.inodes) == 0 {
+	// The socket tables list every socket of the host, and reading them
+	// walks the kernel's whole connection hash: about as much CPU as the
+	// sampler's every other reading together. The same sockets as at the
+	// last look (a service's keep-alive connections) can lead nowhere new.
+	if len(p.seen) == 0 || maps.Equal(p.seen, p.inodes) {
 		return false
 	}
+	p.inodes, p.seen = p.seen, p.inodes
 	// One reading of the socket tables gives both ends: the ports the
 	// system under test is connected to, and who listens where.
 	var ports []uint16
@@ -85,6 +92,9 @@ func (p *peers) look(sut, skip map[int]bool) bool {
 				owners = socketOwners(p.procRoot, inodes)
 			}
 			p.owners[port] = owners
+		}
+		if len(owners) == 0 {
+			clear(p.inodes) // look again next time: the owner may show yet
 		}
 		for _, pid := range owners {
 			if !sut[pid] && !skip[pid] && !p.found[pid] {

@@ -80,24 +80,7 @@ func TestSamplerCountsCalledProcesses(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3 to play the model server")
 	}
-	// The called process: listens, prints its pid and port, and lives 30 s
-	// at most. Started through a shell that exits at once, so that it is
-	// no descendant of this process (which would make it the system under
-	// test already).
-	sh := exec.Command("sh", "-c", `"$0" -c "$1" &`, python, "import os,socket,time\ns=socket.socket()\ns.settimeout(30)\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(os.getpid(),s.getsockname()[1],flush=True)\nc,_=s.accept()\ntime.sleep(30)")
-	out, err := sh.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sh.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid, port int
-	if _, err := fmt.Fscan(bufio.NewReader(out), &pid, &port); err != nil {
-		t.Fatalf("the server printed no pid and port: %v", err)
-	}
-	sh.Wait()
-	defer syscall.Kill(pid, syscall.SIGKILL)
+	pid, port := startListener(t, python)
 	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +104,54 @@ func TestSamplerCountsCalledProcesses(t *testing.T) {
 	}
 	if !s.members.sut[pid] {
 		t.Errorf("the called server, pid %d, is not counted with the system under test", pid)
+	}
+}
+
+// startListener starts a process that listens on a loopback port, accepts
+// one connection and lives 30 s at most, and returns its pid and port. It
+// is started through a shell that exits at once, so that it is no
+// descendant of this process (which would make it the system under test
+// already).
+func startListener(t *testing.T, python string) (pid, port int) {
+	t.Helper()
+	sh := exec.Command("sh", "-c", `"$0" -c "$1" &`, python, "import os,socket,time\ns=socket.socket()\ns.settimeout(30)\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(os.getpid(),s.getsockname()[1],flush=True)\nc,_=s.accept()\ntime.sleep(30)")
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fscan(bufio.NewReader(out), &pid, &port); err != nil {
+		t.Fatalf("the server printed no pid and port: %v", err)
+	}
+	sh.Wait()
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid, port
+}
+
+// TestPeersLookAgainOnNewConnections: a look with the same sockets as the
+// last finds nothing new (and skips the socket tables); a connection made
+// since is looked at, and its listener found.
+func TestPeersLookAgainOnNewConnections(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to play the called servers")
+	}
+	sut := map[int]bool{os.Getpid(): true} // this test process calls both
+	p := newPeers("/proc")
+	for i := range 2 {
+		pid, port := startListener(t, python)
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if !p.look(sut, nil) || !slices.Contains(p.list(), pid) {
+			t.Fatalf("look after connection %d to pid %d: found %v", i+1, pid, p.list())
+		}
+		if p.look(sut, nil) {
+			t.Errorf("a second look at the same connections found something new: %v", p.list())
+		}
 	}
 }
