@@ -684,3 +684,44 @@ func TestNewRedirects(t *testing.T) {
 		t.Errorf("New with Redirects -2: %v, want EINVALID naming redirects", err)
 	}
 }
+
+// TestServerClosesIdleConnections: a server that closes a keep-alive
+// connection once idle leaves an end of file for the next request on it,
+// which is sent again on a new connection, never counted as a failure:
+// whether the connection is taken again soon (its write waits for its
+// read) or after the server closed it.
+func TestServerClosesIdleConnections(t *testing.T) {
+	const idle = 20 * time.Millisecond
+	for _, client := range clients {
+		for _, gap := range []time.Duration{0, 3 * idle, 2 * holdFor} {
+			t.Run(fmt.Sprintf("%s/%s apart", client.name, gap), func(t *testing.T) {
+				var conns atomic.Int64
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Write([]byte("ok"))
+				}))
+				srv.Config.IdleTimeout = idle
+				srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+					if s == http.StateNew {
+						conns.Add(1)
+					}
+				}
+				srv.Start()
+				defer srv.Close()
+				tg := newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP})
+				n := 6
+				if gap > holdFor {
+					n = 2
+				}
+				for i := range n {
+					if res := do(t.Context(), tg); res.Status != 200 || res.Err != "" {
+						t.Errorf("request %d, %s after the last: status %d, error %q; want 200", i, gap, res.Status, res.Err)
+					}
+					time.Sleep(gap)
+				}
+				if gap > idle && conns.Load() < int64(n) {
+					t.Errorf("%d requests %s apart used %d connections: the server closed each after %s idle", n, gap, conns.Load(), idle)
+				}
+			})
+		}
+	}
+}

@@ -261,6 +261,13 @@ type trackedConn struct {
 	set     *connSet
 	local   *connAddr
 	readErr atomic.Pointer[error]
+	// wrote is when the connection last took a request (or was opened):
+	// a connection in use holds a request's write for its read.
+	wrote time.Time
+	// writeDeadline is the deadline fasthttp set for writes, applied to
+	// the connection only when a write does not wait for the read (which
+	// has its own): a runtime timer less to move per request.
+	writeDeadline, applied time.Time
 }
 
 // connAddr is the connection's local address, through which a response
@@ -283,6 +290,10 @@ func (c *trackedConn) SetReadDeadline(t time.Time) error {
 }
 
 func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	if c.raw != nil {
+		c.writeDeadline = t
+		return nil
+	}
 	if c.set.aborted() {
 		t = past
 	}
@@ -301,11 +312,41 @@ func (c *trackedConn) Read(p []byte) (n int, err error) {
 	return n, err
 }
 
+// holdFor is how recently a connection must have taken a request for the
+// next one's write to wait for its read. A server that closed an idle
+// keep-alive connection left an end of file to read, which a read finds at
+// once (a stale connection: the request is sent again on a new one); a
+// held write must first draw the server's reset, a round trip, and reads
+// end of file then (TestServerClosesIdleConnections). Servers close idle
+// connections after seconds; under this, connections are in use.
+const holdFor = 100 * time.Millisecond
+
+// holdMax is the most a request's write holds for its read: larger
+// requests are written as they come.
+const holdMax = 64 << 10
+
 func (c *trackedConn) Write(p []byte) (int, error) {
-	if c.raw != nil {
-		return c.raw.Write(p)
+	if c.raw == nil {
+		return c.Conn.Write(p)
 	}
-	return c.Conn.Write(p)
+	now := time.Now()
+	recent := now.Sub(c.wrote) < holdFor
+	c.wrote = now
+	if recent && c.raw.Held()+len(p) <= holdMax {
+		c.raw.Hold(p)
+		return len(p), nil
+	}
+	d := c.writeDeadline
+	if c.set.aborted() {
+		d = past
+	}
+	if !d.Equal(c.applied) {
+		if err := c.Conn.SetWriteDeadline(d); err != nil {
+			return 0, err
+		}
+		c.applied = d
+	}
+	return c.raw.Write(p)
 }
 
 // readFailure is the read error behind err on the connection resp was read
@@ -320,7 +361,7 @@ func readFailure(resp *fasthttp.Response, err error) error {
 }
 
 func (s *connSet) add(c net.Conn) net.Conn {
-	tc := &trackedConn{Conn: c, set: s}
+	tc := &trackedConn{Conn: c, set: s, wrote: time.Now()}
 	if sc, ok := c.(syscall.Conn); ok {
 		tc.raw = rawio.New(sc)
 	}

@@ -51,12 +51,6 @@ func (c *timerfdClock) sleepUntil(at time.Time) bool {
 	if wait <= 0 {
 		return c.ctx.Err() == nil
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(wait))}
-	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(c.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	if e != 0 {
-		time.Sleep(wait)
-		return c.ctx.Err() == nil
-	}
 	// The poller is consulted only when a P runs out of work: while every P
 	// is kept busy (goroutines that yield, never block) the timerfd's wake
 	// would wait for the runtime's 10 ms network poll. A read deadline at
@@ -68,8 +62,22 @@ func (c *timerfdClock) sleepUntil(at time.Time) bool {
 		// above may have overwritten.
 		return false
 	}
-	_, err := c.raw.Read(c.buf[:])
-	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+	// Armed inside the read's poller wait, the timer's expiry cannot be
+	// missed, and the one read(2) is the one that finds it.
+	armed := true
+	_, err := c.raw.ReadAfter(c.buf[:], func(fd uintptr) error {
+		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(wait))}
+		_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+		if e != 0 {
+			armed = false
+			return e
+		}
+		return nil
+	})
+	switch {
+	case !armed:
+		time.Sleep(time.Until(at))
+	case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
 		return false
 	}
 	return c.ctx.Err() == nil

@@ -20,7 +20,8 @@ import (
 // block, RawConn waits in the poller exactly as net.Conn does, deadlines
 // and Close included.
 type Conn struct {
-	rc syscall.RawConn
+	rc      syscall.RawConn
+	pending []byte // kept by Hold, written by the next Read or Write
 }
 
 // New returns a Conn for c, or nil where raw calls are not available (not
@@ -33,13 +34,54 @@ func New(c syscall.Conn) *Conn {
 	return &Conn{rc: rc}
 }
 
+// Hold keeps a copy of p to be written by the next Read, just before it
+// waits for the answer. A request written, then read, costs a read(2)
+// that finds nothing (the server has had no time to answer) before the
+// wait: a system call per request for nothing. Written inside the read's
+// own poller wait, after the poller's readiness was reset, the answer
+// cannot be missed however soon it comes, and the first read(2) finds it.
+func (r *Conn) Hold(p []byte) { r.pending = append(r.pending, p...) }
+
+// Held is how many bytes Hold keeps for the next Read or Write.
+func (r *Conn) Held() int { return len(r.pending) }
+
 // Read is read(2) into p, waiting in the poller until there is something
-// to read; io.EOF at the end.
+// to read; io.EOF at the end. What Hold keeps is written first.
 func (r *Conn) Read(p []byte) (n int, err error) {
+	if len(r.pending) == 0 {
+		return r.ReadAfter(p, nil)
+	}
+	n, err = r.ReadAfter(p, func(fd uintptr) error {
+		w, err := writeSome(fd, r.pending)
+		r.pending = r.pending[:copy(r.pending, r.pending[w:])]
+		return err
+	})
+	if err == unix.EAGAIN {
+		// The descriptor took only part of what is held: the rest waits
+		// for room as any write does, then the answer as any read does.
+		if _, err := r.Write(nil); err != nil {
+			return 0, err
+		}
+		return r.ReadAfter(p, nil)
+	}
+	r.pending = r.pending[:0]
+	return n, err
+}
+
+// ReadAfter is Read with start called on the descriptor first, inside the
+// poller's wait: the poller's readiness is reset before start, so what
+// start brings about (the answer to a write, a timer's expiry) cannot be
+// missed however soon it comes, and no read(2) is made before it, to find
+// nothing. An error of start's ends the read.
+func (r *Conn) ReadAfter(p []byte, start func(fd uintptr) error) (n int, err error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	werr := r.rc.Read(func(fd uintptr) bool {
+		if start != nil {
+			err, start = start(fd), nil
+			return err != nil
+		}
 		n, err = rawCall(unix.SYS_READ, fd, p)
 		return err != unix.EAGAIN
 	})
@@ -54,9 +96,20 @@ func (r *Conn) Read(p []byte) (n int, err error) {
 	return n, nil
 }
 
-// Write is write(2) of all of p, waiting in the poller while the
-// descriptor cannot take more.
+// Write is write(2) of what Hold keeps and then of all of p, waiting in
+// the poller while the descriptor cannot take more.
 func (r *Conn) Write(p []byte) (n int, err error) {
+	if len(r.pending) > 0 {
+		_, err = r.write(r.pending)
+		r.pending = r.pending[:0]
+		if err != nil {
+			return 0, err
+		}
+	}
+	return r.write(p)
+}
+
+func (r *Conn) write(p []byte) (n int, err error) {
 	for n < len(p) && err == nil {
 		var w int
 		werr := r.rc.Write(func(fd uintptr) bool {
@@ -69,6 +122,19 @@ func (r *Conn) Write(p []byte) (n int, err error) {
 		n += w
 	}
 	return n, err
+}
+
+// writeSome is write(2) of p until all of it is written or the descriptor
+// would block (unix.EAGAIN, with n written).
+func writeSome(fd uintptr, p []byte) (n int, err error) {
+	for n < len(p) {
+		w, err := rawCall(unix.SYS_WRITE, fd, p[n:])
+		if err != nil {
+			return n, err
+		}
+		n += w
+	}
+	return n, nil
 }
 
 // rawCall is read(2) or write(2) of p on fd, retried when a signal

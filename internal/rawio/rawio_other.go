@@ -13,3 +13,5 @@ func New(syscall.Conn) *Conn { return nil }
 
 func (*Conn) Read([]byte) (int, error)  { panic("rawio is Linux only") }
 func (*Conn) Write([]byte) (int, error) { panic("rawio is Linux only") }
+func (*Conn) Hold([]byte)               { panic("rawio is Linux only") }
+func (*Conn) Held() int                 { panic("rawio is Linux only") }
