@@ -230,7 +230,8 @@ func (l *lean) watch(ctx context.Context) {
 	if w := l.conns.watched.Load(); w != nil && *w == ctx {
 		return
 	}
-	l.conns.watched.Store(&ctx)
+	watched := ctx // not &ctx: that would move ctx to the heap on every request
+	l.conns.watched.Store(&watched)
 	context.AfterFunc(ctx, func() {
 		l.conns.each(func(c net.Conn) { c.SetDeadline(past) })
 	})
@@ -307,7 +308,8 @@ func (c *trackedConn) Read(p []byte) (n int, err error) {
 		n, err = c.Conn.Read(p)
 	}
 	if err != nil && err != io.EOF {
-		c.readErr.Store(&err)
+		kept := err // not &err: that would move err to the heap on every read
+		c.readErr.Store(&kept)
 	}
 	return n, err
 }

@@ -47,6 +47,12 @@ type Runner struct {
 	done    atomic.Int64 // requests the target finished
 	dropped atomic.Int64
 	workers atomic.Int64
+
+	// While every worker is busy at the cap the pacer waits for one to come
+	// free (freed), not for each arrival only to drop it.
+	idle      atomic.Int64 // workers waiting for an arrival
+	saturated atomic.Bool  // the pacer waits on freed
+	freed     chan struct{}
 }
 
 // New returns a Runner for target.
@@ -57,7 +63,7 @@ func New(target tare.Target, cfg Config) *Runner {
 	if cfg.Drain <= 0 {
 		cfg.Drain = DefaultDrain
 	}
-	return &Runner{target: target, cfg: cfg}
+	return &Runner{target: target, cfg: cfg, freed: make(chan struct{}, 1)}
 }
 
 // Usage is what the generator itself cost.
@@ -142,8 +148,11 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- tare.Result, spawn func()) {
 	clock := newClock(ctx)
 	defer clock.stop()
+	ahead := &lookahead{Schedule: sched}
+	poll := time.NewTimer(saturatedPoll)
+	poll.Stop()
 	for seq := uint64(0); ; seq++ {
-		at, ok := sched.Next()
+		at, ok := ahead.Next()
 		if !ok {
 			return
 		}
@@ -173,16 +182,95 @@ func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arri
 		// recorded, and the schedule goes on.
 		select {
 		case arrivals <- a:
+			continue
 		default:
-			r.dropped.Add(1)
-			out <- tare.Result{Seq: seq, Scheduled: scheduled, Dropped: true}
+		}
+		r.drop(out, a)
+		// The workers stay busy until one comes free: the arrivals until
+		// then are dropped without a wait for each, which at a rate far
+		// above what the target takes was most of the pacer's CPU.
+		until, ok := r.awaitFree(ctx, poll)
+		if !ok {
+			return
+		}
+		for {
+			at, ok := ahead.Next()
+			if !ok {
+				return
+			}
+			if !start.Add(at).Before(until) {
+				ahead.unread(at)
+				break
+			}
+			seq++
+			r.drop(out, arrival{seq: seq, scheduled: start.Add(at)})
 		}
 	}
 }
 
+func (r *Runner) drop(out chan<- tare.Result, a arrival) {
+	r.dropped.Add(1)
+	out <- tare.Result{Seq: a.seq, Scheduled: a.scheduled, Dropped: true}
+}
+
+// saturatedPoll bounds a wait for a free worker, so that the arrivals
+// dropped meanwhile are counted as the run goes (the progress line) and a
+// schedule that ends meanwhile ends on time.
+const saturatedPoll = 20 * time.Millisecond
+
+// awaitFree waits until a worker is idle, or saturatedPoll on poll (a
+// stopped timer), and returns the time then; false when ctx ended first.
+func (r *Runner) awaitFree(ctx context.Context, poll *time.Timer) (time.Time, bool) {
+	// saturated is set before idle is read, and a worker adds itself to
+	// idle before it reads saturated: one of the two sees the other.
+	r.saturated.Store(true)
+	defer r.saturated.Store(false)
+	poll.Reset(saturatedPoll)
+	defer poll.Stop()
+	for r.idle.Load() == 0 {
+		select {
+		case <-r.freed:
+		case <-poll.C:
+			return time.Now(), ctx.Err() == nil
+		case <-ctx.Done():
+			return time.Time{}, false
+		}
+	}
+	return time.Now(), ctx.Err() == nil
+}
+
+// lookahead is a Schedule that can take its last arrival back.
+type lookahead struct {
+	Schedule
+	back   time.Duration
+	isBack bool
+}
+
+func (l *lookahead) Next() (time.Duration, bool) {
+	if l.isBack {
+		l.isBack = false
+		return l.back, true
+	}
+	return l.Schedule.Next()
+}
+
+func (l *lookahead) unread(at time.Duration) { l.back, l.isBack = at, true }
+
 func (r *Runner) work(ctx context.Context, arrivals <-chan arrival, out chan<- tare.Result) {
 	var res tare.Result // reused: one allocation per worker, not per request
-	for a := range arrivals {
+	for {
+		r.idle.Add(1)
+		if r.saturated.Load() {
+			select {
+			case r.freed <- struct{}{}:
+			default:
+			}
+		}
+		a, ok := <-arrivals
+		r.idle.Add(-1)
+		if !ok {
+			return
+		}
 		res = tare.Result{Seq: a.seq, Scheduled: a.scheduled, Sent: time.Now()}
 		r.sent.Add(1)
 		r.target.Do(ctx, &res)

@@ -231,3 +231,56 @@ func TestCancelAfterLastArrivalDrains(t *testing.T) {
 		t.Errorf("Run returned %v after the cancel; want at least the drain %v and well before the requests' bound %v", took, drain, bound)
 	}
 }
+
+// TestSaturatedDropsAsTheyCome: with every worker busy for long, the
+// arrivals meanwhile are dropped and counted as the run goes, not only
+// when a worker comes free; each arrival yields one result, in its place
+// in the schedule.
+func TestSaturatedDropsAsTheyCome(t *testing.T) {
+	release := make(chan struct{})
+	blocked := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			res.Err = "canceled"
+		}
+	})
+	r := New(blocked, Config{MaxInFlight: 2})
+	sawDrops := make(chan bool, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for r.Progress().Dropped == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		sawDrops <- r.Progress().Dropped > 0
+		close(release)
+	}()
+	const n = 400
+	sched := &constant{gap: 250 * time.Microsecond, n: n}
+	start := time.Now()
+	out := make(chan tare.Result, 64)
+	go r.Run(context.Background(), start, sched, out)
+	seen := make([]bool, n)
+	var sent int
+	for res := range out {
+		if res.Seq >= n || seen[res.Seq] {
+			t.Fatalf("seq %d reported twice or out of the schedule", res.Seq)
+		}
+		seen[res.Seq] = true
+		if want := start.Add(time.Duration(res.Seq) * sched.gap); !res.Scheduled.Equal(want) {
+			t.Errorf("seq %d scheduled at %v; want %v", res.Seq, res.Scheduled.Sub(start), want.Sub(start))
+		}
+		if !res.Dropped {
+			sent++
+		}
+	}
+	if !<-sawDrops {
+		t.Error("no drop was counted while both workers were busy")
+	}
+	if !slices.Equal(seen, slices.Repeat([]bool{true}, n)) {
+		t.Errorf("not every arrival yielded a result")
+	}
+	if sent < 2 {
+		t.Errorf("%d sent; want at least the 2 the workers took", sent)
+	}
+}

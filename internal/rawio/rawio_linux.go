@@ -22,6 +22,15 @@ import (
 type Conn struct {
 	rc      syscall.RawConn
 	pending []byte // kept by Hold, written by the next Read or Write
+
+	// One read's state, for readFn (made once: a closure per call
+	// would be an allocation per call).
+	p      []byte
+	n      int
+	err    error
+	start  func(fd uintptr) error
+	readFn func(fd uintptr) bool
+	holdFn func(fd uintptr) error
 }
 
 // New returns a Conn for c, or nil where raw calls are not available (not
@@ -31,7 +40,9 @@ func New(c syscall.Conn) *Conn {
 	if err != nil {
 		return nil
 	}
-	return &Conn{rc: rc}
+	r := &Conn{rc: rc}
+	r.readFn, r.holdFn = r.read, r.writePending
+	return r
 }
 
 // Hold keeps a copy of p to be written by the next Read, just before it
@@ -51,11 +62,7 @@ func (r *Conn) Read(p []byte) (n int, err error) {
 	if len(r.pending) == 0 {
 		return r.ReadAfter(p, nil)
 	}
-	n, err = r.ReadAfter(p, func(fd uintptr) error {
-		w, err := writeSome(fd, r.pending)
-		r.pending = r.pending[:copy(r.pending, r.pending[w:])]
-		return err
-	})
+	n, err = r.ReadAfter(p, r.holdFn)
 	if err == unix.EAGAIN {
 		// The descriptor took only part of what is held: the rest waits
 		// for room as any write does, then the answer as any read does.
@@ -68,6 +75,14 @@ func (r *Conn) Read(p []byte) (n int, err error) {
 	return n, err
 }
 
+// writePending is write(2) of what Hold keeps, keeping what the
+// descriptor did not take.
+func (r *Conn) writePending(fd uintptr) error {
+	w, err := writeSome(fd, r.pending)
+	r.pending = r.pending[:copy(r.pending, r.pending[w:])]
+	return err
+}
+
 // ReadAfter is Read with start called on the descriptor first, inside the
 // poller's wait: the poller's readiness is reset before start, so what
 // start brings about (the answer to a write, a timer's expiry) cannot be
@@ -77,14 +92,10 @@ func (r *Conn) ReadAfter(p []byte, start func(fd uintptr) error) (n int, err err
 	if len(p) == 0 {
 		return 0, nil
 	}
-	werr := r.rc.Read(func(fd uintptr) bool {
-		if start != nil {
-			err, start = start(fd), nil
-			return err != nil
-		}
-		n, err = rawCall(unix.SYS_READ, fd, p)
-		return err != unix.EAGAIN
-	})
+	r.p, r.n, r.err, r.start = p, 0, nil, start
+	werr := r.rc.Read(r.readFn)
+	n, err = r.n, r.err
+	r.p, r.err, r.start = nil, nil, nil
 	switch {
 	case werr != nil:
 		return 0, werr
@@ -94,6 +105,17 @@ func (r *Conn) ReadAfter(p []byte, start func(fd uintptr) error) (n int, err err
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// read is one call of the poller's read loop: start first, then read(2)
+// until it finds something.
+func (r *Conn) read(fd uintptr) bool {
+	if r.start != nil {
+		r.err, r.start = r.start(fd), nil
+		return r.err != nil
+	}
+	r.n, r.err = rawCall(unix.SYS_READ, fd, r.p)
+	return r.err != unix.EAGAIN
 }
 
 // Write is write(2) of what Hold keeps and then of all of p, waiting in
