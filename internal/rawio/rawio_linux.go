@@ -18,7 +18,8 @@ import (
 // futex wake and two context switches, nearly a third of its CPU. The
 // descriptor is non-blocking, so a raw call returns at once; when it would
 // block, RawConn waits in the poller exactly as net.Conn does, deadlines
-// and Close included.
+// and Close included. Like a request and its answer, a Conn's reads and
+// writes are for one goroutine at a time.
 type Conn struct {
 	rc      syscall.RawConn
 	pending []byte // kept by Hold, written by the next Read or Write
