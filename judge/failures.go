@@ -95,6 +95,8 @@ var noAnswer = map[string]bool{
 // answered says what the target did with the requests, none of which
 // succeeded: never answered (nothing listening, no route, no answer in
 // time), answered with error statuses, or served none of them otherwise.
+// A queue always took the jobs: its failures are its workers' (their
+// model refused, say), so they are named instead.
 func answered(s *tare.Summary) string {
 	target := "the target"
 	if s.Run.Target != "" {
@@ -106,6 +108,8 @@ func answered(s *tare.Summary) string {
 		statuses = statuses && tare.IsHTTPKind(k)
 	}
 	switch {
+	case s.Queue != nil:
+		return "the workers behind " + target + " succeeded at no job"
 	case silent:
 		return target + " never answered"
 	case statuses:

@@ -13,6 +13,7 @@ func TestFailures(t *testing.T) {
 		name     string
 		req      tare.Requests
 		kinds    map[string]int
+		queue    bool
 		fired    bool
 		finding  bool
 		level    tare.Level
@@ -50,11 +51,17 @@ func TestFailures(t *testing.T) {
 			kinds: map[string]int{"refused": 40, "timeout": 30, "reset": 20, "eof": 6, "stream cut": 4},
 			fired: true, level: tare.Suspect, value: tare.Float(100),
 			detail: "no request succeeded: 100 of 100 failed (40 refused, 30 timeout, 20 reset, 10 of 2 other kinds): the target (GET http://127.0.0.1:9/) served none of them; these figures describe no service"},
+		{name: "queue, the workers' model refused", req: tare.Requests{Total: 20, Errors: 20}, kinds: map[string]int{"refused": 20}, queue: true,
+			fired: true, level: tare.Suspect, value: tare.Float(100),
+			detail: "no request succeeded: 20 of 20 failed (20 refused): the workers behind the target (queue tare) succeeded at no job; these figures describe no service"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ticks := run([]float64{0, 0, 0, 0, 0, 0})
 			s.Run.Target = target
+			if tt.queue {
+				s.Queue, s.Run.Target = &tare.QueueSummary{}, "queue tare"
+			}
 			s.Requests, s.ErrorKinds = tt.req, tt.kinds
 			v := Judge(s, ticks, DefaultThresholds(), nil)
 			sig := v.Signals[0]
