@@ -15,7 +15,7 @@ const SignalFailures = "failures"
 // percentile are failures (a refusal, an error status, a timeout), so the
 // figures describe how the target fails more than how it serves; below it,
 // failures are a tail the error counts already show.
-const FailedPct = 50
+const FailedPct float64 = 50
 
 // failures says how many of the requests sent failed, and of what. When
 // none succeeded, the figures time failures only: they cannot describe
@@ -43,9 +43,9 @@ func failures(s *tare.Summary) tare.Signal {
 	case pct > FailedPct:
 		sig.Fired, sig.Finding = true, true
 		sig.Detail = fmt.Sprintf("%d of %d requests failed (%s), more than %g%%: latency figures are mostly of failures",
-			q.Errors, sent, kinds(s.ErrorKinds), float64(FailedPct))
+			q.Errors, sent, kinds(s.ErrorKinds), FailedPct)
 	case q.Errors > 0:
-		sig.Detail = fmt.Sprintf("%d of %d requests failed (%s; threshold %g%%)", q.Errors, sent, kinds(s.ErrorKinds), float64(FailedPct))
+		sig.Detail = fmt.Sprintf("%d of %d requests failed (%s; threshold %g%%)", q.Errors, sent, kinds(s.ErrorKinds), FailedPct)
 	default:
 		sig.Detail = fmt.Sprintf("all %d requests succeeded", sent)
 	}
@@ -78,7 +78,7 @@ func kinds(m map[string]int) string {
 		}
 	}
 	if rest > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d other kinds", rest, len(keys)-named))
+		parts = append(parts, fmt.Sprintf("%d more of %d other kinds", rest, len(keys)-named))
 	}
 	if len(parts) == 0 {
 		return "of no recorded kind"

@@ -50,7 +50,7 @@ func TestFailures(t *testing.T) {
 		{name: "all failed, many kinds", req: tare.Requests{Total: 100, Errors: 100},
 			kinds: map[string]int{"refused": 40, "timeout": 30, "reset": 20, "eof": 6, "stream cut": 4},
 			fired: true, level: tare.Suspect, value: tare.Float(100),
-			detail: "no request succeeded: 100 of 100 failed (40 refused, 30 timeout, 20 reset, 10 of 2 other kinds): the target (GET http://127.0.0.1:9/) served none of them; these figures describe no service"},
+			detail: "no request succeeded: 100 of 100 failed (40 refused, 30 timeout, 20 reset, 10 more of 2 other kinds): the target (GET http://127.0.0.1:9/) served none of them; these figures describe no service"},
 		{name: "queue, the workers' model refused", req: tare.Requests{Total: 20, Errors: 20}, kinds: map[string]int{"refused": 20}, queue: true,
 			fired: true, level: tare.Suspect, value: tare.Float(100),
 			detail: "no request succeeded: 20 of 20 failed (20 refused): the workers behind the target (queue tare) succeeded at no job; these figures describe no service"},
