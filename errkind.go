@@ -1,6 +1,7 @@
 package tare
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +36,13 @@ const (
 )
 
 // HTTPKind is the kind of a response with a non-2xx status: "http 503".
-func HTTPKind(status int) string { return "http " + strconv.Itoa(status) }
+func HTTPKind(status int) string { return httpKindPrefix + strconv.Itoa(status) }
+
+// IsHTTPKind reports whether kind is that of a response with a non-2xx
+// status (HTTPKind's): the target answered.
+func IsHTTPKind(kind string) bool { return strings.HasPrefix(kind, httpKindPrefix) }
+
+const httpKindPrefix = "http "
 
 // ErrorKind names the kind of a transport error, or "" for nil. The order
 // matters: a DNS lookup that timed out is a DNS problem, and a handshake
@@ -108,4 +116,18 @@ func innermostHasPrefix(err error, prefixes ...string) bool {
 		}
 	}
 	return false
+}
+
+// ByCount returns the keys of a tally (Summary.ErrorKinds, StatusCodes),
+// the largest count first and ties by name, so every report and verdict
+// lists them in the same order.
+func ByCount(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b))
+	})
+	return keys
 }

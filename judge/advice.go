@@ -28,12 +28,21 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	case tare.Polluted:
 		a = append(a, fmt.Sprintf("Do not scale up (or down) on %s: interference from outside the test shaped them, so they describe the host, not your code.", figures))
 	case tare.Suspect:
-		a = append(a, fmt.Sprintf("Treat %s with care: tare cannot tell whether something besides your code moved them.", figures))
+		if !noService(v) { // said below, more to the point
+			a = append(a, fmt.Sprintf("Treat %s with care: tare cannot tell whether something besides your code moved them.", figures))
+		}
 	case tare.Clean:
 		if saturated {
 			a = append(a, "No interference from outside the test: these figures describe the system under test, which ran out of capacity at this load.")
 		} else {
 			a = append(a, fmt.Sprintf("No interference from outside the test: %s describe the system under test.", figures))
+		}
+	}
+	if sig, ok := fired[SignalFailures]; ok {
+		if sig.Finding {
+			a = append(a, "Most requests failed: find out why (the error kinds above) before reading the latency as the service's or planning capacity on it.")
+		} else {
+			a = append(a, "Check the target before reading any figure: no request succeeded, so these figures time failures, not your code (a wrong URL or port, the service down or not ready, every request rejected); then rerun.")
 		}
 	}
 	if _, ok := fired[SignalSteal]; ok {

@@ -11,7 +11,10 @@
 //  4. latency moves while the queue does not: the host, not the code;
 //  5. generator starved: tare itself was short of CPU and invented latency.
 //
-// Signals 1, 2 and 5 make a run polluted; 3 and 4 make it suspect.
+// Signals 1, 2 and 5 make a run polluted; 3 and 4 make it suspect. Before
+// them comes failures: a run in which no request succeeded is suspect (its
+// figures describe no service), and one in which most failed says so
+// beside the level.
 //
 // Across runs, Protocol judges a comparison of the three-window protocol:
 // host-variable when any metric diverges between windows by more than the

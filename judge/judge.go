@@ -79,11 +79,15 @@ func (t Thresholds) Map() map[string]float64 {
 // Interference from outside the test (steal, throttling, neighbours, a
 // generator that could not send on time) makes the run polluted; run
 // delay that tare cannot attribute, or latency moving on its own, makes it
-// suspect. The system under test's own load never does: saturation is
-// reported beside the level, a finding about the code.
+// suspect, and so does a run in which no request succeeded: its figures
+// describe no service. The system under test's own load never does:
+// saturation, and failures that dominate but not wholly, are reported
+// beside the level, findings about the code. The failures signal comes
+// first: when it fires, nothing else matters as much.
 func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verdict {
 	host := hostTicks(ticks)
 	signals := []tare.Signal{
+		failures(s),
 		steal(s, host, th),
 		throttling(host, th),
 		neighbours(s, host, th),
@@ -95,7 +99,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 	v := tare.Verdict{Level: tare.Clean, Signals: signals}
 	for _, sig := range signals {
 		if sig.Fired {
-			v.Level = Raise(v.Level, LevelOf(sig.Name))
+			v.Level = Raise(v.Level, LevelOf(sig))
 		}
 	}
 	v.SLO = slo.Check(s)
@@ -104,12 +108,17 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 	return v
 }
 
-// LevelOf is the level a fired signal gives a run.
-func LevelOf(signal string) tare.Level {
-	switch signal {
+// LevelOf is the level a fired signal gives a run. A finding (saturation,
+// failures that did not take every request) is about the code: it never
+// changes the level.
+func LevelOf(sig tare.Signal) tare.Level {
+	if sig.Finding {
+		return tare.Clean
+	}
+	switch sig.Name {
 	case SignalSteal, SignalThrottling, SignalNeighbours, SignalGenerator:
 		return tare.Polluted
-	case SignalRunDelay, SignalLatencyAlone:
+	case SignalRunDelay, SignalLatencyAlone, SignalFailures:
 		return tare.Suspect
 	}
 	return tare.Clean // saturation: a finding about the code, never about the host

@@ -64,7 +64,11 @@ func Step(s *tare.Summary, ticks []tare.Tick, slo SLO, rules SweepRules) tare.Sw
 		fail(true, "%d of %d arrivals dropped at the in-flight cap", q.Dropped, q.Total)
 	}
 	if sent := q.OK + q.Errors; sent > 0 {
-		if pct := 100 * float64(q.Errors) / float64(sent); pct > rules.ErrorPct {
+		switch pct := 100 * float64(q.Errors) / float64(sent); {
+		case q.OK == 0:
+			// Not load shed: nothing served any of it, whatever the rate.
+			fail(true, "%s", failures(s).Detail)
+		case pct > rules.ErrorPct:
 			fail(true, "%.1f%% of requests failed (threshold %g%%): the system shed load", pct, rules.ErrorPct)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/judge"
 )
 
 // dataPart returns the JSON of a report's data part, as HTML wrote it.
@@ -225,6 +226,25 @@ func TestHTMLSummaryOnly(t *testing.T) {
 	}
 	if err := PNG(&bytes.Buffer{}, run); tare.ErrorCode(err) != tare.EINVALID {
 		t.Errorf("PNG of a run without ticks: %v, want an EINVALID error", err)
+	}
+}
+
+// TestHTMLNothingSucceeded: a run in which every request was refused says
+// so in the page's verdict: its lead is to check the target, and the
+// failures signal comes before every other.
+func TestHTMLNothingSucceeded(t *testing.T) {
+	s, ticks := fixture(make([]float64, 10), tare.Float(0.2))
+	refused(s, ticks)
+	s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), nil)
+	html := string(render(t, Page{Runs: []*Run{NewRun(*s, ticks)}}))
+	lead := strings.Index(html, "Check the target before reading any figure")
+	detail := strings.Index(html, "no request succeeded: 1000 of 1000 failed (1000 refused)")
+	steal := strings.Index(html, "steal averaged")
+	if lead < 0 || detail < 0 || steal < 0 || !(lead < detail && detail < steal) {
+		t.Errorf("lead at %d, failures at %d, steal at %d: want the check-the-target lead, then the failures signal, before the other signals", lead, detail, steal)
+	}
+	if !strings.Contains(html, "SUSPECT") {
+		t.Error("the page does not say SUSPECT")
 	}
 }
 

@@ -89,6 +89,9 @@ func TestTextGolden(t *testing.T) {
 				TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
 			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
 		}},
+		// The wrong port: nothing listens, every request refused at once.
+		// Suspect, said first: the figures describe no service.
+		{"refused", make([]float64, 10), tare.Float(0.2), nil, refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +111,21 @@ func TestTextGolden(t *testing.T) {
 			}
 			goldenfile.Check(t, tt.name+".golden.json", buf.Bytes())
 		})
+	}
+}
+
+// refused makes the fixture a run at the wrong port: nothing listens there,
+// every request is refused within a millisecond.
+func refused(s *tare.Summary, ticks []tare.Tick) {
+	s.Run.Target = "GET http://127.0.0.1:9/"
+	s.Requests = tare.Requests{Total: 1000, Errors: 1000}
+	s.ErrorKinds, s.StatusCodes = map[string]int{"refused": 1000}, nil
+	f := tare.Float
+	s.Latency = tare.LatencyMS{Avg: f(0.21), P50: f(0.18), P90: f(0.3), P95: f(0.36), P99: f(0.61), Max: f(2.2)}
+	s.Service = tare.PercentilesMS{P50: f(0.1), P95: f(0.25), P99: f(0.48), Max: f(2.0)}
+	s.CleanLatency = &tare.CleanLatency{P50: f(0.18), P95: f(0.36), P99: f(0.61), Requests: 1000}
+	for i := range ticks {
+		ticks[i].P95 = 360 * time.Microsecond
 	}
 }
 

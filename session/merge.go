@@ -143,7 +143,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	for i, p := range parts {
 		s.Shards[i] = shardSummary(rows[i].ID, &p)
 		for _, sig := range judge.Fired(p.Verdict) {
-			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig.Name))
+			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig))
 			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), cmp.Or(p.Env.Hostname, "?"), sig.Detail)
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}

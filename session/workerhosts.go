@@ -100,7 +100,7 @@ func judgeWorkerHosts(samples map[string][]tare.HostSample, start, end time.Time
 				continue // the latency, generator and saturation signals are the generator's
 			}
 			wh.Fired = append(wh.Fired, sig.Name)
-			wh.Level = judge.Raise(wh.Level, judge.LevelOf(sig.Name))
+			wh.Level = judge.Raise(wh.Level, judge.LevelOf(sig))
 			sig.Detail = fmt.Sprintf("worker host %s: %s", name, sig.Detail)
 			fired = append(fired, sig)
 		}
@@ -133,7 +133,7 @@ func WorkerHostsFinish(redisURL, q string, th judge.Thresholds) func(*tare.Summa
 		}
 		s.WorkerHosts = hosts
 		for _, sig := range fired {
-			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig.Name))
+			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig))
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}

@@ -39,7 +39,8 @@ Definitions:
                   ticks: what the code does on a quiet host
 
 Verdicts: clean, suspect, polluted; a service that uses up its own CPUs is
-saturated, a finding about the code beside the verdict (docs/verdict.md).
+saturated, a finding about the code beside the verdict (docs/verdict.md); a
+run in which no request succeeded (a wrong port) is suspect.
 Exit status: 0 unless asked; --fail-on polluted|suspect: 3 on that verdict
 or worse (inconclusive: rerun); --fail-on slo: 1 when the SLO failed on a
 run that is not polluted, 3 on one that is; 2 usage or runtime error.`
