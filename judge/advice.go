@@ -28,7 +28,7 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	case tare.Polluted:
 		a = append(a, fmt.Sprintf("Do not scale up (or down) on %s: interference from outside the test shaped them, so they describe the host, not your code.", figures))
 	case tare.Suspect:
-		if !noService(v) { // said below, more to the point
+		if !NoService(v) { // said below, more to the point
 			a = append(a, fmt.Sprintf("Treat %s with care: tare cannot tell whether something besides your code moved them.", figures))
 		}
 	case tare.Clean:
@@ -69,7 +69,7 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if len(v.SLO) == 0 {
 		return a
 	}
-	if !Met(v.SLO) {
+	if !Met(v.SLO) && !NoService(v) { // with nothing served, the check of the target above is the advice
 		var missed []string
 		for _, c := range v.SLO {
 			if !c.Met {

@@ -52,9 +52,9 @@ func failures(s *tare.Summary) tare.Signal {
 	return sig
 }
 
-// noService reports whether v's failures signal says no request
+// NoService reports whether v's failures signal says no request
 // succeeded.
-func noService(v tare.Verdict) bool {
+func NoService(v tare.Verdict) bool {
 	for _, sig := range v.Signals {
 		if sig.Name == SignalFailures && sig.Fired && !sig.Finding {
 			return true

@@ -402,3 +402,32 @@ func TestPerRequest(t *testing.T) {
 		t.Errorf("an SLO without per-request objectives gave a test")
 	}
 }
+
+// TestSLONotMetWithoutSuccess: refusals are fast, but a latency objective
+// is about the requests served: with none succeeded, none is met.
+func TestSLONotMetWithoutSuccess(t *testing.T) {
+	slo, err := ParseSLO("p95<=50ms,avg<=50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		ok, errs int
+		met      bool
+	}{
+		{"all refused", 0, 40, false},
+		{"one served", 1, 39, true},
+		{"all served", 40, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &tare.Summary{}
+			s.Requests.OK, s.Requests.Errors = tt.ok, tt.errs
+			s.Latency.P95, s.Latency.Avg = tare.Float(1), tare.Float(1)
+			checks := slo.Check(s)
+			if Met(checks) != tt.met {
+				t.Errorf("%d ok, %d failed, 1 ms: SLO met %v; want %v (%+v)", tt.ok, tt.errs, Met(checks), tt.met, checks)
+			}
+		})
+	}
+}

@@ -123,11 +123,17 @@ func (s SLO) PerRequest() (func(*tare.Result) bool, string) {
 }
 
 // Check tests every objective against a run. A figure that was not
-// measured does not meet its objective.
+// measured does not meet its objective, and neither does any when no
+// request succeeded: fast refusals would meet a latency objective that
+// is about the requests served.
 func (s SLO) Check(sum *tare.Summary) []tare.SLOCheck {
 	var out []tare.SLOCheck
+	served := sum.Requests.OK > 0 || sum.Requests.Errors == 0
 	for _, o := range s {
 		v := sloMetrics[o.Metric](sum)
+		if !served {
+			v = nil
+		}
 		limit := ms(o.Limit)
 		out = append(out, tare.SLOCheck{Objective: o.text, Value: v, LimitMS: limit, Met: v != nil && *v <= limit})
 	}

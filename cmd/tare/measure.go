@@ -29,7 +29,10 @@ func verdictStatus(s *tare.Summary, failOn string) error {
 			return &exitError{code: exitInconclusive, reason: "verdict polluted (--fail-on polluted): the measurement is inconclusive, rerun it"}
 		}
 	case "suspect":
-		if v.Level != tare.Clean {
+		switch {
+		case v.Level == tare.Suspect && judge.NoService(v):
+			return &exitError{code: exitInconclusive, reason: "verdict suspect (--fail-on suspect): no request succeeded, check the target before rerunning"}
+		case v.Level != tare.Clean:
 			return &exitError{code: exitInconclusive, reason: fmt.Sprintf("verdict %s (--fail-on suspect): the measurement is inconclusive, rerun it", v.Level)}
 		}
 	case "slo":
