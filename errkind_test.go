@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/loopback"
 )
 
 // TestErrorKind feeds the classifier real errors, provoked on loopback or
@@ -25,7 +27,7 @@ func TestErrorKind(t *testing.T) {
 	}{
 		{"nil", func(t *testing.T) error { return nil }, ""},
 		{"dial a closed port", func(t *testing.T) error {
-			_, err := net.Dial("tcp", closedPort(t))
+			_, err := net.Dial("tcp", loopback.FreeAddr(t))
 			return err
 		}, "refused"},
 		{"read past a deadline", func(t *testing.T) error {
@@ -162,19 +164,6 @@ func clientGetContext(ctx context.Context, t *testing.T, url string) error {
 		resp.Body.Close()
 	}
 	return err
-}
-
-// closedPort returns a loopback address nothing listens on: one the kernel
-// just handed out and was released.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // newServer starts a loopback server closed at the end of the test, quiet

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/loopback"
+
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
@@ -364,7 +366,7 @@ func TestDoErrorKinds(t *testing.T) {
 		timeout  time.Duration
 		want     string
 	}{
-		{name: "refused", url: func(t *testing.T) string { return "http://" + closedPort(t) + "/" }, want: "refused"},
+		{name: "refused", url: func(t *testing.T) string { return "http://" + loopback.FreeAddr(t) + "/" }, want: "refused"},
 		{name: "dns", url: func(t *testing.T) string { return "http://no..such/" }, want: "dns"}, // invalid name: fails before any query
 		{name: "timeout", url: serverURL(false, hang), timeout: 50 * time.Millisecond, want: "timeout"},
 		{name: "server closes", url: serverURL(false, hijack(true)), want: "eof"},
@@ -446,19 +448,6 @@ func TestDoErrorKinds(t *testing.T) {
 // serverURL starts a server when the test case runs and returns its URL.
 func serverURL(tlsOn bool, h http.HandlerFunc) func(t *testing.T) string {
 	return func(t *testing.T) string { return newServer(t, tlsOn, h).URL }
-}
-
-// closedPort returns a loopback address nothing listens on: one the kernel
-// just handed out and was released.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestKeepAlive counts the connections the server accepts: sequential

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/loopback"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
@@ -185,7 +186,7 @@ scrape_configs:
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	listen := freePort(t)
+	listen := loopback.FreeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
@@ -218,16 +219,6 @@ scrape_configs:
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // apiResult is the data of an answer of /api/v1/query.

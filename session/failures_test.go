@@ -3,13 +3,14 @@ package session
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/loopback"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
@@ -18,19 +19,6 @@ import (
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/worker"
 )
-
-// closedPort is a loopback address nothing listens on: listened on, then
-// closed.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // answering is a loopback server that answers 503 to fail of every 5
 // requests (in turn) and 200 to the rest.
@@ -83,7 +71,7 @@ func deafToTheHost() judge.Thresholds {
 // first in the verdict, and a run in which nothing succeeded is suspect,
 // never polluted; a healthy run is untouched.
 func TestFailedRunsSaySo(t *testing.T) {
-	refused := "http://" + closedPort(t) + "/"
+	refused := "http://" + loopback.FreeAddr(t) + "/"
 	tests := []struct {
 		name    string
 		url     string
@@ -133,7 +121,7 @@ func TestFailedRunsSaySo(t *testing.T) {
 // and a queue whose worker's model endpoint nothing listens on, are judged
 // as an HTTP target is.
 func TestFailedModelAndQueueRunsSaySo(t *testing.T) {
-	model := "http://" + closedPort(t) + "/v1"
+	model := "http://" + loopback.FreeAddr(t) + "/v1"
 	t.Run("model", func(t *testing.T) {
 		spec := NewSpec(0, 0, 0)
 		spec.Target.Model = model

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/loopback"
 
 	"github.com/redis/go-redis/v9"
 
@@ -322,16 +323,6 @@ func startRedis(t *testing.T, bin string, port int) *process {
 	return p
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func TestRedisRestart(t *testing.T) {
 	// The server restarts (without persistence) in the middle of a run:
 	// the jobs it lost and those sent while it was down are counted as
@@ -343,7 +334,7 @@ func TestRedisRestart(t *testing.T) {
 	if err != nil {
 		t.Skip("redis-server is not installed: scripts/test installs it")
 	}
-	port := freePort(t)
+	port := loopback.FreePort(t)
 	server := startRedis(t, bin, port)
 	u := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
