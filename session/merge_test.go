@@ -181,7 +181,8 @@ func TestSharedHosts(t *testing.T) {
 // TestMergeStagesAndTargets: the merged stages and requests of a targets
 // file are those one recorder computes from all the shards' records (so
 // the percentiles are the pooled ones), their counts the sums of the
-// shards' own, and a stage's verdict the worst of the shards'. Shard 2
+// shards' own, and a stage's verdict the worst of the shards'; the prompts'
+// tokens add up. Shard 2
 // starts 3 ms after shard 1, and its records fall in its own stages.
 func TestMergeStagesAndTargets(t *testing.T) {
 	ctx := context.Background()
@@ -208,6 +209,8 @@ func TestMergeStagesAndTargets(t *testing.T) {
 			r := tare.Result{Seq: uint64(k), Scheduled: at, Sent: at, Done: at.Add(time.Duration(1+(i*k)%37+(k%3)*20) * time.Millisecond), TargetIndex: k % 3}
 			if k%17 == 5 {
 				r.Err = "http 503"
+			} else {
+				r.PromptTokens, r.PromptTokenSource = 10+k%7, "usage"
 			}
 			rs = append(rs, r)
 		}
@@ -310,6 +313,9 @@ func TestMergeStagesAndTargets(t *testing.T) {
 	}
 	if s.Requests.Total != 200 {
 		t.Errorf("merged %d requests, want 200", s.Requests.Total)
+	}
+	if s.Model == nil || pooled.Model == nil || s.Model.InputTokens == nil || *s.Model.InputTokens != *pooled.Model.InputTokens {
+		t.Errorf("merged model figures %+v, want the prompts' %+v", s.Model, pooled.Model)
 	}
 }
 
