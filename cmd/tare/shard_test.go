@@ -47,17 +47,7 @@ func TestShardedRunMerges(t *testing.T) {
 	}
 	group := plan.Group // what every shard derives from the label and --start-at
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-	})
+	st := shardStore(t, dsn, group)
 
 	var wg sync.WaitGroup
 	errs := make([]string, shards)
@@ -80,14 +70,7 @@ func TestShardedRunMerges(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
-	if code != 0 {
-		t.Fatalf("runs show: exit %d: %s", code, stderr)
-	}
-	var s tare.Summary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatal(err)
-	}
+	s := showRun(t, dsn, group)
 	if s.Run.ID != group || s.Requests.Total != jobs || len(s.Shards) != shards {
 		t.Fatalf("merged run %s: %d requests over %d shards; want %s, %d over %d", s.Run.ID, s.Requests.Total, len(s.Shards), group, jobs, shards)
 	}
@@ -248,17 +231,7 @@ func TestShardedRunMergesStagesAndTargets(t *testing.T) {
 	}
 	group := plan.Group
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-	})
+	st := shardStore(t, dsn, group)
 
 	var wg sync.WaitGroup
 	errs := make([]string, shards)
@@ -281,20 +254,13 @@ func TestShardedRunMergesStagesAndTargets(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
-	if code != 0 {
-		t.Fatalf("runs show: exit %d: %s", code, stderr)
-	}
-	var s tare.Summary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatal(err)
-	}
+	s := showRun(t, dsn, group)
 	rows, err := session.Shards(ctx, st, group)
 	if err != nil || len(rows) != shards || len(s.Shards) != shards {
 		t.Fatalf("%d shard rows (%v), %d in the merged run; want %d", len(rows), err, len(s.Shards), shards)
 	}
 	if len(s.Stages) != 2 || len(s.Targets) != 2 {
-		t.Fatalf("merged run has %d stages and %d targets, want 2 and 2:\n%s", len(s.Stages), len(s.Targets), stdout)
+		t.Fatalf("merged run has %d stages and %d targets, want 2 and 2; warnings %q", len(s.Stages), len(s.Targets), s.Verdict.Warnings)
 	}
 	// One generator's figures of the same records: the shards started
 	// together at --start-at.
@@ -362,3 +328,37 @@ func TestShardedRunMergesStagesAndTargets(t *testing.T) {
 
 // msList is q's percentiles for messages, -1 for none.
 func msList(q tare.QuantilesMS) []float64 { return []float64{deref(q.P50), deref(q.P95), deref(q.P99)} }
+
+// shardStore opens the store at dsn, skipping the test when it does not
+// answer, and deletes the shards of run group at the end.
+func shardStore(t *testing.T, dsn, group string) tare.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		rows, _ := session.Shards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+		st.Close()
+	})
+	return st
+}
+
+// showRun is the summary of stored run id, merged when it was sharded, as
+// tare runs show --json prints it.
+func showRun(t *testing.T, dsn, id string) tare.Summary {
+	t.Helper()
+	code, stdout, stderr := tareCmd(t, "runs", "show", id, "--json", "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("runs show: %v\n%s", err, stdout)
+	}
+	return s
+}
