@@ -123,18 +123,8 @@ func TestCoordinatedShards(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
 	group := fmt.Sprintf("coord-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-	})
+	st := shardStore(t, dsn, group)
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		t.Fatal(err)
