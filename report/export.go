@@ -50,6 +50,11 @@ type Record struct {
 	Deliveries   int        `json:"deliveries,omitempty"`
 	OutputTokens int        `json:"output_tokens,omitempty"`
 	TokenSource  string     `json:"token_source,omitempty"`
+	// TargetIndex is which request of a targets file the arrival took,
+	// from 0 (as tare.Result.TargetIndex).
+	TargetIndex       int    `json:"target_index,omitempty"`
+	PromptTokens      int    `json:"prompt_tokens,omitempty"`
+	PromptTokenSource string `json:"prompt_token_source,omitempty"`
 
 	LatencyMS   *float64 `json:"latency_ms,omitempty"`
 	ServiceMS   *float64 `json:"service_ms,omitempty"`
@@ -65,6 +70,7 @@ func NewRecord(r *tare.Result) Record {
 		Seq: r.Seq, Scheduled: instant(r.Scheduled), Sent: instant(r.Sent),
 		Done: instant(r.Done), Dropped: r.Dropped, Status: r.Status, Err: r.Err, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
 		Started: instant(r.Started), Worker: r.Worker, Deliveries: r.Deliveries, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource,
+		TargetIndex: r.TargetIndex, PromptTokens: r.PromptTokens, PromptTokenSource: r.PromptTokenSource,
 	}
 	token := r.FirstIsToken()
 	if token {
@@ -103,6 +109,7 @@ func (rec *Record) Result() tare.Result {
 		Seq: rec.Seq, Scheduled: at(rec.Scheduled), Sent: at(rec.Sent), FirstByte: at(first), Done: at(rec.Done),
 		Dropped: rec.Dropped, Status: rec.Status, Err: rec.Err, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut,
 		Started: at(rec.Started), Worker: rec.Worker, Deliveries: rec.Deliveries, OutputTokens: rec.OutputTokens, TokenSource: rec.TokenSource,
+		TargetIndex: rec.TargetIndex, PromptTokens: rec.PromptTokens, PromptTokenSource: rec.PromptTokenSource,
 	}
 }
 
@@ -145,8 +152,11 @@ func (e *jsonlExporter) Write(r *tare.Result) error {
 
 func (e *jsonlExporter) Close() error { return e.w.Flush() }
 
+// csvHeader names the columns; those added later come last, so the
+// columns before keep their places.
 var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "first_token", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
-	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttfb_ms", "ttft_ms"}
+	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttfb_ms", "ttft_ms",
+	"target_index", "prompt_tokens", "prompt_token_source"}
 
 type csvExporter struct {
 	w   *csv.Writer
@@ -160,7 +170,8 @@ func (e *csvExporter) Write(r *tare.Result) error {
 		strconv.FormatBool(rec.Dropped), strconv.Itoa(rec.Status), rec.Err,
 		strconv.FormatInt(rec.BytesIn, 10), strconv.FormatInt(rec.BytesOut, 10),
 		stamp(rec.Started), rec.Worker, strconv.Itoa(rec.Deliveries), strconv.Itoa(rec.OutputTokens), rec.TokenSource,
-		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFBMS), number(rec.TTFTMS))
+		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFBMS), number(rec.TTFTMS),
+		strconv.Itoa(rec.TargetIndex), strconv.Itoa(rec.PromptTokens), rec.PromptTokenSource)
 	if err := e.w.Write(e.row); err != nil {
 		return fmt.Errorf("write csv record %d: %w", r.Seq, err)
 	}

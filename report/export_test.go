@@ -18,14 +18,14 @@ import (
 
 var exportStart = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 
-// seededResults are n results of a queue-and-model run at 20/s, in arrival
-// order, from a fixed seed.
+// seededResults are n results of a queue-and-model run at 20/s over a
+// targets file of three requests, in arrival order, from a fixed seed.
 func seededResults(n int) []tare.Result {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var out []tare.Result
 	for i := range n {
 		sched := exportStart.Add(time.Duration(i) * 50 * time.Millisecond)
-		r := tare.Result{Seq: uint64(i), Scheduled: sched}
+		r := tare.Result{Seq: uint64(i), Scheduled: sched, TargetIndex: i % 3}
 		switch {
 		case i%17 == 5:
 			r.Dropped = true
@@ -36,6 +36,7 @@ func seededResults(n int) []tare.Result {
 			r.Done = r.FirstByte.Add(time.Duration(100+rng.IntN(900)) * time.Millisecond)
 			r.Status, r.Worker, r.Deliveries = 200, "w1", 1
 			r.OutputTokens, r.TokenSource = 10+rng.IntN(50), "usage"
+			r.PromptTokens, r.PromptTokenSource = 100+i*7%400, "worker"
 			if i%11 == 3 {
 				r.Status, r.Err = 503, "http 503"
 			}
@@ -85,7 +86,8 @@ func TestJSONLRoundTrip(t *testing.T) {
 	for i := range results {
 		want, got := results[i], back[i]
 		if !want.Scheduled.Equal(got.Scheduled) || !want.Done.Equal(got.Done) || want.Latency() != got.Latency() ||
-			want.Err != got.Err || want.Dropped != got.Dropped || want.OutputTokens != got.OutputTokens || want.QueueWait() != got.QueueWait() {
+			want.Err != got.Err || want.Dropped != got.Dropped || want.OutputTokens != got.OutputTokens || want.QueueWait() != got.QueueWait() ||
+			want.TargetIndex != got.TargetIndex || want.PromptTokens != got.PromptTokens || want.PromptTokenSource != got.PromptTokenSource {
 			t.Fatalf("record %d: got %+v, want %+v", i, got, want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,9 +54,11 @@ func shardName(rowID string) string {
 }
 
 // merge summarises the shards of one run as one run. Latency and every
-// other per-request figure are re-summarised from the pooled raw records,
-// so the merged percentiles are those of all records together, exactly as
-// one generator would have reported them (percentiles do not average).
+// other per-request figure, the figures per stage of --stages and per
+// request of a --targets file among them, are re-summarised from the
+// pooled raw records, so the merged percentiles are those of all records
+// together, exactly as one generator would have reported them
+// (percentiles do not average).
 // Host signals are not pooled: each shard's host was judged on its own
 // ticks when it ran, and the merged verdict keeps those judgements per
 // host, naming the shard and host whose steal or throttling fired and any
@@ -63,6 +66,7 @@ func shardName(rowID string) string {
 func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
 	parts := make([]tare.Summary, len(rows))
 	shifts := make([]time.Duration, len(rows))
+	starts := make([]time.Time, len(rows))
 	var start, end time.Time
 	for i, r := range rows {
 		s, err := st.FindSummary(ctx, r.ID)
@@ -81,6 +85,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			shifts[i] = mean
 			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
 		}
+		starts[i] = s.Run.StartedAt
 		if i == 0 || s.Run.StartedAt.Before(start) {
 			start = s.Run.StartedAt
 		}
@@ -88,9 +93,19 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	// Shards stream one after another, so records are not in time order:
 	// a grace over the whole run keeps every tick open until the end.
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
+	names, warnings := shardTargets(parts)
+	cfg := stats.Config{Start: start, Grace: end.Sub(start) + time.Second, Targets: names}
+	rec, err := stats.NewRecorder(cfg)
 	if err != nil {
 		return tare.Summary{}, nil, err
+	}
+	cfg.Targets = nil
+	stages, warning, err := newShardStages(cfg, parts, starts)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	if warning != "" {
+		warnings = append(warnings, warning)
 	}
 	var (
 		n           int
@@ -106,6 +121,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			end = maxTime(end, res.Done)
 			n++
 			rec.AddResult(res)
+			stages.add(i, res)
 			return nil
 		})
 		if err != nil {
@@ -148,9 +164,50 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}
+	stages.summarise(parts, th, &s)
+	if !targetsAddUp(s.Targets, parts) {
+		s.Targets = nil
+		warnings = append(warnings, "the shards' stored records do not add up to their own figures per request of the targets file (records stored before tare kept which request each took, or records lost): the merged run has no figures per request (each shard's own are in its row)")
+	}
+	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; host figures are per shard (see each shard's row)", len(rows), n))
 	return s, ticks, nil
+}
+
+// shardTargets are the names of the requests of the targets file the
+// shards ran, or none when they ran none; shards whose summaries name
+// different ones are a warning, and no names.
+func shardTargets(parts []tare.Summary) ([]string, []string) {
+	namesOf := func(s tare.Summary) []string {
+		var names []string
+		for _, t := range s.Targets {
+			names = append(names, t.Name)
+		}
+		return names
+	}
+	names := namesOf(parts[0])
+	for _, p := range parts[1:] {
+		if !slices.Equal(namesOf(p), names) {
+			return nil, []string{"the shards' summaries do not name the same requests of a targets file (a shard that never finished names none): the merged run has no figures per request (each shard's own are in its row)"}
+		}
+	}
+	return names, nil
+}
+
+// targetsAddUp reports whether the merged requests of each target are the
+// sum of the shards' own: what the records the shards stored give.
+func targetsAddUp(merged []tare.TargetSummary, parts []tare.Summary) bool {
+	for j, t := range merged {
+		sum := 0
+		for _, p := range parts {
+			sum += p.Targets[j].Requests
+		}
+		if t.Requests != sum {
+			return false
+		}
+	}
+	return true
 }
 
 // sharedHosts warns of shards that ran on one host: they shared its CPUs

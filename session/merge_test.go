@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -174,4 +176,158 @@ func TestSharedHosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergeStagesAndTargets: the merged stages and requests of a targets
+// file are those one recorder computes from all the shards' records (so
+// the percentiles are the pooled ones), their counts the sums of the
+// shards' own, and a stage's verdict the worst of the shards'; the prompts'
+// tokens add up. Shard 2
+// starts 3 ms after shard 1, and its records fall in its own stages.
+func TestMergeStagesAndTargets(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir()+"/stages.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const group = "0193-stages"
+	names := []string{"home", "POST /orders", "slow"}
+	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	spans := []stats.Span{{From: time.Second, To: 3 * time.Second}, {From: 3 * time.Second, To: 5 * time.Second}}
+	var shardRows [][]tare.Result
+	for i := 1; i <= 2; i++ {
+		began := start.Add(time.Duration(i-1) * 3 * time.Millisecond)
+		var rs []tare.Result
+		for k := range 100 {
+			// 20/s a shard from the warm-up's end, one of them a
+			// millisecond before stage 2 by the shard's own clock.
+			at := began.Add(time.Second + time.Duration(k)*50*time.Millisecond)
+			if k == 40 {
+				at = at.Add(-time.Millisecond)
+			}
+			r := tare.Result{Seq: uint64(k), Scheduled: at, Sent: at, Done: at.Add(time.Duration(1+(i*k)%37+(k%3)*20) * time.Millisecond), TargetIndex: k % 3}
+			if k%17 == 5 {
+				r.Err = "http 503"
+			} else {
+				r.PromptTokens, r.PromptTokenSource = 10+k%7, "usage"
+			}
+			rs = append(rs, r)
+		}
+		shardRows = append(shardRows, rs)
+	}
+	// What each shard recorded as it ran, and what one recorder makes of
+	// all the records pooled.
+	summarise := func(rs []tare.Result, began time.Time) (tare.Summary, *stats.Parts) {
+		rec, err := stats.NewRecorder(stats.Config{Start: began, Targets: names, Grace: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := stats.NewParts(stats.Config{Start: began, Grace: time.Minute}, spans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range rs {
+			rec.AddResult(&rs[k])
+			parts.AddResult(&rs[k])
+		}
+		return rec.Summary(began.Add(6*time.Second), 4*time.Second), parts
+	}
+	var want []tare.StageSummary
+	for i, rs := range shardRows {
+		began := start.Add(time.Duration(i) * 3 * time.Millisecond)
+		run := tare.Run{ID: fmt.Sprintf("%s.shard-%d-of-2", group, i+1), Target: "targets.jsonl", StartedAt: began}
+		env := tare.Env{Hostname: fmt.Sprintf("host-%d", i+1)}
+		if err := st.CreateRun(ctx, run, env); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AppendResults(ctx, run.ID, rs); err != nil {
+			t.Fatal(err)
+		}
+		s, parts := summarise(rs, began)
+		s.Schema, s.Run, s.Env = tare.SummarySchema, run, env
+		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, began.Add(6*time.Second)
+		for k := range parts.Len() {
+			ps, _ := parts.Summary(k)
+			stage := tare.StageSummary{StartS: spans[k].From.Seconds(), DurationS: (spans[k].To - spans[k].From).Seconds(),
+				FromPerS: 10 * float64(k), TargetPerS: 10, Requests: ps.Requests.Total, Verdict: tare.Clean}
+			if i == 1 && k == 0 {
+				stage.Verdict, stage.Fired = tare.Polluted, []string{"steal"}
+			}
+			s.Stages = append(s.Stages, stage)
+			if i == 0 {
+				want = append(want, stage)
+			} else {
+				want[k].Requests += stage.Requests
+			}
+		}
+		if err := st.FinishRun(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := Shards(ctx, st, group)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("Shards: %d rows, %v", len(rows), err)
+	}
+	s, _, err := merge(ctx, st, group, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One generator's figures from the same records: each shard's moved
+	// onto shard 1's start, so that it falls in the stage it ran in.
+	var same []tare.Result
+	for i, rs := range shardRows {
+		for _, r := range rs {
+			lead := time.Duration(i) * 3 * time.Millisecond
+			r.Scheduled, r.Sent, r.Done = r.Scheduled.Add(-lead), r.Sent.Add(-lead), r.Done.Add(-lead)
+			same = append(same, r)
+		}
+	}
+	pooled, pooledParts := summarise(same, start)
+	if !reflect.DeepEqual(s.Targets, pooled.Targets) {
+		t.Errorf("merged targets\n%+v\nwant those of the pooled records\n%+v", s.Targets, pooled.Targets)
+	}
+	if len(s.Stages) != len(want) {
+		t.Fatalf("merged stages %+v, want %d", s.Stages, len(want))
+	}
+	for k, got := range s.Stages {
+		w := want[k]
+		if got.Requests != w.Requests || got.StartS != w.StartS || got.DurationS != w.DurationS ||
+			got.FromPerS != 2*w.FromPerS || got.TargetPerS != 2*w.TargetPerS {
+			t.Errorf("merged stage %d: %d requests from %vs for %vs, %v to %v/s; want %d (the shards' sum) from %vs for %vs, %v to %v/s (twice a shard's)",
+				k+1, got.Requests, got.StartS, got.DurationS, got.FromPerS, got.TargetPerS, w.Requests, w.StartS, w.DurationS, 2*w.FromPerS, 2*w.TargetPerS)
+		}
+		ps, _ := pooledParts.Summary(k)
+		lat := tare.QuantilesMS{P50: ps.Latency.P50, P95: ps.Latency.P95, P99: ps.Latency.P99}
+		if !reflect.DeepEqual(got.Latency, lat) || got.Requests != ps.Requests.Total || got.Errors != ps.Requests.Errors {
+			t.Errorf("merged stage %d: %d requests, %d errors, latency %v; one generator's: %d, %d, %v",
+				k+1, got.Requests, got.Errors, quantiles(got.Latency), ps.Requests.Total, ps.Requests.Errors, quantiles(lat))
+		}
+	}
+	if got := s.Stages[0]; got.Verdict != tare.Polluted || !slices.Contains(got.Fired, "steal") {
+		t.Errorf("merged stage 1 is %s with %v, want polluted by shard 2's steal", got.Verdict, got.Fired)
+	}
+	if got := s.Stages[1]; got.Verdict == tare.Polluted {
+		t.Errorf("merged stage 2 is polluted, though neither shard's was")
+	}
+	if s.Requests.Total != 200 {
+		t.Errorf("merged %d requests, want 200", s.Requests.Total)
+	}
+	if s.Model == nil || pooled.Model == nil || s.Model.InputTokens == nil || *s.Model.InputTokens != *pooled.Model.InputTokens {
+		t.Errorf("merged model figures %+v, want the prompts' %+v", s.Model, pooled.Model)
+	}
+}
+
+// quantiles is q for messages.
+func quantiles(q tare.QuantilesMS) []any {
+	var out []any
+	for _, p := range []*float64{q.P50, q.P95, q.P99} {
+		if p == nil {
+			out = append(out, nil)
+		} else {
+			out = append(out, *p)
+		}
+	}
+	return out
 }

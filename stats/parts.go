@@ -39,8 +39,10 @@ func NewParts(cfg Config, spans []Span) (*Parts, error) {
 }
 
 // part is the index of the span holding t, or -1.
-func (p *Parts) part(t time.Time) int {
-	d := t.Sub(p.start)
+func (p *Parts) part(t time.Time) int { return p.partAt(t.Sub(p.start)) }
+
+// partAt is the index of the span holding offset d, or -1.
+func (p *Parts) partAt(d time.Duration) int {
 	for i, sp := range p.spans {
 		if d >= sp.From && d < sp.To {
 			return i
@@ -52,6 +54,17 @@ func (p *Parts) part(t time.Time) int {
 // AddResult records res in the part it was scheduled in, if any.
 func (p *Parts) AddResult(res *tare.Result) {
 	if i := p.part(res.Scheduled); i >= 0 {
+		p.recs[i].AddResult(res)
+	}
+}
+
+// AddResultFrom records res in the part it was scheduled in counted from
+// start, the start of the generator that sent it, rather than from the
+// run's: pooling the records of several generators (the shards of a run),
+// each of which ran the parts by its own clock from its own start, and
+// none before the run's.
+func (p *Parts) AddResultFrom(start time.Time, res *tare.Result) {
+	if i := p.partAt(res.Scheduled.Sub(start)); i >= 0 {
 		p.recs[i].AddResult(res)
 	}
 }

@@ -30,14 +30,17 @@ import (
 //	           previous present time of the record; the first from the
 //	           previous record's Scheduled (0 at the start of a batch)
 //	  ints     varint per present Status, BytesIn, BytesOut, Deliveries,
-//	           OutputTokens, Redirects, in that order
-//	  strings  uvarint per present Err, Worker, TokenSource: an index into
-//	           the table
+//	           OutputTokens, Redirects, TargetIndex, PromptTokens, in that
+//	           order
+//	  strings  uvarint per present Err, Worker, TokenSource,
+//	           PromptTokenSource: an index into the table
 //	  table    uvarint number of strings, then each as a uvarint length
 //	           and its bytes
 //
 // A zero field (zero time, 0, "") is absent. The flags the usual HTTP
-// record has fit the first byte.
+// record has fit the first byte. A field added later takes the next flag
+// bit, so batches written before it simply lack the bit and read as they
+// did (TargetIndex, PromptTokens and PromptTokenSource came so).
 const (
 	batchVersion    = 1
 	maxBatchRecords = 4096
@@ -72,7 +75,10 @@ const (
 	hasOutputTokens
 	hasTokenSource
 	hasRedirects
-	allFlags = hasRedirects<<1 - 1
+	hasTargetIndex
+	hasPromptTokens
+	hasPromptTokenSource
+	allFlags = hasPromptTokenSource<<1 - 1
 )
 
 // encodedBatch is one row of result_batches.
@@ -190,6 +196,9 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 		if flags&hasTokenSource != 0 {
 			str(r.TokenSource)
 		}
+		if flags&hasPromptTokenSource != 0 {
+			str(r.PromptTokenSource)
+		}
 		if r.Dropped {
 			b.dropped++
 		} else if r.Err != "" {
@@ -222,7 +231,7 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 
 var (
 	timeBits = [...]uint64{hasScheduled, hasSent, hasFirstByte, hasDone, hasStarted}
-	intBits  = [...]uint64{hasStatus, hasBytesIn, hasBytesOut, hasDeliveries, hasOutputTokens, hasRedirects}
+	intBits  = [...]uint64{hasStatus, hasBytesIn, hasBytesOut, hasDeliveries, hasOutputTokens, hasRedirects, hasTargetIndex, hasPromptTokens}
 )
 
 func flagsOf(r *tare.Result) uint64 {
@@ -247,6 +256,9 @@ func flagsOf(r *tare.Result) uint64 {
 	set(hasOutputTokens, r.OutputTokens != 0)
 	set(hasTokenSource, r.TokenSource != "")
 	set(hasRedirects, r.Redirects != 0)
+	set(hasTargetIndex, r.TargetIndex != 0)
+	set(hasPromptTokens, r.PromptTokens != 0)
+	set(hasPromptTokenSource, r.PromptTokenSource != "")
 	return f
 }
 
@@ -276,6 +288,10 @@ func intField(r *tare.Result, bit uint64) int64 {
 		return int64(r.Deliveries)
 	case hasOutputTokens:
 		return int64(r.OutputTokens)
+	case hasTargetIndex:
+		return int64(r.TargetIndex)
+	case hasPromptTokens:
+		return int64(r.PromptTokens)
 	}
 	return int64(r.Redirects)
 }
@@ -292,6 +308,10 @@ func setIntField(r *tare.Result, bit uint64, v int64) {
 		r.Deliveries = int(v)
 	case hasOutputTokens:
 		r.OutputTokens = int(v)
+	case hasTargetIndex:
+		r.TargetIndex = int(v)
+	case hasPromptTokens:
+		r.PromptTokens = int(v)
 	default:
 		r.Redirects = int(v)
 	}
@@ -429,7 +449,7 @@ func (br *batchReader) next(r *tare.Result) (bool, error) {
 	for _, f := range [...]struct {
 		bit uint64
 		s   *string
-	}{{hasErr, &r.Err}, {hasWorker, &r.Worker}, {hasTokenSource, &r.TokenSource}} {
+	}{{hasErr, &r.Err}, {hasWorker, &r.Worker}, {hasTokenSource, &r.TokenSource}, {hasPromptTokenSource, &r.PromptTokenSource}} {
 		if flags&f.bit == 0 {
 			continue
 		}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"math"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -38,12 +40,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	}{
 		{"every kind of record", makeResults(0, 1000)},
 		{"one empty record", []tare.Result{{}}},
-		{"every field set", []tare.Result{{
-			Seq: 7, Scheduled: at(0), Sent: at(time.Millisecond), FirstByte: at(2 * time.Millisecond),
-			Done: at(3 * time.Millisecond), Dropped: true, Status: 503, Err: "http 503", BytesIn: 1 << 40,
-			BytesOut: 3, Redirects: 2, Started: at(time.Microsecond), Worker: "w-1", Deliveries: 3,
-			OutputTokens: 99, TokenSource: "counted",
-		}}},
+		{"every field set", []tare.Result{everyField}},
 		{"times only some present, out of order", []tare.Result{
 			{Seq: 1, Done: at(time.Hour)},
 			{Seq: 2, Scheduled: at(time.Second), Started: at(-time.Hour)},
@@ -56,8 +53,13 @@ func TestBatchRoundTrip(t *testing.T) {
 		}},
 		{"strings shared and distinct", []tare.Result{
 			{Seq: 10, Err: "timeout", Worker: "timeout"},
-			{Seq: 11, Err: "refused", Worker: "a", TokenSource: "usage"},
-			{Seq: 12, Err: "timeout", Worker: "a", TokenSource: "usage"},
+			{Seq: 11, Err: "refused", Worker: "a", TokenSource: "usage", PromptTokenSource: "worker"},
+			{Seq: 12, Err: "timeout", Worker: "a", TokenSource: "usage", PromptTokenSource: "usage"},
+		}},
+		{"a targets file's mix, first request included", []tare.Result{
+			{Seq: 0, TargetIndex: 0, PromptTokens: 17},
+			{Seq: 1, TargetIndex: 2, PromptTokens: math.MaxInt32},
+			{Seq: 2, TargetIndex: math.MaxInt64, PromptTokens: -1},
 		}},
 	}
 	for _, tt := range tests {
@@ -88,6 +90,49 @@ func TestBatchRoundTrip(t *testing.T) {
 					b.records, b.dropped, b.errors, len(got), dropped, errs)
 			}
 		})
+	}
+}
+
+// TestBatchStoresEveryField: the record with every field set leaves none
+// zero, so a field added to tare.Result fails here until the batch stores
+// it.
+func TestBatchStoresEveryField(t *testing.T) {
+	r := reflect.ValueOf(everyField)
+	for i := range r.NumField() {
+		if name := r.Type().Field(i).Name; r.Field(i).IsZero() {
+			t.Errorf("tare.Result.%s is zero in everyField: set it, and store it in the batch", name)
+		}
+	}
+	got, err := decodeBatch(encodeAll(t, []tare.Result{everyField}).data)
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], everyField) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, everyField)
+	}
+}
+
+// everyField is a record with every field of tare.Result set.
+var everyField = tare.Result{
+	Seq: 7, Scheduled: at(0), Sent: at(time.Millisecond), FirstByte: at(2 * time.Millisecond),
+	Done: at(3 * time.Millisecond), Dropped: true, Status: 503, Err: "http 503", BytesIn: 1 << 40,
+	BytesOut: 3, Redirects: 2, Started: at(time.Microsecond), Worker: "w-1", Deliveries: 3,
+	OutputTokens: 99, TokenSource: "counted", TargetIndex: 4, PromptTokens: 1200, PromptTokenSource: "usage",
+}
+
+// TestBatchWrittenBeforeTargets: a batch written before the batches kept
+// TargetIndex and PromptTokens (testdata/batch_before_targets.bin, 300
+// records of makeResults) reads as it did, and the same records encode to
+// the same bytes today.
+func TestBatchWrittenBeforeTargets(t *testing.T) {
+	old, err := os.ReadFile("testdata/batch_before_targets.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := makeResults(0, 300)
+	got, err := decodeBatch(old)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the old batch decoded to %d records (%v), not the %d written", len(got), err, len(want))
+	}
+	if now := encodeAll(t, want).data; !bytes.Equal(now, old) {
+		t.Errorf("the same records encode to %d bytes that differ from the %d written before", len(now), len(old))
 	}
 }
 
@@ -146,7 +191,7 @@ func TestBatchDecodeRejects(t *testing.T) {
 		{"truncated", good[:len(good)-1]},
 		{"trailing byte", append(append([]byte(nil), good...), 0)},
 		{"seq repeats", []byte{batchVersion, 2, 2, 5, 0, 2, 0, 0, 0, 0, 0, 1, 0}},
-		{"unknown flag", []byte{batchVersion, 1, 1, 0, 3, 0x80, 0x80, 0x02, 0, 0, 0, 1, 0}},
+		{"unknown flag", []byte{batchVersion, 1, 1, 0, 3, 0x80, 0x80, 0x10, 0, 0, 0, 1, 0}},
 		{"string not in table", []byte{batchVersion, 1, 1, 0, 2, 0x80, 0x01, 0, 0, 1, 3, 1, 0}},
 		{"column ends early", []byte{batchVersion, 1, 1, 0, 1, 1, 0, 0, 0, 1, 0}},
 	}
@@ -162,6 +207,10 @@ func TestBatchDecodeRejects(t *testing.T) {
 func FuzzDecodeBatch(f *testing.F) {
 	f.Add(encodeAll(f, makeResults(0, 30)).data)
 	f.Add(encodeAll(f, []tare.Result{{Seq: 1, Err: "x", Worker: "y", TokenSource: "z", Redirects: 1}}).data)
+	f.Add(encodeAll(f, []tare.Result{everyField, {Seq: 8, TargetIndex: 1, PromptTokens: 3, PromptTokenSource: "worker"}}).data)
+	if old, err := os.ReadFile("testdata/batch_before_targets.bin"); err == nil {
+		f.Add(old)
+	}
 	f.Add([]byte{batchVersion, 1, 1, 0, 1, 0, 0, 0, 0, 1, 0})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

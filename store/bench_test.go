@@ -55,8 +55,14 @@ func BenchmarkAppendResults(b *testing.B) {
 }
 
 // BenchmarkEncodeBatch is the encoding alone, for 1,000 records.
-func BenchmarkEncodeBatch(b *testing.B) {
-	rs := makeResults(0, 1000)
+func BenchmarkEncodeBatch(b *testing.B) { benchmarkEncode(b, makeResults(0, 1000)) }
+
+// BenchmarkEncodeBatchMix is the encoding of 1,000 records of a targets
+// file's mix against a model: each with its request's index, and a model
+// record with its prompt's tokens (withMix).
+func BenchmarkEncodeBatchMix(b *testing.B) { benchmarkEncode(b, withMix(makeResults(0, 1000))) }
+
+func benchmarkEncode(b *testing.B, rs []tare.Result) {
 	e := newBatchEncoder()
 	b.ReportAllocs()
 	for b.Loop() {

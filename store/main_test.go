@@ -183,6 +183,20 @@ func makeResults(first, n int) []tare.Result {
 	return out
 }
 
+// withMix sets on rs what a run of a targets file against a model adds:
+// which request each arrival took, and the prompt's tokens of those that
+// had an answer with usage.
+func withMix(rs []tare.Result) []tare.Result {
+	for i := range rs {
+		r := &rs[i]
+		r.TargetIndex = int(r.Seq % 3)
+		if r.TokenSource != "" {
+			r.PromptTokens, r.PromptTokenSource = 200+int(r.Seq%40), "usage"
+		}
+	}
+	return rs
+}
+
 func makeTicks(first, n int) []tare.Tick {
 	out := make([]tare.Tick, n)
 	for i := range out {

@@ -138,8 +138,9 @@ func newRunsExportCmd(sf *storeFlags) *cobra.Command {
 		Use:   "export RUN [--format jsonl|csv|hdr] [-o FILE]",
 		Short: "Stream a run's raw records: JSONL, CSV or an HdrHistogram interval log",
 		Long: `Stream every raw record of a stored run (one per request or job: scheduled,
-sent, first answer, done, queue wait, status, error kind, tokens) in flat
-memory, whatever the run's size. The first answer is named for what it is:
+sent, first answer, done, queue wait, status, error kind, output and prompt
+tokens, which request of a --targets file it took as target_index from 0)
+in flat memory, whatever the run's size. The first answer is named for what it is:
 on a plain HTTP record the first response byte (first_byte, ttfb_ms), on a
 model call or a queue job the first content token (first_token, ttft_ms).
 

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/session"
+	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -44,17 +47,7 @@ func TestShardedRunMerges(t *testing.T) {
 	}
 	group := plan.Group // what every shard derives from the label and --start-at
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-	})
+	st := shardStore(t, dsn, group)
 
 	var wg sync.WaitGroup
 	errs := make([]string, shards)
@@ -77,14 +70,7 @@ func TestShardedRunMerges(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := tareCmd(t, "runs", "show", group, "--json", "--db", dsn)
-	if code != 0 {
-		t.Fatalf("runs show: exit %d: %s", code, stderr)
-	}
-	var s tare.Summary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatal(err)
-	}
+	s := showRun(t, dsn, group)
 	if s.Run.ID != group || s.Requests.Total != jobs || len(s.Shards) != shards {
 		t.Fatalf("merged run %s: %d requests over %d shards; want %s, %d over %d", s.Run.ID, s.Requests.Total, len(s.Shards), group, jobs, shards)
 	}
@@ -137,18 +123,8 @@ func TestCoordinatedShards(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
-	}
-	defer st.Close()
 	group := fmt.Sprintf("coord-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		rows, _ := session.Shards(ctx, st, group)
-		for _, r := range rows {
-			st.DeleteRun(ctx, r.ID)
-		}
-	})
+	st := shardStore(t, dsn, group)
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		t.Fatal(err)
@@ -209,4 +185,170 @@ func TestCoordinatedShards(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || s.Requests.Total != 90 {
 		t.Fatalf("runs show: exit %d, %d requests: %s", code, s.Requests.Total, stderr)
 	}
+}
+
+// TestShardedRunMergesStagesAndTargets runs two shards of one run
+// (--shards 2 --shard-index K, as an Indexed Job's pods) ramping through
+// --stages over a --targets file of two requests, and reads the run back
+// merged: its stages and its requests there, each counting the sum of the
+// shards' own, and with the figures one generator's recorder gives of all
+// the stored records.
+func TestShardedRunMergesStagesAndTargets(t *testing.T) {
+	dsn := postgresDSN()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := time.Duration(n.Add(1)%7) * time.Millisecond
+		if r.URL.Path == "/slow" {
+			d += 15 * time.Millisecond
+		}
+		time.Sleep(d)
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "targets.jsonl")
+	targets := `{"name": "home", "url": "` + srv.URL + `/", "weight": 2}
+{"name": "slow", "url": "` + srv.URL + `/slow"}
+`
+	if err := os.WriteFile(file, []byte(targets), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	const shards = 2
+	label := fmt.Sprintf("shard-stages-%d", time.Now().UnixNano())
+	startAt := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	plan, err := (&session.ShardSpec{Index: "0", Shards: shards, StartAt: startAt.Format(time.RFC3339Nano)}).Plan(label, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := plan.Group
+	ctx := context.Background()
+	st := shardStore(t, dsn, group)
+
+	var wg sync.WaitGroup
+	errs := make([]string, shards)
+	for k := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, stdout, stderr := tareCmd(t, "run", "--targets", file, "--stages", "1s:80/s,1s:80/s", "--arrival", "constant",
+				"--shards", fmt.Sprint(shards), "--shard-index", fmt.Sprint(k), "--start-at", startAt.Format(time.RFC3339Nano),
+				"--label", label, "--db", dsn, "--quiet", "--tick", "100ms")
+			if code != 0 {
+				errs[k] = fmt.Sprintf("shard index %d: exit %d:\n%s\n%s", k, code, stdout, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatal(e)
+		}
+	}
+
+	s := showRun(t, dsn, group)
+	rows, err := session.Shards(ctx, st, group)
+	if err != nil || len(rows) != shards || len(s.Shards) != shards {
+		t.Fatalf("%d shard rows (%v), %d in the merged run; want %d", len(rows), err, len(s.Shards), shards)
+	}
+	if len(s.Stages) != 2 || len(s.Targets) != 2 {
+		t.Fatalf("merged run has %d stages and %d targets, want 2 and 2; warnings %q", len(s.Stages), len(s.Targets), s.Verdict.Warnings)
+	}
+	// One generator's figures of the same records: the shards started
+	// together at --start-at.
+	var names []string
+	for _, tg := range s.Targets {
+		names = append(names, tg.Name)
+	}
+	var spans []stats.Span
+	for _, sg := range s.Stages {
+		from := time.Duration(sg.StartS * float64(time.Second))
+		spans = append(spans, stats.Span{From: from, To: from + time.Duration(sg.DurationS*float64(time.Second))})
+	}
+	one, err := stats.NewRecorder(stats.Config{Start: startAt, Targets: names, Grace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := stats.NewParts(stats.Config{Start: startAt, Grace: time.Minute}, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stageSum, targetSum [2]int
+	for _, r := range rows {
+		own, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(own.Stages) != 2 || len(own.Targets) != 2 {
+			t.Fatalf("%s has %d stages and %d targets, want 2 and 2", r.ID, len(own.Stages), len(own.Targets))
+		}
+		for k := range 2 {
+			stageSum[k] += own.Stages[k].Requests
+			targetSum[k] += own.Targets[k].Requests
+		}
+		err = st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
+			one.AddResult(res)
+			parts.AddResult(res)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 2 {
+		if got := s.Stages[k].Requests; got != stageSum[k] || got == 0 {
+			t.Errorf("merged stage %d has %d requests, the shards' %d", k+1, got, stageSum[k])
+		}
+		if got := s.Targets[k].Requests; got != targetSum[k] || got == 0 {
+			t.Errorf("merged target %s has %d requests, the shards' %d", s.Targets[k].Name, got, targetSum[k])
+		}
+		ps, _ := parts.Summary(k)
+		if got, want := s.Stages[k].Latency, (tare.QuantilesMS{P50: ps.Latency.P50, P95: ps.Latency.P95, P99: ps.Latency.P99}); !reflect.DeepEqual(got, want) {
+			t.Errorf("merged stage %d latency p50/p95/p99 %v, one generator's %v", k+1, msList(got), msList(want))
+		}
+	}
+	if s.Stages[1].TargetPerS != 80 || s.Stages[1].FromPerS != 80 {
+		t.Errorf("merged stage 2 from %v to %v/s, want the whole run's 80/s", s.Stages[1].FromPerS, s.Stages[1].TargetPerS)
+	}
+	for k, want := range one.Summary(time.Now(), 2*time.Second).Targets {
+		if got := s.Targets[k]; !reflect.DeepEqual(got, want) {
+			t.Errorf("merged target %s: %d requests, %d ok, latency p50/p95/p99 %v; one generator's %s: %d, %d, %v",
+				got.Name, got.Requests, got.OK, msList(got.Latency), want.Name, want.Requests, want.OK, msList(want.Latency))
+		}
+	}
+}
+
+// msList is q's percentiles for messages, -1 for none.
+func msList(q tare.QuantilesMS) []float64 { return []float64{deref(q.P50), deref(q.P95), deref(q.P99)} }
+
+// shardStore opens the store at dsn, skipping the test when it does not
+// answer, and deletes the shards of run group at the end.
+func shardStore(t *testing.T, dsn, group string) tare.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		rows, _ := session.Shards(ctx, st, group)
+		for _, r := range rows {
+			st.DeleteRun(ctx, r.ID)
+		}
+		st.Close()
+	})
+	return st
+}
+
+// showRun is the summary of stored run id, merged when it was sharded, as
+// tare runs show --json prints it.
+func showRun(t *testing.T, dsn, id string) tare.Summary {
+	t.Helper()
+	code, stdout, stderr := tareCmd(t, "runs", "show", id, "--json", "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("runs show: %v\n%s", err, stdout)
+	}
+	return s
 }
