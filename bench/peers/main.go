@@ -71,6 +71,7 @@ func main() {
 	vegeta, hey := goTool(dir, "vegeta", vegetaModule), goTool(dir, "hey", heyModule)
 	wrk := debTool("wrk", "wrk")
 	floor := buildFloor(dir)
+	goFloor := build(dir, "gofloor", "./bench/gofloor")
 
 	server := exec.Command("taskset", "-c", "1", echo)
 	stdout, _ := server.StdoutPipe()
@@ -96,8 +97,9 @@ func main() {
 		tools = append(tools, wrkTool(wrk, url))
 	}
 	if floor != "" {
-		tools = append(tools, floorTool(floor, url))
+		tools = append(tools, floorTool("floor", floor, url, "C, one timerfd + epoll loop, no parsing: CPU per 10k only"))
 	}
+	tools = append(tools, floorTool("floor-go", goFloor, url, "the same loop in Go, through Go's poller as tare's engine: what the runtime costs"))
 	order, results := measure(tools)
 	printTable(order, results)
 	sampler()
@@ -291,18 +293,19 @@ func wrkTool(wrk, url string) tool {
 	}
 }
 
-// floorTool runs the C floor at the fixed rate: the least CPU per request
-// any generator could spend here.
-func floorTool(floor, url string) tool {
+// floorTool runs a floor at the fixed rate: bench/floor, the least CPU per
+// request any generator could spend here, or bench/gofloor, the least a
+// Go one could.
+func floorTool(name, floor, url, note string) tool {
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
 	return tool{
-		name:    "floor",
+		name:    name,
 		highest: func() float64 { return math.NaN() },
 		fixed: func() (float64, float64) {
 			out, _ := run(floor, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))
 			return grab(out, `cpu_s ([0-9.]+)`) * 10000 / float64(*fixedJobs), math.NaN()
 		},
-		note: "C, one timerfd + epoll loop, no parsing: CPU per 10k only",
+		note: note,
 	}
 }
 
