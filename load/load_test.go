@@ -81,15 +81,21 @@ func TestEveryArrivalYieldsOneResult(t *testing.T) {
 	}
 }
 
-func TestDropsAtInFlightCap(t *testing.T) {
-	release := make(chan struct{})
-	blocked := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
+// blockedUntil is a target whose every request waits for release (or its
+// context's end).
+func blockedUntil(release <-chan struct{}) tare.Target {
+	return tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 			res.Err = "canceled"
 		}
 	})
+}
+
+func TestDropsAtInFlightCap(t *testing.T) {
+	release := make(chan struct{})
+	blocked := blockedUntil(release)
 	r := New(blocked, Config{MaxInFlight: 3})
 	go func() { time.Sleep(300 * time.Millisecond); close(release) }()
 	results, _ := collect(t, r, context.Background(), &constant{gap: time.Millisecond, n: 50})
@@ -238,13 +244,7 @@ func TestCancelAfterLastArrivalDrains(t *testing.T) {
 // in the schedule.
 func TestSaturatedDropsAsTheyCome(t *testing.T) {
 	release := make(chan struct{})
-	blocked := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-			res.Err = "canceled"
-		}
-	})
+	blocked := blockedUntil(release)
 	r := New(blocked, Config{MaxInFlight: 2})
 	sawDrops := make(chan bool, 1)
 	go func() {
