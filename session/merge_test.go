@@ -56,14 +56,7 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := Shards(ctx, st, group)
-	if err != nil || len(rows) != 3 {
-		t.Fatalf("Shards: %d rows, %v", len(rows), err)
-	}
-	s, _, err := merge(ctx, st, group, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mergeShards(t, st, group, 3)
 	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 10/s for 20 jobs" {
 		t.Errorf("merged: %d requests, level %s, arrival %q", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
 	}
@@ -265,14 +258,7 @@ func TestMergeStagesAndTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := Shards(ctx, st, group)
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("Shards: %d rows, %v", len(rows), err)
-	}
-	s, _, err := merge(ctx, st, group, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mergeShards(t, st, group, 2)
 
 	// One generator's figures from the same records: each shard's moved
 	// onto shard 1's start, so that it falls in the stage it ran in.
@@ -330,4 +316,18 @@ func quantiles(q tare.QuantilesMS) []any {
 		}
 	}
 	return out
+}
+
+// mergeShards merges the want shards of group stored in st.
+func mergeShards(t *testing.T, st tare.Store, group string, want int) tare.Summary {
+	t.Helper()
+	rows, err := Shards(t.Context(), st, group)
+	if err != nil || len(rows) != want {
+		t.Fatalf("Shards: %d rows, %v; want %d", len(rows), err, want)
+	}
+	s, _, err := merge(t.Context(), st, group, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
