@@ -69,7 +69,32 @@ func (t Thresholds) Map() map[string]float64 {
 		"latency_ticks":       float64(t.LatencyTicks),
 		"latency_ticks_pct":   t.LatencyShare,
 		"send_lag_p99_ms":     ms(t.SendLagP99),
+		"latency_floor_ms":    ms(t.LatencyFloor),
 	}
+}
+
+// ThresholdsOf undoes Map: the thresholds a stored verdict used, the
+// defaults for any it does not name (a run stored before the name was).
+func ThresholdsOf(m map[string]float64) Thresholds {
+	t := DefaultThresholds()
+	for name, f := range map[string]*float64{
+		"steal_pct": &t.Steal, "steal_ticks_pct": &t.StealTicks, "throttled_ticks_pct": &t.ThrottledTicks,
+		"neighbour_wait_pct": &t.Neighbours, "neighbour_ticks_pct": &t.NeighbourTicks, "run_delay_pct": &t.RunDelay,
+		"latency_factor": &t.LatencyFactor, "latency_ticks_pct": &t.LatencyShare,
+	} {
+		if v, ok := m[name]; ok {
+			*f = v
+		}
+	}
+	if v, ok := m["latency_ticks"]; ok {
+		t.LatencyTicks = int(v)
+	}
+	for name, d := range map[string]*time.Duration{"send_lag_p99_ms": &t.SendLagP99, "latency_floor_ms": &t.LatencyFloor} {
+		if v, ok := m[name]; ok {
+			*d = time.Duration(v * float64(time.Millisecond))
+		}
+	}
+	return t
 }
 
 // Judge returns the verdict on a run from its summary and timeline. slo may

@@ -431,3 +431,18 @@ func TestSLONotMetWithoutSuccess(t *testing.T) {
 		})
 	}
 }
+
+// TestThresholdsOf: the thresholds a summary records come back as they
+// were; those it does not name are the defaults.
+func TestThresholdsOf(t *testing.T) {
+	custom := DefaultThresholds()
+	custom.Steal, custom.LatencyTicks, custom.LatencyFloor, custom.SendLagP99 = 25, 7, 3*time.Millisecond, 40*time.Millisecond
+	for _, th := range []Thresholds{DefaultThresholds(), custom} {
+		if got := ThresholdsOf(th.Map()); got != th {
+			t.Errorf("ThresholdsOf(%v) = %+v; want %+v", th.Map(), got, th)
+		}
+	}
+	if got := ThresholdsOf(map[string]float64{"steal_pct": 25}); got.Steal != 25 || got.SendLagP99 != DefaultThresholds().SendLagP99 {
+		t.Errorf("ThresholdsOf of one threshold = %+v; want it and the defaults", got)
+	}
+}

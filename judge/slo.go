@@ -51,6 +51,19 @@ func ParseSLO(s string) (SLO, error) {
 	return slo, nil
 }
 
+// SLOOf is the SLO a stored verdict was checked against, from its checks;
+// nil when it had none.
+func SLOOf(checks []tare.SLOCheck) (SLO, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	objectives := make([]string, len(checks))
+	for i, c := range checks {
+		objectives[i] = c.Objective
+	}
+	return ParseSLO(strings.Join(objectives, ","))
+}
+
 // String returns the objectives in canonical form.
 func (s SLO) String() string {
 	parts := make([]string, len(s))

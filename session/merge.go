@@ -152,8 +152,14 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	s.Env = parts[0].Env
 	s.Env.Pod = nil // each shard's own: in its line of Shards
 	ticks := rec.Ticks()
-	th := judge.DefaultThresholds()
-	s.Verdict = judge.Judge(&s, ticks, th, nil)
+	// The shards ran with one command line: the first's thresholds and
+	// SLO are the run's.
+	th := judge.ThresholdsOf(parts[0].Thresholds)
+	slo, err := judge.SLOOf(parts[0].Verdict.SLO)
+	if err != nil {
+		return tare.Summary{}, nil, fmt.Errorf("the SLO of shard %s: %w", rows[0].ID, err)
+	}
+	s.Verdict = judge.Judge(&s, ticks, th, slo)
 	s.Thresholds = th.Map()
 	s.Shards = make([]tare.ShardSummary, len(rows))
 	for i, p := range parts {
@@ -164,7 +170,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			s.Verdict.Signals = append(s.Verdict.Signals, sig)
 		}
 	}
-	stages.summarise(parts, th, &s)
+	stages.summarise(parts, th, slo, &s)
 	if !targetsAddUp(s.Targets, parts) {
 		s.Targets = nil
 		warnings = append(warnings, "the shards' stored records do not add up to their own figures per request of the targets file (records stored before tare kept which request each took, or records lost): the merged run has no figures per request (each shard's own are in its row)")

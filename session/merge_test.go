@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
@@ -27,6 +28,8 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 	defer st.Close()
 	const group = "0193-merge"
 	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	th := judge.DefaultThresholds() // as the shards' command line set them
+	th.Steal, th.SendLagP99 = 25, 40*time.Millisecond
 	fired := map[int]tare.Signal{
 		2: {Name: "steal", Fired: true, Value: tare.Float(31), Threshold: 10, Detail: "steal was 31% of ticks"},
 		3: {Name: "generator", Fired: true, Value: tare.Float(40), Threshold: 10, Detail: "send lag p99 was 40 ms"},
@@ -47,7 +50,7 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env, Requests: tare.Requests{Total: 20, OK: 20},
-			Verdict: tare.Verdict{Level: tare.Clean}}
+			Verdict: tare.Verdict{Level: tare.Clean, SLO: []tare.SLOCheck{{Objective: "p95<=2ms", LimitMS: 2}}}, Thresholds: th.Map()}
 		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(7*time.Second)
 		if sig, ok := fired[i]; ok {
 			s.Verdict.Level, s.Verdict.Signals = tare.Polluted, []tare.Signal{sig}
@@ -57,6 +60,12 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 		}
 	}
 	s := mergeShards(t, st, group, 3)
+	if got := judge.ThresholdsOf(s.Thresholds); got != th {
+		t.Errorf("merged run judged with thresholds %+v; want the shards' %+v", got, th)
+	}
+	if len(s.Verdict.SLO) != 1 || s.Verdict.SLO[0].Objective != "p95<=2ms" || s.Verdict.SLO[0].Met {
+		t.Errorf("merged SLO checks %+v; want the shards' p95<=2ms, not met by the pooled records", s.Verdict.SLO)
+	}
 	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 10/s for 20 jobs" {
 		t.Errorf("merged: %d requests, level %s, arrival %q", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
 	}

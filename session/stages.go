@@ -130,13 +130,13 @@ func (m *shardStages) add(i int, res *tare.Result) {
 // figures and raised to the worst of the shards' own verdicts on it
 // (judged on their hosts, which the pooled records do not have), with
 // the signals that fired there.
-func (m *shardStages) summarise(parts []tare.Summary, th judge.Thresholds, run *tare.Summary) {
+func (m *shardStages) summarise(parts []tare.Summary, th judge.Thresholds, slo judge.SLO, run *tare.Summary) {
 	if m == nil {
 		return
 	}
 	for k, head := range m.heads {
 		s, ticks := m.parts.Summary(k)
-		out := judgeStage(head, &s, ticks, th, nil)
+		out := judgeStage(head, &s, ticks, th, slo)
 		for _, p := range parts {
 			out.Verdict = judge.Raise(out.Verdict, p.Stages[k].Verdict)
 			for _, name := range p.Stages[k].Fired {
