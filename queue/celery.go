@@ -214,6 +214,10 @@ func (c *Celery) finish(id string, meta celeryMeta, at time.Time, kind string) {
 	c.pending.finish(id, done, "", kind)
 }
 
+// celeryTime is how Celery writes a time in a message (Python's
+// isoformat of an aware datetime), as a task's expires.
+const celeryTime = "2006-01-02T15:04:05.000000-07:00"
+
 // parseCeleryTime parses date_done: ISO 8601, UTC, with an offset (Celery
 // 5.3 and later) or without (earlier versions, naive UTC).
 func parseCeleryTime(s string) (time.Time, bool) {
@@ -303,7 +307,7 @@ func (c *Celery) String() string {
 func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	id := frameworkJobID(job)
 	args, kwargs := c.fw.Args.expand(job, id)
-	msg, err := c.message(id, args, kwargs)
+	msg, err := c.message(id, args, kwargs, job.Enqueued)
 	if err != nil {
 		return err
 	}
@@ -318,12 +322,19 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	return nil
 }
 
-// message is the task message of task id: protocol version 2, JSON.
-func (c *Celery) message(id string, args []any, kwargs map[string]any) ([]byte, error) {
+// message is the task message of task id, enqueued at enqueued: protocol
+// version 2, JSON. With a job timeout the task expires then: a worker
+// that reaches it later (a backlog left when the run ended) revokes it
+// instead of running it into the next run's measurement.
+func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued time.Time) ([]byte, error) {
 	embed := map[string]any{"callbacks": nil, "errbacks": nil, "chain": nil, "chord": nil}
 	body, err := json.Marshal([]any{args, kwargs, embed})
 	if err != nil {
 		return nil, fmt.Errorf("encode celery task %q: %w", id, err)
+	}
+	var expires any
+	if c.fw.Timeout > 0 {
+		expires = enqueued.Add(c.fw.Timeout).UTC().Format(celeryTime)
 	}
 	argsRepr, _ := json.Marshal(args)
 	kwargsRepr, _ := json.Marshal(kwargs)
@@ -333,7 +344,7 @@ func (c *Celery) message(id string, args []any, kwargs map[string]any) ([]byte, 
 		ContentType:     "application/json",
 		Headers: map[string]any{
 			"lang": "py", "task": c.f.task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
-			"shadow": nil, "eta": nil, "expires": nil, "retries": 0, "timelimit": []any{nil, nil},
+			"shadow": nil, "eta": nil, "expires": expires, "retries": 0, "timelimit": []any{nil, nil},
 			"argsrepr": string(argsRepr), "kwargsrepr": string(kwargsRepr), "origin": c.origin,
 		},
 		Properties: map[string]any{

@@ -77,8 +77,8 @@ func raisedKind(exc string) string {
 // replaced per job (see JobArgs).
 type FrameworkConfig struct {
 	Args JobArgs
-	// Timeout is the job's time limit, told to RQ as the job's timeout; 0
-	// leaves the framework's default.
+	// Timeout is the job's time limit, told to RQ as the job's timeout and
+	// to Celery as the task's expiry; 0 leaves the framework's default.
 	Timeout time.Duration
 }
 

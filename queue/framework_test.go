@@ -157,7 +157,7 @@ func TestParseCeleryTime(t *testing.T) {
 // body of [args, kwargs, embed], as Celery's Redis transport expects.
 func TestCeleryMessage(t *testing.T) {
 	c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, origin: "tare1@h"}
-	raw, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"})
+	raw, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,5 +180,31 @@ func TestCeleryMessage(t *testing.T) {
 	}
 	if want := `[[1],{"prompt":"hi"},{"callbacks":null,"chain":null,"chord":null,"errbacks":null}]`; string(body) != want {
 		t.Errorf("body %s, want %s", body, want)
+	}
+}
+
+// TestCeleryMessageExpires: with a job timeout the task expires that long
+// after it was enqueued, written as Celery writes times; without, never.
+func TestCeleryMessageExpires(t *testing.T) {
+	enqueued := time.Date(2026, 12, 1, 17, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	for _, tt := range []struct {
+		timeout time.Duration
+		want    any
+	}{
+		{0, nil},
+		{90 * time.Second, "2026-12-01T16:01:30.123456+00:00"},
+	} {
+		c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, fw: FrameworkConfig{Timeout: tt.timeout}}
+		raw, err := c.message("tare-r-1", nil, nil, enqueued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env celeryEnvelope
+		if err := json.Unmarshal(raw, &env); err != nil {
+			t.Fatal(err)
+		}
+		if got := env.Headers["expires"]; got != tt.want {
+			t.Errorf("timeout %v: expires %v; want %v", tt.timeout, got, tt.want)
+		}
 	}
 }

@@ -366,3 +366,43 @@ func TestFrameworkCleanup(t *testing.T) {
 		t.Errorf("rq:queue:default holds %q: want only the user's job", ids)
 	}
 }
+
+// TestCeleryBacklogExpires: tasks a run left on the queue (its worker
+// gone) expire with the job timeout: the worker that comes back revokes
+// them instead of running them into the next run's measurement.
+func TestCeleryBacklogExpires(t *testing.T) {
+	rig := celeryRig(t, true)
+	w := rig.start(t)
+	const timeout = time.Second
+	_, src := rig.open(t, "tasks.answer", timeout)
+	w.Kill()
+	ctx := testContext(t)
+	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	var ids []string
+	for i := range 5 {
+		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
+		if err := src.Enqueue(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, frameworkJobID(job))
+	}
+	time.Sleep(timeout + 500*time.Millisecond)
+	rig.start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
+	defer rdb.Close()
+	states := map[string]string{}
+	eventuallyWithin(t, 30*time.Second, "a state for every left-over task", func() bool {
+		for _, id := range ids {
+			var meta struct{ Status string }
+			if b, err := rdb.Get(ctx, "celery-task-meta-"+id).Bytes(); err == nil && json.Unmarshal(b, &meta) == nil {
+				states[id] = meta.Status
+			}
+		}
+		return len(states) == len(ids)
+	})
+	for id, state := range states {
+		if state != "REVOKED" {
+			t.Errorf("left-over task %s: %s; want REVOKED, expired before a worker took it", id, state)
+		}
+	}
+}
