@@ -197,6 +197,19 @@ func TestDo(t *testing.T) {
 			},
 		},
 		{
+			// Larger than a connection holds for its read (holdMax): the
+			// body goes out as it comes, before the wait for the answer.
+			name:    "post large body",
+			cfg:     Config{Body: bytes.Repeat([]byte("b"), 3*holdMax+7)},
+			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
+			check: func(t *testing.T, res tare.Result, got seen) {
+				wantResult(t, res, 200, "", 2, 3*holdMax+7)
+				if !bytes.Equal(got.body, bytes.Repeat([]byte("b"), 3*holdMax+7)) {
+					t.Errorf("server saw a %d-byte body; want the %d bytes sent", len(got.body), 3*holdMax+7)
+				}
+			},
+		},
+		{
 			name: "host header through a relative redirect",
 			cfg:  Config{Header: http.Header{"Host": {"api.example.test"}}},
 			handler: func(w http.ResponseWriter, r *http.Request) {
