@@ -727,3 +727,25 @@ func TestServerClosesIdleConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectToHTTPS: a plain http:// target that redirects to an
+// https:// one on another host is followed over TLS (the lean client's
+// connections hold a write for the read, the TLS handshake's included),
+// and the request after it too, on the connection kept.
+func TestRedirectToHTTPS(t *testing.T) {
+	secure := newServer(t, true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") })
+	plain := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, secure.URL+"/landed", http.StatusFound)
+	})
+	for _, client := range clients {
+		t.Run(client.name, func(t *testing.T) {
+			tg := newTarget(t, Config{URL: plain.URL + "/start", NetHTTP: client.netHTTP, Insecure: true, CrossHost: true})
+			for i := range 2 {
+				res := do(t.Context(), tg)
+				if res.Status != 200 || res.Err != "" || res.Redirects != 1 || res.BytesIn != int64(len("secure")) {
+					t.Errorf("request %d: status %d, error %q, %d redirects, %d bytes; want 200 after 1 redirect to https, 6 bytes", i, res.Status, res.Err, res.Redirects, res.BytesIn)
+				}
+			}
+		})
+	}
+}
