@@ -99,7 +99,8 @@ func main() {
 	if floor != "" {
 		tools = append(tools, floorTool("floor", floor, url, "C, one timerfd + epoll loop, no parsing: CPU per 10k only"))
 	}
-	tools = append(tools, floorTool("floor-go", goFloor, url, "the same loop in Go, through Go's poller as tare's engine: what the runtime costs"))
+	tools = append(tools, floorTool("floor-go", goFloor, url, "the same loop in Go, through Go's poller as tare's engine: what the runtime costs"),
+		floorTool("go-epoll", goFloor, url, "the same loop in Go outside Go's poller (own epoll, locked thread)", "-epoll"))
 	order, results := measure(tools)
 	printTable(order, results)
 	sampler()
@@ -298,15 +299,15 @@ func wrkTool(wrk, url string) tool {
 }
 
 // floorTool runs a floor at the fixed rate: bench/floor, the least CPU per
-// request any generator could spend here, or bench/gofloor, the least a
-// Go one could.
-func floorTool(name, floor, url, note string) tool {
+// request any generator could spend here, or bench/gofloor (with flags),
+// the least a Go one could.
+func floorTool(name, floor, url, note string, flags ...string) tool {
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
 	return tool{
 		name:    name,
 		highest: func() float64 { return math.NaN() },
 		fixed: func() (float64, float64) {
-			out, _ := run(floor, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))
+			out, _ := run(floor, append(flags, addr, strconv.Itoa(*fixedRate), strconv.Itoa(*fixedJobs))...)
 			return grab(out, `cpu_s ([0-9.]+)`) * 10000 / float64(*fixedJobs), math.NaN()
 		},
 		note: note,
