@@ -55,43 +55,58 @@ func DefaultThresholds() Thresholds {
 	}
 }
 
+// named is each threshold of t by the name the summary records it under:
+// a *float64 (a share or a factor), an *int (a count) or a *time.Duration
+// (recorded in milliseconds). Map and ThresholdsOf both read it.
+func (t *Thresholds) named() map[string]any {
+	return map[string]any{
+		"steal_pct":           &t.Steal,
+		"steal_ticks_pct":     &t.StealTicks,
+		"throttled_ticks_pct": &t.ThrottledTicks,
+		"neighbour_wait_pct":  &t.Neighbours,
+		"neighbour_ticks_pct": &t.NeighbourTicks,
+		"run_delay_pct":       &t.RunDelay,
+		"latency_factor":      &t.LatencyFactor,
+		"latency_ticks":       &t.LatencyTicks,
+		"latency_ticks_pct":   &t.LatencyShare,
+		"send_lag_p99_ms":     &t.SendLagP99,
+		"latency_floor_ms":    &t.LatencyFloor,
+	}
+}
+
 // Map returns the thresholds by name, for the summary's record of what the
 // verdict used.
 func (t Thresholds) Map() map[string]float64 {
-	return map[string]float64{
-		"steal_pct":           t.Steal,
-		"steal_ticks_pct":     t.StealTicks,
-		"throttled_ticks_pct": t.ThrottledTicks,
-		"neighbour_wait_pct":  t.Neighbours,
-		"neighbour_ticks_pct": t.NeighbourTicks,
-		"run_delay_pct":       t.RunDelay,
-		"latency_factor":      t.LatencyFactor,
-		"latency_ticks":       float64(t.LatencyTicks),
-		"latency_ticks_pct":   t.LatencyShare,
-		"send_lag_p99_ms":     ms(t.SendLagP99),
-		"latency_floor_ms":    ms(t.LatencyFloor),
+	m := make(map[string]float64)
+	for name, p := range t.named() {
+		switch p := p.(type) {
+		case *float64:
+			m[name] = *p
+		case *int:
+			m[name] = float64(*p)
+		case *time.Duration:
+			m[name] = ms(*p)
+		}
 	}
+	return m
 }
 
 // ThresholdsOf undoes Map: the thresholds a stored verdict used, the
 // defaults for any it does not name (a run stored before the name was).
 func ThresholdsOf(m map[string]float64) Thresholds {
 	t := DefaultThresholds()
-	for name, f := range map[string]*float64{
-		"steal_pct": &t.Steal, "steal_ticks_pct": &t.StealTicks, "throttled_ticks_pct": &t.ThrottledTicks,
-		"neighbour_wait_pct": &t.Neighbours, "neighbour_ticks_pct": &t.NeighbourTicks, "run_delay_pct": &t.RunDelay,
-		"latency_factor": &t.LatencyFactor, "latency_ticks_pct": &t.LatencyShare,
-	} {
-		if v, ok := m[name]; ok {
-			*f = v
+	for name, p := range t.named() {
+		v, ok := m[name]
+		if !ok {
+			continue
 		}
-	}
-	if v, ok := m["latency_ticks"]; ok {
-		t.LatencyTicks = int(v)
-	}
-	for name, d := range map[string]*time.Duration{"send_lag_p99_ms": &t.SendLagP99, "latency_floor_ms": &t.LatencyFloor} {
-		if v, ok := m[name]; ok {
-			*d = time.Duration(v * float64(time.Millisecond))
+		switch p := p.(type) {
+		case *float64:
+			*p = v
+		case *int:
+			*p = int(v)
+		case *time.Duration:
+			*p = time.Duration(v * float64(time.Millisecond))
 		}
 	}
 	return t
