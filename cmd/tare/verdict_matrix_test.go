@@ -63,9 +63,9 @@ func TestVerdictMatrix(t *testing.T) {
 				var text bytes.Buffer
 				report.Text(&text, &s)
 				t.Logf("%s", text.String())
-				if stole(s) {
+				if stole(sc, s) {
 					if i == attempts {
-						t.Skipf("the hypervisor stole CPU in all %d attempts (steal fired each time, rightly): this machine could not show the scenario", attempts)
+						t.Skipf("the hypervisor stole CPU in all %d attempts (a tick's steal above its threshold each time): this machine could not show the scenario", attempts)
 					}
 					continue
 				}
@@ -78,12 +78,18 @@ func TestVerdictMatrix(t *testing.T) {
 	}
 }
 
-// stole says whether the steal signal fired on s.
-func stole(s tare.Summary) bool {
+// stole says whether the hypervisor stole CPU on s: the steal signal
+// fired, or, for a scenario of a quiet host, a tick's steal exceeded its
+// threshold though too few ticks did for the signal (one tick of 11 at
+// 11.8 % once delayed one arrival of 40 by 15 ms, and the generator
+// signal fired on it). The scenarios with hogs or a quota, whose own load
+// can make this VM's steal rise, count only the signal.
+func stole(sc scenario.Scenario, s tare.Summary) bool {
 	for _, sig := range s.Verdict.Signals {
 		if sig.Fired && sig.Name == judge.SignalSteal {
 			return true
 		}
 	}
-	return false
+	limit := judge.ThresholdsOf(s.Thresholds).Steal
+	return sc.Want == tare.Clean && s.Host.Steal.Max != nil && *s.Host.Steal.Max > limit
 }
