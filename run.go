@@ -18,6 +18,21 @@ type Tick struct {
 	// when Completions is 0.
 	P50, P95, P99 time.Duration
 
+	// InSystem is the mean number of requests in the system over the
+	// tick, from Scheduled to Done (queued and in service, for a queue):
+	// the work the latency signal weighs latency against. Unlike
+	// InFlight, it sees a tick whole, not its last instant.
+	InSystem float64
+	// P95PerToken is the p95 of latency per output token of the model
+	// calls that succeeded in the tick: what a tick's latency is once the
+	// answers' lengths are taken out. Zero when none reported tokens.
+	P95PerToken time.Duration
+	// Sample is a uniform random sample of the requests that succeeded
+	// in the tick, one value each: latency, per output token for a model
+	// call. Kept in memory for the verdict (a bounded number over the
+	// run), never stored.
+	Sample []time.Duration `json:"-"`
+
 	QueueDepth *float64    // mean queue depth over the tick; nil for non-queue targets
 	Host       *HostSample // nil when the host was not sampled
 }

@@ -112,6 +112,7 @@ type Recorder struct {
 	targets []targetTotals // per request of a targets file, by Result.TargetIndex
 
 	ticks     []tick
+	sample    reservoir // requests that succeeded, with their tick, for the verdict
 	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
 	newest    time.Time // latest Done or host sample End seen: drives closing
 	free      []*hdrhistogram.Histogram
@@ -237,11 +238,21 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		}
 	}
 
+	r.addInSystem(res.Scheduled, res.Done, si, di)
+	if !failed {
+		r.sample.add(di, perToken(res))
+	}
 	if di >= r.firstOpen {
 		if t.hist == nil {
 			t.hist = r.newTickHist()
 		}
 		recordClamped(t.hist, lat, &r.tickClamped)
+		if !failed && res.OutputTokens > 0 {
+			if t.tokenHist == nil {
+				t.tokenHist = r.newTickHist()
+			}
+			recordClamped(t.tokenHist, perToken(res), &r.tickClamped)
+		}
 	} else {
 		r.lateResults++
 	}
@@ -402,9 +413,15 @@ func (r *Recorder) advance(t time.Time) {
 	r.resolvePending()
 }
 
-// closeTick computes tick k's percentiles and returns its histogram.
+// closeTick computes tick k's percentiles and returns its histograms.
 func (r *Recorder) closeTick(k int) {
 	t := &r.ticks[k]
+	if t.tokenHist != nil {
+		_, t.p95PerToken, _ = tickPercentiles(t.tokenHist)
+		t.tokenHist.Reset()
+		r.free = append(r.free, t.tokenHist)
+		t.tokenHist = nil
+	}
 	if t.hist == nil {
 		return
 	}
@@ -412,6 +429,38 @@ func (r *Recorder) closeTick(k int) {
 	t.hist.Reset()
 	r.free = append(r.free, t.hist)
 	t.hist = nil
+}
+
+// addInSystem adds a request's time in the system, from to to, to the
+// ticks first to last that it spans: the parts of its first and last
+// ticks as they are, and the whole ticks between as one count at either
+// end (summed in TicksBetween), so a long request costs no more than a
+// short one.
+func (r *Recorder) addInSystem(from, to time.Time, first, last int) {
+	start := func(k int) time.Time { return r.cfg.Start.Add(time.Duration(k) * r.cfg.Tick) }
+	from, to = maxTime(from, start(first)), minTime(to, start(last+1))
+	if first == last {
+		r.ticks[first].present += max(to.Sub(from), 0)
+		return
+	}
+	r.ticks[first].present += max(start(first+1).Sub(from), 0)
+	r.ticks[last].present += max(to.Sub(start(last)), 0)
+	r.ticks[first+1].whole++
+	r.ticks[last].whole--
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // resolvePending settles the pending requests whose last tick is closed:

@@ -20,6 +20,11 @@ type tick struct {
 
 	hist          *hdrhistogram.Histogram // latencies finished in the tick, µs, while open
 	p50, p95, p99 time.Duration           // set when the tick closes
+	tokenHist     *hdrhistogram.Histogram // latencies per output token of the model calls that succeeded in it, µs, while open
+	p95PerToken   time.Duration           // set when the tick closes
+
+	present time.Duration // time requests spent in the system within the tick, of those that began or ended in it
+	whole   int           // requests that began before the tick, minus those that ended in it, of those in the system through it: summed from tick 0, how many spanned it whole
 
 	depthSum float64
 	depthN   int
@@ -45,7 +50,15 @@ func (r *Recorder) Closed() int { return r.firstOpen }
 // latest ticks grow as their requests finish; percentiles of ticks still open
 // are read from their live histograms. Each call returns fresh values the
 // caller may keep.
-func (r *Recorder) Ticks() []tare.Tick { return r.TicksBetween(0, len(r.ticks)) }
+//
+// Unlike TicksBetween, it fills each tick's Sample, for the verdict.
+func (r *Recorder) Ticks() []tare.Tick {
+	ticks := r.TicksBetween(0, len(r.ticks))
+	for k, values := range r.sample.byTick(0, len(ticks)) {
+		ticks[k].Sample = values
+	}
+	return ticks
+}
 
 // TicksBetween returns ticks from to to (exclusive) of the timeline, as
 // Ticks would, building only those: a caller that streams the closed ticks
@@ -55,9 +68,10 @@ func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
 	if from >= to {
 		return nil
 	}
-	inFlight := 0
+	inFlight, whole := 0, 0
 	for k := range from {
 		inFlight += r.ticks[k].sent - r.ticks[k].completions
+		whole += r.ticks[k].whole
 	}
 	out := make([]tare.Tick, 0, to-from)
 	for k := from; k < to; k++ {
@@ -66,6 +80,7 @@ func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
 		// finished in ticks ≤ k. A request is outstanding from Scheduled,
 		// not Sent: waiting for a free worker is waiting too.
 		inFlight += t.sent - t.completions
+		whole += t.whole
 		start := r.cfg.Start.Add(time.Duration(k) * r.cfg.Tick)
 		o := tare.Tick{
 			Start:       start,
@@ -78,9 +93,14 @@ func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
 			P50:         t.p50,
 			P95:         t.p95,
 			P99:         t.p99,
+			P95PerToken: t.p95PerToken,
+			InSystem:    (t.present + time.Duration(whole)*r.cfg.Tick).Seconds() / r.cfg.Tick.Seconds(),
 		}
 		if t.hist != nil {
 			o.P50, o.P95, o.P99 = tickPercentiles(t.hist)
+		}
+		if t.tokenHist != nil {
+			_, o.P95PerToken, _ = tickPercentiles(t.tokenHist)
 		}
 		if t.depthN > 0 {
 			o.QueueDepth = tare.Float(t.depthSum / float64(t.depthN))
