@@ -35,6 +35,7 @@ type Thresholds struct {
 	LatencyTicks   int           // that many such ticks fire (3)
 	LatencyShare   float64       // or that share of ticks (10)
 	LatencyFloor   time.Duration // and the tick's p95 exceeds the median by at least this (1ms): below it, scheduler noise on a fast service is not a signal
+	LatencyChance  float64       // and the ticks' latencies differ more than chance gives ticks of their sizes, at a p-value below this (0.01)
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
 }
 
@@ -51,6 +52,7 @@ func DefaultThresholds() Thresholds {
 		LatencyTicks:   3,
 		LatencyShare:   10,
 		LatencyFloor:   time.Millisecond,
+		LatencyChance:  0.01,
 		SendLagP99:     10 * time.Millisecond,
 	}
 }
@@ -71,6 +73,7 @@ func (t *Thresholds) named() map[string]any {
 		"latency_ticks_pct":   &t.LatencyShare,
 		"send_lag_p99_ms":     &t.SendLagP99,
 		"latency_floor_ms":    &t.LatencyFloor,
+		"latency_p":           &t.LatencyChance,
 	}
 }
 
@@ -284,62 +287,6 @@ func runDelay(s *tare.Summary, th Thresholds) tare.Signal {
 		sig.Detail += ", and tare could not read the other processes' CPU time to tell a neighbour from their own load"
 	}
 	return sig
-}
-
-// latencyAlone looks for ticks whose p95 jumps while the load inside the
-// system (queue depth, or in-flight for direct targets) stays flat: more
-// work did not arrive, so the time went somewhere else.
-func latencyAlone(ticks []tare.Tick, th Thresholds) tare.Signal {
-	sig := tare.Signal{Name: SignalLatencyAlone, Threshold: float64(th.LatencyTicks)}
-	var p95s, depths []float64
-	var live []tare.Tick
-	for _, t := range ticks {
-		if t.Completions == 0 {
-			continue
-		}
-		live = append(live, t)
-		p95s = append(p95s, float64(t.P95))
-		depths = append(depths, depth(t))
-	}
-	if len(live) < 3 {
-		sig.Value = tare.Float(0)
-		sig.Detail = fmt.Sprintf("only %d ticks with completions: too few to compare latency with load", len(live))
-		return sig
-	}
-	medP95, medDepth := median(p95s), median(depths)
-	flat := max(medDepth*1.2, medDepth+1)
-	n := 0
-	for _, t := range live {
-		p95 := float64(t.P95)
-		if p95 >= th.LatencyFactor*medP95 && p95-medP95 >= float64(th.LatencyFloor) && depth(t) <= flat {
-			n++
-		}
-	}
-	share := 100 * float64(n) / float64(len(live))
-	sig.Value = tare.Float(float64(n))
-	sig.Fired = n >= th.LatencyTicks || share >= th.LatencyShare && n > 0
-	sig.Detail = fmt.Sprintf("%d of %d ticks had p95 ≥ %g× the median tick p95 (%.0f ms) while %s stayed within +20%% / +1 of its median (%.1f)",
-		n, len(live), th.LatencyFactor, medP95/1e6, depthName(ticks), medDepth)
-	if sig.Fired {
-		sig.Detail += ": latency moved without more work to do, which points at the host"
-	}
-	return sig
-}
-
-func depth(t tare.Tick) float64 {
-	if t.QueueDepth != nil {
-		return *t.QueueDepth
-	}
-	return float64(t.InFlight)
-}
-
-func depthName(ticks []tare.Tick) string {
-	for _, t := range ticks {
-		if t.QueueDepth != nil {
-			return "queue depth"
-		}
-	}
-	return "in-flight"
 }
 
 // generator fires when tare could not send on time: lateness changes the

@@ -53,7 +53,8 @@ func run(steal []float64, perCPU ...[]float64) (*tare.Summary, []tare.Tick) {
 		for c, cpu := range perCPU {
 			h.PerCPU = append(h.PerCPU, tare.CPUShares{CPU: c, Steal: cpu[i], Idle: 100 - cpu[i]})
 		}
-		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 10, P95: 100 * time.Millisecond, InFlight: 2, Host: h})
+		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 10, P95: 100 * time.Millisecond, InFlight: 2, InSystem: 2, Host: h,
+			Sample: spreadAround(100*time.Millisecond, 10)})
 		sum += st
 		worst = max(worst, h.MaxCPUSteal())
 	}
@@ -196,24 +197,47 @@ func TestLevels(t *testing.T) {
 		{"latency moves, in-flight flat", func(s *tare.Summary, ticks []tare.Tick) {
 			for _, i := range []int{2, 5, 7} {
 				ticks[i].P95 = 400 * time.Millisecond
+				ticks[i].Sample = spreadAround(400*time.Millisecond, 10)
 			}
 		}, tare.Suspect, SignalLatencyAlone},
 		{"latency moves with in-flight", func(s *tare.Summary, ticks []tare.Tick) {
 			for _, i := range []int{2, 5, 7} {
 				ticks[i].P95 = 400 * time.Millisecond
-				ticks[i].InFlight = 20
+				ticks[i].Sample = spreadAround(400*time.Millisecond, 10)
+				ticks[i].InSystem = 20
 			}
 		}, tare.Clean, ""},
-		{"latency moves, queue flat", func(s *tare.Summary, ticks []tare.Tick) {
+		// The work of a queue is its jobs in the system, queued and in
+		// service: a queue that stays empty while the workers hold more
+		// jobs is more work.
+		{"latency moves, jobs in the system flat", func(s *tare.Summary, ticks []tare.Tick) {
 			for i := range ticks {
-				ticks[i].QueueDepth = pct(30)
-				ticks[i].InFlight = 1
+				ticks[i].QueueDepth = pct(0)
 			}
 			for _, i := range []int{1, 4, 8} {
 				ticks[i].P95 = time.Second
-				ticks[i].InFlight = 50 // in-flight is ignored when the queue is known
+				ticks[i].Sample = spreadAround(time.Second, 10)
 			}
 		}, tare.Suspect, SignalLatencyAlone},
+		{"latency moves with the jobs in service, queue empty", func(s *tare.Summary, ticks []tare.Tick) {
+			for i := range ticks {
+				ticks[i].QueueDepth = pct(0)
+			}
+			for _, i := range []int{1, 4, 8} {
+				ticks[i].P95 = time.Second
+				ticks[i].Sample = spreadAround(time.Second, 10)
+				ticks[i].InSystem = 12
+			}
+		}, tare.Clean, ""},
+		// Three slow ticks whose requests are no slower than the others':
+		// their p95 is one request each, which the run's own requests
+		// give ticks by chance.
+		{"latency moves by chance", func(s *tare.Summary, ticks []tare.Tick) {
+			for _, i := range []int{1, 4, 8} {
+				ticks[i].P95 = 400 * time.Millisecond
+				ticks[i].Sample[3] = 400 * time.Millisecond
+			}
+		}, tare.Clean, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

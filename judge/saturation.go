@@ -99,3 +99,12 @@ func depths(ticks []tare.Tick) []float64 {
 	}
 	return out
 }
+
+// depth is a tick's work outstanding: queue depth when the queue was
+// sampled, requests in flight otherwise.
+func depth(t tare.Tick) float64 {
+	if t.QueueDepth != nil {
+		return *t.QueueDepth
+	}
+	return float64(t.InFlight)
+}

@@ -37,7 +37,8 @@ func fixture(steal []float64, runDelay *float64, slowTicks ...int) (*tare.Summar
 	for i, st := range steal {
 		h := &tare.HostSample{Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second),
 			CPU: tare.CPUShares{CPU: -1, Steal: st, Idle: 59 - st}}
-		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 100, P95: 30 * time.Millisecond, InFlight: 2, Host: h})
+		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 100, P95: 30 * time.Millisecond, InFlight: 2, InSystem: 1.2, Host: h,
+			Sample: sampleOf(20, 30*time.Millisecond)})
 		sum += st
 		worst = max(worst, st)
 		if st > 10 {
@@ -46,11 +47,22 @@ func fixture(steal []float64, runDelay *float64, slowTicks ...int) (*tare.Summar
 	}
 	for _, i := range slowTicks {
 		ticks[i].P95 = 300 * time.Millisecond
+		ticks[i].Sample = sampleOf(20, 300*time.Millisecond)
 	}
 	s.Host.Steal = tare.StealStats{Mean: f(sum / float64(len(steal))), Max: f(worst), MaxCPU: f(worst)}
 	s.Host.PollutedTicksPct = f(100 * float64(polluted) / float64(len(steal)))
 	s.CleanLatency = &tare.CleanLatency{P50: f(7.7), P95: f(25), P99: f(60), Requests: 100 * (len(steal) - polluted)}
 	return s, ticks
+}
+
+// sampleOf is n sampled latencies spread evenly from two thirds of p95 to
+// p95.
+func sampleOf(n int, p95 time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = p95*2/3 + time.Duration(i)*p95/3/time.Duration(n-1)
+	}
+	return out
 }
 
 func TestTextGolden(t *testing.T) {

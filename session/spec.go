@@ -610,8 +610,9 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "neighbour-ticks", Key: "thresholds.neighbour-ticks", Value: &th.NeighbourTicks, Usage: "share of ticks (%) with that loss above the steal threshold that fires the neighbours signal"},
 		{Flag: "run-delay-threshold", Key: "thresholds.run-delay", Value: &th.RunDelay, Usage: "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was"},
 		{Flag: "latency-factor", Key: "thresholds.latency-factor", Value: &th.LatencyFactor, Usage: "a tick's p95 this many times the median tick p95 counts as latency moving"},
-		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving with a flat queue that fire the signal"},
+		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving while the work in the system (requests in flight, jobs queued and in service) stays flat that fire the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
+		{Flag: "latency-p", Key: "thresholds.latency-p", Value: &th.LatencyChance, Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
 		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
 		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
@@ -641,6 +642,9 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 		if v < 0 || v > 100 {
 			return out, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
 		}
+	}
+	if !(th.LatencyChance > 0 && th.LatencyChance <= 1) {
+		return out, tare.Errorf(tare.EINVALID, "--latency-p must be a probability above 0 and at most 1, like 0.01; got %g", th.LatencyChance)
 	}
 	if th.LatencyFactor <= 1 {
 		return out, tare.Errorf(tare.EINVALID, "--latency-factor must be above 1; got %g", th.LatencyFactor)

@@ -1,0 +1,201 @@
+package judge
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// spreadAround is n values evenly spread over ±10 % of v.
+func spreadAround(v time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = v - v/10 + time.Duration(i)*v/5/time.Duration(max(n-1, 1))
+	}
+	return out
+}
+
+// timeline builds ticks from the latencies of their requests, one slice
+// per tick, with the work in the system flat at 1.
+func timeline(requests [][]time.Duration) []tare.Tick {
+	start := time.Date(2026, 11, 29, 3, 47, 0, 0, time.UTC)
+	ticks := make([]tare.Tick, len(requests))
+	for i, r := range requests {
+		ticks[i] = tare.Tick{Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second),
+			Arrivals: len(r), Completions: len(r), InSystem: 1, Sample: r, P95: p95(r)}
+	}
+	return ticks
+}
+
+// p95 is the nearest-rank 95th percentile, as a tick's histogram reads it.
+func p95(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	return s[int(math.Ceil(0.95*float64(len(s))))-1]
+}
+
+// poissonTicks is n ticks of a Poisson number of requests (mean perTick)
+// whose latencies are drawn independently from a lognormal of median med
+// and sigma sigma: a service whose latency does not depend on the tick.
+func poissonTicks(rng *rand.Rand, n int, perTick float64, med time.Duration, sigma float64) [][]time.Duration {
+	out := make([][]time.Duration, n)
+	for i := range out {
+		k := 0
+		for l, p := math.Exp(-perTick), rng.Float64(); p > l; p *= rng.Float64() {
+			k++
+		}
+		for range k {
+			out[i] = append(out[i], time.Duration(float64(med)*math.Exp(sigma*rng.NormFloat64())))
+		}
+	}
+	return out
+}
+
+// TestLatencyAloneByChance: a service whose latency does not depend on the
+// tick, a few requests a tick with varied latencies (the seed's demo: 4
+// jobs/s of varied lengths), gives ticks with p95 ≥ 2× the median by
+// chance, often enough for the old signal; the test against chance keeps
+// the signal quiet on all but about 1 % of the runs in which that
+// happens, its level.
+func TestLatencyAloneByChance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 2))
+	th := DefaultThresholds()
+	jumped, fired := 0, 0
+	for range 300 {
+		ticks := timeline(poissonTicks(rng, 30, 4, 200*time.Millisecond, 0.8))
+		sig := latencyAlone(ticks, th)
+		if *sig.Value >= float64(th.LatencyTicks) {
+			jumped++
+		}
+		if sig.Fired {
+			fired++
+			t.Logf("fired by chance: %s", sig.Detail)
+		}
+	}
+	t.Logf("of 300 runs of 30 ticks at 4 requests a tick: %d with ≥ %d ticks at ≥ 2× the median p95, %d fired", jumped, th.LatencyTicks, fired)
+	if jumped < 100 {
+		t.Fatalf("only %d of 300 runs jumped: the case does not test the signal", jumped)
+	}
+	// At p < 0.01, about 1 % of the runs that jumped; 3 % is beyond a
+	// binomial's reach at this count.
+	if fired > jumped*3/100 {
+		t.Errorf("fired on %d of %d runs whose ticks jumped by chance, want about 1 %%", fired, jumped)
+	}
+}
+
+// TestLatencyAloneStall: the same service stalling 200 ms per request for
+// four seconds mid-run, its work flat: the signal fires, and its detail
+// says what was compared and how unlikely it was.
+func TestLatencyAloneStall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 3))
+	th := DefaultThresholds()
+	for run := range 20 {
+		requests := poissonTicks(rng, 30, 4, 2*time.Millisecond, 0.5)
+		for i := 12; i < 16; i++ {
+			for j := range requests[i] {
+				requests[i][j] += 200 * time.Millisecond
+			}
+		}
+		sig := latencyAlone(timeline(requests), th)
+		if !sig.Fired {
+			t.Errorf("run %d: a 4 s stall at flat work did not fire: %s", run, sig.Detail)
+			continue
+		}
+		for _, want := range []string{"shuffled into ticks of the same sizes", "threshold 0.01", "points at the host"} {
+			if !strings.Contains(sig.Detail, want) {
+				t.Errorf("run %d: detail %q does not say %q", run, sig.Detail, want)
+			}
+		}
+	}
+}
+
+// TestLatencyAloneWork: the same stall while the work in the system rose
+// with it is latency explained by more work, not the host.
+func TestLatencyAloneWork(t *testing.T) {
+	requests := poissonTicks(rand.New(rand.NewPCG(26, 4)), 30, 4, 2*time.Millisecond, 0.5)
+	ticks := timeline(requests)
+	for i := 12; i < 16; i++ {
+		for j := range requests[i] {
+			requests[i][j] += 200 * time.Millisecond
+		}
+		ticks[i].P95, ticks[i].InSystem = p95(requests[i]), 5
+	}
+	if sig := latencyAlone(ticks, DefaultThresholds()); sig.Fired {
+		t.Errorf("fired with the work in the system five times its median: %s", sig.Detail)
+	}
+}
+
+// TestLatencyAlonePerToken: for model calls the p95 compared is of
+// latency per output token: ticks of long answers are not slow ticks.
+func TestLatencyAlonePerToken(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 5))
+	ticks := timeline(poissonTicks(rng, 30, 4, 3*time.Millisecond, 0.1)) // per token: steady
+	for i := range ticks {
+		ticks[i].P95PerToken = p95(ticks[i].Sample)
+		ticks[i].P95 = ticks[i].P95PerToken * 64
+	}
+	for _, i := range []int{3, 9, 17, 25} { // answers of 512 tokens, not 64
+		ticks[i].P95 *= 8
+	}
+	sig := latencyAlone(ticks, DefaultThresholds())
+	if sig.Fired || *sig.Value != 0 || !strings.Contains(sig.Detail, "per output token") {
+		t.Errorf("long answers moved the signal: value %g, fired %v: %s", *sig.Value, sig.Fired, sig.Detail)
+	}
+}
+
+// TestTickVariation checks the permutation test on cases worked out by
+// hand: groups that are each other's shuffles are not varied; groups
+// sorted apart are as varied as values can be, so no shuffle of them
+// matches (p below 1/(shuffles+1)); ties share their mid rank.
+func TestTickVariation(t *testing.T) {
+	d := func(ms ...int) []time.Duration {
+		out := make([]time.Duration, len(ms))
+		for i, m := range ms {
+			out[i] = time.Duration(m) * time.Millisecond
+		}
+		return out
+	}
+	var apart, alike [][]time.Duration
+	for k := range 10 {
+		apart = append(apart, d(10*k+1, 10*k+2, 10*k+3, 10*k+4))
+		alike = append(alike, d(k+1, k+11, k+21, k+31))
+	}
+	v := tickVariation(apart, Permutations, 0.01)
+	if v.hits != 0 || v.shuffles != Permutations || v.requests != 40 || v.ticks != 10 || v.pText() != "< 0.001" {
+		t.Errorf("groups sorted apart: %+v (%s), want no shuffle as varied of %d, p < 0.001", v, v.pText(), Permutations)
+	}
+	v = tickVariation(alike, Permutations, 0.01)
+	if !v.stopped || v.p < 0.5 {
+		t.Errorf("groups alike: %+v, want an early stop at a large p", v)
+	}
+	if got := midRanks(d(5, 1, 5, 3, 5)); !slices.Equal(got, []float64{4, 1, 4, 2, 4}) {
+		t.Errorf("midRanks = %v, want [4 1 4 2 4]", got)
+	}
+	if v := tickVariation([][]time.Duration{d(1, 2, 3), nil}, Permutations, 0.01); v.ticks != 1 || v.p != 1 {
+		t.Errorf("one group: %+v, want p = 1: nothing to compare", v)
+	}
+}
+
+// BenchmarkTickVariation is the test's worst case: a full sample of
+// stats.SampleSize requests over 1,000 ticks, so varied that every
+// shuffle is drawn.
+func BenchmarkTickVariation(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	groups := make([][]time.Duration, 1000)
+	for i := range 8192 {
+		k := i % 1000
+		groups[k] = append(groups[k], time.Duration(float64(time.Millisecond)*(1+float64(k)/100)*math.Exp(0.5*rng.NormFloat64())))
+	}
+	for b.Loop() {
+		if v := tickVariation(groups, Permutations, 0.01); v.hits != 0 {
+			b.Fatalf("want a significant case: %+v", v)
+		}
+	}
+}
