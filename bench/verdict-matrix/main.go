@@ -7,6 +7,7 @@
 //
 //	go run ./bench/verdict-matrix            # every scenario 5 times
 //	go run ./bench/verdict-matrix -n 1 -v    # once, with every miss explained
+//	go run ./bench/verdict-matrix -run vCPU  # only the scenarios whose name matches
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -29,16 +31,22 @@ import (
 func main() {
 	n := flag.Int("n", 5, "runs of every scenario")
 	verbose := flag.Bool("v", false, "print what was wrong with every miss")
+	only := flag.String("run", "", "run only the scenarios whose name matches this regular expression")
 	flag.Parse()
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "verdict-matrix: -run %q: %v\n", *only, err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *n, *verbose); err != nil {
+	if err := run(ctx, *n, *verbose, match); err != nil {
 		fmt.Fprintln(os.Stderr, "verdict-matrix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n int, verbose bool) error {
+func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 	dir, err := os.MkdirTemp("", "verdict-matrix")
 	if err != nil {
 		return err
@@ -69,6 +77,9 @@ func run(ctx context.Context, n int, verbose bool) error {
 	fmt.Fprintln(score, "scenario\twant\tright\tgiven")
 	right, total := 0, 0
 	for _, sc := range scenario.Matrix() {
+		if !match.MatchString(sc.Name) {
+			continue
+		}
 		ok := 0
 		var given []string
 		for i := range n {

@@ -10,8 +10,10 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +45,12 @@ type Scenario struct {
 	// QuotaPct puts the service in a cgroup with that CPU quota, percent
 	// of one CPU; 0 for none.
 	QuotaPct int
+	// Stall, when set, makes the service a plain HTTP one that stalls
+	// (see Stall) instead of a tare model; Service is then unused.
+	Stall *Stall
+	// CPUs confines tare, and all it starts, to these CPUs (taskset -c):
+	// "0" is the seed's one vCPU. Empty: no pinning.
+	CPUs string
 
 	Want     tare.Level
 	Fired    []string // signals that must fire
@@ -73,6 +81,16 @@ func Matrix() []Scenario {
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		// The seed's setup: the whole demo (tare, its workers, the model)
+		// on one vCPU, 120 jobs at 4/s. A tick holds about four jobs of
+		// varied lengths: its p95 is its slowest, 2× the median by chance.
+		{Name: "tare demo on one vCPU", Args: []string{"demo", "--jobs", "120", "--rate", "4/s"}, CPUs: "0",
+			Want: tare.Clean, NotFired: []string{"latency_without_queue"}},
+		// Latency that really moves with the work flat: every request
+		// held 200 ms for 5 s mid-run, at 3/s (0.6 in flight).
+		{Name: "quiet HTTP service stalling 200 ms for 5 s", Stall: &Stall{Delay: 200 * time.Millisecond, From: 5 * time.Second, For: 5 * time.Second},
+			Args: []string{"--rate", "3/s", "--duration", "16s"},
+			Want: tare.Suspect, Fired: []string{"latency_without_queue"}, NotFired: []string{"neighbours", "generator_starved"}},
 	}
 }
 
@@ -97,7 +115,15 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	args := slices.Clone(sc.Args)
-	if sc.Service != nil {
+	switch {
+	case sc.Stall != nil:
+		url, stop, err := sc.Stall.start(ctx, e.Stderr)
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer stop()
+		args = append([]string{"run", "--url", url, "--no-store"}, args...)
+	case sc.Service != nil:
 		c := e.Command(ctx, append([]string{"model", "--listen", "127.0.0.1:0"}, sc.Service...)...)
 		svc, err := modelsim.Start(c, 30*time.Second, e.Stderr)
 		if err != nil {
@@ -112,14 +138,21 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 			defer undo()
 		}
 		args = append([]string{"run", "--model", svc.URL, "--max-tokens", "8", "--no-store"}, args...)
-	} else {
+	default:
 		args = append(args, "--no-store")
 	}
 	if sc.Hogs > 0 {
 		stop := hogs(ctx, sc.Hogs, sc.HogsAfter)
 		defer stop()
 	}
-	out, err := e.Tare(ctx, append(args, "--json", "--quiet")...)
+	args = append(args, "--json", "--quiet")
+	var out []byte
+	var err error
+	if sc.CPUs != "" {
+		out, err = e.pinned(ctx, sc.CPUs, args)
+	} else {
+		out, err = e.Tare(ctx, args...)
+	}
 	if err != nil {
 		return tare.Summary{}, err
 	}
@@ -128,6 +161,26 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 		return tare.Summary{}, fmt.Errorf("tare %s: summary: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return s, nil
+}
+
+// pinned runs tare args as a process confined to cpus by taskset, and
+// returns what it printed on stdout; an exit status other than 2 (usage
+// or runtime error) is the verdict's business, not an error.
+func (e Env) pinned(ctx context.Context, cpus string, args []string) ([]byte, error) {
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return nil, fmt.Errorf("%w: taskset is not installed (Debian's util-linux): cannot pin tare to CPUs %s", ErrSkip, cpus)
+	}
+	c := e.Command(ctx, args...)
+	c.Args = append([]string{"taskset", "-c", cpus, c.Path}, c.Args[1:]...)
+	c.Path = taskset
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	var exit *exec.ExitError
+	if err := c.Run(); err != nil && !(errors.As(err, &exit) && exit.ExitCode() != 2) {
+		return nil, fmt.Errorf("taskset -c %s tare %s: %v\n%s", cpus, strings.Join(args, " "), err, errb.String())
+	}
+	return out.Bytes(), nil
 }
 
 // Check returns what is wrong with the verdict on sc; none when it is right.

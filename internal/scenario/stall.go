@@ -1,0 +1,105 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Stall is a plain HTTP service on loopback that answers at once, except
+// from From to From+For after its first request, when it holds every
+// request Delay longer: a lock, a pause, a slow dependency. Its CPU stays
+// idle, and at a low rate its work in flight stays flat (rate × Delay), so
+// the latency that moves is not explained by more work.
+type Stall struct {
+	Delay, From, For time.Duration
+}
+
+// stallService is the service: Python's standard library, from Debian,
+// a real server answering over real connections.
+const stallService = `
+import http.server, sys, threading, time
+delay, start, length = (float(a) for a in sys.argv[1:4])
+first, lock = None, threading.Lock()
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        global first
+        now = time.monotonic()
+        with lock:
+            if first is None:
+                first = now
+        if start <= now - first < start + length:
+            time.sleep(delay)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print("http://127.0.0.1:%d/" % server.server_address[1], flush=True)
+server.serve_forever()
+`
+
+// start runs the service and returns its URL and the function that stops
+// it. It dies with ctx, and with the process that started it.
+func (s Stall) start(ctx context.Context, stderr io.Writer) (url string, stop func(), err error) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: python3 is not installed: cannot start the stalling service", ErrSkip)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := exec.CommandContext(ctx, python, "-c", stallService,
+		fmt.Sprint(s.Delay.Seconds()), fmt.Sprint(s.From.Seconds()), fmt.Sprint(s.For.Seconds()))
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.Stderr = stderr
+	found := make(chan string, 1)
+	c.Stdout = &firstLine{found: found}
+	if err := c.Start(); err != nil {
+		cancel()
+		return "", nil, fmt.Errorf("start the stalling service: %w", err)
+	}
+	stop = func() {
+		cancel()
+		c.Wait()
+	}
+	select {
+	case url = <-found:
+		if strings.HasPrefix(url, "http://127.0.0.1:") {
+			return url, stop, nil
+		}
+	case <-time.After(30 * time.Second):
+	}
+	stop()
+	return "", nil, fmt.Errorf("the stalling service (pid %d) did not say where it serves within 30s: %q", c.Process.Pid, url)
+}
+
+// firstLine passes on the first line written to it, and discards the rest.
+type firstLine struct {
+	buf   []byte
+	found chan<- string
+}
+
+func (w *firstLine) Write(p []byte) (int, error) {
+	if w.found == nil {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if line, _, ok := bytes.Cut(w.buf, []byte("\n")); ok {
+		w.found <- string(line)
+		w.found = nil
+	}
+	return len(p), nil
+}
