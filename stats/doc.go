@@ -24,9 +24,10 @@
 //   - Memory stays flat in the number of requests: the recorder keeps seven
 //     run-wide histograms (about 184 KB each, allocated on first use), one
 //     small struct per tick, at most a grace window of open per-tick
-//     histograms, and a pending buffer of the requests that finished within
-//     the grace window. A run of 1,000,000 requests does not keep 1,000,000
-//     results.
+//     histograms, a pending buffer of the requests that finished within
+//     the grace window, and a uniform sample of SampleSize requests (96 KB)
+//     for the verdict's latency signal. A run of 1,000,000 requests does
+//     not keep 1,000,000 results.
 //
 // # Which requests count
 //
