@@ -23,14 +23,13 @@ type Tick struct {
 	// the work the latency signal weighs latency against. Unlike
 	// InFlight, it sees a tick whole, not its last instant.
 	InSystem float64
-	// P95PerToken is the p95 of latency per output token of the model
-	// calls that succeeded in the tick: what a tick's latency is once the
-	// answers' lengths are taken out. Zero when none reported tokens.
-	P95PerToken time.Duration
 	// Sample is a uniform random sample of the requests that succeeded
-	// in the tick, one value each: latency, per output token for a model
-	// call. Kept in memory for the verdict (a bounded number over the
-	// run), never stored.
+	// in the tick, one value each: latency (per output token for a model
+	// call) divided by how many requests shared the system with it, itself
+	// included (the harmonic mean of their number over its life, the
+	// slowdown a CPU shared equally gives): what the request cost once
+	// the work it shared the system with is taken out. Kept in memory for
+	// the verdict (a bounded number over the run), never stored.
 	Sample []time.Duration `json:"-"`
 
 	QueueDepth *float64    // mean queue depth over the tick; nil for non-queue targets

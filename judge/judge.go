@@ -136,7 +136,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 		neighbours(s, host, th),
 		generator(s, th),
 		runDelay(s, th),
-		latencyAlone(ticks, th),
+		latencyAlone(s, ticks, th),
 		saturation(s, ticks),
 	}
 	v := tare.Verdict{Level: tare.Clean, Signals: signals}

@@ -53,7 +53,7 @@ func run(steal []float64, perCPU ...[]float64) (*tare.Summary, []tare.Tick) {
 		for c, cpu := range perCPU {
 			h.PerCPU = append(h.PerCPU, tare.CPUShares{CPU: c, Steal: cpu[i], Idle: 100 - cpu[i]})
 		}
-		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Completions: 10, P95: 100 * time.Millisecond, InFlight: 2, InSystem: 2, Host: h,
+		ticks = append(ticks, tare.Tick{Start: h.Start, End: h.End, Arrivals: 10, Completions: 10, P95: 100 * time.Millisecond, InFlight: 2, InSystem: 2, Host: h,
 			Sample: spreadAround(100*time.Millisecond, 10)})
 		sum += st
 		worst = max(worst, h.MaxCPUSteal())

@@ -18,76 +18,83 @@ const Permutations = 999
 // latencyAlone looks for ticks whose p95 jumps while the work in the
 // system (the requests between their scheduled time and their answer:
 // for a queue, the jobs queued and in service) stays flat: more work did
-// not arrive, so the time went somewhere else. For model calls the p95 is
-// of latency per output token: a tick of long answers is not a slow tick.
+// not arrive, so the time went somewhere else.
 //
-// Ticks of a few requests jump by chance (the p95 of four requests is
-// the slowest of them), so the jumps count only when the latencies of the
-// ticks of flat work differ more than the run's own requests, shuffled at
-// random into ticks of the same sizes, give (a permutation test,
-// tickVariation): below th.LatencyChance.
-func latencyAlone(ticks []tare.Tick, th Thresholds) tare.Signal {
+// The p95 is of each request's latency (per output token for a model
+// call) divided by the requests it shared the system with (tare.Tick's
+// Sample): a tick of long answers, or of requests that shared one CPU,
+// is not a slow tick. And ticks of a few requests jump by chance (the p95
+// of four requests is the slowest of them), so the jumps count only when
+// the ticks of flat work are slower than the run's own requests, shuffled
+// at random into ticks of the same sizes, make them (a permutation test,
+// tickVariation): at a p-value below th.LatencyChance.
+func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal {
 	sig := tare.Signal{Name: SignalLatencyAlone, Threshold: float64(th.LatencyTicks)}
-	perToken := slices.ContainsFunc(ticks, func(t tare.Tick) bool { return t.P95PerToken > 0 })
-	p95Of := func(t tare.Tick) float64 {
-		if perToken {
-			return float64(t.P95PerToken)
-		}
-		return float64(t.P95)
+	// Only the ticks up to the last arrival: after it, a queue drains,
+	// its work falling while what finishes is what waited longest.
+	window := len(ticks)
+	for window > 0 && ticks[window-1].Arrivals == 0 {
+		window--
+	}
+	if window == 0 { // ticks that do not count their arrivals
+		window = len(ticks)
 	}
 	var p95s, latencies, works []float64
 	var live []tare.Tick
-	for _, t := range ticks {
-		if t.Completions == 0 || p95Of(t) == 0 {
+	for _, t := range ticks[:window] {
+		if len(t.Sample) == 0 {
 			continue
 		}
 		live = append(live, t)
-		p95s = append(p95s, p95Of(t))
+		p95s = append(p95s, float64(p95(t.Sample)))
 		latencies = append(latencies, float64(t.P95))
 		works = append(works, t.InSystem)
 	}
-	what, work := "p95", workName(ticks)
-	if perToken {
-		what = "p95 of latency per output token"
-	}
 	if len(live) < 3 {
 		sig.Value = tare.Float(0)
-		sig.Detail = fmt.Sprintf("only %d ticks with completions: too few to compare latency with load", len(live))
+		sig.Detail = fmt.Sprintf("only %d ticks of the arrivals had requests that succeeded: too few to compare latency with load", len(live))
 		return sig
 	}
 	medP95, medLatency, medWork := median(p95s), median(latencies), median(works)
 	flat := max(medWork*1.2, medWork+1)
 	n := 0
 	var flatTicks [][]time.Duration
-	for _, t := range live {
+	for i, t := range live {
 		if t.InSystem > flat {
 			continue
 		}
 		flatTicks = append(flatTicks, t.Sample)
-		if p95Of(t) >= th.LatencyFactor*medP95 && float64(t.P95)-medLatency >= float64(th.LatencyFloor) {
+		if p95s[i] >= th.LatencyFactor*medP95 && float64(t.P95)-medLatency >= float64(th.LatencyFloor) {
 			n++
 		}
 	}
 	share := 100 * float64(n) / float64(len(live))
 	sig.Value = tare.Float(float64(n))
-	sig.Detail = fmt.Sprintf("%d of %d ticks had a %s ≥ %g× the median tick's (%s) while the %s stayed within +20%% / +1 of their median (%.1f)",
-		n, len(live), what, th.LatencyFactor, msText(medP95), work, medWork)
+	per := "latency"
+	if s.Model != nil {
+		per = "latency per output token"
+	}
+	sig.Detail = fmt.Sprintf("%d of %d ticks had a p95 ≥ %g× the median tick's (%s: each request's %s, divided by the requests that shared the system with it) while the %s stayed within +20%% / +1 of their median (%.1f)",
+		n, len(live), th.LatencyFactor, msText(medP95), per, workName(ticks), medWork)
 	if !(n >= th.LatencyTicks || share >= th.LatencyShare && n > 0) {
 		return sig
 	}
 	v := tickVariation(flatTicks, Permutations, th.LatencyChance)
-	switch {
-	case v.requests == 0:
-		sig.Detail += "; no request of those ticks was kept to tell that from chance"
-	case v.p < th.LatencyChance:
+	if v.p < th.LatencyChance {
 		sig.Fired = true
 		sig.Detail += fmt.Sprintf("; the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): latency moved without more work to do, which points at the host",
 			v.requests, v.asSlow(), v.pText(), th.LatencyChance)
-	default:
-		sig.Detail += fmt.Sprintf("; but the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): with few requests a tick, chance makes such ticks",
-			v.requests, v.asSlow(), v.pText(), th.LatencyChance)
+		return sig
 	}
+	sig.Detail += fmt.Sprintf("; but the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): with few requests a tick, chance makes such ticks",
+		v.requests, v.asSlow(), v.pText(), th.LatencyChance)
 	return sig
+}
+
+// p95 is the nearest-rank 95th percentile of v, which is not empty.
+func p95(v []time.Duration) time.Duration {
+	sorted := slices.Sorted(slices.Values(v))
+	return sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
 }
 
 // workName says what the work in the system is, for the detail.

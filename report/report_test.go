@@ -137,6 +137,7 @@ func refused(s *tare.Summary, ticks []tare.Tick) {
 	s.Service = tare.PercentilesMS{P50: f(0.1), P95: f(0.25), P99: f(0.48), Max: f(2.0)}
 	s.CleanLatency = &tare.CleanLatency{P50: f(0.18), P95: f(0.36), P99: f(0.61), Requests: 1000}
 	for i := range ticks {
+		ticks[i].Sample = nil // no request succeeded
 		ticks[i].P95 = 360 * time.Microsecond
 	}
 }

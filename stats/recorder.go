@@ -239,20 +239,13 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	}
 
 	r.addInSystem(res.Scheduled, res.Done, si, di)
-	if !failed {
-		r.sample.add(di, perToken(res))
-	}
+	from := res.Scheduled.Sub(r.cfg.Start)
+	r.sample.add(sampled{from: from, to: max(res.Done.Sub(r.cfg.Start), from), value: perToken(res), tick: int32(di), ok: !failed})
 	if di >= r.firstOpen {
 		if t.hist == nil {
 			t.hist = r.newTickHist()
 		}
 		recordClamped(t.hist, lat, &r.tickClamped)
-		if !failed && res.OutputTokens > 0 {
-			if t.tokenHist == nil {
-				t.tokenHist = r.newTickHist()
-			}
-			recordClamped(t.tokenHist, perToken(res), &r.tickClamped)
-		}
 	} else {
 		r.lateResults++
 	}
@@ -413,15 +406,9 @@ func (r *Recorder) advance(t time.Time) {
 	r.resolvePending()
 }
 
-// closeTick computes tick k's percentiles and returns its histograms.
+// closeTick computes tick k's percentiles and returns its histogram.
 func (r *Recorder) closeTick(k int) {
 	t := &r.ticks[k]
-	if t.tokenHist != nil {
-		_, t.p95PerToken, _ = tickPercentiles(t.tokenHist)
-		t.tokenHist.Reset()
-		r.free = append(r.free, t.tokenHist)
-		t.tokenHist = nil
-	}
 	if t.hist == nil {
 		return
 	}

@@ -20,8 +20,6 @@ type tick struct {
 
 	hist          *hdrhistogram.Histogram // latencies finished in the tick, µs, while open
 	p50, p95, p99 time.Duration           // set when the tick closes
-	tokenHist     *hdrhistogram.Histogram // latencies per output token of the model calls that succeeded in it, µs, while open
-	p95PerToken   time.Duration           // set when the tick closes
 
 	present time.Duration // time requests spent in the system within the tick, of those that began or ended in it
 	whole   int           // requests that began before the tick, minus those that ended in it, of those in the system through it: summed from tick 0, how many spanned it whole
@@ -93,14 +91,10 @@ func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
 			P50:         t.p50,
 			P95:         t.p95,
 			P99:         t.p99,
-			P95PerToken: t.p95PerToken,
 			InSystem:    (t.present + time.Duration(whole)*r.cfg.Tick).Seconds() / r.cfg.Tick.Seconds(),
 		}
 		if t.hist != nil {
 			o.P50, o.P95, o.P99 = tickPercentiles(t.hist)
-		}
-		if t.tokenHist != nil {
-			_, o.P95PerToken, _ = tickPercentiles(t.tokenHist)
 		}
 		if t.depthN > 0 {
 			o.QueueDepth = tare.Float(t.depthSum / float64(t.depthN))

@@ -87,9 +87,9 @@ func Matrix() []Scenario {
 		{Name: "tare demo on one vCPU", Args: []string{"demo", "--jobs", "120", "--rate", "4/s"}, CPUs: "0",
 			Want: tare.Clean, NotFired: []string{"latency_without_queue"}},
 		// Latency that really moves with the work flat: every request
-		// held 200 ms for 5 s mid-run, at 3/s (0.6 in flight).
+		// held 200 ms for 5 s mid-run, at a steady 3/s (0.6 in flight).
 		{Name: "quiet HTTP service stalling 200 ms for 5 s", Stall: &Stall{Delay: 200 * time.Millisecond, From: 5 * time.Second, For: 5 * time.Second},
-			Args: []string{"--rate", "3/s", "--duration", "16s"},
+			Args: []string{"--arrival", "constant", "--rate", "3/s", "--duration", "16s"},
 			Want: tare.Suspect, Fired: []string{"latency_without_queue"}, NotFired: []string{"neighbours", "generator_starved"}},
 	}
 }
