@@ -25,7 +25,7 @@
 //     run-wide histograms (about 184 KB each, allocated on first use), one
 //     small struct per tick, at most a grace window of open per-tick
 //     histograms, a pending buffer of the requests that finished within
-//     the grace window, and a uniform sample of SampleSize requests (96 KB)
+//     the grace window, and a uniform sample of SampleSize requests (256 KB)
 //     for the verdict's latency signal. A run of 1,000,000 requests does
 //     not keep 1,000,000 results.
 //

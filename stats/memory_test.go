@@ -111,6 +111,18 @@ func BenchmarkAddResult(b *testing.B) {
 	}
 }
 
+// BenchmarkTicks is the timeline the verdict reads at the end of a run of
+// a million requests: with each tick's share of the full sample, its
+// costs taken per request sharing the system (a sort of 16,384 ends).
+func BenchmarkTicks(b *testing.B) {
+	r := newRecorder(b, Config{})
+	feedMillion(r)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Ticks()
+	}
+}
+
 func BenchmarkSummary(b *testing.B) {
 	r := newRecorder(b, Config{})
 	feedMillion(r)
