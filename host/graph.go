@@ -225,14 +225,12 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 	return true
 }
 
-// TCP states of the socket tables' st column (include/net/tcp_states.h).
-const (
-	tcpEstablished = 0x01
-	tcpSynSent     = 0x02
-)
 
 // tcpCallees finds where the system under test's new TCP connections
-// lead, removing from socks the sockets it found in the TCP tables.
+// lead, removing from socks the sockets it found in the TCP tables. A
+// connection in any state counts, a closing one too: a proxy's upstream
+// connection to an app server that closes after each response (gunicorn's
+// sync workers) lives a few milliseconds established and longer closing.
 func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *members) []callee {
 	here := g.readTCP(g.procRoot)
 	var out []callee
@@ -243,7 +241,7 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 			continue
 		}
 		delete(socks, s.Inode)
-		if (s.State != tcpEstablished && s.State != tcpSynSent) || listensOn(here, s.Local) {
+		if s.State == tcpListen || listensOn(here, s.Local) {
 			continue // not a connection, or one it accepted: a client's
 		}
 		dst := s.Remote
