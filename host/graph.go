@@ -225,7 +225,6 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 	return true
 }
 
-
 // tcpCallees finds where the system under test's new TCP connections
 // lead, removing from socks the sockets it found in the TCP tables. A
 // connection in any state counts, a closing one too: a proxy's upstream
