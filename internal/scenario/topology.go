@@ -118,11 +118,17 @@ func GunicornPostgres() Deployment {
 // gunicorn starts 2 sync workers serving app (Python source) on bind and
 // waits until it answers.
 func gunicorn(ctx context.Context, dir, app, bind string, extra ...string) (func(), error) {
+	return gunicornWith(ctx, dir, app, bind, exec.CommandContext, extra...)
+}
+
+// gunicornWith is gunicorn started through command: inside a network
+// namespace, where it is not answered from the host's loopback.
+func gunicornWith(ctx context.Context, dir, app, bind string, command func(context.Context, string, ...string) *exec.Cmd, extra ...string) (func(), error) {
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(app), 0o644); err != nil {
 		return nil, err
 	}
 	args := append([]string{"-w", "2", "-b", bind, "--chdir", dir}, extra...)
-	cmd := exec.CommandContext(ctx, "gunicorn", append(args, "app:app")...)
+	cmd := command(ctx, "gunicorn", append(args, "app:app")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	log, err := os.Create(filepath.Join(dir, "gunicorn.log"))
 	if err != nil {
