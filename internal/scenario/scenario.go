@@ -45,9 +45,12 @@ type Scenario struct {
 	// QuotaPct puts the service in a cgroup with that CPU quota, percent
 	// of one CPU; 0 for none.
 	QuotaPct int
-	// Stall, when set, makes the service a plain HTTP one that stalls
-	// (see Stall) instead of a tare model; Service is then unused.
-	Stall *Stall
+	// Deploy starts a service of real software instead of Service (a
+	// proxy, an app server's pool, a database), loaded through --url.
+	Deploy Deployment
+	// Graph are the command names the system under test's graph must
+	// hold, in its order (what was found first, then what it called).
+	Graph []string
 	// CPUs confines tare, and all it starts, to these CPUs (taskset -c):
 	// "0" is the seed's one vCPU. Empty: no pinning.
 	CPUs string
@@ -77,18 +80,33 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"throttling"}},
 		{Name: "saturated service beside CPU hogs", Service: service, Args: heavy, Hogs: 2,
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		{Name: "quiet, nginx in front of gunicorn over TCP", Deploy: NginxGunicorn(false), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "nginx in front of gunicorn over TCP, beside CPU hogs", Deploy: NginxGunicorn(false), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, nginx in front of gunicorn over a Unix socket", Deploy: NginxGunicorn(true), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, an app and its PostgreSQL on a Unix socket", Deploy: GunicornPostgres(), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"gunicorn", "postgres"}},
+		{Name: "an app and its PostgreSQL on a Unix socket, beside CPU hogs", Deploy: GunicornPostgres(), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"gunicorn", "postgres"}},
+		{Name: "quiet, gunicorn in a network namespace behind a userland proxy", Deploy: GunicornInNetns(1), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"socat", "gunicorn"}},
+		{Name: "gunicorn in a network namespace behind a userland proxy, beside CPU hogs", Deploy: GunicornInNetns(2), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
 		// The seed's setup: the whole demo (tare, its workers, the model)
 		// on one vCPU, 120 jobs at 4/s. A tick holds about four jobs of
-		// varied lengths: its p95 is its slowest, 2× the median by chance.
+		// varied lengths: its p95 is its slowest, 2× the median by chance,
+		// and jobs that overlap share the CPU.
 		{Name: "tare demo on one vCPU", Args: []string{"demo", "--jobs", "120", "--rate", "4/s"}, CPUs: "0",
 			Want: tare.Clean, NotFired: []string{"latency_without_queue"}},
 		// Latency that really moves with the work flat: every request
 		// held 200 ms for 5 s mid-run, at a steady 3/s (0.6 in flight).
-		{Name: "quiet HTTP service stalling 200 ms for 5 s", Stall: &Stall{Delay: 200 * time.Millisecond, From: 5 * time.Second, For: 5 * time.Second},
+		{Name: "quiet HTTP service stalling 200 ms for 5 s", Deploy: Stalling(200*time.Millisecond, 5*time.Second, 5*time.Second),
 			Args: []string{"--arrival", "constant", "--rate", "3/s", "--duration", "16s"},
 			Want: tare.Suspect, Fired: []string{"latency_without_queue"}, NotFired: []string{"neighbours", "generator_starved"}},
 	}
@@ -115,15 +133,7 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	args := slices.Clone(sc.Args)
-	switch {
-	case sc.Stall != nil:
-		url, stop, err := sc.Stall.start(ctx, e.Stderr)
-		if err != nil {
-			return tare.Summary{}, err
-		}
-		defer stop()
-		args = append([]string{"run", "--url", url, "--no-store"}, args...)
-	case sc.Service != nil:
+	if sc.Service != nil {
 		c := e.Command(ctx, append([]string{"model", "--listen", "127.0.0.1:0"}, sc.Service...)...)
 		svc, err := modelsim.Start(c, 30*time.Second, e.Stderr)
 		if err != nil {
@@ -138,7 +148,19 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 			defer undo()
 		}
 		args = append([]string{"run", "--model", svc.URL, "--max-tokens", "8", "--no-store"}, args...)
-	default:
+	} else if sc.Deploy != nil {
+		dir, err := os.MkdirTemp("", "tare-scenario-")
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer os.RemoveAll(dir)
+		url, stop, err := sc.Deploy(ctx, dir)
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer stop()
+		args = append([]string{"run", "--url", url, "--no-store"}, args...)
+	} else {
 		args = append(args, "--no-store")
 	}
 	if sc.Hogs > 0 {
@@ -207,6 +229,17 @@ func Check(sc Scenario, s tare.Summary) []string {
 	}
 	if sc.Named != "" && !strings.Contains(fired["neighbours"].Detail, "`"+sc.Named+"`") {
 		wrong = append(wrong, fmt.Sprintf("the neighbours signal does not name `%s`: %q", sc.Named, fired["neighbours"].Detail))
+	}
+	if len(sc.Graph) > 0 {
+		var names []string
+		if s.SUT != nil {
+			for _, n := range s.SUT.Graph {
+				names = append(names, n.Name)
+			}
+		}
+		if !slices.Equal(names, sc.Graph) {
+			wrong = append(wrong, fmt.Sprintf("the system under test's graph is %v, want %v", names, sc.Graph))
+		}
 	}
 	if sc.WhyCode && !strings.Contains(strings.Join(s.Verdict.Advice, "\n"), "the problem is the code") {
 		wrong = append(wrong, fmt.Sprintf("the failed SLO is not blamed on the code: %q", s.Verdict.Advice))

@@ -4,20 +4,22 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// Stall is a plain HTTP service on loopback that answers at once, except
-// from From to From+For after its first request, when it holds every
-// request Delay longer: a lock, a pause, a slow dependency. Its CPU stays
-// idle, and at a low rate its work in flight stays flat (rate × Delay), so
-// the latency that moves is not explained by more work.
-type Stall struct {
-	Delay, From, For time.Duration
+// Stalling is a plain HTTP service on loopback that answers at once,
+// except from `from` to from+length after its first request, when it holds
+// every request delay longer: a lock, a pause, a slow dependency. Its CPU
+// stays idle, and at a low rate its work in flight stays flat (rate ×
+// delay), so the latency that moves is not explained by more work.
+func Stalling(delay, from, length time.Duration) Deployment {
+	return func(ctx context.Context, _ string) (string, func(), error) {
+		return startStalling(ctx, delay, from, length)
+	}
 }
 
 // stallService is the service: Python's standard library, from Debian,
@@ -53,18 +55,18 @@ print("http://127.0.0.1:%d/" % server.server_address[1], flush=True)
 server.serve_forever()
 `
 
-// start runs the service and returns its URL and the function that stops
-// it. It dies with ctx, and with the process that started it.
-func (s Stall) start(ctx context.Context, stderr io.Writer) (url string, stop func(), err error) {
+// startStalling runs the service and returns its URL and the function
+// that stops it. It dies with ctx, and with the process that started it.
+func startStalling(ctx context.Context, delay, from, length time.Duration) (url string, stop func(), err error) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: python3 is not installed: cannot start the stalling service", ErrSkip)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := exec.CommandContext(ctx, python, "-c", stallService,
-		fmt.Sprint(s.Delay.Seconds()), fmt.Sprint(s.From.Seconds()), fmt.Sprint(s.For.Seconds()))
+		fmt.Sprint(delay.Seconds()), fmt.Sprint(from.Seconds()), fmt.Sprint(length.Seconds()))
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c.Stderr = stderr
+	c.Stderr = os.Stderr
 	found := make(chan string, 1)
 	c.Stdout = &firstLine{found: found}
 	if err := c.Start(); err != nil {
