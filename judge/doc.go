@@ -8,7 +8,8 @@
 //  1. steal: the hypervisor gave this VM's CPU to someone else;
 //  2. throttling: the measured cgroup ran out of CPU quota;
 //  3. run delay: the measured processes waited on a run queue inside the guest;
-//  4. latency moves while the queue does not: the host, not the code;
+//  4. latency moves while the work in the system does not, more than
+//     chance gives ticks of their sizes: the host, not the code;
 //  5. generator starved: tare itself was short of CPU and invented latency.
 //
 // Signals 1, 2 and 5 make a run polluted; 3 and 4 make it suspect. Before
