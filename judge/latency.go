@@ -11,9 +11,9 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// Permutations is how many shuffles the latency signal's test draws at
-// most: its smallest p-value is 1/(Permutations+1), 0.001.
-const Permutations = 999
+// permutations is how many shuffles the latency signal's test draws at
+// most: its smallest p-value is 1/(permutations+1), 0.001.
+const permutations = 999
 
 // latencyAlone looks for ticks whose p95 jumps while the work in the
 // system (the requests between their scheduled time and their answer:
@@ -79,7 +79,7 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 	if !(n >= th.LatencyTicks || share >= th.LatencyShare && n > 0) {
 		return sig
 	}
-	v := tickVariation(flatTicks, Permutations, th.LatencyChance)
+	v := tickVariation(flatTicks, permutations, th.LatencyChance)
 	if v.p < th.LatencyChance {
 		sig.Fired = true
 		sig.Detail += fmt.Sprintf("; the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): latency moved without more work to do, which points at the host",

@@ -146,18 +146,18 @@ func TestTickVariation(t *testing.T) {
 		apart = append(apart, d(10*k+1, 10*k+2, 10*k+3, 10*k+4))
 		alike = append(alike, d(k+1, k+11, k+21, k+31))
 	}
-	v := tickVariation(apart, Permutations, 0.01)
-	if v.hits != 0 || v.shuffles != Permutations || v.requests != 40 || v.ticks != 10 || v.pText() != "< 0.001" {
-		t.Errorf("groups sorted apart: %+v (%s), want no shuffle as varied of %d, p < 0.001", v, v.pText(), Permutations)
+	v := tickVariation(apart, permutations, 0.01)
+	if v.hits != 0 || v.shuffles != permutations || v.requests != 40 || v.ticks != 10 || v.pText() != "< 0.001" {
+		t.Errorf("groups sorted apart: %+v (%s), want no shuffle as varied of %d, p < 0.001", v, v.pText(), permutations)
 	}
-	v = tickVariation(alike, Permutations, 0.01)
+	v = tickVariation(alike, permutations, 0.01)
 	if !v.stopped || v.p < 0.5 {
 		t.Errorf("groups alike: %+v, want an early stop at a large p", v)
 	}
 	if got := midRanks(d(5, 1, 5, 3, 5)); !slices.Equal(got, []float64{4, 1, 4, 2, 4}) {
 		t.Errorf("midRanks = %v, want [4 1 4 2 4]", got)
 	}
-	if v := tickVariation([][]time.Duration{d(1, 2, 3), nil}, Permutations, 0.01); v.ticks != 1 || v.p != 1 {
+	if v := tickVariation([][]time.Duration{d(1, 2, 3), nil}, permutations, 0.01); v.ticks != 1 || v.p != 1 {
 		t.Errorf("one group: %+v, want p = 1: nothing to compare", v)
 	}
 }
@@ -173,7 +173,7 @@ func BenchmarkTickVariation(b *testing.B) {
 		groups[k] = append(groups[k], time.Duration(float64(time.Millisecond)*(1+float64(k)/100)*math.Exp(0.5*rng.NormFloat64())))
 	}
 	for b.Loop() {
-		if v := tickVariation(groups, Permutations, 0.01); v.hits != 0 {
+		if v := tickVariation(groups, permutations, 0.01); v.hits != 0 {
 			b.Fatalf("want a significant case: %+v", v)
 		}
 	}
