@@ -124,6 +124,13 @@ type LagMS struct {
 type Generator struct {
 	CPUPct      *float64 `json:"cpu_pct"`       // share of one core
 	RunDelayPct *float64 `json:"run_delay_pct"` // its own wait for a CPU, share of wall time
+	// Engine is what sent the load: "event loop" (plain http://, each loop
+	// a thread of its own) or "goroutines" (TLS, a proxy, --net-http, a
+	// queue, a model); Engines how many loops; Connections the most the
+	// loops had open at once. Empty where the load was not tare's own.
+	Engine      string `json:"engine,omitempty"`
+	Engines     int    `json:"engines,omitempty"`
+	Connections int    `json:"connections,omitempty"`
 }
 
 // QueueSummary are the figures of a queue target. Besides the wait and the

@@ -391,7 +391,7 @@ func figures(s *tare.Summary) []kv {
 	}
 	h := s.Host
 	out = append(out,
-		kv{"generator", fmt.Sprintf("cpu %s of a core · run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))},
+		kv{"generator", fmt.Sprintf("cpu %s of a core · run delay %s%s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct), engineText(s.Generator, " · "))},
 		kv{"host cpu", fmt.Sprintf("busy %s · steal mean %s, worst tick %s, worst cpu %s", pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU))},
 		kv{"interference", fmt.Sprintf("polluted ticks %s of %d · psi some %s · throttled %s · run delay %s",
 			pct(h.PollutedTicksPct), h.Ticks, pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))})

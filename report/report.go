@@ -97,7 +97,7 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
 		mixRows(p, s)
-		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
+		p.row("generator", "cpu %s of a core   run delay %s%s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct), engineText(s.Generator, "   "))
 	}
 	h := s.Host
 	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
@@ -342,4 +342,16 @@ func counts(prefix string, m map[string]int) string {
 		return ""
 	}
 	return "  (" + prefix + tally(m, ", ") + ")"
+}
+
+// engineText says what sent the load, after sep: "event loop ×2, 12
+// connections at most" or "goroutines"; "" when the summary does not say.
+func engineText(g tare.Generator, sep string) string {
+	switch {
+	case g.Engine == "":
+		return ""
+	case g.Engines > 0:
+		return fmt.Sprintf("%s%s ×%d, %d connections at most", sep, g.Engine, g.Engines, g.Connections)
+	}
+	return sep + g.Engine
 }

@@ -266,7 +266,7 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
 		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
 		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
-		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)"},
+		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
 		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
@@ -360,6 +360,7 @@ type LoadSpec struct {
 	Duration    time.Duration
 	MaxInFlight int
 	Drain       time.Duration
+	Engines     int // event loops for a plain http:// target; 0: load.DefaultEngines
 	Label       string
 	Window      string
 	// Stages ramp the rate instead of Rate; the figures and the verdict
@@ -391,6 +392,7 @@ func (l *LoadSpec) Fields() []Field {
 		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
 		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
 		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
+		{Flag: "engines", Key: "engines", Value: &l.Engines, Usage: "event loops, each a thread of its own, that split the schedule of a plain http:// target, for rates past one core (0: one per four CPUs, at least one; the summary says how many ran)"},
 		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
 		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
 		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
@@ -474,6 +476,8 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
 	case l.Drain < 0:
 		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
+	case l.Engines < 0:
+		return tare.Errorf(tare.EINVALID, "--engines must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
 	case CheckWindow(l.Window) != nil:
 		return CheckWindow(l.Window)
 	case l.Warmup < 0:
@@ -530,7 +534,7 @@ func (l *LoadSpec) Planned() time.Duration {
 
 // Engine is the load engine's configuration.
 func (l *LoadSpec) Engine() load.Config {
-	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain}
+	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain, Engines: l.Engines}
 }
 
 // HostSpec says what to sample and whose processes to measure.
