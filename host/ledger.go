@@ -20,6 +20,8 @@ type members struct {
 	measured  map[int]bool  // both: the processes the table reads at every tick
 	kids      map[int][]int // ppid → pids, rebuilt at every reading
 	queue     []int
+
+	containers *containerIndex // the container of each other process; nil names none
 }
 
 func newMembers() *members {
@@ -114,9 +116,11 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 			kthreads += d
 		default:
 			others += d
-			top = append(top, tare.ProcessShare{Name: p.Comm, PID: pid, CPUPct: float64(d)})
+			top = append(top, tare.ProcessShare{Name: p.Comm, PID: pid, CPUPct: float64(d), Container: m.containers.of(pid, p.Start)})
 		}
 	}
+	m.containers.forget(cur)
+	top = byContainer(top)
 	tasks := float64(all.User + all.Nice + all.System)
 	seen := float64(sut + own + others + kthreads)
 	scale := 1.0

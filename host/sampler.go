@@ -56,6 +56,9 @@ type Config struct {
 	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
 	// path inside the hierarchy (/app).
 	Cgroup string
+	// Runtimes says where the container runtimes keep the names and
+	// images of their containers; its zero value, in their default places.
+	Runtimes Runtimes
 
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
@@ -175,6 +178,7 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
+	s.members.containers = newContainerIndex(cfg.ProcRoot, cfg.Runtimes)
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":

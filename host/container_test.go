@@ -1,0 +1,319 @@
+package host
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// The container ids of the fixture tree testdata/runtimes.
+const (
+	idDocker     = "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5" // redis-cache, redis:7
+	idDockerK8s  = "c093ef76e1b160bb2a9a1d2dc59907c6a055ec593e2ae687b3a3c0495f92c120" // cri-dockerd: web of pod shop/web-7d9c5b7f4-x2k8p
+	idPodman     = "2f34efe78475fdebf5ee5c3b98c90efbde716798521ef15e0454329cf00b5bfd" // web-podman, nginx:1.27
+	idContainerd = "9b0794bdde90da40eb02e058b37e54ff3854dbfa46b4e0143fc943c645e495e7" // worker of pod jobs/worker-5c7d8f9b6-m2n3p
+	idCRIO       = "4786e7be61388ac91c9e8da14e1fc4e40ba222b142c7dc0dfc4ab5f80c1b536d" // api of pod payments/api-6f8b9d5c7-q4wzt
+	idUnknown    = "8765c20e48f7e73ac8d29d9f71535cbc8e71afd5a54cbfd7f37455ff98432da4" // in no runtime's files
+)
+
+func TestParseContainerCgroup(t *testing.T) {
+	const podSlice = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2c9e8f7a_6b5d_4c3e_8f1a_0b9c8d7e6f5a.slice"
+	tests := []struct {
+		name, path      string
+		runtime, id     string // "" id: no container
+		cgroup, machine string // machine: the Name a machine's cgroup gives
+	}{
+		{name: "docker, systemd driver", path: "/system.slice/docker-" + idDocker + ".scope",
+			runtime: RuntimeDocker, id: idDocker, cgroup: "/system.slice/docker-" + idDocker + ".scope"},
+		{name: "docker, cgroupfs driver", path: "/docker/" + idDocker, runtime: RuntimeDocker, id: idDocker, cgroup: "/docker/" + idDocker},
+		{name: "docker, systemd inside the container", path: "/system.slice/docker-" + idDocker + ".scope/init.scope",
+			runtime: RuntimeDocker, id: idDocker, cgroup: "/system.slice/docker-" + idDocker + ".scope"},
+		{name: "podman, rootful", path: "/machine.slice/libpod-" + idPodman + ".scope", runtime: RuntimePodman, id: idPodman,
+			cgroup: "/machine.slice/libpod-" + idPodman + ".scope"},
+		{name: "podman, rootless, its own sub-cgroup", path: "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + idPodman + ".scope/container",
+			runtime: RuntimePodman, id: idPodman, cgroup: "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + idPodman + ".scope"},
+		{name: "podman, cgroupfs driver", path: "/libpod_parent/libpod-" + idPodman, runtime: RuntimePodman, id: idPodman, cgroup: "/libpod_parent/libpod-" + idPodman},
+		{name: "podman in a pod", path: "/machine.slice/machine-libpod_pod_5d1e.slice/libpod-" + idPodman + ".scope", runtime: RuntimePodman, id: idPodman,
+			cgroup: "/machine.slice/machine-libpod_pod_5d1e.slice/libpod-" + idPodman + ".scope"},
+		{name: "podman's conmon is not the container", path: "/machine.slice/libpod-conmon-" + idPodman + ".scope"},
+		{name: "containerd, kubelet with systemd", path: podSlice + "/cri-containerd-" + idContainerd + ".scope",
+			runtime: RuntimeContainerd, id: idContainerd, cgroup: podSlice + "/cri-containerd-" + idContainerd + ".scope"},
+		{name: "containerd, kubelet with cgroupfs", path: "/kubepods/besteffort/pod2c9e8f7a-6b5d-4c3e-8f1a-0b9c8d7e6f5a/" + idContainerd,
+			runtime: RuntimeKubernetes, id: idContainerd, cgroup: "/kubepods/besteffort/pod2c9e8f7a-6b5d-4c3e-8f1a-0b9c8d7e6f5a/" + idContainerd},
+		{name: "nerdctl", path: "/system.slice/nerdctl-" + idContainerd + ".scope", runtime: RuntimeContainerd, id: idContainerd,
+			cgroup: "/system.slice/nerdctl-" + idContainerd + ".scope"},
+		{name: "containerd namespace, cgroupfs", path: "/default/" + idContainerd, id: idContainerd, cgroup: "/default/" + idContainerd},
+		{name: "cri-o, systemd", path: podSlice + "/crio-" + idCRIO + ".scope", runtime: RuntimeCRIO, id: idCRIO, cgroup: podSlice + "/crio-" + idCRIO + ".scope"},
+		{name: "cri-o, cgroupfs", path: "/kubepods/burstable/pod7d3f8a2e-4b1c-4e5f-9a8b-2c3d4e5f6a7b/crio-" + idCRIO, runtime: RuntimeCRIO, id: idCRIO,
+			cgroup: "/kubepods/burstable/pod7d3f8a2e-4b1c-4e5f-9a8b-2c3d4e5f6a7b/crio-" + idCRIO},
+		{name: "cri-o's conmon is not the container", path: podSlice + "/crio-conmon-" + idCRIO + ".scope"},
+		{name: "kind: a pod's container in a docker container", path: "/system.slice/docker-" + idDocker + ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod1b4e28ba_2fa1_11d2_883f_0016d3cca427.slice/cri-containerd-" + idContainerd + ".scope",
+			runtime: RuntimeContainerd, id: idContainerd,
+			cgroup: "/system.slice/docker-" + idDocker + ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod1b4e28ba_2fa1_11d2_883f_0016d3cca427.slice/cri-containerd-" + idContainerd + ".scope"},
+		{name: "docker in docker", path: "/docker/" + idDocker + "/docker/" + idUnknown, runtime: RuntimeDocker, id: idUnknown, cgroup: "/docker/" + idDocker + "/docker/" + idUnknown},
+		{name: "systemd-nspawn by machinectl", path: "/machine.slice/systemd-nspawn@build\\x2dbox.service/payload/system.slice/cron.service",
+			runtime: RuntimeNspawn, id: "build-box", machine: "build-box", cgroup: "/machine.slice/systemd-nspawn@build\\x2dbox.service"},
+		{name: "systemd-nspawn run by hand", path: "/machine.slice/machine-build\\x2dbox.scope/payload", runtime: RuntimeNspawn, id: "build-box", machine: "build-box",
+			cgroup: "/machine.slice/machine-build\\x2dbox.scope"},
+		{name: "libvirt guest", path: "/machine.slice/machine-qemu\\x2d1\\x2dvm1.scope/libvirt/vcpu0", runtime: RuntimeLibvirt, id: "qemu-1-vm1", machine: "qemu-1-vm1",
+			cgroup: "/machine.slice/machine-qemu\\x2d1\\x2dvm1.scope"},
+
+		{name: "a service", path: "/system.slice/nginx.service"},
+		{name: "the root", path: "/"},
+		{name: "a user's session", path: "/user.slice/user-1000.slice/session-3.scope"},
+		{name: "the kubelet's pod slice alone", path: podSlice},
+		{name: "a short id is not one", path: "/system.slice/docker-" + idDocker[:12] + ".scope"},
+		{name: "upper-case hex is not docker's", path: "/docker/" + strings.ToUpper(idDocker)},
+		{name: "a docker service", path: "/system.slice/docker.service"},
+		{name: "relative", path: "docker/" + idDocker},
+		{name: "empty", path: ""},
+		{name: "nspawn with no name", path: "/machine.slice/systemd-nspawn@.service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, cgroup, ok := parseContainerCgroup(tt.path)
+			if ok != (tt.id != "") {
+				t.Fatalf("parseContainerCgroup(%q) found %v (%+v), want %v", tt.path, ok, c, tt.id != "")
+			}
+			want := tare.Container{ID: tt.id, Runtime: tt.runtime, Name: tt.machine}
+			if c != want || cgroup != tt.cgroup {
+				t.Errorf("parseContainerCgroup(%q) = %+v in %q, want %+v in %q", tt.path, c, cgroup, want, tt.cgroup)
+			}
+		})
+	}
+}
+
+func FuzzParseContainerCgroup(f *testing.F) {
+	for _, p := range []string{"/system.slice/docker-" + idDocker + ".scope", "/docker/" + idDocker + "/init.scope",
+		"/kubepods/besteffort/pod2c9e8f7a-6b5d-4c3e-8f1a-0b9c8d7e6f5a/" + idContainerd, "/machine.slice/machine-a\\x2.scope",
+		"/machine.slice/systemd-nspawn@x\\x2d.service", "/", "//", "/a/../b", "/libpod-conmon-" + idPodman + ".scope"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, cgroup, ok := parseContainerCgroup(p)
+		if !ok {
+			if c != (tare.Container{}) || cgroup != "" {
+				t.Fatalf("%q: not a container, but %+v in %q", p, c, cgroup)
+			}
+			return
+		}
+		if c.ID == "" {
+			t.Fatalf("%q: a container with no id: %+v", p, c)
+		}
+		// The container's cgroup is the path up to it, and names the same container.
+		if !strings.HasPrefix(p, cgroup) && !strings.HasPrefix(p+"/", cgroup+"/") {
+			t.Fatalf("%q: container cgroup %q is not a prefix of it", p, cgroup)
+		}
+		again, cg2, ok := parseContainerCgroup(cgroup)
+		if !ok || again != c || cg2 != cgroup {
+			t.Fatalf("%q: its cgroup %q reads as %+v in %q, want %+v", p, cgroup, again, cg2, c)
+		}
+		_ = c.String()
+	})
+}
+
+func TestContainerOfLines(t *testing.T) {
+	scope := "/system.slice/docker-" + idDocker + ".scope"
+	tests := []struct {
+		name, file string
+		want       string // the path of the line it reads; "" for none
+		v2         bool
+	}{
+		{name: "unified", file: "0::" + scope + "\n", want: scope, v2: true},
+		{name: "hybrid: the cpu line", file: "12:pids:" + scope + "\n4:cpu,cpuacct:" + scope + "/sub\n1:name=systemd:" + scope + "\n0::" + scope + "\n", want: scope + "/sub"},
+		{name: "hybrid, a cgroup namespace hides the v1 ones", file: "4:cpu,cpuacct:/\n1:name=systemd:/\n0::" + scope + "\n", want: scope, v2: true},
+		{name: "legacy with a named hierarchy only", file: "1:name=systemd:" + scope + "\n3:memory:/\n", want: scope},
+		{name: "cgroup namespace", file: "0::/\n"},
+		{name: "not a container", file: "0::/system.slice/sshd.service\n"},
+		{name: "garbage", file: "no colons here\n:\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, line, ok := containerOfLines([]byte(tt.file))
+			if ok != (tt.want != "") {
+				t.Fatalf("found %v (%+v), want %v", ok, c, tt.want != "")
+			}
+			if !ok {
+				return
+			}
+			if line.path != tt.want || line.v2 != tt.v2 || c.ID != idDocker {
+				t.Errorf("read %+v from line %+v, want docker %s from %q (v2 %v)", c, line, idDocker, tt.want, tt.v2)
+			}
+		})
+	}
+}
+
+// TestDescribe names each fixture container from its runtime's own files:
+// docker's config.v2.json, podman's containers.json, containerd's task
+// config.json, CRI-O's spec and volatile-containers.json.
+func TestDescribe(t *testing.T) {
+	rt := Runtimes{Root: "testdata/runtimes"}
+	tests := []struct {
+		name string
+		in   tare.Container
+		want tare.Container
+	}{
+		{"docker", tare.Container{ID: idDocker, Runtime: RuntimeDocker},
+			tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache", Image: "redis:7"}},
+		{"docker, the cgroupfs driver's bare id under a pod", tare.Container{ID: idDockerK8s, Runtime: RuntimeKubernetes},
+			tare.Container{ID: idDockerK8s, Runtime: RuntimeDocker, Name: "web", Pod: "shop/web-7d9c5b7f4-x2k8p",
+				Image: "sha256:3b25b682ea82b2db3cc4fd48db818be788ee3f902ac7378090cf2624ec2442df"}},
+		{"podman", tare.Container{ID: idPodman, Runtime: RuntimePodman},
+			tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "web-podman", Image: "docker.io/library/nginx:1.27"}},
+		{"containerd", tare.Container{ID: idContainerd, Runtime: RuntimeContainerd},
+			tare.Container{ID: idContainerd, Runtime: RuntimeContainerd, Name: "worker", Image: "ghcr.io/acme/worker:1.4", Pod: "jobs/worker-5c7d8f9b6-m2n3p"}},
+		{"containerd, a bare id", tare.Container{ID: idContainerd},
+			tare.Container{ID: idContainerd, Runtime: RuntimeContainerd, Name: "worker", Image: "ghcr.io/acme/worker:1.4", Pod: "jobs/worker-5c7d8f9b6-m2n3p"}},
+		{"cri-o", tare.Container{ID: idCRIO, Runtime: RuntimeCRIO},
+			tare.Container{ID: idCRIO, Runtime: RuntimeCRIO, Name: "api", Image: "registry.example.com/payments/api:2.3.1", Pod: "payments/api-6f8b9d5c7-q4wzt"}},
+		{"docker's cgroup, podman's files: docker's cgroup says docker", tare.Container{ID: idPodman, Runtime: RuntimeDocker},
+			tare.Container{ID: idPodman, Runtime: RuntimeDocker}},
+		{"in no runtime's files", tare.Container{ID: idUnknown, Runtime: RuntimeKubernetes},
+			tare.Container{ID: idUnknown, Runtime: RuntimeKubernetes}},
+		{"a machine", tare.Container{ID: "build-box", Name: "build-box", Runtime: RuntimeNspawn},
+			tare.Container{ID: "build-box", Name: "build-box", Runtime: RuntimeNspawn}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.in
+			rt.describe(&c)
+			if c != tt.want {
+				t.Errorf("described %+v\n as %+v,\nwant %+v", tt.in, c, tt.want)
+			}
+		})
+	}
+}
+
+// TestDescribeCRIOFromListAlone: without its spec, CRI-O's entry in
+// volatile-containers.json still names the container and its pod.
+func TestDescribeCRIOFromListAlone(t *testing.T) {
+	root := t.TempDir()
+	replaceTree(t, "testdata/runtimes", root)
+	writeFiles(t, root, map[string]string{"run/containers/storage/overlay-containers/" + idCRIO + "/userdata/config.json": "{}"})
+	c := tare.Container{ID: idCRIO, Runtime: RuntimeCRIO}
+	(&Runtimes{Root: root}).describe(&c)
+	want := tare.Container{ID: idCRIO, Runtime: RuntimeCRIO, Name: "api", Image: "registry.example.com/payments/api:2.3.1",
+		Pod: "k8s_api-6f8b9d5c7-q4wzt_payments_7d3f8a2e-4b1c-4e5f-9a8b-2c3d4e5f6a7b_0"}
+	if c != want {
+		t.Errorf("described as %+v, want %+v", c, want)
+	}
+}
+
+// TestDescribeExplicitDir: a docker data root given explicitly (docker
+// --data-root elsewhere, rootless docker) is read.
+func TestDescribeExplicitDir(t *testing.T) {
+	var rt Runtimes
+	rt.Root = t.TempDir() // nothing in the default places
+	if err := rt.SetDir("docker", "testdata/runtimes/var/lib/docker"); err != nil {
+		t.Fatal(err)
+	}
+	c := tare.Container{ID: idDocker, Runtime: RuntimeDocker}
+	rt.describe(&c)
+	if c.Name != "redis-cache" || c.Image != "redis:7" {
+		t.Errorf("described as %+v, want redis-cache, redis:7", c)
+	}
+	for _, bad := range []string{"rkt", ""} {
+		if err := rt.SetDir(bad, "/x"); err == nil {
+			t.Errorf("SetDir(%q) accepted an unknown runtime", bad)
+		}
+	}
+}
+
+func TestByContainer(t *testing.T) {
+	redis := &tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache"}
+	web := &tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "web"}
+	in := []tare.ProcessShare{
+		{Name: "redis-server", PID: 10, CPUPct: 20, Container: redis},
+		{Name: "cc1", PID: 11, CPUPct: 30},
+		{Name: "nginx", PID: 12, CPUPct: 2, Container: web},
+		{Name: "redis-bgsave", PID: 13, CPUPct: 25, Container: redis},
+		{Name: "sh", PID: 14, CPUPct: 1, Container: redis},
+	}
+	got := tare.Busiest(byContainer(in))
+	want := []tare.ProcessShare{
+		{Name: "redis-bgsave", PID: 13, CPUPct: 46, Container: redis, Processes: 3},
+		{Name: "cc1", PID: 11, CPUPct: 30},
+		{Name: "nginx", PID: 12, CPUPct: 2, Container: web, Processes: 1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("grouped %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("share %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestUnescapeUnit(t *testing.T) {
+	for in, want := range map[string]string{`a\x2db`: "a-b", `\x2d\x2d`: "--", `plain`: "plain", `bad\x2`: `bad\x2`, `bad\xzz`: `bad\xzz`, `\x`: `\x`} {
+		if got := unescapeUnit(in); got != want {
+			t.Errorf("unescapeUnit(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLedgerContainers: the v2 fixture's tick (TestLedgerFixture) with
+// its two other processes in containers. batch (pid 60, 10 %) and cron
+// (pid 61, 2 %) in docker's redis-cache are one share of 12 %, named by
+// the container and by batch; with cron in podman's web-podman instead,
+// they are two, each named by its container.
+func TestLedgerContainers(t *testing.T) {
+	docker := "0::/system.slice/docker-" + idDocker + ".scope\n"
+	podman := "0::/machine.slice/libpod-" + idPodman + ".scope/container\n"
+	redis := &tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache", Image: "redis:7"}
+	web := &tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "web-podman", Image: "docker.io/library/nginx:1.27"}
+	tests := []struct {
+		name       string
+		cron       string // pid 61's cgroup file
+		wantShares []tare.ProcessShare
+	}{
+		{"one container", docker, []tare.ProcessShare{{Name: "batch", PID: 60, CPUPct: 12, Container: redis, Processes: 2}}},
+		{"two containers", podman, []tare.ProcessShare{{Name: "batch", PID: 60, CPUPct: 10, Container: redis, Processes: 1},
+			{Name: "cron", PID: 61, CPUPct: 2, Container: web, Processes: 1}}},
+		{"one in none", "0::/system.slice/cron.service\n", []tare.ProcessShare{{Name: "batch", PID: 60, CPUPct: 10, Container: redis, Processes: 1},
+			{Name: "cron", PID: 61, CPUPct: 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			step := func(moment string) {
+				replaceTree(t, filepath.Join("testdata", "v2", moment), root)
+				files := map[string]string{"proc/60/cgroup": docker}
+				if isDir(filepath.Join(root, "proc", "61")) {
+					files["proc/61/cgroup"] = tt.cron
+				}
+				writeFiles(t, root, files)
+			}
+			step("t0")
+			s, err := NewSampler(Config{ProcRoot: filepath.Join(root, "proc"), CgroupRoot: filepath.Join(root, "cgroup"),
+				SUT: []int{42}, Tare: []int{50}, Runtimes: Runtimes{Root: "testdata/runtimes"}, Now: func() time.Time { return t0 }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			step("t1")
+			got, err := s.Sample(t0.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			by := got.CPUBy
+			if by == nil || !near(by.Others, 12) {
+				t.Fatalf("ledger %+v, want others 12 %%; warnings %v", by, s.Warnings())
+			}
+			if len(by.TopOthers) != len(tt.wantShares) {
+				t.Fatalf("top others %+v, want %+v", by.TopOthers, tt.wantShares)
+			}
+			for i, w := range tt.wantShares {
+				g := by.TopOthers[i]
+				if g.Name != w.Name || g.PID != w.PID || !near(g.CPUPct, w.CPUPct) || g.Processes != w.Processes || !g.Container.SameAs(w.Container) ||
+					g.Container != nil && *g.Container != *w.Container {
+					t.Errorf("top other %d = %+v (container %+v), want %+v (container %+v)", i, g, g.Container, w, w.Container)
+				}
+			}
+		})
+	}
+}
