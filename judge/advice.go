@@ -96,8 +96,34 @@ func neighbourAdvice(s *tare.Summary) string {
 	by := s.Host.CPUBy
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
 	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
-		name, pids, _ := busiestCommand(by)
-		return fmt.Sprintf("Stop `%s` (%s) or move it elsewhere during the test, or %s; then rerun.", name, pids, pin)
+		if c := by.TopOthers[0].Container; c != nil {
+			return fmt.Sprintf("Stop %s during the test (%s), or %s; then rerun.", c, stopHint(c), pin)
+		}
+		who, _ := busiestOther(by)
+		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun.", who, pin)
 	}
 	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
+}
+
+// stopHint is how a container is stopped, in its runtime's own words.
+func stopHint(c *tare.Container) string {
+	ref := c.Name
+	if ref == "" || ref == c.ID {
+		ref = c.ShortID()
+	}
+	switch {
+	case c.Pod != "":
+		return "move the pod, or the test, to another node"
+	case c.Runtime == "docker" || c.Runtime == "podman":
+		return c.Runtime + " stop " + ref
+	case c.Runtime == "containerd":
+		return "nerdctl stop " + ref
+	case c.Runtime == "systemd-nspawn":
+		return "machinectl stop " + ref
+	case c.Runtime == "libvirt":
+		return "shut the guest down, or give it CPUs of its own"
+	case c.Runtime == "kubernetes" || c.Runtime == "cri-o":
+		return "it runs in a Kubernetes pod: move the pod, or the test, to another node"
+	}
+	return "with the runtime that started it"
 }

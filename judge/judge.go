@@ -425,29 +425,34 @@ func neighbourNames(by *tare.CPUBy, vcpus int) string {
 		return fmt.Sprintf("other processes used %.0f%% of a CPU, %.0f%% of it busy time no visible process accounts for (other containers, short-lived processes)",
 			by.Neighbours()*cores, by.Unattributed*cores)
 	}
-	name, pids, used := busiestCommand(by)
-	out := fmt.Sprintf("`%s` (%s) used %.0f%% of a CPU", name, pids, used*cores)
+	who, used := busiestOther(by)
+	out := fmt.Sprintf("%s used %.0f%% of a CPU", who, used*cores)
 	if rest := by.Neighbours() - used; rest*cores >= 5 {
 		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
 	}
 	return out
 }
 
-// busiestCommand is the command of the busiest other process, its pids
-// ("pid 7" or "pids 7, 9") and their summed share of the host.
-func busiestCommand(by *tare.CPUBy) (name, pids string, used float64) {
-	name = by.TopOthers[0].Name
+// busiestOther names the busiest other, with its share of the host: a
+// container with all its processes, or a command with all its processes
+// outside containers ("`sh` (pid 7)" or "`sh` (pids 7, 9)": two `sh` hogs
+// are one neighbour to stop).
+func busiestOther(by *tare.CPUBy) (who string, used float64) {
+	top := by.TopOthers[0]
+	if top.Container != nil {
+		return top.Who(), top.CPUPct
+	}
 	var ids []string
 	for _, p := range by.TopOthers {
-		if p.Name == name {
+		if p.Name == top.Name && p.Container == nil {
 			ids = append(ids, strconv.Itoa(p.PID))
 			used += p.CPUPct
 		}
 	}
 	if len(ids) == 1 {
-		return name, "pid " + ids[0], used
+		return fmt.Sprintf("`%s` (pid %s)", top.Name, ids[0]), used
 	}
-	return name, "pids " + strings.Join(ids, ", "), used
+	return fmt.Sprintf("`%s` (pids %s)", top.Name, strings.Join(ids, ", ")), used
 }
 
 // waiter names who waited: the system under test when tare knows it.

@@ -238,7 +238,11 @@ func WhoseCPU(by *tare.CPUBy, vcpus int) string {
 		by.SystemUnderTest, by.Tare, by.Others, by.Kernel, by.Unattributed, by.Steal, by.Idle)
 	if len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct*float64(max(vcpus, 1)) >= 0.5 {
 		top := by.TopOthers[0]
-		line += fmt.Sprintf("   top other: %s (pid %d) %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*float64(max(vcpus, 1)))
+		who := fmt.Sprintf("%s (pid %d)", top.Name, top.PID)
+		if top.Container != nil {
+			who = top.Who()
+		}
+		line += fmt.Sprintf("   top other: %s %.0f%% of a CPU", who, top.CPUPct*float64(max(vcpus, 1)))
 	}
 	return line
 }

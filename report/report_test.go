@@ -89,6 +89,16 @@ func TestTextGolden(t *testing.T) {
 				TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
 			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
 		}},
+		// The same service beside a container whose three processes took a
+		// CPU: polluted, the container named, with its runtime, id and image.
+		{"container", make([]float64, 10), tare.Float(14), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.NeighbourWaitPct = tare.Float(11.6)
+			s.Host.PollutedTicksPct = tare.Float(80)
+			redis := &tare.Container{ID: "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5", Runtime: "docker", Name: "redis-cache", Image: "redis:7"}
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 9.5, Tare: 3.1, Others: 48.6, Kernel: 1.2, Unattributed: 0.8, Idle: 36.8,
+				TopOthers: []tare.ProcessShare{{Name: "redis-server", PID: 4121, CPUPct: 48, Container: redis, Processes: 3}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
+		}},
 		// The wrong port: nothing listens, every request refused at once.
 		// Suspect, said first: the figures describe no service.
 		{"refused", make([]float64, 10), tare.Float(0.2), nil, refused},
