@@ -53,17 +53,21 @@ func (c *Container) SameAs(o *Container) bool {
 func (c *Container) String() string {
 	var b strings.Builder
 	b.WriteString("container ")
-	if c.Name != "" {
+	switch {
+	case c.Name != "":
 		fmt.Fprintf(&b, "`%s`", c.Name)
-	} else {
+	case c.ID != "":
 		b.WriteString(c.ShortID())
+	default:
+		b.Reset()
+		b.WriteString("a container") // its runtime left a mark, not its id
 	}
 	if c.Pod != "" {
 		fmt.Fprintf(&b, " of pod %s", c.Pod)
 	}
 	var in []string
 	switch {
-	case c.Name == "" || c.Name == c.ID:
+	case c.Name == "" || c.Name == c.ID || c.ID == "":
 		in = append(in, c.Runtime)
 	case c.Runtime != "":
 		in = append(in, c.Runtime+" "+c.ShortID())

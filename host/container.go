@@ -2,8 +2,10 @@ package host
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -312,4 +314,272 @@ func byContainer(shares []tare.ProcessShare) []tare.ProcessShare {
 		o.Processes++
 	}
 	return out
+}
+
+// ContainerSUT is a container named as the system under test.
+type ContainerSUT struct {
+	Container tare.Container
+	PIDs      []int // its processes, sorted
+	// Cgroup is the directory of its own cgroup, where its CPU limit is
+	// (under the v1 cpu controller or the unified hierarchy); "" when it
+	// is not under the cgroup root tare was given.
+	Cgroup string
+}
+
+// running is a container seen in the process table, with its processes.
+type running struct {
+	c      tare.Container
+	cgroup string // its own cgroup's path in the hierarchy
+	pids   []int
+}
+
+// FindContainer finds the container ref names, by its name, its id or a
+// unique prefix of its id (4 hex digits at least, as docker ps prints 12),
+// or as pod/name or namespace/pod/name for a Kubernetes container, among
+// the containers the processes under procRoot run in (their cgroup paths),
+// named from the runtimes' files. A ref that matches none, or several, is
+// an ENOTFOUND or EINVALID *tare.Error that says what was looked at and
+// what was found there.
+func FindContainer(procRoot, cgroupRoot string, rt Runtimes, ref string) (ContainerSUT, error) {
+	if ref == "" {
+		return ContainerSUT{}, tare.Errorf(tare.EINVALID, "no container named: give its name or id")
+	}
+	if procRoot == "" {
+		procRoot = DefaultProcRoot
+	}
+	if cgroupRoot == "" {
+		cgroupRoot = DefaultCgroupRoot
+	}
+	seen, err := runningContainers(procRoot, rt)
+	if err != nil {
+		return ContainerSUT{}, err
+	}
+	var exact, prefix []*running
+	for _, r := range seen {
+		switch {
+		case refersTo(ref, &r.c):
+			exact = append(exact, r)
+		case len(ref) >= 4 && isContainerID(r.c.ID) && strings.HasPrefix(r.c.ID, ref):
+			prefix = append(prefix, r)
+		}
+	}
+	if len(exact) == 0 {
+		exact = prefix
+	}
+	switch len(exact) {
+	case 0:
+		return ContainerSUT{}, notFound(procRoot, rt, ref, seen)
+	case 1:
+	default:
+		var names []string
+		for _, r := range exact {
+			names = append(names, r.c.String())
+		}
+		return ContainerSUT{}, tare.Errorf(tare.EINVALID, "container %q names %d running containers: %s; give the id of one", ref, len(exact), strings.Join(names, ", "))
+	}
+	r := exact[0]
+	out := ContainerSUT{Container: r.c, PIDs: r.pids}
+	if dir, err := explicitCgroup(cgroupRoot, r.cgroup); err == nil {
+		out.Cgroup = dir.Path
+	}
+	return out, nil
+}
+
+// refersTo reports whether ref is c's id or one of its names.
+func refersTo(ref string, c *tare.Container) bool {
+	if ref == c.ID || c.Name != "" && ref == c.Name {
+		return true
+	}
+	if c.Pod == "" || c.Name == "" {
+		return false
+	}
+	_, pod, _ := strings.Cut(c.Pod, "/")
+	return ref == c.Pod+"/"+c.Name || ref == pod+"/"+c.Name
+}
+
+// runningContainers lists the containers the processes under procRoot run
+// in, each described from the runtimes' files, in the order of their first
+// process.
+func runningContainers(procRoot string, rt Runtimes) ([]*running, error) {
+	names, err := readDirNames(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list processes under %s: %w", procRoot, err)
+	}
+	var pids []int
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	byKey := map[string]*running{}
+	var out []*running
+	for _, pid := range pids {
+		c, line, ok := readContainer(procRoot, pid)
+		if !ok {
+			continue
+		}
+		key := c.Runtime + "/" + c.ID
+		r := byKey[key]
+		if r == nil {
+			_, cg, _ := parseContainerCgroup(line.path)
+			rt.describe(&c)
+			r = &running{c: c, cgroup: cg}
+			byKey[key] = r
+			out = append(out, r)
+		}
+		r.pids = append(r.pids, pid)
+	}
+	return out, nil
+}
+
+// notFound says that ref names no running container, what was looked at,
+// and what was found there: the containers running, and a container the
+// runtimes' files know by that name or id (stopped, or its processes out
+// of sight).
+func notFound(procRoot string, rt Runtimes, ref string, seen []*running) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "container %q not found: ", ref)
+	known, places := rt.known()
+	for _, k := range known {
+		if refersTo(ref, &k.Container) || len(ref) >= 4 && strings.HasPrefix(k.ID, ref) {
+			fmt.Fprintf(&b, "%s is in %s, but no process under %s runs in it: is it running?", k.Container.String(), k.From, procRoot)
+			return tare.Errorf(tare.ENOTFOUND, "%s%s", b.String(), pidNamespaceNote(procRoot))
+		}
+	}
+	fmt.Fprintf(&b, "no process under %s runs in a container of that name or id", procRoot)
+	if len(seen) == 0 {
+		b.WriteString(" (no process there runs in any container)")
+	} else {
+		var names []string
+		for _, r := range seen {
+			names = append(names, r.c.String())
+		}
+		fmt.Fprintf(&b, " (running: %s)", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(&b, ", and no runtime's files name it (%s; --runtime-dir names another place)", strings.Join(places, ", "))
+	return tare.Errorf(tare.ENOTFOUND, "%s%s", b.String(), pidNamespaceNote(procRoot))
+}
+
+// pidNamespaceNote says, when tare sees only its own PID namespace, why
+// another container's processes are out of its sight.
+func pidNamespaceNote(procRoot string) string {
+	if hp := hostProcesses(procRoot); hp != nil && !*hp {
+		return "; " + procRoot + " lists only the processes of tare's own PID namespace: run tare in the host's (docker or podman run --pid=host; hostPID: true in a pod)"
+	}
+	return ""
+}
+
+// selfContainer says which container tare itself runs in, as far as it
+// can tell from inside; nil when it sees none. Its cgroup path says so
+// where the runtime does not give it a cgroup namespace of its own (cgroup
+// v1, or --cgroupns=host); else the files the runtime bind-mounts into a
+// container (/etc/hostname and /etc/resolv.conf from docker's
+// containers/<id>/ or containers/storage's <id>/userdata/) show its id in
+// /proc/self/mountinfo. Failing both, and only in a PID namespace of its
+// own, the marker files docker (/.dockerenv), podman (/run/.containerenv,
+// with the name and image when it is privileged) and systemd-nspawn
+// (/run/systemd/container) leave say which runtime: alone they prove
+// little, since a VM's disk made from a container image keeps them. The
+// markers are looked for beside procRoot (/ for /proc).
+func selfContainer(procRoot string, rt Runtimes) *tare.Container {
+	if b, err := os.ReadFile(filepath.Join(procRoot, "self", "cgroup")); err == nil {
+		if c, _, ok := containerOfLines(b); ok {
+			rt.describe(&c)
+			return &c
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(procRoot, "self", "mountinfo")); err == nil {
+		if c, ok := mountedContainer(b); ok {
+			rt.describe(&c)
+			return &c
+		}
+	}
+	if hp := hostProcesses(procRoot); hp == nil || *hp {
+		return nil
+	}
+	root := filepath.Dir(filepath.Clean(procRoot))
+	if b, err := os.ReadFile(filepath.Join(root, "run", ".containerenv")); err == nil {
+		return containerEnv(b)
+	}
+	if isFile(filepath.Join(root, ".dockerenv")) {
+		return &tare.Container{Runtime: RuntimeDocker}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "run", "systemd", "container")); err == nil {
+		if rt := strings.TrimSpace(string(b)); rt != "" {
+			return &tare.Container{Runtime: rt}
+		}
+	}
+	return nil
+}
+
+// mountedContainer finds a container id in the roots of the mounts of
+// /proc/self/mountinfo (the fourth field, the path inside the mounted
+// filesystem): docker's containers/<id>/hostname, containers/storage's
+// <driver>-containers/<id>/userdata/hostname.
+func mountedContainer(mountinfo []byte) (tare.Container, bool) {
+	for len(mountinfo) > 0 {
+		var line []byte
+		line, mountinfo, _ = bytes.Cut(mountinfo, []byte{'\n'})
+		f := bytes.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		dir, file := filepath.Split(string(f[3]))
+		if file != "hostname" && file != "resolv.conf" && file != "hosts" {
+			continue
+		}
+		parts := strings.Split(strings.Trim(dir, "/"), "/")
+		n := len(parts)
+		switch {
+		case n >= 2 && parts[n-2] == "containers" && isContainerID(parts[n-1]):
+			return tare.Container{ID: parts[n-1], Runtime: RuntimeDocker}, true
+		case n >= 3 && parts[n-1] == "userdata" && strings.HasSuffix(parts[n-3], "-containers") && isContainerID(parts[n-2]):
+			return tare.Container{ID: parts[n-2]}, true // podman's or CRI-O's: their files tell
+		}
+	}
+	return tare.Container{}, false
+}
+
+// containerEnv reads podman's /run/.containerenv: key="value" lines, with
+// name, id and image filled in for a privileged container only.
+func containerEnv(b []byte) *tare.Container {
+	c := &tare.Container{Runtime: RuntimePodman}
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := bytes.Cut(line, []byte{'='})
+		if !ok {
+			continue
+		}
+		val, err := strconv.Unquote(string(bytes.TrimSpace(v)))
+		if err != nil {
+			continue
+		}
+		switch string(k) {
+		case "name":
+			c.Name = val
+		case "id":
+			c.ID = val
+		case "image":
+			c.Image = val
+		}
+	}
+	return c
+}
+
+// ownPIDNamespace says what tare can and cannot see when it runs with a
+// PID namespace of its own (in a container, or a pod without hostPID).
+func ownPIDNamespace(env tare.Env) error {
+	where := "a container"
+	switch {
+	case env.Container != nil:
+		where = env.Container.String()
+	case env.Pod != nil && env.Pod.Name != "":
+		where = "pod " + env.Pod.Namespace + "/" + env.Pod.Name
+	}
+	return fmt.Errorf("/proc lists only this container's processes (tare runs in %s with a PID namespace of its own; in a Kubernetes pod, hostPID is not set): "+
+		"steal, CPU pressure and the CPU time are the host's, and the processes and throttling of tare's own container are measured, "+
+		"but other processes' CPU is counted as unattributed, not named, and --pid, --container and a loopback target's listener find only this container's processes; "+
+		"to name them, run tare in the host's PID namespace (docker or podman run --pid=host; hostPID: true in a pod)", where)
 }

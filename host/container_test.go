@@ -2,6 +2,7 @@ package host
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,192 @@ func TestLedgerContainers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// containerHost writes a fixture host under a temp dir: processes in the
+// fixture's containers (docker's redis-cache: 100, 101; podman's
+// web-podman: 200; containerd's worker of pod jobs/…: 300; a bare id no
+// runtime knows: 400; none: 1, 500), with the host's kthreadd as pid 2,
+// and a unified cgroup tree holding docker's scope.
+func containerHost(t *testing.T) (procRoot, cgroupRoot string) {
+	t.Helper()
+	root := t.TempDir()
+	docker := "0::/system.slice/docker-" + idDocker + ".scope\n"
+	files := map[string]string{
+		"proc/1/cgroup":             "0::/init.scope\n",
+		"proc/2/stat":               "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n",
+		"proc/100/cgroup":           docker,
+		"proc/101/cgroup":           "0::/system.slice/docker-" + idDocker + ".scope/worker\n",
+		"proc/200/cgroup":           "0::/machine.slice/libpod-" + idPodman + ".scope/container\n",
+		"proc/300/cgroup":           "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod2c9e8f7a_6b5d_4c3e_8f1a_0b9c8d7e6f5a.slice/cri-containerd-" + idContainerd + ".scope\n",
+		"proc/400/cgroup":           "0::/kubepods/besteffort/pod1b4e28ba-2fa1-11d2-883f-0016d3cca427/" + idUnknown + "\n",
+		"proc/500/cgroup":           "0::/system.slice/sshd.service\n",
+		"cgroup/cgroup.controllers": "cpu io memory pids\n",
+		"cgroup/system.slice/docker-" + idDocker + ".scope/cpu.stat": "usage_usec 10\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+	}
+	writeFiles(t, root, files)
+	return filepath.Join(root, "proc"), filepath.Join(root, "cgroup")
+}
+
+func TestFindContainer(t *testing.T) {
+	procRoot, cgroupRoot := containerHost(t)
+	rt := Runtimes{Root: "testdata/runtimes"}
+	dockerScope := filepath.Join(cgroupRoot, "system.slice", "docker-"+idDocker+".scope")
+	tests := []struct {
+		ref      string
+		wantID   string
+		wantPIDs []int
+		cgroup   string
+	}{
+		{"redis-cache", idDocker, []int{100, 101}, dockerScope},
+		{idDocker, idDocker, []int{100, 101}, dockerScope},
+		{idDocker[:12], idDocker, []int{100, 101}, dockerScope},
+		{"863e", idDocker, []int{100, 101}, dockerScope},
+		{"web-podman", idPodman, []int{200}, ""}, // its cgroup is not in the fixture tree
+		{"worker", idContainerd, []int{300}, ""},
+		{"jobs/worker-5c7d8f9b6-m2n3p/worker", idContainerd, []int{300}, ""},
+		{"worker-5c7d8f9b6-m2n3p/worker", idContainerd, []int{300}, ""},
+		{idUnknown, idUnknown, []int{400}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, err := FindContainer(procRoot, cgroupRoot, rt, tt.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Container.ID != tt.wantID || !slices.Equal(got.PIDs, tt.wantPIDs) || got.Cgroup != tt.cgroup {
+				t.Errorf("FindContainer(%q) = %+v, want %s with pids %v in %q", tt.ref, got, tt.wantID, tt.wantPIDs, tt.cgroup)
+			}
+		})
+	}
+}
+
+func TestFindContainerErrors(t *testing.T) {
+	procRoot, cgroupRoot := containerHost(t)
+	stopped := t.TempDir()
+	replaceTree(t, "testdata/runtimes", stopped)
+	tests := []struct {
+		name, ref string
+		rt        Runtimes
+		code      string
+		want      []string
+	}{
+		{"no such container", "redis-cach", Runtimes{Root: "testdata/runtimes"}, tare.ENOTFOUND, []string{
+			`container "redis-cach" not found: no process under ` + procRoot + ` runs in a container of that name or id`,
+			"running: container `redis-cache` (docker 863e2e323075, redis:7), container `web-podman` (podman 2f34efe78475, docker.io/library/nginx:1.27)",
+			"testdata/runtimes/var/lib/docker: 2 containers", "testdata/runtimes/run/k3s/containerd: absent", "--runtime-dir"}},
+		{"known to docker, not running", "web", Runtimes{Root: "testdata/runtimes"}, tare.ENOTFOUND, []string{
+			"container `web` of pod shop/web-7d9c5b7f4-x2k8p (docker c093ef76e1b1, sha256:3b25b682ea82b2db3cc4fd48db818be788ee3f902ac7378090cf2624ec2442df) is in testdata/runtimes/var/lib/docker/containers/" + idDockerK8s,
+			"but no process under " + procRoot + " runs in it: is it running?"}},
+		{"too short a prefix", "86", Runtimes{Root: "testdata/runtimes"}, tare.ENOTFOUND, []string{`container "86" not found`}},
+		{"empty", "", Runtimes{}, tare.EINVALID, []string{"no container named"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FindContainer(procRoot, cgroupRoot, tt.rt, tt.ref)
+			if err == nil {
+				t.Fatalf("FindContainer(%q) found one", tt.ref)
+			}
+			if tare.ErrorCode(err) != tt.code {
+				t.Errorf("code %q, want %q: %v", tare.ErrorCode(err), tt.code, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestFindContainerAmbiguous: two running containers of one name (the
+// same container name in two pods) are refused, each named.
+func TestFindContainerAmbiguous(t *testing.T) {
+	procRoot, cgroupRoot := containerHost(t)
+	root := t.TempDir()
+	replaceTree(t, "testdata/runtimes", root)
+	// a second task named worker, in another pod
+	writeFiles(t, root, map[string]string{"run/containerd/io.containerd.runtime.v2.task/k8s.io/" + idUnknown + "/config.json": `{"annotations": {
+		"io.kubernetes.cri.container-name": "worker", "io.kubernetes.cri.sandbox-name": "worker-2", "io.kubernetes.cri.sandbox-namespace": "batch"}}`})
+	_, err := FindContainer(procRoot, cgroupRoot, Runtimes{Root: root}, "worker")
+	if tare.ErrorCode(err) != tare.EINVALID {
+		t.Fatalf("FindContainer(worker) = %v, want EINVALID", err)
+	}
+	for _, w := range []string{`container "worker" names 2 running containers`, "of pod jobs/worker-5c7d8f9b6-m2n3p", "of pod batch/worker-2", "give the id of one"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if got, err := FindContainer(procRoot, cgroupRoot, Runtimes{Root: root}, "batch/worker-2/worker"); err != nil || got.Container.ID != idUnknown {
+		t.Errorf("by pod: %+v, %v; want %s", got, err, idUnknown)
+	}
+}
+
+// TestFindContainerOwnPIDNamespace: in a PID namespace of its own, the
+// error says why another container's processes are out of sight.
+func TestFindContainerOwnPIDNamespace(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"proc/1/stat": "1 (tare) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n", "proc/1/cgroup": "0::/\n"})
+	_, err := FindContainer(filepath.Join(root, "proc"), filepath.Join(root, "cgroup"), Runtimes{Root: root}, "redis-cache")
+	for _, w := range []string{"no process there runs in any container", "lists only the processes of tare's own PID namespace", "--pid=host"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+}
+
+func TestSelfContainer(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  *tare.Container
+	}{
+		{"the cgroup path", map[string]string{"proc/self/cgroup": "1:cpu:/docker/" + idDocker + "\n0::/\n"},
+			&tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache", Image: "redis:7"}},
+		{"docker's mounts, in a cgroup namespace", map[string]string{"proc/self/cgroup": "0::/\n",
+			"proc/self/mountinfo": "612 590 0:52 / / rw,relatime master:301 - overlay overlay rw\n" +
+				"650 612 253:1 /var/lib/docker/containers/" + idDocker + "/resolv.conf /etc/resolv.conf rw,relatime - ext4 /dev/vda1 rw\n"},
+			&tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache", Image: "redis:7"}},
+		{"podman's mounts", map[string]string{"proc/self/cgroup": "0::/\n",
+			"proc/self/mountinfo": "700 612 0:60 /containers/storage/overlay-containers/" + idPodman + "/userdata/hostname /etc/hostname rw - tmpfs tmpfs rw\n"},
+			&tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "web-podman", Image: "docker.io/library/nginx:1.27"}},
+		{"podman's marker, privileged", map[string]string{"proc/1/stat": "1 (sh) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n",
+			"run/.containerenv": "engine=\"podman-5.4.0\"\nname=\"tare-gen\"\nid=\"" + idPodman + "\"\nimage=\"ghcr.io/tare-dev/tare:latest\"\nrootless=0\n"},
+			&tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "tare-gen", Image: "ghcr.io/tare-dev/tare:latest"}},
+		{"docker's marker", map[string]string{"proc/1/stat": "1 (sh) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n", ".dockerenv": ""},
+			&tare.Container{Runtime: RuntimeDocker}},
+		{"systemd-nspawn's marker", map[string]string{"proc/1/stat": "1 (systemd) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n", "run/systemd/container": "systemd-nspawn\n"},
+			&tare.Container{Runtime: RuntimeNspawn}},
+		{"a marker on a VM's disk, with the host's processes", map[string]string{"proc/2/stat": "2 (kthreadd) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n", ".dockerenv": ""}, nil},
+		{"no container", map[string]string{"proc/self/cgroup": "0::/user.slice/user-1000.slice/session-2.scope\n"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, tt.files)
+			got := selfContainer(filepath.Join(root, "proc"), Runtimes{Root: "testdata/runtimes"})
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("selfContainer = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOwnPIDNamespaceWarning(t *testing.T) {
+	for _, tt := range []struct {
+		env  tare.Env
+		want string
+	}{
+		{tare.Env{Container: &tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "tare-gen"}}, "tare runs in container `tare-gen` (docker 863e2e323075) with a PID namespace of its own"},
+		{tare.Env{Pod: &tare.Pod{Namespace: "tare", Name: "gen-0"}}, "tare runs in pod tare/gen-0 with"},
+		{tare.Env{}, "tare runs in a container with"},
+	} {
+		msg := ownPIDNamespace(tt.env).Error()
+		for _, w := range []string{tt.want, "hostPID is not set", "counted as unattributed, not named", "--pid=host"} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("warning %q lacks %q", msg, w)
+			}
+		}
 	}
 }

@@ -325,7 +325,7 @@ func (r *Runtimes) known() (list []knownContainer, places []string) {
 		case err != nil:
 			places = append(places, fmt.Sprintf("%s: %v", dir, err))
 		default:
-			places = append(places, fmt.Sprintf("%s: %d containers", dir, len(found)))
+			places = append(places, fmt.Sprintf("%s: %d %s", dir, len(found), map[bool]string{true: "container", false: "containers"}[len(found) == 1]))
 		}
 		list = append(list, found...)
 	}
