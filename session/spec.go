@@ -535,9 +535,11 @@ func (l *LoadSpec) Engine() load.Config {
 
 // HostSpec says what to sample and whose processes to measure.
 type HostSpec struct {
-	Tick   time.Duration
-	PIDs   []int
-	Cgroup string
+	Tick        time.Duration
+	PIDs        []int
+	Cgroup      string
+	Container   string   // a container's name or id
+	RuntimeDirs []string // RUNTIME=DIR: where a container runtime keeps its state
 }
 
 func (h *HostSpec) Fields() []Field {
@@ -545,6 +547,8 @@ func (h *HostSpec) Fields() []Field {
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
 		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
 		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
+		{Flag: "container", Key: "container", Value: &h.Container, Usage: "the system under test is a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn), by name, id or pod/name: all its processes, and its cgroup's throttling"},
+		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
 	}
 }
 
@@ -564,17 +568,37 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
 	}
-	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup}, nil
+	if h.Container != "" && (len(h.PIDs) > 0 || h.Cgroup != "") {
+		return host.Config{}, tare.Errorf(tare.EINVALID, "--container names the system under test and its cgroup: give it alone, or --pid and --cgroup instead")
+	}
+	var rt host.Runtimes
+	for _, d := range h.RuntimeDirs {
+		name, dir, ok := strings.Cut(d, "=")
+		if !ok {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: want RUNTIME=DIR, like docker=/data/docker", d)
+		}
+		if err := rt.SetDir(name, dir); err != nil {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
+		}
+	}
+	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup, Runtimes: rt}, nil
 }
 
 // FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
-// the processes of the cgroup, or those listening on a loopback target's
-// port. It returns how they were found, for the summary; "" when the
+// the processes of the container (and cfg.Cgroup with its cgroup), of the
+// cgroup, or those listening on a loopback target's port. It returns how they were found, for the summary; "" when the
 // system under test is not known.
 func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
 	switch {
 	case len(h.PIDs) > 0:
 		return "--pid", nil
+	case h.Container != "":
+		c, err := host.FindContainer(cfg.ProcRoot, cfg.CgroupRoot, cfg.Runtimes, h.Container)
+		if err != nil {
+			return "", Flagged(err, "container")
+		}
+		cfg.SUT, cfg.Cgroup = c.PIDs, c.Cgroup
+		return "--container: " + c.Container.String(), nil
 	case h.Cgroup != "":
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
 		if err != nil {

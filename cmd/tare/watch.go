@@ -31,8 +31,8 @@ func newWatchCmd() *cobra.Command {
 		Long: `Run any command (k6, vegeta, wrk, locust, a benchmark) and sample the host
 from just before it starts to just after it ends: steal, CPU pressure,
 throttling, and the run delay of the command and everything it starts (plus
---pid processes, such as the server under test). Then print the host
-summary and the verdict for that window.
+--pid processes or a --container, such as the server under test). Then
+print the host summary and the verdict for that window.
 
 The window is stored like a run, its ticks with it (--no-store does not), and
 its run id printed: tare runs show, tare compare and tare report take it.
