@@ -227,7 +227,8 @@ type containerIndex struct {
 	procRoot string
 	runtimes Runtimes
 	byPID    map[int]pidContainer
-	byID     map[string]*tare.Container // runtime/id → the container, described
+	byID     map[string]*tare.Container     // runtime/id → the container, described
+	groups   map[*tare.Container]shareGroup // scratch of group
 }
 
 type pidContainer struct {
@@ -280,28 +281,42 @@ func (x *containerIndex) forget(procs map[int]procStat) {
 	}
 }
 
+// group makes the shares of each container's processes one share (see
+// byContainer), reusing the index's scratch map; on a nil index it leaves
+// shares as they are.
+func (x *containerIndex) group(shares []tare.ProcessShare) []tare.ProcessShare {
+	if x == nil {
+		return shares
+	}
+	if x.groups == nil {
+		x.groups = map[*tare.Container]shareGroup{}
+	}
+	clear(x.groups)
+	return byContainer(shares, x.groups)
+}
+
+// shareGroup is a container's share being summed by byContainer.
+type shareGroup struct {
+	at      int     // its index in the result
+	busiest float64 // the share of the process that names it
+}
+
 // byContainer makes the shares of the processes of one container one
 // share: their CPU summed, named by the busiest of them, with their count.
 // Shares outside a container are left as they are, and the result is not
-// sorted. It works in place, in shares' array.
-func byContainer(shares []tare.ProcessShare) []tare.ProcessShare {
-	type group struct {
-		at      int     // its index in out
-		busiest float64 // the share of the process that names it
-	}
-	var groups map[*tare.Container]*group // containerIndex gives one pointer per container
+// sorted. It works in place, in shares' array; groups is scratch, empty.
+// Containers are told apart by pointer: containerIndex gives one per
+// container.
+func byContainer(shares []tare.ProcessShare, groups map[*tare.Container]shareGroup) []tare.ProcessShare {
 	out := shares[:0]
 	for _, p := range shares {
 		if p.Container == nil {
 			out = append(out, p)
 			continue
 		}
-		if groups == nil {
-			groups = map[*tare.Container]*group{}
-		}
-		g := groups[p.Container]
-		if g == nil {
-			groups[p.Container] = &group{at: len(out), busiest: p.CPUPct}
+		g, ok := groups[p.Container]
+		if !ok {
+			groups[p.Container] = shareGroup{at: len(out), busiest: p.CPUPct}
 			p.Processes = 1
 			out = append(out, p)
 			continue
@@ -309,6 +324,7 @@ func byContainer(shares []tare.ProcessShare) []tare.ProcessShare {
 		o := &out[g.at]
 		if p.CPUPct > g.busiest || p.CPUPct == g.busiest && p.PID < o.PID {
 			o.Name, o.PID, g.busiest = p.Name, p.PID, p.CPUPct
+			groups[p.Container] = g
 		}
 		o.CPUPct += p.CPUPct
 		o.Processes++

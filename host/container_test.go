@@ -233,7 +233,7 @@ func TestByContainer(t *testing.T) {
 		{Name: "redis-bgsave", PID: 13, CPUPct: 25, Container: redis},
 		{Name: "sh", PID: 14, CPUPct: 1, Container: redis},
 	}
-	got := tare.Busiest(byContainer(in))
+	got := tare.Busiest(byContainer(in, map[*tare.Container]shareGroup{}))
 	want := []tare.ProcessShare{
 		{Name: "redis-bgsave", PID: 13, CPUPct: 46, Container: redis, Processes: 3},
 		{Name: "cc1", PID: 11, CPUPct: 30},

@@ -120,7 +120,7 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 		}
 	}
 	m.containers.forget(cur)
-	top = byContainer(top)
+	top = m.containers.group(top)
 	tasks := float64(all.User + all.Nice + all.System)
 	seen := float64(sut + own + others + kthreads)
 	scale := 1.0
