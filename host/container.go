@@ -257,6 +257,22 @@ func (x *containerIndex) of(pid int, start uint64) *tare.Container {
 	return c
 }
 
+// nameNodes sets the container of each node of the graph from its first
+// process that procs has.
+func (x *containerIndex) nameNodes(nodes []tare.SUTNode, procs map[int]procStat) {
+	if x == nil {
+		return
+	}
+	for i := range nodes {
+		for _, pid := range nodes[i].PIDs {
+			if p, ok := procs[pid]; ok {
+				nodes[i].Container = x.of(pid, p.Start)
+				break
+			}
+		}
+	}
+}
+
 // described returns the one described copy of c.
 func (x *containerIndex) described(c tare.Container) *tare.Container {
 	key := c.Runtime + "/" + c.ID
@@ -302,7 +318,8 @@ type shareGroup struct {
 }
 
 // byContainer makes the shares of the processes of one container one
-// share: their CPU summed, named by the busiest of them, with their count.
+// share: their CPU summed, named by the busiest of them, with their count
+// and the short-lived children charged to any of them.
 // Shares outside a container are left as they are, and the result is not
 // sorted. It works in place, in shares' array; groups is scratch, empty.
 // Containers are told apart by pointer: containerIndex gives one per
@@ -328,6 +345,11 @@ func byContainer(shares []tare.ProcessShare, groups map[*tare.Container]shareGro
 		}
 		o.CPUPct += p.CPUPct
 		o.Processes++
+		for _, c := range p.Children {
+			if !slices.Contains(o.Children, c) {
+				o.Children = append(o.Children, c)
+			}
+		}
 	}
 	return out
 }

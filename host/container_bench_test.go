@@ -51,22 +51,22 @@ func BenchmarkLedgerContainers(b *testing.B) {
 		m.containers = nil
 		b.ReportAllocs()
 		for b.Loop() {
-			ledger(all, prev, cur, 1000, m)
+			ledger(all, prev, cur, 1000, m, 0)
 		}
 	})
 	b.Run("warm", func(b *testing.B) {
 		m.containers = newContainerIndex(procRoot, rt)
-		ledger(all, prev, cur, 1000, m)
+		ledger(all, prev, cur, 1000, m, 0)
 		b.ReportAllocs()
 		for b.Loop() {
-			ledger(all, prev, cur, 1000, m)
+			ledger(all, prev, cur, 1000, m, 0)
 		}
 	})
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m.containers = newContainerIndex(procRoot, rt)
-			ledger(all, prev, cur, 1000, m)
+			ledger(all, prev, cur, 1000, m, 0)
 		}
 	})
 }

@@ -16,7 +16,8 @@ import (
 // groups each container's processes into one share named from the
 // runtime's files (the fixture tree testdata/runtimes, whose ids the
 // cgroups carry), and that FindContainer finds a container's processes
-// and cgroup by its name. The cgroups are made under a cgroup of the
+// and cgroup by its name, and that the graph's node of a system under
+// test in a container is named by it. The cgroups are made under a cgroup of the
 // test's own (tare-test-<pid>-…), not beside the host's real
 // system.slice, and removed at the end. The hogs run at nice -10 (as
 // root), pinned two to a CPU, so that the builds of a shared machine do
@@ -56,7 +57,13 @@ func TestContainersLive(t *testing.T) {
 		}
 	}
 	rt := Runtimes{Root: "testdata/runtimes"}
-	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, Tare: []int{os.Getpid()}, Runtimes: rt})
+	// One more, the system under test: its node of the graph is named by
+	// its container, and it is no neighbour.
+	sutDir := interfere.NamedCgroup(t, DefaultCgroupRoot, prefix+"/system.slice/docker-"+idDockerK8s+".scope", 0, 0)
+	sut := interfere.Busy(t, interfere.Pinned(1)...)
+	interfere.Join(t, sutDir, sut.Process.Pid)
+	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, Tare: []int{os.Getpid()}, Runtimes: rt,
+		SUT: []int{sut.Process.Pid}, Parts: []Part{{PIDs: []int{sut.Process.Pid}, How: "--pid"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,14 @@ func TestContainersLive(t *testing.T) {
 		if *got.Container != c.want || got.Processes != len(c.cpus) || got.Name != "sh" {
 			t.Errorf("share %+v of %+v, want %+v with %d processes, named by sh", got, *got.Container, c.want, len(c.cpus))
 		}
+	}
+
+	graph := s.Graph()
+	if len(graph) != 1 || graph[0].Container == nil || graph[0].Container.ID != idDockerK8s || graph[0].Container.Name != "web" {
+		t.Errorf("graph %+v: want its one node in docker's container web (%s)", graph, idDockerK8s[:12])
+	}
+	if slices.ContainsFunc(by.TopOthers, func(p tare.ProcessShare) bool { return p.PID == sut.Process.Pid }) {
+		t.Errorf("the system under test is among the others: %+v", by.TopOthers)
 	}
 
 	found, err := FindContainer(DefaultProcRoot, DefaultCgroupRoot, rt, "redis-cache")

@@ -2,6 +2,7 @@ package host
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -227,25 +228,20 @@ func TestByContainer(t *testing.T) {
 	redis := &tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache"}
 	web := &tare.Container{ID: idPodman, Runtime: RuntimePodman, Name: "web"}
 	in := []tare.ProcessShare{
-		{Name: "redis-server", PID: 10, CPUPct: 20, Container: redis},
+		{Name: "redis-server", PID: 10, CPUPct: 20, Container: redis, Children: []string{"sh"}},
 		{Name: "cc1", PID: 11, CPUPct: 30},
 		{Name: "nginx", PID: 12, CPUPct: 2, Container: web},
 		{Name: "redis-bgsave", PID: 13, CPUPct: 25, Container: redis},
-		{Name: "sh", PID: 14, CPUPct: 1, Container: redis},
+		{Name: "sh", PID: 14, CPUPct: 1, Container: redis, Children: []string{"sh", "date"}},
 	}
 	got := tare.Busiest(byContainer(in, map[*tare.Container]shareGroup{}))
 	want := []tare.ProcessShare{
-		{Name: "redis-bgsave", PID: 13, CPUPct: 46, Container: redis, Processes: 3},
+		{Name: "redis-bgsave", PID: 13, CPUPct: 46, Container: redis, Processes: 3, Children: []string{"sh", "date"}},
 		{Name: "cc1", PID: 11, CPUPct: 30},
 		{Name: "nginx", PID: 12, CPUPct: 2, Container: web, Processes: 1},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("grouped %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("share %d = %+v, want %+v", i, got[i], want[i])
-		}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("grouped\n%+v,\nwant\n%+v", got, want)
 	}
 }
 

@@ -275,6 +275,9 @@ func runSection(id string, r *Run, d runData) (runView, error) {
 		}
 		v.Meta = append(v.Meta, kv{"pod", pod})
 	}
+	if c := s.Env.Container; c != nil {
+		v.Meta = append(v.Meta, kv{"tare ran in", c.String()})
+	}
 	v.Verdict = verdict(s.Verdict)
 	var err error
 	if v.Charts, err = charts(d.Charts); err != nil {

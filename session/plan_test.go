@@ -152,7 +152,6 @@ func TestPlanContainer(t *testing.T) {
 		h    HostSpec
 		want string
 	}{
-		{HostSpec{Tick: time.Second, Container: "redis-cache", PIDs: []int{os.Getpid()}}, "--container names the system under test and its cgroup: give it alone"},
 		{HostSpec{Tick: time.Second, RuntimeDirs: []string{"/data/docker"}}, `--runtime-dir "/data/docker": want RUNTIME=DIR`},
 		{HostSpec{Tick: time.Second, RuntimeDirs: []string{"rkt=/var/lib/rkt"}}, `unknown container runtime "rkt": want docker, containerd, podman or cri-o`},
 	} {

@@ -540,15 +540,17 @@ type HostSpec struct {
 	Cgroup      string
 	Container   string   // a container's name or id
 	RuntimeDirs []string // RUNTIME=DIR: where a container runtime keeps its state
+	Exclude     []string // pids or command names taken out of the system under test
 }
 
 func (h *HostSpec) Fields() []Field {
 	return []Field{
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
-		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
-		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
-		{Flag: "container", Key: "container", Value: &h.Container, Usage: "the system under test is a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn), by name, id or pod/name: all its processes, and its cgroup's throttling"},
+		{Flag: "pid", Value: &h.PIDs, Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
+		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
+		{Flag: "container", Key: "container", Value: &h.Container, Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
 		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
+		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
 	}
 }
 
@@ -563,13 +565,15 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
 		}
 	}
+	for _, x := range h.Exclude {
+		if x == "" || !isDigits(x) && len(x) > 15 {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--exclude-process %q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
+		}
+	}
 	if h.Cgroup != "" {
 		if _, err := host.NewSampler(host.Config{Cgroup: h.Cgroup}); err != nil {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
-	}
-	if h.Container != "" && (len(h.PIDs) > 0 || h.Cgroup != "") {
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--container names the system under test and its cgroup: give it alone, or --pid and --cgroup instead")
 	}
 	var rt host.Runtimes
 	for _, d := range h.RuntimeDirs {
@@ -581,40 +585,69 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
 		}
 	}
-	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup, Runtimes: rt}, nil
+	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt}
+	if len(h.PIDs) > 0 {
+		cfg.Parts = []host.Part{{PIDs: h.PIDs, How: "--pid"}}
+		cfg.SUT = slices.Clone(h.PIDs)
+	}
+	return cfg, nil
 }
 
-// FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
-// the processes of the container (and cfg.Cgroup with its cgroup), of the
-// cgroup, or those listening on a loopback target's port. It returns how they were found, for the summary; "" when the
-// system under test is not known.
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// FindSUT adds to cfg's system under test what tare finds itself: the
+// processes of the container (whose cgroup's throttling is measured
+// unless Cgroup names another), of the cgroup, and those listening on a
+// loopback target's port, each a part of its own beside --pid's. It returns how they were
+// found, for the summary; "" when the system under test is not known.
 func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
-	switch {
-	case len(h.PIDs) > 0:
-		return "--pid", nil
-	case h.Container != "":
+	if h.Container != "" {
 		c, err := host.FindContainer(cfg.ProcRoot, cfg.CgroupRoot, cfg.Runtimes, h.Container)
 		if err != nil {
 			return "", Flagged(err, "container")
 		}
-		cfg.SUT, cfg.Cgroup = c.PIDs, c.Cgroup
-		return "--container: " + c.Container.String(), nil
-	case h.Cgroup != "":
+		addPart(cfg, c.PIDs, "--container: "+c.Container.String())
+		if cfg.Cgroup == "" {
+			cfg.Cgroup = c.Cgroup
+		}
+	}
+	if h.Cgroup != "" {
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
 		if err != nil {
 			return "", Flagged(tare.Errorf(tare.ENOTFOUND, "%w", err), "cgroup")
 		}
-		cfg.SUT = pids
-		return "--cgroup " + h.Cgroup, nil
-	case target == "":
-		return "", nil
+		addPart(cfg, pids, "--cgroup "+h.Cgroup)
 	}
-	pids, how, err := host.FindService(cfg.ProcRoot, target)
-	if err != nil || len(pids) == 0 {
-		return "", err
+	if target != "" {
+		pids, how, err := host.FindService(cfg.ProcRoot, target)
+		if err != nil {
+			return "", err
+		}
+		addPart(cfg, pids, how)
 	}
-	cfg.SUT = pids
-	return how, nil
+	var hows []string
+	for _, p := range cfg.Parts {
+		hows = append(hows, p.How)
+	}
+	return strings.Join(hows, " and "), nil
+}
+
+// addPart adds pids, found as how, to the system under test as a part of
+// its own, leaving out those it has already.
+func addPart(cfg *host.Config, pids []int, how string) {
+	pids = slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return slices.Contains(cfg.SUT, pid) })
+	if len(pids) == 0 {
+		return
+	}
+	cfg.Parts = append(cfg.Parts, host.Part{PIDs: pids, How: how})
+	cfg.SUT = append(cfg.SUT, pids...)
 }
 
 // JudgeSpec sets the verdict's thresholds, the SLO and the exit status.

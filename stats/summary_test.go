@@ -427,7 +427,7 @@ func TestSummaryHostContainers(t *testing.T) {
 		t.Fatalf("cpu_by = %+v, want two top others", by)
 	}
 	got, want := by.TopOthers[0], tare.ProcessShare{Name: "redis-server", PID: 10, CPUPct: 33.33, Container: redis, Processes: 2}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("top other %+v, want %+v: the container's 30, 40, 30 over 3 ticks, named by redis-server (60 against 40)", got, want)
 	}
 	if cc := by.TopOthers[1]; cc.Name != "cc1" || cc.Container != nil || cc.CPUPct != 23.33 {
