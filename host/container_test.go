@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -499,5 +500,44 @@ func TestOwnPIDNamespaceWarning(t *testing.T) {
 				t.Errorf("warning %q lacks %q", msg, w)
 			}
 		}
+	}
+}
+
+// TestDocsContainerPaths: every cgroup path docs/containers.md shows for a
+// runtime reads as a container of that runtime (its placeholders filled
+// in: <id>, <uid>, <name>, and … for the slices between).
+func TestDocsContainerPaths(t *testing.T) {
+	b, err := os.ReadFile("../docs/containers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimes := map[string]string{"docker": RuntimeDocker, "podman": RuntimePodman, "containerd (Kubernetes, nerdctl)": RuntimeContainerd,
+		"CRI-O": RuntimeCRIO, "kubelet with cgroupfs": RuntimeKubernetes, "systemd-nspawn": RuntimeNspawn}
+	fill := strings.NewReplacer("<id>", idContainerd, "<uid>", "2c9e8f7a-6b5d-4c3e-8f1a-0b9c8d7e6f5a", "<name>", "build", "…", "kubepods-besteffort.slice")
+	rows := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 {
+			continue
+		}
+		rt, ok := runtimes[strings.TrimSpace(cells[1])]
+		if !ok || !strings.Contains(cells[2], "`/") {
+			continue
+		}
+		rows++
+		parts := strings.Split(cells[2], "`")
+		for i := 1; i < len(parts); i += 2 {
+			p := fill.Replace(parts[i])
+			if strings.Contains(p, "uid>") || strings.Contains(p, "pod<uid") {
+				t.Fatalf("placeholder left in %q", p)
+			}
+			c, _, ok := parseContainerCgroup(p)
+			if !ok || c.Runtime != rt {
+				t.Errorf("docs: %q (%s) reads as %+v, %v", p, strings.TrimSpace(cells[1]), c, ok)
+			}
+		}
+	}
+	if rows != len(runtimes) {
+		t.Errorf("found %d rows of the runtimes' cgroups in docs/containers.md, want %d", rows, len(runtimes))
 	}
 }
