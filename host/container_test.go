@@ -541,3 +541,39 @@ func TestDocsContainerPaths(t *testing.T) {
 		t.Errorf("found %d rows of the runtimes' cgroups in docs/containers.md, want %d", rows, len(runtimes))
 	}
 }
+
+// TestContainerIndexInherits: a child of a process known to be in a
+// container is in it without its cgroup file being read; a child of a
+// reused pid, or of a process in none, is read.
+func TestContainerIndexInherits(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"proc/10/cgroup": "0::/system.slice/docker-" + idDocker + ".scope\n",
+		"proc/20/cgroup": "0::/system.slice/sshd.service\n",
+		"proc/23/cgroup": "0::/machine.slice/libpod-" + idPodman + ".scope\n",
+		// 11, 12 and 21 have no cgroup file: read, they would be in none
+	})
+	procs := map[int]procStat{
+		10: {PID: 10, PPID: 1, Start: 100}, 11: {PID: 11, PPID: 10, Start: 200},
+		20: {PID: 20, PPID: 1, Start: 100}, 21: {PID: 21, PPID: 20, Start: 200}, 23: {PID: 23, PPID: 20, Start: 300},
+	}
+	x := newContainerIndex(filepath.Join(root, "proc"), Runtimes{Root: "testdata/runtimes"})
+	for _, pid := range []int{10, 20} {
+		x.of(pid, procs[pid], procs)
+	}
+	if c := x.of(11, procs[11], procs); c == nil || c.ID != idDocker || c.Name != "redis-cache" {
+		t.Errorf("child of redis-cache's process: %+v, want redis-cache", c)
+	}
+	if c := x.of(21, procs[21], procs); c != nil {
+		t.Errorf("child of sshd, no cgroup file: %+v, want none", c)
+	}
+	if c := x.of(23, procs[23], procs); c == nil || c.ID != idPodman {
+		t.Errorf("a container's first process, child of a host process: %+v, want podman's, read from its file", c)
+	}
+	// pid 10 is reused by another process: its child is read, not inherited
+	procs[10] = procStat{PID: 10, PPID: 1, Start: 150}
+	procs[12] = procStat{PID: 12, PPID: 10, Start: 250}
+	if c := x.of(12, procs[12], procs); c != nil {
+		t.Errorf("child of a reused pid: %+v, want none (its own file is missing)", c)
+	}
+}

@@ -203,7 +203,7 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 		case u.owner == ownerSUT && u.node >= 0 && u.node < nodes:
 			by.SUTNodes[u.node].CPUPct += share(u.own, u.reaped)
 		case u.owner == ownerOther:
-			ps := tare.ProcessShare{Name: cur[u.pid].Comm, PID: u.pid, CPUPct: share(u.own, u.reaped), Container: m.containers.of(u.pid, cur[u.pid].Start)}
+			ps := tare.ProcessShare{Name: cur[u.pid].Comm, PID: u.pid, CPUPct: share(u.own, u.reaped), Container: m.containers.of(u.pid, cur[u.pid], cur)}
 			if u.reaped > 0 && rscale > 0 {
 				ps.Children = names[u.pid]
 				for _, kid := range m.kids[u.pid] {
