@@ -47,9 +47,12 @@ type graph struct {
 	held    map[uint64]int // the system under test's sockets at the last look → the pid holding one
 	now     map[uint64]int // scratch: its sockets now
 	socks   []tcpSocket    // scratch
+	fds     fdReader
 	hostNS  string         // tare's network namespace, "net:[4026531840]"; "" when it cannot be read
 	netns   map[int]nsSeen // pid → its network namespace, read once per process
 	unixAll func() ([]unixSocket, error)
+	looks   int            // looks that read the socket tables
+	unfound map[string]int // listeners whose holders were not found → the look that tried
 }
 
 type graphNode struct {
@@ -72,7 +75,7 @@ const maxHops = 8
 
 func newGraph(procRoot string, parts []Part) *graph {
 	g := &graph{procRoot: procRoot, keys: map[string]int{}, held: map[uint64]int{}, now: map[uint64]int{},
-		netns: map[int]nsSeen{}, unixAll: unixSockets}
+		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}}
 	g.hostNS, _ = os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
 	for _, p := range parts {
 		if len(p.PIDs) > 0 {
@@ -143,21 +146,13 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 	clear(g.now)
 	fresh := false
 	for pid := range m.sut {
-		fdDir := filepath.Join(g.procRoot, strconv.Itoa(pid), "fd")
-		fds, err := readDirNames(fdDir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			if link, err := os.Readlink(filepath.Join(fdDir, fd)); err == nil {
-				if ino, ok := socketInode(link); ok {
-					g.now[ino] = pid
-					if _, ok := g.held[ino]; !ok {
-						fresh = true
-					}
-				}
+		g.fds.sockets(g.procRoot, pid, func(ino uint64) bool {
+			g.now[ino] = pid
+			if _, ok := g.held[ino]; !ok {
+				fresh = true
 			}
-		}
+			return true
+		})
 	}
 	// The socket tables list every socket of the host, and reading them
 	// walks the kernel's whole connection hash: about as much CPU as the
@@ -173,6 +168,7 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 		}
 	}
 	g.held, g.now = g.now, g.held
+	g.looks++
 
 	added := false
 	for _, c := range g.tcpCallees(newSocks, procs, m) {
@@ -208,9 +204,11 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 		}
 	}
 	if len(c.owners) == 0 {
-		delete(g.held, c.socket) // the listener's holder may show yet: look again
+		g.unfound[c.key] = g.looks // the listener's holder may show yet: look again later
+		delete(g.held, c.socket)
 		return false
 	}
+	delete(g.unfound, c.key)
 	if len(roots) == 0 {
 		return false
 	}
@@ -231,47 +229,44 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 // connection to an app server that closes after each response (gunicorn's
 // sync workers) lives a few milliseconds established and longer closing.
 func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *members) []callee {
-	here := g.readTCP(g.procRoot)
+	here := indexTCP(g.readTCP(g.procRoot))
 	var out []callee
-	var elsewhere map[string][]tcpSocket // other namespaces' tables, read at most once a look
-	for _, s := range here {
+	var elsewhere map[string]*tcpTable // other namespaces' tables, read at most once a look
+	done := map[string]bool{}          // keys resolved in this look
+	for _, s := range here.socks {
 		pid, ours := socks[s.Inode]
 		if !ours || s.Inode == 0 {
 			continue
 		}
 		delete(socks, s.Inode)
-		if s.State == tcpListen || listensOn(here, s.Local) {
+		if s.State == tcpListen || here.listensOn(s.Local) {
 			continue // not a connection, or one it accepted: a client's
 		}
 		dst := s.Remote
 		c := callee{caller: pid, socket: s.Inode, via: "tcp " + dst.String()}
-		table, ns, nsPID := here, g.hostNS, 0
-		if !dst.Addr().Unmap().IsLoopback() && !hasPeer(here, s) {
+		table, ns := here, g.hostNS
+		if !dst.Addr().Unmap().IsLoopback() && !here.hasPeer(s) {
 			if elsewhere == nil {
 				elsewhere = g.otherNamespaces(procs)
 			}
 			found := false
 			for key, t := range elsewhere {
-				if hasPeer(t, s) {
+				if t.hasPeer(s) {
 					ns, table, found = key, t, true
-					nsPID = g.nsPIDs(procs)[key]
+					c.via = fmt.Sprintf("tcp %s in netns of pid %d", dst, g.nsPIDs(procs)[key])
 					break
 				}
 			}
 			if !found {
 				continue // a remote host, or a namespace tare cannot see
 			}
-			c.via = fmt.Sprintf("tcp %s in netns of pid %d", dst, nsPID)
-		}
-		inodes := map[uint64]bool{}
-		for _, l := range table {
-			if l.State == tcpListen && l.Inode != 0 && l.Local.Port() == dst.Port() &&
-				(l.Local.Addr().IsUnspecified() || l.Local.Addr().Unmap() == dst.Addr().Unmap()) {
-				inodes[l.Inode] = true
-			}
 		}
 		c.key = fmt.Sprintf("tcp %s:%d", ns, dst.Port())
-		if _, known := g.keys[c.key]; !known && len(inodes) > 0 {
+		if _, known := g.keys[c.key]; known || done[c.key] || !g.due(c.key) {
+			continue
+		}
+		done[c.key] = true
+		if inodes := table.listeners(dst); len(inodes) > 0 {
 			c.owners = socketOwners(g.procRoot, inodes)
 		}
 		out = append(out, c)
@@ -279,57 +274,81 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 	return out
 }
 
-// readTCP reads the TCP sockets of the network namespace whose proc files
-// are under root (procRoot, or procRoot/<pid> for another namespace).
-func (g *graph) readTCP(root string) []tcpSocket {
-	g.socks = g.socks[:0]
-	for _, name := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(filepath.Join(root, "net", name))
-		if err != nil {
-			continue
-		}
-		if socks, err := parseNetTCP(b, g.socks); err == nil {
-			g.socks = socks
-		}
-	}
-	return slices.Clone(g.socks)
+// tcpTable is a namespace's TCP sockets, indexed for the questions a
+// look asks of each of the system under test's connections.
+type tcpTable struct {
+	socks  []tcpSocket
+	listen map[uint16][]tcpSocket     // listening sockets by port
+	conns  map[[2]netip.AddrPort]bool // local, remote of every connection; made by the first hasPeer
 }
 
-// listensOn reports whether a socket of table listens on addr's port, on
-// its address or on every address: then a connection at addr is one that
-// was accepted there.
-func listensOn(table []tcpSocket, addr netip.AddrPort) bool {
-	for _, l := range table {
-		if l.State == tcpListen && l.Local.Port() == addr.Port() &&
-			(l.Local.Addr().IsUnspecified() || l.Local.Addr().Unmap() == addr.Addr().Unmap()) {
-			return true
+func indexTCP(socks []tcpSocket) *tcpTable {
+	t := &tcpTable{socks: socks, listen: map[uint16][]tcpSocket{}}
+	for _, s := range socks {
+		if s.State == tcpListen {
+			t.listen[s.Local.Port()] = append(t.listen[s.Local.Port()], s)
 		}
 	}
-	return false
+	return t
 }
 
-// hasPeer reports whether table holds the other end of connection s: the
-// socket bound where s points, pointing back at s.
-func hasPeer(table []tcpSocket, s tcpSocket) bool {
-	for _, p := range table {
-		if p.Local.Port() == s.Remote.Port() && p.Remote.Port() == s.Local.Port() &&
-			p.Local.Addr().Unmap() == s.Remote.Addr().Unmap() && p.Remote.Addr().Unmap() == s.Local.Addr().Unmap() {
-			return true
+func unmap(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// listeners are the inodes of the sockets listening where addr points:
+// on its port, at its address or at every address.
+func (t *tcpTable) listeners(addr netip.AddrPort) map[uint64]bool {
+	inodes := map[uint64]bool{}
+	for _, l := range t.listen[addr.Port()] {
+		if l.Inode != 0 && (l.Local.Addr().IsUnspecified() || l.Local.Addr().Unmap() == addr.Addr().Unmap()) {
+			inodes[l.Inode] = true
 		}
 	}
-	return false
+	return inodes
 }
+
+// listensOn reports whether a socket of the table listens where addr is:
+// then a connection at addr is one that was accepted there.
+func (t *tcpTable) listensOn(addr netip.AddrPort) bool { return len(t.listeners(addr)) > 0 }
+
+// hasPeer reports whether the table holds the other end of connection s:
+// the socket bound where s points, pointing back at s.
+func (t *tcpTable) hasPeer(s tcpSocket) bool {
+	if t.conns == nil {
+		t.conns = make(map[[2]netip.AddrPort]bool, len(t.socks))
+		for _, c := range t.socks {
+			if c.State != tcpListen {
+				t.conns[[2]netip.AddrPort{unmap(c.Local), unmap(c.Remote)}] = true
+			}
+		}
+	}
+	return t.conns[[2]netip.AddrPort{unmap(s.Remote), unmap(s.Local)}]
+}
+
+// due reports whether a listener whose holders were not found may be
+// looked for again: every retryEvery looks, since finding them reads
+// every descriptor on the host.
+func (g *graph) due(key string) bool {
+	at, failed := g.unfound[key]
+	return !failed || g.looks-at >= retryEvery
+}
+
+// retryEvery is how many looks apart the holders of a listening socket
+// that no visible process held are looked for again: one may yet show (a
+// server starting), or never (a process tare may not read).
+const retryEvery = 8
 
 // otherNamespaces reads the TCP table of every network namespace of this
 // host other than tare's, each once, through one of its processes.
-func (g *graph) otherNamespaces(procs map[int]procStat) map[string][]tcpSocket {
-	out := map[string][]tcpSocket{}
+func (g *graph) otherNamespaces(procs map[int]procStat) map[string]*tcpTable {
+	out := map[string]*tcpTable{}
 	if g.hostNS == "" {
 		return out
 	}
 	for ns, pid := range g.nsPIDs(procs) {
 		if ns != g.hostNS {
-			out[ns] = g.readTCP(filepath.Join(g.procRoot, strconv.Itoa(pid)))
+			out[ns] = indexTCP(g.readTCP(filepath.Join(g.procRoot, strconv.Itoa(pid))))
 		}
 	}
 	return out
@@ -395,6 +414,7 @@ func (g *graph) unixCallees(socks map[uint64]int, procs map[int]procStat, m *mem
 		}
 	}
 	var out []callee
+	done := map[string]bool{}
 	for ino, pid := range socks {
 		u := byInode[ino]
 		if u == nil || u.Name != "" || (u.Type != unixStream && u.Type != unixSeqPacket) {
@@ -405,14 +425,16 @@ func (g *graph) unixCallees(socks map[uint64]int, procs map[int]procStat, m *mem
 			continue
 		}
 		c := callee{key: "unix " + peer.Name, via: "unix " + peer.Name, caller: pid, socket: ino}
-		if _, known := g.keys[c.key]; !known {
-			inodes := map[uint64]bool{}
-			for _, l := range listening[peer.Name] {
-				inodes[l] = true
-			}
-			if len(inodes) > 0 {
-				c.owners = socketOwners(g.procRoot, inodes)
-			}
+		if _, known := g.keys[c.key]; known || done[c.key] || !g.due(c.key) {
+			continue
+		}
+		done[c.key] = true
+		inodes := map[uint64]bool{}
+		for _, l := range listening[peer.Name] {
+			inodes[l] = true
+		}
+		if len(inodes) > 0 {
+			c.owners = socketOwners(g.procRoot, inodes)
 		}
 		out = append(out, c)
 	}
@@ -441,4 +463,20 @@ func excluder(named []string) func(pid int, comm string) bool {
 		}
 	}
 	return func(pid int, comm string) bool { return pids[pid] || comms[comm] }
+}
+
+// readTCP reads the TCP sockets of the network namespace whose proc files
+// are under root (procRoot, or procRoot/<pid> for another namespace).
+func (g *graph) readTCP(root string) []tcpSocket {
+	g.socks = g.socks[:0]
+	for _, name := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join(root, "net", name))
+		if err != nil {
+			continue
+		}
+		if socks, err := parseNetTCP(b, g.socks); err == nil {
+			g.socks = socks
+		}
+	}
+	return slices.Clone(g.socks)
 }

@@ -301,7 +301,11 @@ func (t *procTable) listOnce() error {
 //
 // in the machine's byte order (getdents(2)). A short or malformed record
 // ends the buffer rather than being read past.
-func appendDirentPIDs(pids []int, b []byte) []int {
+func appendDirentPIDs(pids []int, b []byte) []int { return appendDirentNumbers(pids, b, 1) }
+
+// appendDirentNumbers appends the names of the records of b that are
+// numbers from least to maxPID: pids (from 1) or descriptors (from 0).
+func appendDirentNumbers(pids []int, b []byte, least uint64) []int {
 	const nameOff = 19 // offset of d_name
 	for len(b) >= nameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
@@ -315,7 +319,7 @@ func appendDirentPIDs(pids []int, b []byte) []int {
 				break
 			}
 		}
-		if pid, ok := parseDec(name); ok && pid > 0 && pid <= maxPID {
+		if pid, ok := parseDec(name); ok && pid >= least && pid <= maxPID {
 			pids = append(pids, int(pid))
 		}
 		b = b[reclen:]
