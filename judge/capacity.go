@@ -14,7 +14,7 @@ import (
 // capacities when the protocol swept the rate, else the latency of each
 // window at the load run (p95 the headline, p50 and p99 beside it). The
 // findings say where off-peak was not the best or peak not the worst.
-func capacityRange(c *tare.Comparison, floorMS float64) tare.CapacityRange {
+func capacityRange(c *tare.Comparison, floorMS, thresholdPct float64) tare.CapacityRange {
 	r := tare.CapacityRange{From: "windows"}
 	if !hasWindows(c.Runs) && !slices.ContainsFunc(c.Sweeps, func(s tare.SweepCapacity) bool { return s.Window != "" }) {
 		r.From = "runs"
@@ -29,7 +29,7 @@ func capacityRange(c *tare.Comparison, floorMS float64) tare.CapacityRange {
 		}
 		var of map[string]float64
 		r.MetricRange, of = valueRange("rate_per_s", names, values, true)
-		r.Findings = findings(c, r.MetricRange, of, "the highest sustainable rate", floorMS)
+		r.Findings = findings(c, r.MetricRange, of, "the highest sustainable rate", floorMS, thresholdPct)
 		return r
 	}
 	var p95s map[string]float64
@@ -56,7 +56,7 @@ func capacityRange(c *tare.Comparison, floorMS float64) tare.CapacityRange {
 			r.MetricRange, p95s = mr, of
 		}
 	}
-	r.Findings = findings(c, r.MetricRange, p95s, "p95", floorMS)
+	r.Findings = findings(c, r.MetricRange, p95s, "p95", floorMS, thresholdPct)
 	return r
 }
 
@@ -113,43 +113,49 @@ func valueRange(metric string, names []string, values []float64, higherIsBetter 
 
 // findings say where the measured order is not the one the protocol
 // expects (off-peak the quietest, peak the busiest): itself a finding
-// about the host, when the difference is beyond noise.
-func findings(c *tare.Comparison, r tare.MetricRange, of map[string]float64, what string, floorMS float64) []string {
+// about the host when the difference is beyond noise. A difference the
+// test cannot tell from chance is said only when it is above the
+// threshold: a tie is no finding.
+func findings(c *tare.Comparison, r tare.MetricRange, of map[string]float64, what string, floorMS, thresholdPct float64) []string {
 	if r.Best == nil || r.Worst == nil {
 		return nil
 	}
 	var out []string
 	check := func(expected, role, measured string) {
 		v, ok := of[expected]
-		if !ok || expected == measured || v == of[measured] {
+		m := of[measured]
+		if !ok || expected == measured || v == m {
 			return // not measured, or as good (or bad) as the measured end: a tie
 		}
+		real, why := noise(c, r.Metric, measured, expected, floorMS)
+		if !real && 100*(max(v, m)/min(v, m)-1) <= thresholdPct {
+			return
+		}
 		out = append(out, fmt.Sprintf("%s, the window expected to be the %s, was not: %s was %s in %s against %s in %s, %s",
-			titleCase(expected), role, what, figure(r.Metric, of[measured]), measured, figure(r.Metric, v), expected,
-			noise(c, r.Metric, measured, expected, floorMS)))
+			titleCase(expected), role, what, figure(r.Metric, m), measured, figure(r.Metric, v), expected, why))
 	}
 	check(tare.WindowOffpeak, "quietest", r.BestWindow)
 	check(tare.WindowPeak, "busiest", r.WorstWindow)
 	return out
 }
 
-// noise says whether the difference of two windows' p95 is beyond noise:
-// a finding about the host's hours, or a difference the test cannot tell
-// from chance.
-func noise(c *tare.Comparison, metric, a, b string, floorMS float64) string {
+// noise says whether the difference of two windows' p95 is beyond noise,
+// and in words: a finding about the host's hours, or a difference the
+// test cannot tell from chance.
+func noise(c *tare.Comparison, metric, a, b string, floorMS float64) (bool, string) {
 	if metric == "rate_per_s" {
-		return "the host's busy hours are not the ones the plan assumed"
+		return true, "the host's busy hours are not the ones the plan assumed"
 	}
 	m, _ := pairTest(c, a, b, "p95")
 	switch {
 	case m == nil:
-		return "untested (no raw records), so it may be chance"
+		return false, "untested (no raw records), so it may be chance"
 	case m.AMS != nil && m.BMS != nil && math.Abs(*m.AMS-*m.BMS) <= floorMS:
-		return fmt.Sprintf("a difference within the latency floor (%s): noise, so nothing to conclude about the host's hours", msText(floorMS))
+		return false, fmt.Sprintf("a difference within the latency floor (%s): noise, so nothing to conclude about the host's hours", msText(floorMS))
 	case !m.Significant:
-		return "a difference the test cannot tell from chance: nothing to conclude about the host's hours yet"
+		return false, "a difference the test cannot tell from chance: nothing to conclude about the host's hours yet"
 	}
-	return "beyond noise: a finding about the host, whose busy hours are not the ones the plan assumed"
+	return true, "beyond noise: a finding about the host, whose busy hours are not the ones the plan assumed"
 }
 
 // pairTest is the test of figure between windows a and b, oriented a over

@@ -158,11 +158,13 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		da, db := math.Abs(l.others[a]-base.others[a]), math.Abs(l.others[b]-base.others[b])
 		return cmp.Or(cmp.Compare(db, da), strings.Compare(a, b))
 	})
+	named := 0.0 // the difference the named neighbours account for
 	for _, name := range names {
 		v, w := l.others[name], base.others[name]
 		if math.Abs(v-w) < changeCPU || max(v, w) < 2*min(v, w) {
 			continue
 		}
+		named += v - w
 		busy, quiet := l, base
 		if w > v {
 			busy, quiet = base, l
@@ -177,8 +179,12 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		out = append(out, tare.Change{Kind: kind, Value: roundTo(*v, 1), Against: roundTo(*w, 1), Unit: unit,
 			Detail: fmt.Sprintf(what, *v, *w)})
 	}
-	share(tare.ChangeNeighbours, l.neighbours, base.neighbours, changeNeighboursCPU, "% of a CPU",
-		"other processes and busy time no process accounts for used %.0f%% of a CPU against %.0f%% in "+base.name)
+	// All the neighbours together, when the named ones do not account
+	// for the difference.
+	if v, w := l.neighbours, base.neighbours; v != nil && w != nil && math.Abs(*v-*w-named) >= changeNeighboursCPU {
+		share(tare.ChangeNeighbours, v, w, changeNeighboursCPU, "% of a CPU",
+			"other processes and busy time no process accounts for used %.0f%% of a CPU against %.0f%% in "+base.name)
+	}
 	share(tare.ChangeNeighbourWait, l.wait, base.wait, changeShare, "%",
 		"the service and tare waited for a CPU behind neighbours %.1f%% of the time against %.1f%% in "+base.name)
 	share(tare.ChangeSteal, l.steal, base.steal, changeShare, "%",

@@ -49,7 +49,7 @@ func Protocol(c *tare.Comparison, runs []tare.Summary, rules ProtocolRules) {
 	}
 	th := rules.DivergencePct
 	floor := latencyFloor(runs, rules.LatencyFloor)
-	c.Capacity = capacityRange(c, floor)
+	c.Capacity = capacityRange(c, floor, th)
 	c.Changes = windowChanges(c, c.Capacity.BestWindow, floor, th)
 	v := tare.CompareVerdict{Level: tare.Reproducible, ThresholdPct: th, Diverged: []string{}, LatencyFloorMS: floor}
 	v.Metrics = metricVerdicts(c, th, floor)

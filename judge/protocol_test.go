@@ -176,9 +176,12 @@ func TestCapacityRange(t *testing.T) {
 			{Window: "peak", CapacityPerS: f(12)}, {Window: "offpeak", CapacityPerS: f(24)}, {Window: "mid", CapacityPerS: f(20)},
 		}}, "rate_per_s", "windows", f(24), f(12), f(20), f(12), f(100), "offpeak,peak,mid", ""},
 		{"peak faster than off-peak", tare.Comparison{Runs: []tare.ComparedRun{
+			{Window: "peak", Latency: tare.LatencyMS{P95: f(90)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(130)}},
+		}}, "p95_ms", "windows", f(90), f(130), nil, f(40), f(44.4), "peak,offpeak,",
+			"Off-peak, the window expected to be the quietest, was not: p95 was 90.0ms in peak against 130ms in offpeak, untested"},
+		{"peak a little faster than off-peak: a tie, no finding", tare.Comparison{Runs: []tare.ComparedRun{
 			{Window: "peak", Latency: tare.LatencyMS{P95: f(90)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(100)}},
-		}}, "p95_ms", "windows", f(90), f(100), nil, f(10), f(11.1), "peak,offpeak,",
-			"Off-peak, the window expected to be the quietest, was not: p95 was 90.0ms in peak against 100ms in offpeak, untested"},
+		}}, "p95_ms", "windows", f(90), f(100), nil, f(10), f(11.1), "peak,offpeak,", ""},
 		{"mid slower than peak", tare.Comparison{Runs: []tare.ComparedRun{
 			{Window: "peak", Latency: tare.LatencyMS{P95: f(150)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(100)}}, {Window: "mid", Latency: tare.LatencyMS{P95: f(400)}},
 		}}, "p95_ms", "windows", f(100), f(400), f(150), f(300), f(300), "offpeak,mid,peak",
