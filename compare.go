@@ -271,6 +271,7 @@ type Change struct {
 	Value   *float64 `json:"value"`          // in the window
 	Against *float64 `json:"against"`        // in the other
 	Unit    string   `json:"unit"`           // "% of a CPU", "%", "ms"
+	In      string   `json:"in"`             // the window where it was higher
 	Detail  string   `json:"detail"`
 }
 

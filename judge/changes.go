@@ -141,10 +141,19 @@ func (m *meanOf) mean() *float64 {
 	return tare.Float(m.sum / float64(m.n))
 }
 
-// changes names what differs in l against base, the neighbours by name
-// first, busiest difference first.
+// changes names what differs in l against base: first what was worse in
+// l (the interference that can explain l being slower), then what was
+// worse in base; in each, the busiest named neighbour first, then the
+// wait behind neighbours, steal, throttling, tare's lateness, all the
+// neighbours, the other named ones, and the service's own CPU per request.
 func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 	var out []tare.Change
+	higher := func(v, w float64) string {
+		if v >= w {
+			return l.name
+		}
+		return base.name
+	}
 	var names []string
 	for name := range l.others {
 		names = append(names, name)
@@ -169,14 +178,14 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		if w > v {
 			busy, quiet = base, l
 		}
-		out = append(out, tare.Change{Kind: tare.ChangeNeighbour, Name: name, Value: roundTo(v, 1), Against: roundTo(w, 1), Unit: "% of a CPU",
+		out = append(out, tare.Change{Kind: tare.ChangeNeighbour, Name: name, Value: roundTo(v, 1), Against: roundTo(w, 1), Unit: "% of a CPU", In: busy.name,
 			Detail: fmt.Sprintf("in %s, `%s` used %.0f%% of a CPU (%s)", busy.name, name, max(v, w), quiet.usage(name))})
 	}
 	share := func(kind string, v, w *float64, least float64, unit, what string) {
 		if v == nil || w == nil || math.Abs(*v-*w) < least || max(*v, *w) < 2*min(*v, *w) {
 			return
 		}
-		out = append(out, tare.Change{Kind: kind, Value: roundTo(*v, 1), Against: roundTo(*w, 1), Unit: unit,
+		out = append(out, tare.Change{Kind: kind, Value: roundTo(*v, 1), Against: roundTo(*w, 1), Unit: unit, In: higher(*v, *w),
 			Detail: fmt.Sprintf(what, *v, *w)})
 	}
 	// All the neighbours together, when the named ones do not account
@@ -197,7 +206,7 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		if *w > *v {
 			what = "something held the generator back in " + base.name
 		}
-		out = append(out, tare.Change{Kind: tare.ChangeSendLag, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms",
+		out = append(out, tare.Change{Kind: tare.ChangeSendLag, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms", In: higher(*v, *w),
 			Detail: fmt.Sprintf("tare's own send lag p99 was %s against %s in %s: %s", msText(*v), msText(*w), base.name, what)})
 	}
 	if v, w := l.sutCPU, base.sutCPU; v != nil && w != nil && min(l.sutCPUMS, base.sutCPUMS) >= changeSUTCPUMS &&
@@ -206,9 +215,30 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		if *v < *w {
 			more = "less"
 		}
-		out = append(out, tare.Change{Kind: tare.ChangeSUTCPU, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms",
+		out = append(out, tare.Change{Kind: tare.ChangeSUTCPU, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms", In: higher(*v, *w),
 			Detail: fmt.Sprintf("the system under test spent %s of CPU per request against %s in %s: %s work per request (the code or its data), or slower CPUs (contended caches, a lower clock)",
 				msText(*v), msText(*w), base.name, more)})
+	}
+	rank := map[string]int{tare.ChangeNeighbour: 0, tare.ChangeNeighbourWait: 1, tare.ChangeSteal: 2, tare.ChangeThrottling: 3,
+		tare.ChangeSendLag: 4, tare.ChangeNeighbours: 5, tare.ChangeSUTCPU: 7}
+	type ranked struct {
+		rank int
+		c    tare.Change
+	}
+	all := make([]ranked, len(out))
+	for i, c := range out {
+		r := rank[c.Kind]
+		if c.Kind == tare.ChangeNeighbour && slices.ContainsFunc(out[:i], func(o tare.Change) bool { return o.Kind == c.Kind && o.In == c.In }) {
+			r = 6 // the busiest named neighbour says who; the others come after how much
+		}
+		if c.In != l.name {
+			r += 10
+		}
+		all[i] = ranked{r, c}
+	}
+	slices.SortStableFunc(all, func(a, b ranked) int { return cmp.Compare(a.rank, b.rank) })
+	for i := range all {
+		out[i] = all[i].c
 	}
 	return out
 }
@@ -246,13 +276,14 @@ func explain(c *tare.Comparison, a, b string, floorMS, thresholdPct float64) str
 	if la == nil || lb == nil || !la.measured || !lb.measured {
 		return ""
 	}
-	ch := changes(la, lb, floorMS, thresholdPct)
-	if len(ch) == 0 {
-		return fmt.Sprintf(" What changed: nothing in the whose-CPU ledger differed between %s and %s: no neighbour, steal, throttling or generator lateness explains it.", a, b)
-	}
 	var parts []string
-	for _, x := range ch[:min(len(ch), 3)] {
-		parts = append(parts, x.Detail)
+	for _, x := range changes(la, lb, floorMS, thresholdPct) {
+		if x.In == a && len(parts) < 3 {
+			parts = append(parts, x.Detail)
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf(" What changed: nothing in the whose-CPU ledger was worse in %s than in %s: no neighbour, steal, throttling or generator lateness on this host explains it; look beyond it (a shared database, a remote dependency, the data served).", a, b)
 	}
 	return " What changed: " + strings.Join(parts, "; ") + "."
 }

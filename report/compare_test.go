@@ -57,8 +57,8 @@ func comparison() *tare.Comparison {
 		},
 		Changes: []tare.WindowChange{
 			{Window: "peak", Against: "offpeak", Items: []tare.Change{
-				{Kind: tare.ChangeNeighbour, Name: "backup", Value: f(36), Against: f(3), Unit: "% of a CPU", Detail: "in peak, `backup` used 36% of a CPU (3% in offpeak)"},
-				{Kind: tare.ChangeSteal, Value: f(18), Against: f(1.5), Unit: "%", Detail: "steal took 18.0% of the host's CPU against 1.5% in offpeak"},
+				{Kind: tare.ChangeNeighbour, Name: "backup", Value: f(36), Against: f(3), Unit: "% of a CPU", In: "peak", Detail: "in peak, `backup` used 36% of a CPU (3% in offpeak)"},
+				{Kind: tare.ChangeSteal, Value: f(18), Against: f(1.5), Unit: "%", In: "peak", Detail: "steal took 18.0% of the host's CPU against 1.5% in offpeak"},
 			}},
 			{Window: "mid", Against: "offpeak", Items: []tare.Change{}},
 		},
