@@ -42,8 +42,8 @@ func (s *Sources) Close() {
 	}
 }
 
-// Compare reads the runs the arguments name (a summary file, a protocol
-// id, a run id or its prefix) and compares them.
+// Compare reads the runs the arguments name (a summary file, a file of raw
+// records, a protocol id, a run id or its prefix) and compares them.
 func (s *Sources) Compare(ctx context.Context, args []string, rules judge.ProtocolRules) (*tare.Comparison, error) {
 	var (
 		inputs []stats.CompareInput
@@ -65,11 +65,14 @@ func (s *Sources) Compare(ctx context.Context, args []string, rules judge.Protoc
 // readArg reads one argument: a summary file, a protocol id or a run id.
 func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
-		s, err := ReadSummary(arg)
+		if s, err := ReadSummary(arg); err == nil {
+			return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+		}
+		in, err := recordsInput(arg)
 		if err != nil {
 			return nil, nil, err
 		}
-		return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+		return []stats.CompareInput{in}, nil, nil
 	} else if strings.HasSuffix(arg, ".json") {
 		return nil, nil, tare.Errorf(tare.ENOTFOUND, "no summary file %q", arg)
 	}
@@ -93,6 +96,22 @@ func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInp
 	}
 	in, err := LoadInput(ctx, st, id)
 	return []stats.CompareInput{in}, nil, err
+}
+
+// recordsInput reads a file of raw JSONL records (tare runs export) as one
+// side of a comparison: summarised and judged here, with its timeline and
+// its latencies for the test on requests.
+func recordsInput(path string) (stats.CompareInput, error) {
+	f := Records{Path: path, Command: "compare"}
+	s, ticks, err := f.Summarise(nil, nil)
+	if err != nil {
+		return stats.CompareInput{}, err
+	}
+	lat := stats.NewLatencies(s.Requests.Total)
+	if err := f.Each(lat.Add); err != nil {
+		return stats.CompareInput{}, err
+	}
+	return stats.CompareInput{Summary: s, Ticks: ticks, Latencies: lat.Values(), Source: path}, nil
 }
 
 // ReportRuns returns the runs an argument names, for a report: a summary

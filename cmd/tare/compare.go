@@ -14,8 +14,9 @@ import (
 
 const compareLong = `Put runs side by side: the same load at another hour should give the same
 curve. Each argument is a stored run id (or a unique prefix of one), a
-protocol id (all the complete runs of that protocol), or a tare.summary/v1
-JSON file that tare run --json wrote.
+protocol id (all the complete runs of that protocol), a tare.summary/v1
+JSON file that tare run --json wrote, or a file of the raw JSONL records
+that tare runs export wrote.
 
 For each run: requests, latency avg/p50/p95/p99, achieved rate, tokens/s, CPU
 busy, steal, the run's own verdict, and its side of the whose-CPU ledger:
@@ -38,7 +39,7 @@ scheduler noise. The protocol verdict:
   reproducible    the figures describe the code
 
 Summary files keep no records: their divergences are not tested, and count
-on the threshold and the floor alone.
+on the threshold and the floor alone (compare exported records instead).
 
 The capacity range gives the best, worst and typical figure as measured,
 each with the window it came from, for p50, p95 and p99, and the gap
@@ -73,6 +74,7 @@ func newCompareCmd() *cobra.Command {
 		Example: `  tare compare checkout                      # every window of protocol checkout
   tare compare 0193a1b2-4c01 0193a4f7-9d22   # two stored runs
   tare compare peak.json offpeak.json --slo 'p95<=2s'
+  tare compare main.jsonl branch.jsonl       # records from tare runs export: tested
   tare compare checkout --threshold 20 --json
   tare compare checkout --latency-floor 5ms    # differences under 5ms are noise here`,
 		Args: cobra.MinimumNArgs(1),

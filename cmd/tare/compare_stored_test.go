@@ -282,3 +282,36 @@ func TestCompareWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareRecordsFiles: the raw records tare runs export writes are
+// compared as the stored runs are, tested request by request (a summary
+// file keeps no records, so its divergences are not).
+func TestCompareRecordsFiles(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "tare.db")
+	storeWindows(t, db, "checkout",
+		window{name: "peak", requests: 3000, rate: 50, seed: 1, latency: lognormal(13.5, 0.3)},
+		window{name: "offpeak", requests: 3000, rate: 50, seed: 2, latency: lognormal(10, 0.3)})
+	var files []string
+	for i, name := range []string{"peak", "offpeak"} {
+		file := filepath.Join(dir, name+".jsonl")
+		id := fmt.Sprintf("01a2%04d-0000-7000-8000-0000000000%02d", i, i)
+		if code, _, stderr := tareCmd(t, "runs", "export", id, "--db", db, "--format", "jsonl", "-o", file); code != 0 {
+			t.Fatalf("export: exit %d: %s", code, stderr)
+		}
+		files = append(files, file)
+	}
+	code, js, stderr := tareCmd(t, "compare", files[0], files[1], "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var c tare.Comparison
+	if err := json.Unmarshal([]byte(js), &c); err != nil {
+		t.Fatal(err)
+	}
+	p95 := verdictOf(t, c, "p95")
+	if len(c.Tests) != 1 || c.Tests[0].Requests == nil || c.Tests[0].Requests.RequestsA != 3000 ||
+		c.Verdict.Level != tare.HostVariable || !p95.Tested || p95.A != "peak.jsonl" || *p95.RatioLow <= 1 {
+		t.Errorf("tests %+v, level %s, p95 %+v; want 3,000 requests tested, host-variable on p95 higher in peak.jsonl", c.Tests, c.Verdict.Level, p95)
+	}
+}
