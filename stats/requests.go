@@ -17,7 +17,7 @@ const (
 	// keeps for its tests: a longer run is thinned to every k-th request
 	// in arrival order, which keeps its spread over time (and makes the
 	// intervals a little wider than all the requests would).
-	MaxTestedRequests = 200_000
+	MaxTestedRequests = 100_000
 	// RequestResamples is how many bootstrap resamples each interval of
 	// the test on requests draws: Bonferroni puts its bounds far out in
 	// the tails (99.6 % for three windows), where 2,000 would leave a
