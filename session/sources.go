@@ -65,11 +65,14 @@ func (s *Sources) Compare(ctx context.Context, args []string, rules judge.Protoc
 // readArg reads one argument: a summary file, a protocol id or a run id.
 func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
-		if s, err := ReadSummary(arg); err == nil {
+		s, err := ReadSummary(arg)
+		if err == nil {
 			return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
 		}
-		in, err := recordsInput(arg)
-		if err != nil {
+		// Not a summary: raw records, or else what was wrong with it as a
+		// summary, the likelier intent.
+		in, rerr := recordsInput(arg)
+		if rerr != nil {
 			return nil, nil, err
 		}
 		return []stats.CompareInput{in}, nil, nil

@@ -71,7 +71,7 @@ func TestCompareBadInput(t *testing.T) {
 	}{
 		{"one run", []string{"compare", "testdata/seed-peak.json"}, "compare needs at least two runs"},
 		{"no such file", []string{"compare", "testdata/none.json", "testdata/seed-peak.json"}, `no summary file "testdata/none.json"`},
-		{"not a summary", []string{"compare", "testdata/help.stdout", "testdata/seed-peak.json"}, "compare testdata/help.stdout: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export)"},
+		{"not a summary", []string{"compare", "testdata/help.stdout", "testdata/seed-peak.json"}, "testdata/help.stdout is not a tare.summary/v1 JSON"},
 		{"threshold", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--threshold", "0"}, "--threshold must be a percentage above 0"},
 		{"latency floor", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--latency-floor", "-1ms"}, "--latency-floor must be 0 (the runs' own) or a duration, like 1ms; got -1ms"},
 		{"latency floor unit", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--latency-floor", "5"}, "latency-floor"},
