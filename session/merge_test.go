@@ -251,7 +251,7 @@ func TestMergeStagesAndTargets(t *testing.T) {
 		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, began.Add(6*time.Second)
 		for k := range parts.Len() {
 			ps, _ := parts.Summary(k)
-			stage := tare.StageSummary{StartS: spans[k].From.Seconds(), DurationS: (spans[k].To - spans[k].From).Seconds(),
+			stage := tare.StageSummary{Stage: k + 1, StartS: spans[k].From.Seconds(), DurationS: (spans[k].To - spans[k].From).Seconds(),
 				FromPerS: 10 * float64(k), TargetPerS: 10, Requests: ps.Requests.Total, Verdict: tare.Clean}
 			if i == 1 && k == 0 {
 				stage.Verdict, stage.Fired = tare.Polluted, []string{"steal"}
@@ -305,6 +305,10 @@ func TestMergeStagesAndTargets(t *testing.T) {
 	}
 	if got := s.Stages[1]; got.Verdict == tare.Polluted {
 		t.Errorf("merged stage 2 is polluted, though neither shard's was")
+	}
+	// The warning that stage 1 is worse than the run names it by number.
+	if !slices.ContainsFunc(s.Verdict.Warnings, func(w string) bool { return strings.HasPrefix(w, "stage 1 (0/s to 20/s, from 1s) was polluted") }) {
+		t.Errorf("no warning names merged stage 1 by its number: %q", s.Verdict.Warnings)
 	}
 	if s.Requests.Total != 200 {
 		t.Errorf("merged %d requests, want 200", s.Requests.Total)
