@@ -19,6 +19,7 @@ type Summary struct {
 	Generator    Generator          `json:"generator"`
 	Queue        *QueueSummary      `json:"queue"`
 	Model        *ModelSummary      `json:"model"`
+	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`

@@ -383,6 +383,9 @@ func figures(s *tare.Summary) []kv {
 			kv{"queue wait", fmt.Sprintf("avg %s · p50 %s · p95 %s · p99 %s", ms(qs.Wait.Avg), ms(qs.Wait.P50), ms(qs.Wait.P95), ms(qs.Wait.P99))},
 			kv{"queue depth", fmt.Sprintf("mean %s · max %s", num(qs.Depth.Mean), num(qs.Depth.Max))})
 	}
+	if b := s.TTFB; b != nil {
+		out = append(out, kv{"time to first byte", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(b.P50), ms(b.P95), ms(b.P99), ms(b.Max))})
+	}
 	if m := s.Model; m != nil {
 		out = append(out,
 			kv{"time to first token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))},

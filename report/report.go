@@ -79,6 +79,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (%s)",
 			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max), from)
 		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+		if b := s.TTFB; b != nil {
+			p.row("ttfb", "p50 %s  p95 %s  p99 %s  max %s   (the first response byte, from the actual send)", ms(b.P50), ms(b.P95), ms(b.P99), ms(b.Max))
+		}
 		if q := s.Queue; q != nil {
 			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
 			p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))

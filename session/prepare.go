@@ -51,6 +51,11 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 	if err != nil {
 		return nil, err
 	}
+	if t := spec.Target; t.URL+t.Targets+t.Model+t.Queue != "" {
+		if err := j.SLO.ForTarget(t.URL != "" || t.Targets != ""); err != nil {
+			return nil, Flagged(err, "slo")
+		}
+	}
 	sampling, err := spec.Host.Sampling(os.Getpid())
 	if err != nil {
 		return nil, err

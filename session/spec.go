@@ -619,7 +619,7 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
 		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
-		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
+		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
 		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}
 }

@@ -119,6 +119,9 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := j.SLO.ForTarget(false); err != nil { // the demo's jobs call a model
+		return session.Flagged(err, "slo")
+	}
 	sampling, err := f.spec.Host.Sampling(os.Getpid())
 	if err != nil {
 		return err
