@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
-	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd())
+	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tare's version",
