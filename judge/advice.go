@@ -9,7 +9,7 @@ import (
 // advise turns the fired signals into lines a person can act on. A
 // polluted run never yields a recommendation to scale: it says what would
 // make the measurement valid instead.
-func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
+func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []string {
 	fired := make(map[string]tare.Signal)
 	for _, sig := range v.Signals {
 		if sig.Fired {
@@ -45,7 +45,9 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 			a = append(a, "Check the target before reading any figure: no request succeeded, so these figures time failures, not your code (a wrong URL or port, the service down or not ready, every request rejected); then rerun.")
 		}
 	}
-	if _, ok := fired[SignalSteal]; ok {
+	_, stole := fired[SignalSteal]
+	_, starved := fired[SignalGenerator]
+	if stole || starved && late.stolen > 0 {
 		a = append(a, "Rerun when the host is quiet (tare check says whether now is), or run the three-window protocol (tare protocol) to get capacity as a range; for a single number to plan on, use a dedicated or non-burstable host.")
 	}
 	if _, ok := fired[SignalThrottling]; ok {
@@ -54,7 +56,7 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if _, ok := fired[SignalNeighbours]; ok {
 		a = append(a, neighbourAdvice(s))
 	}
-	if _, ok := fired[SignalGenerator]; ok {
+	if starved && !late.byTheHypervisor() {
 		a = append(a, "Give tare its own CPU: lower the rate, pin tare and the system under test to different cores (taskset -c), or run tare on another host.")
 	}
 	if _, ok := fired[SignalRunDelay]; ok {
