@@ -20,6 +20,11 @@ const (
 	ConfigClockRTT   = "clock.rtt_ms"
 )
 
+// ConfigShardPeers is the key under which a coordinated shard records the
+// pids of the other shards of its run on its host ("4121,4188"), which its
+// ledger counted as tare.
+const ConfigShardPeers = "shard.peers"
+
 // ClockOffset is a stored shard's clock offset against the coordinating
 // Redis: the mean of its start and end readings, and the largest of them
 // in size; ok is false when the shard was not coordinated.

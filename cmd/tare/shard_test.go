@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -351,4 +352,71 @@ func showRun(t *testing.T, dsn, id string) tare.Summary {
 		t.Fatalf("runs show: %v\n%s", err, stdout)
 	}
 	return s
+}
+
+// TestShardsOnOneHostAreTare runs two coordinated shards of one run as
+// two processes on this host: each counts the other as tare (it records
+// its pid), so neither ledger names the other as a neighbour, in any tick.
+func TestShardsOnOneHostAreTare(t *testing.T) {
+	dsn := postgresDSN()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx := context.Background()
+	group := fmt.Sprintf("onehost-%d", time.Now().UnixNano())
+	st := shardStore(t, dsn, group)
+	redisURL := os.Getenv("TARE_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	const shards = 2
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmds := make([]*exec.Cmd, shards)
+	outs := make([]strings.Builder, shards)
+	for k := range shards {
+		cmds[k] = exec.CommandContext(runCtx, os.Args[0], "run", "--url", srv.URL+"/", "--rate", "400/s", "--duration", "3s",
+			"--coordinate", redisURL, "--shards", fmt.Sprint(shards), "--shard-index", fmt.Sprint(k), "--run-id", group,
+			"--db", dsn, "--quiet", "--tick", "200ms")
+		cmds[k].Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+		cmds[k].Stdout, cmds[k].Stderr = &outs[k], &outs[k]
+		if err := cmds[k].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("shard index %d: %v\n%s", k, err, outs[k].String())
+		}
+	}
+	rows, err := session.Shards(ctx, st, group)
+	if err != nil || len(rows) != shards {
+		t.Fatalf("%d shard rows, %v", len(rows), err)
+	}
+	for k, r := range rows {
+		other := cmds[1-k].Process.Pid
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Run.Config[tare.ConfigShardPeers]; got != strconv.Itoa(other) {
+			t.Errorf("%s counted %q as tare, want the other shard's pid %d", r.ID, got, other)
+		}
+		ticks, err := st.FindTicks(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, tk := range append(ticks, tare.Tick{Host: &tare.HostSample{CPUBy: s.Host.CPUBy}}) {
+			if tk.Host != nil && tk.Host.CPUBy != nil {
+				for _, p := range tk.Host.CPUBy.TopOthers {
+					if p.PID == other {
+						named++
+					}
+				}
+			}
+		}
+		if named > 0 {
+			t.Errorf("%s names the other shard (pid %d) among its busiest neighbours in %d ticks", r.ID, other, named)
+		}
+	}
 }
