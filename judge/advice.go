@@ -8,15 +8,29 @@ import (
 
 // advise turns the fired signals into lines a person can act on. A
 // polluted run never yields a recommendation to scale: it says what would
-// make the measurement valid instead.
+// make the measurement valid instead. The lines come in three parts: what
+// the level means, what to do about each signal that fired, and what the
+// SLO's outcome means.
 func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []string {
+	a := levelAdvice(s, v)
+	a = append(a, signalAdvice(s, v, late)...)
+	return append(a, sloAdvice(s, v, th)...)
+}
+
+// firedSignals are the signals of v that fired, by name.
+func firedSignals(v tare.Verdict) map[string]tare.Signal {
 	fired := make(map[string]tare.Signal)
 	for _, sig := range v.Signals {
 		if sig.Fired {
 			fired[sig.Name] = sig
 		}
 	}
-	_, saturated := fired[SignalSaturation]
+	return fired
+}
+
+// levelAdvice says what the level means for the figures.
+func levelAdvice(s *tare.Summary, v tare.Verdict) []string {
+	_, saturated := firedSignals(v)[SignalSaturation]
 	var a []string
 	// A window with no load of tare's own (tare watch) has no figures of
 	// its own: what it judges is the load tool's.
@@ -38,6 +52,14 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []st
 			a = append(a, fmt.Sprintf("No interference from outside the test: %s describe the system under test.", figures))
 		}
 	}
+	return a
+}
+
+// signalAdvice says what to do about each signal that fired.
+func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
+	fired := firedSignals(v)
+	_, saturated := fired[SignalSaturation]
+	var a []string
 	if sig, ok := fired[SignalFailures]; ok {
 		if sig.Finding {
 			a = append(a, "Most requests failed: find out why (the error kinds above) before reading the latency as the service's or planning capacity on it.")
@@ -68,6 +90,12 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []st
 	if saturated && v.Level != tare.Polluted {
 		a = append(a, "The system under test saturated: to serve this load, make each request cheaper or give the service more CPUs (or find what else limits it); tare sweep finds the highest rate that meets the SLO.")
 	}
+	return a
+}
+
+// sloAdvice says what the SLO's outcome means, given the level.
+func sloAdvice(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
+	var a []string
 	if len(v.SLO) == 0 {
 		return a
 	}

@@ -99,23 +99,19 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
 		mixRows(p, s)
-		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
-	h := s.Host
-	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
-		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
-	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
-	if by := h.CPUBy; by != nil {
-		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
+	load := s.Requests.Total > 0 || s.Latency.P50 != nil
+	if len(s.Shards) == 0 {
+		hostRows(p, "", "this host", load, s.Generator, s.Host, s.SUT, s.Env.VCPUs, s.Requests.Total > 0)
 	}
-	if u := s.SUT; u != nil {
-		calls := ""
-		if len(u.Calls) > 0 {
-			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+	// A merged run's host figures are each shard's own: its host's.
+	for _, sh := range s.Shards {
+		fired := ""
+		if len(sh.Fired) > 0 {
+			fired = " (" + strings.Join(sh.Fired, ", ") + ")"
 		}
-		p.row("under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
-	} else if s.Requests.Total > 0 {
-		p.row("under test", "not found on this host (--pid or --cgroup name it)")
+		p.row("shard "+sh.Shard, "on %s: %d requests, %s   verdict %s%s", orQuestion(sh.Hostname), sh.Requests, sh.Arrival, strings.ToUpper(string(sh.Level)), fired)
+		hostRows(p, " ", "host "+orQuestion(sh.Hostname), true, sh.Generator, sh.Host, sh.SUT, sh.VCPUs, sh.Requests > 0)
 	}
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
@@ -131,6 +127,38 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// hostRows are one host's rows, their names indented by indent: tare's
+// generator there (when it sent load), the host's interference, whose CPU
+// it was, and the system under test tare found on it (where, for a run
+// that sent requests, saying so when it found none).
+func hostRows(p *printer, indent, where string, load bool, g tare.Generator, h tare.HostSummary, sut *tare.SUTSummary, vcpus int, requests bool) {
+	if load {
+		p.row(indent+"generator", "cpu %s of a core   run delay %s", pct(g.CPUPct), pct(g.RunDelayPct))
+	}
+	p.row(indent+"host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
+		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
+	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
+	if by := h.CPUBy; by != nil {
+		p.row(indent+"whose cpu", "%s", WhoseCPU(by, vcpus))
+	}
+	if u := sut; u != nil {
+		calls := ""
+		if len(u.Calls) > 0 {
+			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+		}
+		p.row(indent+"under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
+	} else if requests {
+		p.row(indent+"under test", "not found on %s (--pid or --cgroup name it)", where)
+	}
+}
+
+func orQuestion(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 // mixRows are the breakdowns of a run that mixed requests or ramped: the

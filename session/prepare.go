@@ -244,6 +244,11 @@ func (p *Prepared) Shard(cfg *Config, sh arrival.Shard) error {
 	if err != nil {
 		return err
 	}
+	// The whole schedule, which a merged run describes itself by.
+	if cfg.Run.Config == nil {
+		cfg.Run.Config = map[string]string{}
+	}
+	cfg.Run.Config[tare.ConfigShardArrival] = cfg.Run.Arrival
 	cfg.Schedule, cfg.Run.Arrival = sched, sched.String()
 	cfg.Rate /= float64(sh.Count)
 	if len(cfg.Stages) > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
@@ -185,6 +186,44 @@ func TestCoordinatedShards(t *testing.T) {
 	var s tare.Summary
 	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || s.Requests.Total != 90 {
 		t.Fatalf("runs show: exit %d, %d requests: %s", code, s.Requests.Total, stderr)
+	}
+	// The merged run describes its whole schedule, and each shard's host
+	// as that shard measured it; its verdict is the shards'.
+	if want := "poisson 150/s for 90 jobs over 3 shards"; s.Run.Arrival != want {
+		t.Errorf("merged run's arrival %q, want %q", s.Run.Arrival, want)
+	}
+	worst := tare.Clean
+	for i, sh := range s.Shards {
+		own, err := st.FindSummary(ctx, rows[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh.Host.Ticks == 0 || !reflect.DeepEqual(sh.Host, own.Host) || !reflect.DeepEqual(sh.Generator, own.Generator) ||
+			!reflect.DeepEqual(sh.SUT, own.SUT) || sh.Arrival != own.Run.Arrival {
+			t.Errorf("shard %s's line in the merged run: host %+v, generator %+v, sut %+v, arrival %q; its own row has %+v, %+v, %+v, %q",
+				sh.Shard, sh.Host, sh.Generator, sh.SUT, sh.Arrival, own.Host, own.Generator, own.SUT, own.Run.Arrival)
+		}
+		worst = judge.Raise(worst, own.Verdict.Level)
+	}
+	if s.Verdict.Level != worst {
+		t.Errorf("the merged run is %s, its worst shard %s", s.Verdict.Level, worst)
+	}
+	for _, w := range s.Verdict.Warnings {
+		if strings.Contains(w, "was not sampled") {
+			t.Errorf("the merged run says its host was not sampled: %q", w)
+		}
+	}
+	code, text, stderr := tareCmd(t, "runs", "show", group, "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"over 3 shards", "shard 1/3    on ", "shard 3/3    on ", "   generator   cpu "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the merged run's text does not say %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "cpu n/a of a core") || strings.Contains(text, "polluted ticks n/a of 0") {
+		t.Errorf("the merged run's text has host figures n/a that its shards measured:\n%s", text)
 	}
 }
 
