@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
 )
@@ -145,10 +146,11 @@ func hostRows(p *printer, indent, where string, load bool, g tare.Generator, h t
 	}
 	if u := sut; u != nil {
 		calls := ""
-		if len(u.Calls) > 0 {
+		if len(u.Calls) > 0 && len(u.Graph) < 2 {
 			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
 		}
 		p.row(indent+"under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
+		graphRows(p, u.Graph)
 	} else if requests {
 		p.row(indent+"under test", "not found on %s (--pid or --cgroup name it)", where)
 	}
@@ -159,6 +161,28 @@ func orQuestion(s string) string {
 		return "?"
 	}
 	return s
+}
+
+// graphRows draw the system under test's process graph, a row a node
+// (what it called indented under an arrow), when it is more than the
+// processes found first.
+func graphRows(p *printer, graph []tare.SUTNode) {
+	if len(graph) < 2 {
+		return
+	}
+	names := make([]string, len(graph))
+	width := 0
+	for i, n := range graph {
+		names[i] = fmt.Sprintf("%s (%d)", n.Name, len(n.PIDs))
+		if n.From != nil {
+			names[i] = "→ " + names[i]
+		}
+		width = max(width, utf8.RuneCountInString(names[i]))
+	}
+	for i, n := range graph {
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(names[i]))
+		p.row("", "%s%s   cpu %s of a core   run delay %s   %s", names[i], pad, pct(n.CPUPct), pct(n.RunDelayPct), n.ReachedBy)
+	}
 }
 
 // mixRows are the breakdowns of a run that mixed requests or ramped: the

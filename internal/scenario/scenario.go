@@ -43,6 +43,12 @@ type Scenario struct {
 	// QuotaPct puts the service in a cgroup with that CPU quota, percent
 	// of one CPU; 0 for none.
 	QuotaPct int
+	// Deploy starts a service of real software instead of Service (a
+	// proxy, an app server's pool, a database), loaded through --url.
+	Deploy Deployment
+	// Graph are the command names the system under test's graph must
+	// hold, in its order (what was found first, then what it called).
+	Graph []string
 
 	Want     tare.Level
 	Fired    []string // signals that must fire
@@ -69,6 +75,20 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"throttling"}},
 		{Name: "saturated service beside CPU hogs", Service: service, Args: heavy, Hogs: 2,
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		{Name: "quiet, nginx in front of gunicorn over TCP", Deploy: NginxGunicorn(false), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "nginx in front of gunicorn over TCP, beside CPU hogs", Deploy: NginxGunicorn(false), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, nginx in front of gunicorn over a Unix socket", Deploy: NginxGunicorn(true), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, an app and its PostgreSQL on a Unix socket", Deploy: GunicornPostgres(), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"gunicorn", "postgres"}},
+		{Name: "an app and its PostgreSQL on a Unix socket, beside CPU hogs", Deploy: GunicornPostgres(), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"gunicorn", "postgres"}},
+		{Name: "quiet, gunicorn in a network namespace behind a userland proxy", Deploy: GunicornInNetns(1), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"socat", "gunicorn"}},
+		{Name: "gunicorn in a network namespace behind a userland proxy, beside CPU hogs", Deploy: GunicornInNetns(2), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
 		// The demo's hogs name themselves as its own (cmd/tare's hogName).
@@ -113,6 +133,18 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 			defer undo()
 		}
 		args = append([]string{"run", "--model", svc.URL, "--max-tokens", "8", "--no-store"}, args...)
+	} else if sc.Deploy != nil {
+		dir, err := os.MkdirTemp("", "tare-scenario-")
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer os.RemoveAll(dir)
+		url, stop, err := sc.Deploy(ctx, dir)
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer stop()
+		args = append([]string{"run", "--url", url, "--no-store"}, args...)
 	} else {
 		args = append(args, "--no-store")
 	}
@@ -155,6 +187,17 @@ func Check(sc Scenario, s tare.Summary) []string {
 	}
 	if sc.Named != "" && !strings.Contains(fired["neighbours"].Detail, "`"+sc.Named+"`") {
 		wrong = append(wrong, fmt.Sprintf("the neighbours signal does not name `%s`: %q", sc.Named, fired["neighbours"].Detail))
+	}
+	if len(sc.Graph) > 0 {
+		var names []string
+		if s.SUT != nil {
+			for _, n := range s.SUT.Graph {
+				names = append(names, n.Name)
+			}
+		}
+		if !slices.Equal(names, sc.Graph) {
+			wrong = append(wrong, fmt.Sprintf("the system under test's graph is %v, want %v", names, sc.Graph))
+		}
 	}
 	if sc.WhyCode && !strings.Contains(strings.Join(s.Verdict.Advice, "\n"), "the problem is the code") {
 		wrong = append(wrong, fmt.Sprintf("the failed SLO is not blamed on the code: %q", s.Verdict.Advice))
