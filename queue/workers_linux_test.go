@@ -371,21 +371,9 @@ func TestFrameworkCleanup(t *testing.T) {
 // gone) expire with the job timeout: the worker that comes back revokes
 // them instead of running them into the next run's measurement.
 func TestCeleryBacklogExpires(t *testing.T) {
-	rig := celeryRig(t, true)
-	w := rig.start(t)
 	const timeout = time.Second
-	_, src := rig.open(t, "tasks.answer", timeout)
-	w.Kill()
+	rig, ids := leaveBacklog(t, celeryRig(t, true), timeout)
 	ctx := testContext(t)
-	runID := fmt.Sprintf("%x", time.Now().UnixNano())
-	var ids []string
-	for i := range 5 {
-		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
-		if err := src.Enqueue(ctx, job); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, frameworkJobID(job))
-	}
 	time.Sleep(timeout + 500*time.Millisecond)
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
@@ -412,21 +400,9 @@ func TestCeleryBacklogExpires(t *testing.T) {
 // back finds nothing behind their ids and skips them, instead of running
 // them into the next run's measurement.
 func TestRQBacklogExpires(t *testing.T) {
-	rig := rqRig(t)
-	w := rig.start(t)
 	const timeout = time.Second
-	_, src := rig.open(t, "tasks.answer", timeout)
-	w.Kill()
+	rig, ids := leaveBacklog(t, rqRig(t), timeout)
 	ctx := testContext(t)
-	runID := fmt.Sprintf("%x", time.Now().UnixNano())
-	var ids []string
-	for i := range 5 {
-		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
-		if err := src.Enqueue(ctx, job); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, frameworkJobID(job))
-	}
 	time.Sleep(timeout + 1500*time.Millisecond) // Redis expires keys to the millisecond
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
@@ -446,4 +422,24 @@ func TestRQBacklogExpires(t *testing.T) {
 			break
 		}
 	}
+}
+
+// leaveBacklog enqueues 5 jobs with the job timeout onto the rig's queue
+// once its worker is gone, as a run whose worker died leaves them, and
+// returns their framework ids.
+func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, []string) {
+	t.Helper()
+	w := rig.start(t)
+	_, src := rig.open(t, "tasks.answer", timeout)
+	w.Kill()
+	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	var ids []string
+	for i := range 5 {
+		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
+		if err := src.Enqueue(testContext(t), job); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, frameworkJobID(job))
+	}
+	return rig, ids
 }

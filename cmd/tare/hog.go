@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,21 +35,22 @@ func newHogCmd() *cobra.Command {
 			if err := setCommand(hogName); err != nil {
 				return tare.Errorf(tare.EUNAVAILABLE, "name the hog %s: %w", hogName, err)
 			}
+			// A linear congruential step, kept alive, so the loop is work
+			// the compiler cannot drop.
+			var x uint64
 			deadline := time.Now().Add(spin)
 			for time.Now().Before(deadline) && cmd.Context().Err() == nil {
 				for range 1 << 16 {
-					hogSink++
+					x = x*6364136223846793005 + 1442695040888963407
 				}
 			}
+			runtime.KeepAlive(x)
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&spin, "for", time.Minute, "how long to spin")
 	return cmd
 }
-
-// hogSink keeps the hog's loop from being compiled away.
-var hogSink uint64
 
 // setCommand renames this process: the comm of its main thread, which is
 // the process's name in /proc/<pid>/stat (prctl PR_SET_NAME would rename
