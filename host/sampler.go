@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // Defaults and limits of a Config.
@@ -102,6 +103,7 @@ type Sampler struct {
 	// graph finds the processes the system under test calls, at every
 	// reading at first and then every lookEvery readings.
 	graph    *graph
+	connects *schedprobe.Connects // the connection tracer; nil without eBPF
 	readings int
 	called   []int          // the roots of the nodes found, for Called; guarded by mu
 	nodes    []tare.SUTNode // the graph at the last reading, for Graph; guarded by mu
@@ -184,6 +186,15 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		cur:       newReading(),
 	}
 	s.members.excluded = excluder(cfg.Exclude)
+	// The kernel's own word on the connections the system under test
+	// opens, where tare may load eBPF; a look at the socket tables
+	// otherwise.
+	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
+		if c, err := schedprobe.OpenConnects(); err == nil {
+			s.connects = c
+			s.graph.drain = c.Drain
+		}
+	}
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
@@ -244,7 +255,12 @@ func (s *Sampler) AddTareTree(pid int) {
 }
 
 // Close releases the files the sampler keeps open between readings.
-func (s *Sampler) Close() { s.procs.close() }
+func (s *Sampler) Close() {
+	s.procs.close()
+	if s.connects != nil {
+		s.connects.Close()
+	}
+}
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }

@@ -44,7 +44,7 @@ func Merged(s *tare.Summary, shards []Shard, th Thresholds, slo SLO) tare.Verdic
 		for _, w := range p.Verdict.Warnings {
 			v.Warnings = append(v.Warnings, sh.Name+": "+w)
 		}
-		worst.Mean, worst.Max, worst.MaxCPU = higher(worst.Mean, p.Host.Steal.Mean), higher(worst.Max, p.Host.Steal.Max), higher(worst.MaxCPU, p.Host.Steal.MaxCPU)
+		worst.Mean, worst.Max, worst.MaxCPU = worse(worst.Mean, p.Host.Steal.Mean), worse(worst.Max, p.Host.Steal.Max), worse(worst.MaxCPU, p.Host.Steal.MaxCPU)
 	}
 	v.SLO = slo.Check(s)
 	v.Advice = append(levelAdvice(s, v), signalLines...)
@@ -54,8 +54,8 @@ func Merged(s *tare.Summary, shards []Shard, th Thresholds, slo SLO) tare.Verdic
 	return v
 }
 
-// higher is the higher of two figures, either of which may be unmeasured.
-func higher(a, b *float64) *float64 {
+// worse is the higher of two figures, either of which may be unmeasured.
+func worse(a, b *float64) *float64 {
 	if a == nil || b != nil && *b > *a {
 		return b
 	}

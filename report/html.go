@@ -97,6 +97,8 @@ type compareView struct {
 	Headline string
 	Class    string
 	Advice   []string
+	Findings []string
+	Changes  []string
 	Charts   []chartView
 	Header   []string   // the windows, for the divergence table
 	Rows     [][]string // metric, value per window, divergence
@@ -449,9 +451,12 @@ func overview(id string, r *Run) overviewRow {
 }
 
 func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
-	v := &compareView{Headline: c.Headline, Advice: c.Advice, Class: "clean"}
-	if c.Diverged {
+	v := &compareView{Headline: c.Headline, Advice: c.Advice, Findings: c.Findings, Changes: c.Changes, Class: "clean"}
+	switch {
+	case c.Diverged:
 		v.Class = "polluted"
+	case c.Inconclusive:
+		v.Class = "suspect"
 	}
 	if c.Headline == "" {
 		v.Class = "unknown"
@@ -475,8 +480,13 @@ func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
 			div := "n/a"
 			if m.Percent != nil {
 				div = fmt.Sprintf("%.0f%%", *m.Percent)
-				if m.Diverged {
+				switch {
+				case m.Diverged:
 					div += " ✗"
+				case m.Status == tare.MetricTooLittleData:
+					div += " ? too little data"
+				case m.Status == tare.MetricBelowFloor:
+					div += " · within the latency floor"
 				}
 			}
 			v.Rows = append(v.Rows, append(row, div))

@@ -102,7 +102,9 @@ func htmlComparison(t *testing.T) *Comparison {
 		Windows:  []Window{{"peak", peak}, {"offpeak", off}, {"mid", mid}},
 		Capacity: &Capacity{Unit: "req/s at p95<=40ms", Best: CapacityPoint{"offpeak", tare.Float(120)},
 			Typical: CapacityPoint{"mid", tare.Float(95)}, Worst: CapacityPoint{"peak", tare.Float(60)}},
-		SLOMS: tare.Float(40),
+		SLOMS:    tare.Float(40),
+		Findings: []string{"Peak, the window expected to be the busiest, was not: p95 was 21.0ms in mid against 18.2ms in peak, beyond noise"},
+		Changes:  []string{"peak: in peak, `backup` used 31% of a CPU (absent in offpeak)", "mid: nothing in the ledger differed from offpeak"},
 	}
 	for _, m := range []struct {
 		name string
@@ -122,6 +124,7 @@ func htmlComparison(t *testing.T) *Comparison {
 		}
 		d.Percent = tare.Float(math.Round(1000*(hi-lo)/lo) / 10)
 		d.Diverged = *d.Percent > 30
+		d.Status = map[bool]string{true: tare.MetricDiverged, false: tare.MetricWithin}[d.Diverged]
 		c.Divergence = append(c.Divergence, d)
 	}
 	for _, w := range []string{"peak", "offpeak", "mid"} {

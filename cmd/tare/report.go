@@ -13,7 +13,6 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
-	"github.com/tare-dev/tare/stats"
 )
 
 func newReportCmd() *cobra.Command {
@@ -73,11 +72,7 @@ its tables and percentiles are drawn.`,
 			if len(runs) > 1 {
 				// Several runs are windows to compare: divergence, verdict,
 				// capacity range, as tare compare judges them.
-				inputs := make([]stats.CompareInput, len(runs))
-				for i, r := range runs {
-					inputs[i] = stats.CompareInput{Summary: r.Summary, Ticks: r.Ticks, Source: "store"}
-				}
-				c := session.Compare(inputs, nil, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
+				c := src.CompareReport(runs, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
 				page.Comparison = report.ComparisonOf(c, runs)
 			}
 			size, err := atomicfile.Write(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })
