@@ -62,6 +62,7 @@ const (
 	colThrottled    = "#ff7f0e"
 	colRunDelay     = "#9467bd"
 	colPSI          = "#17becf"
+	colNeighbours   = "#e377c2"
 	colThreshold    = "#7f7f7f"
 	colSLO          = "#e6550d"
 	colArrivals     = "#969696"
@@ -234,6 +235,9 @@ func (r *Run) latencyChart(id string) *chartData {
 	c.addBand("steal", colSteal, host(func(h *tare.HostSample) *float64 { return &h.CPU.Steal }))
 	c.addBand("throttled", colThrottled, host(func(h *tare.HostSample) *float64 { return h.Throttled }))
 	c.addBand("run delay", colRunDelay, host(func(h *tare.HostSample) *float64 { return h.RunDelay }))
+	// The part of the wait the verdict counts against the host: behind
+	// other processes, not the system under test's own threads or tare.
+	c.addBand("behind neighbours", colNeighbours, host((*tare.HostSample).NeighbourWait))
 	if len(c.Bands) > 0 {
 		threshold := float64(DefaultPollutedThreshold)
 		if v, ok := r.Summary.Thresholds["steal_pct"]; ok {

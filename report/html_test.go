@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,44 @@ func TestPNG(t *testing.T) {
 	if got, want := img.Bounds().Dy(), int(2*2*mainHeight); got != want {
 		t.Errorf("height %d px, want %d", got, want)
 	}
+}
+
+// TestLatencyChartNeighbourWait: the latency chart draws, beside PSI and
+// run delay, each tick's wait behind neighbours: the figure the verdict
+// judges.
+func TestLatencyChartNeighbourWait(t *testing.T) {
+	run, _ := seeded.build(t)
+	c := run.latencyChart("run1-latency")
+	i := slices.IndexFunc(c.Bands, func(b seriesData) bool { return b.Name == "behind neighbours" })
+	if i < 0 {
+		t.Fatalf("bands %v: no wait behind neighbours", bandNames(c))
+	}
+	var want []float64
+	for _, tk := range run.Ticks {
+		if tk.Host == nil {
+			continue
+		}
+		if w := tk.Host.NeighbourWait(); w != nil {
+			want = append(want, *w)
+		}
+	}
+	var got []float64
+	for _, p := range c.Bands[i].Points {
+		if !math.IsNaN(p.Y) {
+			got = append(got, p.Y)
+		}
+	}
+	if !slices.Equal(got, want) || len(want) == 0 || slices.Max(want) == 0 {
+		t.Errorf("band behind neighbours %v, want each tick's NeighbourWait %v", got, want)
+	}
+}
+
+func bandNames(c *chartData) []string {
+	var names []string
+	for _, b := range c.Bands {
+		names = append(names, b.Name)
+	}
+	return names
 }
 
 // TestHTMLLongRun: a run of 10,000 ticks stays light, and the one slow

@@ -80,6 +80,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (%s)",
 			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max), from)
 		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+		if b := s.TTFB; b != nil {
+			p.row("ttfb", "p50 %s  p95 %s  p99 %s  max %s   (the first response byte, from the actual send)", ms(b.P50), ms(b.P95), ms(b.P99), ms(b.Max))
+		}
 		if q := s.Queue; q != nil {
 			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
 			p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
@@ -97,27 +100,19 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
 		mixRows(p, s)
-		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
-	h := s.Host
-	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
-		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
-	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
-	if by := h.CPUBy; by != nil {
-		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
+	load := s.Requests.Total > 0 || s.Latency.P50 != nil
+	if len(s.Shards) == 0 {
+		hostRows(p, "", "this host", load, s.Generator, s.Host, s.SUT, s.Env.VCPUs, s.Requests.Total > 0)
 	}
-	if u := s.SUT; u != nil {
-		calls := ""
-		if len(u.Calls) > 0 && len(u.Graph) < 2 {
-			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+	// A merged run's host figures are each shard's own: its host's.
+	for _, sh := range s.Shards {
+		fired := ""
+		if len(sh.Fired) > 0 {
+			fired = " (" + strings.Join(sh.Fired, ", ") + ")"
 		}
-		if len(u.Graph) == 1 && u.Graph[0].Container != nil && !strings.Contains(u.FoundBy, u.Graph[0].Container.String()) {
-			calls += ", in " + u.Graph[0].Container.String()
-		}
-		p.row("under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
-		graphRows(p, u.Graph)
-	} else if s.Requests.Total > 0 {
-		p.row("under test", "not found on this host (--pid or --cgroup name it)")
+		p.row("shard "+sh.Shard, "on %s: %d requests, %s   verdict %s%s", orQuestion(sh.Hostname), sh.Requests, sh.Arrival, strings.ToUpper(string(sh.Level)), fired)
+		hostRows(p, " ", "host "+orQuestion(sh.Hostname), true, sh.Generator, sh.Host, sh.SUT, sh.VCPUs, sh.Requests > 0)
 	}
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
@@ -133,6 +128,42 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// hostRows are one host's rows, their names indented by indent: tare's
+// generator there (when it sent load), the host's interference, whose CPU
+// it was, and the system under test tare found on it (where, for a run
+// that sent requests, saying so when it found none).
+func hostRows(p *printer, indent, where string, load bool, g tare.Generator, h tare.HostSummary, sut *tare.SUTSummary, vcpus int, requests bool) {
+	if load {
+		p.row(indent+"generator", "cpu %s of a core   run delay %s", pct(g.CPUPct), pct(g.RunDelayPct))
+	}
+	p.row(indent+"host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
+		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
+	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
+	if by := h.CPUBy; by != nil {
+		p.row(indent+"whose cpu", "%s", WhoseCPU(by, vcpus))
+	}
+	if u := sut; u != nil {
+		calls := ""
+		if len(u.Calls) > 0 && len(u.Graph) < 2 {
+			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+		}
+		if len(u.Graph) == 1 && u.Graph[0].Container != nil && !strings.Contains(u.FoundBy, u.Graph[0].Container.String()) {
+			calls += ", in " + u.Graph[0].Container.String()
+		}
+		p.row(indent+"under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
+		graphRows(p, u.Graph)
+	} else if requests {
+		p.row(indent+"under test", "not found on %s (--pid or --cgroup name it)", where)
+	}
+}
+
+func orQuestion(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 // graphRows draw the system under test's process graph, a row a node

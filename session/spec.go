@@ -390,7 +390,7 @@ func (l *LoadSpec) Fields() []Field {
 		{Flag: "jobs", Key: "jobs", Value: &l.Jobs, Usage: "number of arrivals (0: bounded by --duration only)"},
 		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
 		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
-		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
+		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish (0: none, they are cancelled at once)"},
 		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
 		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
 		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
@@ -528,9 +528,14 @@ func (l *LoadSpec) Planned() time.Duration {
 	return l.Length()
 }
 
-// Engine is the load engine's configuration.
+// Engine is the load engine's configuration. A --drain of 0 is none,
+// which the engine spells NoDrain (its zero value is its default).
 func (l *LoadSpec) Engine() load.Config {
-	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain}
+	drain := l.Drain
+	if drain == 0 {
+		drain = load.NoDrain
+	}
+	return load.Config{MaxInFlight: l.MaxInFlight, Drain: drain}
 }
 
 // HostSpec says what to sample and whose processes to measure.
@@ -671,7 +676,7 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
 		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
-		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
+		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
 		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}
 }

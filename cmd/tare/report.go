@@ -26,8 +26,9 @@ func newReportCmd() *cobra.Command {
 		Short: "Write a self-contained HTML report with charts, for one run or several",
 		Long: `Write one HTML file that shows a run the way a person would rather look at
 it than read it: the verdict in words at the top, then latency p50/p95/p99
-per tick with steal, throttling and run delay shaded on the same time axis,
-arrivals and completions, work outstanding (in flight, queue depth), time
+per tick with steal, throttling, CPU pressure, run delay and the wait
+behind neighbours (the part of run delay the verdict judges) shaded on the
+same time axis, arrivals and completions, work outstanding (in flight, queue depth), time
 to first token and tokens/s for model runs, the latency distribution over
 every request and over the clean ticks only, and the summary table.
 Several runs are shown one after another, with their latency distributions

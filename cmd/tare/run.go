@@ -130,7 +130,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	cfg.Start = sh.StartAt
-	sh.Record(&cfg.Run)
+	sh.Record(&cfg)
 	cfg.Finish = sh.Finish
 	if t := w.spec.Target; t.Queue != "" {
 		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)

@@ -51,7 +51,8 @@ was none; an optional "error" marks a failure). No other tool gives tare
 its schedule, so latencies start at the tool's own timestamp, and the
 summary says where that hides queueing: hey is a closed loop (coordinated
 omission), vegeta an open loop that hides it where its workers ran out
-(stalls of its sends are found and reported).
+(stalls of its sends are found and reported). With one instant per
+request, send lag and service time are not measured: they are null.
 
 The command's own output passes through (to stderr when --json is given, so
 stdout holds only the JSON). tare exits with the command's status, unless
