@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,6 +66,9 @@ type Config struct {
 	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
 	// path inside the hierarchy (/app).
 	Cgroup string
+	// Runtimes says where the container runtimes keep the names and
+	// images of their containers; its zero value, in their default places.
+	Runtimes Runtimes
 
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
@@ -198,6 +200,7 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
+	s.members.containers = newContainerIndex(cfg.ProcRoot, cfg.Runtimes)
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
@@ -234,9 +237,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
-	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI)
+	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI, cfg.Runtimes)
 	if hp := s.env.HostProcesses; hp != nil && !*hp {
-		s.warn(errors.New("/proc lists only this container's processes (a PID namespace of its own; in a Kubernetes pod, hostPID is not set): steal and PSI are the host's, but other processes' CPU is counted as unattributed, not named"))
+		s.warn(ownPIDNamespace(s.env))
 	}
 	return s, nil
 }
@@ -404,6 +407,7 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	}
 	if len(s.graph.nodes) > 0 {
 		nodes, called := s.graph.summary(s.members, r.Procs), s.graph.called()
+		s.members.containers.nameNodes(nodes, r.Procs)
 		s.mu.Lock()
 		s.nodes, s.called = nodes, called
 		s.mu.Unlock()

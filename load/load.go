@@ -31,6 +31,10 @@ const (
 	DefaultDrain       = 10 * time.Second
 )
 
+// NoDrain is a Config.Drain of none: once the arrivals stop early, the
+// requests in flight are cancelled at once (0 means DefaultDrain).
+const NoDrain time.Duration = -1
+
 // Schedule yields arrival offsets from the start of the run, in order;
 // arrival.Process satisfies it.
 type Schedule interface {
@@ -40,7 +44,7 @@ type Schedule interface {
 // Config tunes a Runner; its zero value means the defaults.
 type Config struct {
 	MaxInFlight int           // concurrent requests at most; further arrivals are dropped
-	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early
+	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early; NoDrain for none
 	// Engines is how many event loops split the schedule, each on a thread
 	// of its own, for a target they serve; 0 means DefaultEngines().
 	Engines int
@@ -90,7 +94,7 @@ func New(target tare.Target, cfg Config) *Runner {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.Drain <= 0 {
+	if cfg.Drain == 0 {
 		cfg.Drain = DefaultDrain
 	}
 	if cfg.Engines <= 0 {
@@ -234,6 +238,11 @@ func (r *Runner) drain(ctx context.Context, finished <-chan struct{}, cancelRequ
 	select {
 	case <-finished:
 	case <-ctx.Done():
+		if r.cfg.Drain < 0 { // NoDrain
+			cancelRequests()
+			<-finished
+			break
+		}
 		drain := time.NewTimer(r.cfg.Drain)
 		select {
 		case <-finished:
