@@ -95,8 +95,8 @@ type request struct {
 
 const (
 	burstMax   = 64                    // arrivals fired in one pass before the sockets get their turn
-	flushEvery = 10 * time.Millisecond // results wait this long at most before they go to out
-	flushMax   = 256                   // or this many
+	flushEvery = 50 * time.Millisecond // results wait this long at most before they go to out (each flush wakes the consumer)
+	flushMax   = 1024                  // or this many
 	waitMax    = 100 * time.Millisecond
 	readBuffer = 64 << 10
 )
