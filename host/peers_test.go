@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // TestPeersLive: a process that holds a connection to a loopback listener
@@ -23,7 +25,7 @@ func TestPeersLive(t *testing.T) {
 	}
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3 to play the system under test")
+		testservice.Missing(t, "no python3 to play the system under test: install Debian's python3 (scripts/test does, as root)")
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
@@ -78,7 +80,7 @@ func TestPeersLive(t *testing.T) {
 func TestSamplerCountsCalledProcesses(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3 to play the model server")
+		testservice.Missing(t, "no python3 to play the model server: install Debian's python3 (scripts/test does, as root)")
 	}
 	pid, port := startListener(t, python)
 	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
@@ -136,7 +138,7 @@ func startListener(t *testing.T, python string) (pid, port int) {
 func TestPeersLookAgainOnNewConnections(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3 to play the called servers")
+		testservice.Missing(t, "no python3 to play the called servers: install Debian's python3 (scripts/test does, as root)")
 	}
 	sut := map[int]bool{os.Getpid(): true} // this test process calls both
 	p := newPeers("/proc")

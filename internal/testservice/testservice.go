@@ -25,8 +25,8 @@ func RedisURL() (url string, explicit bool) {
 }
 
 // Redis connects to the test Redis, closed when the test ends. When
-// TARE_REDIS_URL is unset and nothing answers on the default address the
-// test is skipped; when it is set, a server that does not answer fails it.
+// TARE_REDIS_URL is unset and nothing answers on the default address, Redis
+// is Missing; when it is set, a server that does not answer fails the test.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
 	u, explicit := RedisURL()
@@ -42,7 +42,7 @@ func Redis(t testing.TB) *redis.Client {
 		if explicit {
 			t.Fatalf("redis at %s does not answer: %v", opt.Addr, err)
 		}
-		t.Skipf("no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
+		Missing(t, "no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
