@@ -62,7 +62,7 @@ type StageSummary struct {
 	Requests     int         `json:"requests"`
 	Errors       int         `json:"errors"`
 	OfferedPerS  *float64    `json:"offered_per_s"`  // arrivals / duration
-	AchievedPerS *float64    `json:"achieved_per_s"` // completions of those arrivals / duration
+	AchievedPerS *float64    `json:"achieved_per_s"` // completions in the stage's seconds, whenever scheduled / duration
 	Latency      QuantilesMS `json:"latency_ms"`
 	Verdict      Level       `json:"verdict"`           // the stage's own verdict
 	Fired        []string    `json:"fired,omitempty"`   // the signals that fired in it
