@@ -26,3 +26,16 @@ func Missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// Unavailable ends a test whose service (Redis, PostgreSQL) did not
+// answer or refused what the test needs of it. When the environment named
+// the service (explicit: TARE_REDIS_URL, TARE_POSTGRES_DSN, which
+// scripts/test always sets) the test fails: the service the run was
+// pointed at is broken. Otherwise the service is Missing.
+func Unavailable(t testing.TB, explicit bool, format string, args ...any) {
+	t.Helper()
+	if explicit {
+		t.Fatalf(format, args...)
+	}
+	Missing(t, format, args...)
+}

@@ -39,10 +39,7 @@ func Redis(t testing.TB) *redis.Client {
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		if explicit {
-			t.Fatalf("redis at %s does not answer: %v", opt.Addr, err)
-		}
-		Missing(t, "no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
+		Unavailable(t, explicit, "no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
@@ -56,6 +53,10 @@ func PostgresDSN() string {
 	}
 	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
 }
+
+// PostgresExplicit reports whether TARE_POSTGRES_DSN names the test
+// PostgreSQL (see Unavailable).
+func PostgresExplicit() bool { return os.Getenv("TARE_POSTGRES_DSN") != "" }
 
 // Model starts the simulated model on loopback, closed when the test ends.
 func Model(t testing.TB, cfg modelsim.Config) *httptest.Server {
