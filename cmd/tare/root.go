@@ -72,7 +72,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	root.AddCommand(newReportCmd())
-	deprecateEverywhere(root, "generator-delay-threshold", "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold judges")
+	for _, f := range session.NewSpec(1, 0, 0).Fields() {
+		if f.Retired != "" {
+			deprecateEverywhere(root, f.Flag, f.Retired)
+		}
+	}
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
