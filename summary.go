@@ -4,7 +4,7 @@ package tare
 const SummarySchema = "tare.summary/v1"
 
 // Summary is the machine-readable summary of one run (`--json`), the
-// contract of DESIGN.md: keys may be added, never renamed. Times are
+// contract of docs/json.md: keys may be added, never renamed. Times are
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
