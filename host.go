@@ -67,6 +67,18 @@ type CPUBy struct {
 
 	// TopOthers are the busiest other processes, busiest first (five at most).
 	TopOthers []ProcessShare `json:"top_others"`
+	// SUTNodes splits SystemUnderTest by the nodes of its process graph
+	// (SUTSummary.Graph): the proxy, the app server, the database. Nil
+	// when the system under test is not known.
+	SUTNodes []NodeShare `json:"sut_nodes,omitempty"`
+}
+
+// NodeShare is one node of the system under test's process graph in a
+// ledger: its part of the host's CPU time, and its threads' wait for a CPU.
+type NodeShare struct {
+	Node        int      `json:"node"`                    // its index in SUTSummary.Graph, which is stable over a run
+	CPUPct      float64  `json:"cpu_pct"`                 // percent of all the host's CPU time, as the rest of CPUBy
+	RunDelayPct *float64 `json:"run_delay_pct,omitempty"` // percent of the tick its threads waited on a run queue; nil when not read
 }
 
 // ProcessShare is one process's part of the host's CPU time.
@@ -74,6 +86,11 @@ type ProcessShare struct {
 	Name   string  `json:"name"` // its command name (comm)
 	PID    int     `json:"pid"`
 	CPUPct float64 `json:"cpu_pct"` // percent of all the host's CPU time, as the rest of CPUBy
+	// Children are the command names of the short-lived processes it
+	// started whose CPU is in CPUPct: children that exited and were
+	// reaped inside the tick, charged to it from its children's time.
+	// Only the names tare saw; none when its CPU is all its own.
+	Children []string `json:"children,omitempty"`
 }
 
 // TopOthersKept is how many of the busiest other processes a CPUBy keeps.

@@ -216,13 +216,36 @@ type HostSummary struct {
 type SUTSummary struct {
 	PIDs    []int  `json:"pids"`
 	FoundBy string `json:"found_by"` // e.g. "--pid", "listening socket of 127.0.0.1:8080", "started by tare"
-	// Calls are the processes of this host it called over loopback (a
-	// model server, a local database), counted with it from the tick tare
-	// saw the connection: their CPU is the system's own, not a neighbour's.
+	// Calls are the processes of this host it called (the roots of every
+	// node of Graph after the first ones), counted with it from the tick
+	// tare saw the connection: their CPU is the system's own, not a
+	// neighbour's.
 	Calls        []int    `json:"calls,omitempty"`
 	CPUPct       *float64 `json:"cpu_pct"`       // share of one core, as the generator's: 150 is one and a half cores
 	RunDelayPct  *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
 	ThrottledPct *float64 `json:"throttled_pct"` // share of the run its cgroup was throttled
+	// Graph is the system under test as a process graph: what was named
+	// or found first, then every process of this host it called, in the
+	// order tare found them (a proxy, the app server behind it, the
+	// app's database on a socket file). Empty when the graph is unknown.
+	Graph []SUTNode `json:"graph,omitempty"`
+}
+
+// SUTNode is one node of the system under test's process graph: the
+// processes that hold one listening socket (a pre-fork pool: nginx's
+// workers, gunicorn's, PostgreSQL's postmaster and its backends) or that
+// were named together, with their descendants.
+type SUTNode struct {
+	Name        string   `json:"name"`          // command name of its first process (the pool's master)
+	PIDs        []int    `json:"pids"`          // its processes at the end of the run (or when last seen)
+	CPUPct      *float64 `json:"cpu_pct"`       // share of one core over the run, as SUTSummary's
+	RunDelayPct *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
+	// ReachedBy says how tare found it: "listening socket 127.0.0.1:8080",
+	// "--pid", "tcp 127.0.0.1:8000 from nginx", "unix
+	// /var/run/postgresql/.s.PGSQL.5432 from gunicorn", "tcp
+	// 10.231.7.2:8080 in netns of pid 4121 from socat".
+	ReachedBy string `json:"reached_by"`
+	From      *int   `json:"from,omitempty"` // the index of the node that called it; nil for a node found first
 }
 
 // StealStats is steal over the run: the mean and worst tick of the

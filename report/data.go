@@ -71,6 +71,10 @@ const (
 	colClean        = "#2ca02c"
 )
 
+// sutShades colour the nodes of the system under test's graph in the
+// whose-CPU chart: greens, from colSUT down, so they read as one owner.
+var sutShades = []string{colSUT, "#74c476", "#006d2c", "#a1d99b", "#31a354", "#00441b"}
+
 // windowColor gives the protocol windows fixed colours (peak red, off-peak
 // green, mid blue) and anything else the next of a palette.
 func windowColor(name string, i int) string {
@@ -259,17 +263,33 @@ func (r *Run) whoseCPUChart(id string) *chartData {
 		return nil
 	}
 	c := r.timeChart(id, "whose-cpu", "Whose CPU per tick", "% of the host's CPU")
-	layers := []struct {
+	type layer struct {
 		name, colour string
 		get          func(*tare.CPUBy) float64
-	}{
-		{"system under test", colSUT, func(b *tare.CPUBy) float64 { return b.SystemUnderTest }},
+	}
+	layers := []layer{{"system under test", colSUT, func(b *tare.CPUBy) float64 { return b.SystemUnderTest }}}
+	// A graph of several nodes (a proxy, its app server, a database) is
+	// split into a layer each, in shades of the system under test's colour.
+	if u := r.Summary.SUT; u != nil && len(u.Graph) > 1 {
+		layers = layers[:0]
+		for i, n := range u.Graph {
+			layers = append(layers, layer{"under test: " + n.Name, sutShades[i%len(sutShades)], func(b *tare.CPUBy) float64 {
+				for _, s := range b.SUTNodes {
+					if s.Node == i {
+						return s.CPUPct
+					}
+				}
+				return 0
+			}})
+		}
+	}
+	layers = append(layers, []layer{
 		{"tare", colTare, func(b *tare.CPUBy) float64 { return b.Tare }},
 		{"other processes", colOthers, func(b *tare.CPUBy) float64 { return b.Others }},
 		{"kernel", colKernel, func(b *tare.CPUBy) float64 { return b.Kernel }},
 		{"unattributed", colUnattributed, func(b *tare.CPUBy) float64 { return b.Unattributed }},
 		{"steal", colSteal, func(b *tare.CPUBy) float64 { return b.Steal }},
-	}
+	}...)
 	// Each layer is drawn as its top edge, the sum of it and those below,
 	// filled down to zero: the highest first, so the lower ones paint over.
 	for i := len(layers) - 1; i >= 0; i-- {

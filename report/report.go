@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
 )
@@ -107,10 +108,11 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	}
 	if u := s.SUT; u != nil {
 		calls := ""
-		if len(u.Calls) > 0 {
+		if len(u.Calls) > 0 && len(u.Graph) < 2 {
 			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
 		}
 		p.row("under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
+		graphRows(p, u.Graph)
 	} else if s.Requests.Total > 0 {
 		p.row("under test", "not found on this host (--pid or --cgroup name it)")
 	}
@@ -128,6 +130,28 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// graphRows draw the system under test's process graph, a row a node
+// (what it called indented under an arrow), when it is more than the
+// processes found first.
+func graphRows(p *printer, graph []tare.SUTNode) {
+	if len(graph) < 2 {
+		return
+	}
+	names := make([]string, len(graph))
+	width := 0
+	for i, n := range graph {
+		names[i] = fmt.Sprintf("%s (%d)", n.Name, len(n.PIDs))
+		if n.From != nil {
+			names[i] = "→ " + names[i]
+		}
+		width = max(width, utf8.RuneCountInString(names[i]))
+	}
+	for i, n := range graph {
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(names[i]))
+		p.row("", "%s%s   cpu %s of a core   run delay %s   %s", names[i], pad, pct(n.CPUPct), pct(n.RunDelayPct), n.ReachedBy)
+	}
 }
 
 // mixRows are the breakdowns of a run that mixed requests or ramped: the

@@ -101,10 +101,7 @@ loop:
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
-	if s.SUT != nil {
-		s.SUT.Calls = sampler.Called()
-	}
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks := rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	for _, w := range sampler.Warnings() {

@@ -539,16 +539,18 @@ func (l *LoadSpec) Engine() load.Config {
 
 // HostSpec says what to sample and whose processes to measure.
 type HostSpec struct {
-	Tick   time.Duration
-	PIDs   []int
-	Cgroup string
+	Tick    time.Duration
+	PIDs    []int
+	Cgroup  string
+	Exclude []string // pids or command names taken out of the system under test
 }
 
 func (h *HostSpec) Fields() []Field {
 	return []Field{
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
-		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
-		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
+		{Flag: "pid", Value: &h.PIDs, Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
+		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
+		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
 	}
 }
 
@@ -563,38 +565,68 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
 		}
 	}
+	for _, x := range h.Exclude {
+		if x == "" || !isDigits(x) && len(x) > 15 {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--exclude-process %q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
+		}
+	}
 	if h.Cgroup != "" {
 		if _, err := host.NewSampler(host.Config{Cgroup: h.Cgroup}); err != nil {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
 	}
-	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup}, nil
+	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude}
+	if len(h.PIDs) > 0 {
+		cfg.Parts = []host.Part{{PIDs: h.PIDs, How: "--pid"}}
+		cfg.SUT = slices.Clone(h.PIDs)
+	}
+	return cfg, nil
 }
 
-// FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
-// the processes of the cgroup, or those listening on a loopback target's
-// port. It returns how they were found, for the summary; "" when the
-// system under test is not known.
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// FindSUT adds to cfg's system under test what tare finds itself: the
+// processes of the cgroup, and those listening on a loopback target's
+// port, each a part of its own beside --pid's. It returns how they were
+// found, for the summary; "" when the system under test is not known.
 func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
-	switch {
-	case len(h.PIDs) > 0:
-		return "--pid", nil
-	case h.Cgroup != "":
+	if h.Cgroup != "" {
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
 		if err != nil {
 			return "", Flagged(tare.Errorf(tare.ENOTFOUND, "%w", err), "cgroup")
 		}
-		cfg.SUT = pids
-		return "--cgroup " + h.Cgroup, nil
-	case target == "":
-		return "", nil
+		addPart(cfg, pids, "--cgroup "+h.Cgroup)
 	}
-	pids, how, err := host.FindService(cfg.ProcRoot, target)
-	if err != nil || len(pids) == 0 {
-		return "", err
+	if target != "" {
+		pids, how, err := host.FindService(cfg.ProcRoot, target)
+		if err != nil {
+			return "", err
+		}
+		addPart(cfg, pids, how)
 	}
-	cfg.SUT = pids
-	return how, nil
+	var hows []string
+	for _, p := range cfg.Parts {
+		hows = append(hows, p.How)
+	}
+	return strings.Join(hows, " and "), nil
+}
+
+// addPart adds pids, found as how, to the system under test as a part of
+// its own, leaving out those it has already.
+func addPart(cfg *host.Config, pids []int, how string) {
+	pids = slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return slices.Contains(cfg.SUT, pid) })
+	if len(pids) == 0 {
+		return
+	}
+	cfg.Parts = append(cfg.Parts, host.Part{PIDs: pids, How: how})
+	cfg.SUT = append(cfg.SUT, pids...)
 }
 
 // JudgeSpec sets the verdict's thresholds, the SLO and the exit status.

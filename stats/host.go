@@ -188,6 +188,12 @@ type hostTotals struct {
 	ledgers float64    // the length of the samples with a ledger
 	cpuBy   tare.CPUBy // their weighted sum, without TopOthers
 	top     topOthers
+	nodes   []nodeSums // by node of the system under test's graph
+}
+
+// nodeSums are one graph node's figures over the run.
+type nodeSums struct {
+	cores, runDelay optSum
 }
 
 // optSum sums a figure that a source may not provide, weighted.
@@ -238,7 +244,18 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Du
 		h.top.add(by.TopOthers, w)
 		if s.SUTRunDelay != nil {
 			// The system under test's share of the host, in cores.
-			h.sutCores.add(tare.Float(by.SystemUnderTest*float64(max(len(s.PerCPU), 1))), w)
+			cpus := float64(max(len(s.PerCPU), 1))
+			h.sutCores.add(tare.Float(by.SystemUnderTest*cpus), w)
+			for _, n := range by.SUTNodes {
+				if n.Node < 0 {
+					continue
+				}
+				for len(h.nodes) <= n.Node {
+					h.nodes = append(h.nodes, nodeSums{})
+				}
+				h.nodes[n.Node].cores.add(tare.Float(n.CPUPct*cpus), w)
+				h.nodes[n.Node].runDelay.add(n.RunDelayPct, w)
+			}
 		}
 	}
 	h.last = s.CPU.Steal
@@ -285,7 +302,13 @@ func (h *hostTotals) sut() *tare.SUTSummary {
 	if h.sutRunDelay.w == 0 {
 		return nil
 	}
-	return &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}
+	s := &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}
+	for _, n := range h.nodes {
+		// A node found late has no figure for the ticks before: its mean
+		// is over the ticks it was part of, which is what it cost then.
+		s.Graph = append(s.Graph, tare.SUTNode{CPUPct: n.cores.mean(), RunDelayPct: n.runDelay.mean()})
+	}
+	return s
 }
 
 func roundCPUBy(by *tare.CPUBy) {

@@ -64,9 +64,7 @@ func TestVerdictMatrix(t *testing.T) {
 				if werr := watch.Stop(); werr != nil {
 					t.Fatalf("the test's own reading of /proc/stat: %v", werr)
 				}
-				if errors.Is(err, scenario.ErrSkip) {
-					t.Skip(err)
-				}
+				scenario.SkipUnable(t, err)
 				if err != nil {
 					t.Fatal(err)
 				}
