@@ -280,11 +280,8 @@ func (r *fdReader) sockets(procRoot string, pid int, yield func(inode uint64) bo
 	}
 }
 
-// socketInode returns the inode of an fd link to a socket, "socket:[54719]".
-func socketInode(link string) (uint64, bool) {
-	return socketInodeBytes([]byte(link))
-}
-
+// socketInodeBytes returns the inode of an fd link to a socket,
+// "socket:[54719]".
 func socketInodeBytes(link []byte) (uint64, bool) {
 	const prefix, suffix = "socket:[", "]"
 	if len(link) <= len(prefix)+len(suffix) || string(link[:len(prefix)]) != prefix || string(link[len(link)-1:]) != suffix {
