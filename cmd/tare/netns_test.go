@@ -148,7 +148,7 @@ func namespacedServices(t *testing.T) services {
 	}
 	s.postgres = *pu
 	if s.st, err = store.Open(context.Background(), s.dsn); err != nil {
-		testservice.Unavailable(t, testservice.PostgresExplicit(), "PostgreSQL at %s does not answer: %v", s.dsn, err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "open the PostgreSQL store at %s: %v", s.dsn, err)
 	}
 	t.Cleanup(func() { s.st.Close() })
 	return s

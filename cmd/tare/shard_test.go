@@ -327,7 +327,7 @@ func shardStore(t *testing.T, dsn, group string) tare.Store {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		testservice.Unavailable(t, testservice.PostgresExplicit(), "PostgreSQL at %s does not answer: %v", dsn, err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "open the PostgreSQL store at %s: %v", dsn, err)
 	}
 	t.Cleanup(func() {
 		rows, _ := session.Shards(ctx, st, group)
