@@ -19,6 +19,7 @@ type Summary struct {
 	Generator    Generator          `json:"generator"`
 	Queue        *QueueSummary      `json:"queue"`
 	Model        *ModelSummary      `json:"model"`
+	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
@@ -55,6 +56,11 @@ type TargetSummary struct {
 // StageSummary is one stage of a ramping schedule, judged on its own: the
 // arrivals scheduled in it, and the host during its seconds.
 type StageSummary struct {
+	// Stage is the stage's number in the schedule, from 1 (--stages
+	// 30s:10/s,2m:50/s has stages 1 and 2); a jump (0s) and a stage the
+	// warm-up covers have none here, so numbers may skip. 0 in a summary
+	// stored before it was recorded.
+	Stage        int         `json:"stage,omitempty"`
 	StartS       float64     `json:"start_s"`    // offset of the stage's start from the run's
 	DurationS    float64     `json:"duration_s"` // what of it was measured (a warm-up takes the rest)
 	FromPerS     float64     `json:"from_per_s"` // the rate the stage ramps from
@@ -246,6 +252,9 @@ type SUTNode struct {
 	// 10.231.7.2:8080 in netns of pid 4121 from socat".
 	ReachedBy string `json:"reached_by"`
 	From      *int   `json:"from,omitempty"` // the index of the node that called it; nil for a node found first
+	// Container is the container its first process runs in, named as
+	// the ledger names a neighbour's; nil outside one.
+	Container *Container `json:"container,omitempty"`
 }
 
 // StealStats is steal over the run: the mean and worst tick of the

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // Part is a part of the system under test known before the run: the
@@ -51,8 +52,12 @@ type graph struct {
 	hostNS  string         // tare's network namespace, "net:[4026531840]"; "" when it cannot be read
 	netns   map[int]nsSeen // pid → its network namespace, read once per process
 	unixAll func() ([]unixSocket, error)
-	looks   int            // looks that read the socket tables
-	unfound map[string]int // listeners whose holders were not found → the look that tried
+	// drain returns the connections processes opened since the last call,
+	// traced in the kernel (schedprobe.Connects); nil without the tracer.
+	drain   func() ([]schedprobe.Connect, error)
+	traced  []schedprobe.Connect // scratch: the system under test's, this look
+	looks   int                  // looks that read the socket tables
+	unfound map[string]int       // listeners whose holders were not found → the look that tried
 }
 
 type graphNode struct {
@@ -157,8 +162,18 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 	// The socket tables list every socket of the host, and reading them
 	// walks the kernel's whole connection hash: about as much CPU as the
 	// sampler's every other reading together. Sockets held at the last
-	// look (a service's keep-alive connections) can lead nowhere new.
-	if !fresh {
+	// look (a service's keep-alive connections) can lead nowhere new,
+	// unless the kernel saw it open others since (and close them again).
+	g.traced = g.traced[:0]
+	if g.drain != nil {
+		all, _ := g.drain() // a failed read leaves the look to the socket tables
+		for _, c := range all {
+			if m.sut[c.PID] {
+				g.traced = append(g.traced, c)
+			}
+		}
+	}
+	if !fresh && len(g.traced) == 0 {
 		return false
 	}
 	newSocks := map[uint64]int{}
@@ -174,7 +189,8 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 	for _, c := range g.tcpCallees(newSocks, procs, m) {
 		added = g.add(c, procs, m) || added
 	}
-	if len(newSocks) > 0 { // sockets that were not TCP: Unix, or others
+	// Sockets that were not TCP (Unix, or others), or Unix connects traced.
+	if len(newSocks) > 0 || slices.ContainsFunc(g.traced, func(c schedprobe.Connect) bool { return c.Unix != "" }) {
 		for _, c := range g.unixCallees(newSocks, procs, m) {
 			added = g.add(c, procs, m) || added
 		}
@@ -269,6 +285,24 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 		if inodes := table.listeners(dst); len(inodes) > 0 {
 			c.owners = socketOwners(g.procRoot, inodes)
 		}
+		out = append(out, c)
+	}
+	// The connections the kernel saw it open to this host's listeners,
+	// closed by now or not.
+	for _, t := range g.traced {
+		if !t.TCP.IsValid() {
+			continue
+		}
+		inodes := here.listeners(t.TCP)
+		c := callee{caller: t.PID, via: "tcp " + t.TCP.String(), key: fmt.Sprintf("tcp %s:%d", g.hostNS, t.TCP.Port())}
+		if len(inodes) == 0 || done[c.key] || !g.due(c.key) {
+			continue
+		}
+		if _, known := g.keys[c.key]; known {
+			continue
+		}
+		done[c.key] = true
+		c.owners = socketOwners(g.procRoot, inodes)
 		out = append(out, c)
 	}
 	return out
@@ -415,6 +449,25 @@ func (g *graph) unixCallees(socks map[uint64]int, procs map[int]procStat, m *mem
 	}
 	var out []callee
 	done := map[string]bool{}
+	resolve := func(c callee, name string) {
+		if _, known := g.keys[c.key]; known || done[c.key] || !g.due(c.key) {
+			return
+		}
+		done[c.key] = true
+		inodes := map[uint64]bool{}
+		for _, l := range listening[name] {
+			inodes[l] = true
+		}
+		if len(inodes) > 0 {
+			c.owners = socketOwners(g.procRoot, inodes)
+		}
+		out = append(out, c)
+	}
+	for _, t := range g.traced {
+		if t.Unix != "" && len(listening[t.Unix]) > 0 {
+			resolve(callee{key: "unix " + t.Unix, via: "unix " + t.Unix, caller: t.PID}, t.Unix)
+		}
+	}
 	for ino, pid := range socks {
 		u := byInode[ino]
 		if u == nil || u.Name != "" || (u.Type != unixStream && u.Type != unixSeqPacket) {
@@ -424,19 +477,7 @@ func (g *graph) unixCallees(socks map[uint64]int, procs map[int]procStat, m *mem
 		if peer == nil || peer.Name == "" {
 			continue
 		}
-		c := callee{key: "unix " + peer.Name, via: "unix " + peer.Name, caller: pid, socket: ino}
-		if _, known := g.keys[c.key]; known || done[c.key] || !g.due(c.key) {
-			continue
-		}
-		done[c.key] = true
-		inodes := map[uint64]bool{}
-		for _, l := range listening[peer.Name] {
-			inodes[l] = true
-		}
-		if len(inodes) > 0 {
-			c.owners = socketOwners(g.procRoot, inodes)
-		}
-		out = append(out, c)
+		resolve(callee{key: "unix " + peer.Name, via: "unix " + peer.Name, caller: pid, socket: ino}, peer.Name)
 	}
 	slices.SortFunc(out, func(a, b callee) int { return strings.Compare(a.key, b.key) })
 	return out

@@ -280,3 +280,42 @@ func startDetached(t *testing.T, python, script string, args ...string) detached
 	t.Cleanup(func() { syscall.Kill(d.pid, syscall.SIGKILL) })
 	return d
 }
+
+// TestGraphShortLivedConnections: a system under test whose connections
+// to its app server (TCP) and its database (a Unix socket) each last a
+// moment, far from any look, still has both in its graph, from the
+// kernel's own record of the connects.
+func TestGraphShortLivedConnections(t *testing.T) {
+	python := needPython(t)
+	path := filepath.Join(t.TempDir(), "db.sock")
+	tcpSrv := startDetached(t, python, "import os,socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(64)\nprint(os.getpid(),s.getsockname()[1],flush=True)\nend=time.time()+30\nwhile time.time()<end:\n c,_=s.accept(); c.close()")
+	unixSrv := startDetached(t, python, "import os,socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(64)\nprint(os.getpid(),0,flush=True)\nend=time.time()+30\nwhile time.time()<end:\n c,_=s.accept(); c.close()", path)
+	// Connects to each every 300 ms and closes at once, for 20 s at most.
+	sut := startPython(t, python, "import socket,sys,time\nprint('go',flush=True)\nend=time.time()+20\nwhile time.time()<end:\n a=socket.create_connection(('127.0.0.1',int(sys.argv[1]))); a.close()\n b=socket.socket(socket.AF_UNIX); b.connect(sys.argv[2]); b.close()\n time.sleep(0.3)", strconv.Itoa(tcpSrv.port), path)
+	s, err := NewSampler(Config{Tick: MinTick, SUT: []int{sut}, Tare: []int{os.Getpid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.connects == nil {
+		t.Skip("no connection tracer here (root and tracefs are needed; scripts/test mounts tracefs)")
+	}
+	want := []int{min(tcpSrv.pid, unixSrv.pid), max(tcpSrv.pid, unixSrv.pid)}
+	for i := 0; i < 6 && !slices.Equal(s.Called(), want); i++ {
+		time.Sleep(400 * time.Millisecond)
+		if _, err := s.Sample(time.Now()); err != nil {
+			t.Logf("sample %d: %v", i, err)
+		}
+	}
+	if got := s.Called(); !slices.Equal(got, want) {
+		t.Fatalf("called %v; want the TCP server %d and the Unix one %d, though no connection was open at any look", got, tcpSrv.pid, unixSrv.pid)
+	}
+	var reached []string
+	for _, n := range s.Graph()[1:] {
+		reached = append(reached, n.ReachedBy)
+	}
+	slices.Sort(reached)
+	if want := []string{"tcp 127.0.0.1:" + strconv.Itoa(tcpSrv.port) + " from python3", "unix " + path + " from python3"}; !slices.Equal(reached, want) {
+		t.Errorf("reached by %q; want %q", reached, want)
+	}
+}

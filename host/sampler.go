@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // Defaults and limits of a Config.
@@ -66,6 +66,9 @@ type Config struct {
 	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
 	// path inside the hierarchy (/app).
 	Cgroup string
+	// Runtimes says where the container runtimes keep the names and
+	// images of their containers; its zero value, in their default places.
+	Runtimes Runtimes
 
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
@@ -102,6 +105,7 @@ type Sampler struct {
 	// graph finds the processes the system under test calls, at every
 	// reading at first and then every lookEvery readings.
 	graph    *graph
+	connects *schedprobe.Connects // the connection tracer; nil without eBPF
 	readings int
 	called   []int          // the roots of the nodes found, for Called; guarded by mu
 	nodes    []tare.SUTNode // the graph at the last reading, for Graph; guarded by mu
@@ -184,9 +188,19 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		cur:       newReading(),
 	}
 	s.members.excluded = excluder(cfg.Exclude)
+	// The kernel's own word on the connections the system under test
+	// opens, where tare may load eBPF; a look at the socket tables
+	// otherwise.
+	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
+		if c, err := schedprobe.OpenConnects(); err == nil {
+			s.connects = c
+			s.graph.drain = c.Drain
+		}
+	}
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
+	s.members.containers = newContainerIndex(cfg.ProcRoot, cfg.Runtimes)
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
@@ -223,9 +237,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
-	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI)
+	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI, cfg.Runtimes)
 	if hp := s.env.HostProcesses; hp != nil && !*hp {
-		s.warn(errors.New("/proc lists only this container's processes (a PID namespace of its own; in a Kubernetes pod, hostPID is not set): steal and PSI are the host's, but other processes' CPU is counted as unattributed, not named"))
+		s.warn(ownPIDNamespace(s.env))
 	}
 	return s, nil
 }
@@ -244,7 +258,12 @@ func (s *Sampler) AddTareTree(pid int) {
 }
 
 // Close releases the files the sampler keeps open between readings.
-func (s *Sampler) Close() { s.procs.close() }
+func (s *Sampler) Close() {
+	s.procs.close()
+	if s.connects != nil {
+		s.connects.Close()
+	}
+}
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
@@ -388,6 +407,7 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	}
 	if len(s.graph.nodes) > 0 {
 		nodes, called := s.graph.summary(s.members, r.Procs), s.graph.called()
+		s.members.containers.nameNodes(nodes, r.Procs)
 		s.mu.Lock()
 		s.nodes, s.called = nodes, called
 		s.mu.Unlock()

@@ -28,6 +28,7 @@ const repoRoot = "../.."
 // flags are never checked.
 var foreignFlags = map[string]string{
 	"without-heartbeat": "celery worker",
+	"rm":                "podman run",
 }
 
 // TestDocsNameWhatExists reads README.md and docs/*.md and checks that

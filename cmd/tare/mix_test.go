@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,6 +148,53 @@ func TestTargetsFile(t *testing.T) {
 	slowP50, fastP50 := s.Targets[2].Latency.P50, s.Targets[0].Latency.P50
 	if slowP50 == nil || fastP50 == nil || *slowP50 < float64(slow/time.Millisecond) || *fastP50 >= *slowP50 {
 		t.Errorf("p50 of the slow endpoint %v ms, of home %v ms: want the slow one at least %v and above home", slowP50, fastP50, slow)
+	}
+}
+
+// TestTargetsSummarisedAgain: the raw records of a run of a targets file,
+// exported and summarised again (tare runs import, tare report FILE), keep
+// their figures per request, under the requests' names.
+func TestTargetsSummarisedAgain(t *testing.T) {
+	t.Setenv("TARE_DB", filepath.Join(t.TempDir(), "targets.db"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "targets.jsonl")
+	lines := `{"name": "home", "url": "` + srv.URL + `/", "weight": 2}
+{"name": "orders", "method": "POST", "url": "` + srv.URL + `/orders", "body": "{}"}
+`
+	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := tareCmd(t, "run", "--targets", file, "--rate", "200/s", "--jobs", "60", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	var ran tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &ran); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join(dir, "run.jsonl")
+	if code, _, stderr := tareCmd(t, "runs", "export", ran.Run.ID, "-o", records); code != 0 {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr = tareCmd(t, "runs", "import", records)
+	m := regexp.MustCompile(`as run (\S+)`).FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("import: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = tareCmd(t, "runs", "show", m[1], "--json")
+	var again tare.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &again) != nil {
+		t.Fatalf("show: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if len(again.Targets) != 2 || len(ran.Targets) != 2 {
+		t.Fatalf("targets summarised again: %+v; want those of the run: %+v", again.Targets, ran.Targets)
+	}
+	for i, want := range ran.Targets {
+		if got := again.Targets[i]; got.Name != want.Name || got.Requests != want.Requests || got.OK != want.OK {
+			t.Errorf("target %d summarised again: %s, %d requests, %d ok; the run had %s, %d, %d", i, got.Name, got.Requests, got.OK, want.Name, want.Requests, want.OK)
+		}
 	}
 }
 

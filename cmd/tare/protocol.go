@@ -21,9 +21,13 @@ import (
 
 const protocolLong = `The three-window protocol: the same load in a peak window (14:00–16:00), an
 off-peak window (02:00–04:00) and a mid window (08:00–10:00), then a
-comparison of the three. If they diverge by more than 30%, the host is the
-variable and no scaling decision is valid; capacity is then a range: best
-case (off-peak), worst case (peak, what users see by day), typical (mid).
+comparison of the three (tare compare). If they diverge by more than 30%,
+beyond noise and above the latency floor, the host is the variable and no
+scaling decision is valid; on too few requests to tell, the comparison says
+so and how many to run. Capacity is a range: the best, worst and typical
+case as measured, with the window each came from (off-peak is expected to
+be the best and peak the worst; where not, that is a finding about the
+host), and what changed in the host between the windows.
 
 A plan file (YAML) names the target and the load (everything tare run
 takes), the SLO, the thresholds, the windows, the days and the time zone:

@@ -41,6 +41,10 @@ Definitions:
 Verdicts: clean, suspect, polluted; a service that uses up its own CPUs is
 saturated, a finding about the code beside the verdict (docs/verdict.md); a
 run in which no request succeeded (a wrong port) is suspect.
+Secrets: a URL flag not given (--url, --model, --queue, --coordinate, --db)
+reads TARE_<FLAG>, or the file TARE_<FLAG>_FILE names, so that a password
+stays off the command line, which every process on the host may read.
+
 Exit status: 0 unless asked; --fail-on polluted|suspect: 3 on that verdict
 or worse (inconclusive: rerun); --fail-on slo: 1 when the SLO failed on a
 run that is not polluted, 3 on one that is; 2 usage or runtime error.`
@@ -83,7 +87,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
-	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd())
+	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tare's version",
@@ -102,7 +106,11 @@ func newRootCmd() *cobra.Command {
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
+	sayURLEnv(root)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := urlsFromEnv(cmd); err != nil {
+			return err
+		}
 		if cpuProfile == "" {
 			return nil
 		}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // Netns is a network namespace of the scenario's own, joined to the host
@@ -81,18 +80,7 @@ func UserlandProxy(ctx context.Context, target string) (int, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return 0, nil, fmt.Errorf("start socat: %w", err)
 	}
-	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
-	return port, stop, nil
+	return port, func() { stopGroup(cmd, syscall.SIGTERM) }, nil
 }
 
 // GunicornInNetns is gunicorn's pool in a network namespace of its own,

@@ -94,8 +94,9 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
+		// The demo's hogs name themselves as its own (cmd/tare's hogName).
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
-			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "demo-neighbour"},
 	}
 }
 

@@ -140,15 +140,7 @@ func gunicornWith(ctx context.Context, dir, app, bind string, command func(conte
 		return nil, fmt.Errorf("start gunicorn: %w", err)
 	}
 	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		stopGroup(cmd, syscall.SIGTERM)
 		log.Close()
 	}
 	url := "http://" + bind + "/"
@@ -195,17 +187,7 @@ http {
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start nginx: %w", err)
 	}
-	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
+	stop := func() { stopGroup(cmd, syscall.SIGQUIT) }
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	if err := awaitHTTP(ctx, url); err != nil {
 		stop()
@@ -267,6 +249,20 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// stopGroup sends sig to the process group cmd leads (started with
+// Setpgid), and SIGKILL if it is still there 10 s later.
+func stopGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	syscall.Kill(-cmd.Process.Pid, sig)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
 }
 
 // stack runs the stop functions pushed, last first.
