@@ -48,6 +48,9 @@ func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	args := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	// A test binary that panics (a -timeout) runs no cleanup, and its
+	// context's timer dies with it: the hog must die with it too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("start %v: %v", args, err)
