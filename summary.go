@@ -4,7 +4,7 @@ package tare
 const SummarySchema = "tare.summary/v1"
 
 // Summary is the machine-readable summary of one run (`--json`), the
-// contract of DESIGN.md: keys may be added, never renamed. Times are
+// contract of docs/json.md: keys may be added, never renamed. Times are
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
@@ -68,7 +68,7 @@ type StageSummary struct {
 	Requests     int         `json:"requests"`
 	Errors       int         `json:"errors"`
 	OfferedPerS  *float64    `json:"offered_per_s"`  // arrivals / duration
-	AchievedPerS *float64    `json:"achieved_per_s"` // completions of those arrivals / duration
+	AchievedPerS *float64    `json:"achieved_per_s"` // completions in the stage's seconds, whenever scheduled / duration
 	Latency      QuantilesMS `json:"latency_ms"`
 	Verdict      Level       `json:"verdict"`           // the stage's own verdict
 	Fired        []string    `json:"fired,omitempty"`   // the signals that fired in it

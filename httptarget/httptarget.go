@@ -65,8 +65,8 @@ type Config struct {
 	// recorded as tare.KindCrossHost, and the other host gets no load.
 	CrossHost bool
 
-	// NetHTTP sends plain http:// through net/http too, instead of the lean
-	// client: for a server the lean client cannot talk to.
+	// NetHTTP sends plain http:// through net/http too, instead of load's event
+	// loop: for a server the loop's HTTP/1.1 cannot talk to.
 	NetHTTP bool
 }
 

@@ -18,15 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/leakcheck"
 	"github.com/tare-dev/tare/internal/loopback"
 	"github.com/tare-dev/tare/load"
-
-	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // quietLog swallows the server's log of the failures the tests provoke.
 var quietLog = log.New(io.Discard, "", 0)

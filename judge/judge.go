@@ -38,7 +38,8 @@ type Thresholds struct {
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
 }
 
-// DefaultThresholds returns the thresholds of DESIGN.md.
+// DefaultThresholds returns the default thresholds, those docs/verdict.md
+// explains.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		Steal:          10,

@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultDivergencePct is the divergence between windows above which the
-// host, not the code, is the variable (DESIGN.md: 30 %).
+// host, not the code, is the variable (docs/json.md, Definitions: 30 %).
 const DefaultDivergencePct = 30.0
 
 // ProtocolRules are what the protocol verdict is judged against.

@@ -60,6 +60,10 @@ type Field struct {
 	// *uint64, *float64, *bool, *time.Duration, or a
 	// encoding.TextUnmarshaler such as *arrival.Rate.
 	Value any
+	// Retired says why a setting no longer does anything: its flag is
+	// deprecated with that message, and its plan key ignored with a
+	// warning and never listed among the keys to use. "" for a live one.
+	Retired string
 }
 
 // Set sets the field from a plan's text, one item at a time for a list.
@@ -679,7 +683,8 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving with a flat queue that fire the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
-		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
+		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used",
+			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
 		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
 		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}

@@ -36,9 +36,10 @@ func runJSON(t *testing.T, args ...string) tare.Summary {
 }
 
 // TestStagesAndWarmup: a constant ramp on loopback offers each stage
-// exactly ∫λ over its measured seconds, achieves it within 5 % (counts over
-// the stage's nominal length, never a clock reading), and the warm-up's
-// arrivals are counted apart and left out of every figure.
+// exactly ∫λ over its measured seconds, achieves it within 5 % (a server
+// that answers at once completes each stage's requests within its
+// seconds), and the warm-up's arrivals are counted apart and left out of
+// every figure.
 func TestStagesAndWarmup(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
@@ -78,6 +79,32 @@ func TestStagesAndWarmup(t *testing.T) {
 		if st.Verdict == "" || st.Latency.P95 == nil {
 			t.Errorf("stage %d has no verdict or latency: %+v", i+1, st)
 		}
+	}
+}
+
+// TestStageCompletesLate: a stage offered twice what the service serves
+// (one request at a time, 10 ms each: 100/s at most) achieves what the
+// service served in its seconds, not what it was offered; the backlog is
+// served in the next stage, which achieves more than it was offered.
+func TestStageCompletesLate(t *testing.T) {
+	srv := oneAtATime(10 * time.Millisecond)
+	defer srv.Close()
+	s := runJSON(t, "run", "--url", srv.URL+"/", "--arrival", "constant", "--stages", "0s:200/s,2s:200/s,0s:20/s,2s:20/s")
+	if len(s.Stages) != 2 {
+		t.Fatalf("%d stages in the summary, want 2 (jumps are no stage): %+v", len(s.Stages), s.Stages)
+	}
+	over, after := s.Stages[0], s.Stages[1]
+	t.Logf("over capacity: offered %v/s, achieved %v/s; after: offered %v/s, achieved %v/s", show(over.OfferedPerS), show(over.AchievedPerS), show(after.OfferedPerS), show(after.AchievedPerS))
+	if s.Requests.Total != 440 || s.Requests.OK != 440 {
+		t.Fatalf("requests %+v, want 440 arrivals, all ok", s.Requests)
+	}
+	if over.OfferedPerS == nil || *over.OfferedPerS != 200 || over.AchievedPerS == nil || *over.AchievedPerS > 101 {
+		t.Errorf("the stage over capacity offered %v/s and achieved %v/s: want 200/s offered, and at most the 100/s one request at a time of 10 ms serves (one more at the edge)",
+			show(over.OfferedPerS), show(over.AchievedPerS))
+	}
+	if after.OfferedPerS == nil || *after.OfferedPerS != 20 || after.AchievedPerS == nil || *after.AchievedPerS <= *after.OfferedPerS {
+		t.Errorf("the stage after offered %v/s and achieved %v/s: want 20/s offered, and more achieved, the backlog served in its seconds",
+			show(after.OfferedPerS), show(after.AchievedPerS))
 	}
 }
 

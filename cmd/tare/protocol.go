@@ -80,11 +80,14 @@ type loadedPlan struct {
 }
 
 // loadPlan reads the plan at path and checks it: every error names the
-// plan's line and key.
-func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, error) {
+// plan's line and key; its warnings (a retired key) go to stderr.
+func loadPlan(ctx context.Context, path string, over planFlags, stderr io.Writer) (*loadedPlan, error) {
 	pl, err := session.ReadPlan(path)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range pl.Warnings {
+		fmt.Fprintf(stderr, "tare: %s\n", w)
 	}
 	lp := &loadedPlan{Plan: pl, window: windowFlags{spec: pl.Spec}}
 	if lp.schedule, err = pl.Schedule(over.id, over.tz, over.days); err != nil {
@@ -136,7 +139,7 @@ exits: what the lines of tare protocol cron do.`,
 			if err := mf.check(); err != nil {
 				return err
 			}
-			lp, err := loadPlan(cmd.Context(), args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -323,7 +326,7 @@ The output of each run is appended to --log.`,
 		Example: `  tare protocol cron checkout.yaml >> my.crontab`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lp, err := loadPlan(cmd.Context(), args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

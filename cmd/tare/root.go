@@ -51,6 +51,32 @@ run that is not polluted, 3 on one that is; 2 usage or runtime error.`
 
 // run is the whole command line, testable in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	defer pprof.StopCPUProfile() // --cpuprofile's, if it started one
+	// The help and completion commands are added as Execute would add
+	// them, so that their argument errors are usage errors too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	typeArgErrors(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && cmd.CalledAs() == "" {
+		// cobra returns an error without calling any command only when it
+		// cannot find the command: an unknown command.
+		err = &usageError{err}
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue, cmd.CommandPath())
+	}
+	return err
+}
+
+// newRootCmd is tare's command tree: every command and its flags.
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tare",
 		Short:         "A load tester that knows whose CPU it ran on",
@@ -59,10 +85,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
 	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd())
@@ -76,7 +98,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	root.AddCommand(newReportCmd())
-	deprecateEverywhere(root, "generator-delay-threshold", "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold judges")
+	for _, f := range session.NewSpec(1, 0, 0).Fields() {
+		if f.Retired != "" {
+			deprecateEverywhere(root, f.Flag, f.Retired)
+		}
+	}
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
 	root.PersistentFlags().MarkHidden("cpuprofile")
@@ -94,23 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return pprof.StartCPUProfile(f)
 	}
-	defer pprof.StopCPUProfile()
-	// The help and completion commands are added as Execute would add
-	// them, so that their argument errors are usage errors too.
-	root.InitDefaultHelpCmd()
-	root.InitDefaultCompletionCmd(args...)
-	typeArgErrors(root)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && cmd.CalledAs() == "" {
-		// cobra returns an error without calling any command only when it
-		// cannot find the command: an unknown command.
-		err = &usageError{err}
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue, cmd.CommandPath())
-	}
-	return err
+	return root
 }
 
 // usageError is a mistake in how tare was called: an unknown command or

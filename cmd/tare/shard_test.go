@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
@@ -359,14 +360,14 @@ func TestShardedRunMergesStagesAndTargets(t *testing.T) {
 // msList is q's percentiles for messages, -1 for none.
 func msList(q tare.QuantilesMS) []float64 { return []float64{deref(q.P50), deref(q.P95), deref(q.P99)} }
 
-// shardStore opens the store at dsn, skipping the test when it does not
-// answer, and deletes the shards of run group at the end.
+// shardStore opens the store at dsn (a PostgreSQL that does not answer is
+// testservice.Unavailable), and deletes the shards of run group at the end.
 func shardStore(t *testing.T, dsn, group string) tare.Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "open the PostgreSQL store at %s: %v", dsn, err)
 	}
 	t.Cleanup(func() {
 		rows, _ := session.Shards(ctx, st, group)

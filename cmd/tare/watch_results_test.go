@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/peer"
 )
 
@@ -53,7 +54,7 @@ func peerTool(t *testing.T, name, pkg string) string {
 		cmd := exec.Command("go", "install", pkg)
 		cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("cannot install %s (go install %s): %v\n%s", name, pkg, err, out)
+			testservice.Missing(t, "cannot install %s (go install %s): %v\n%s", name, pkg, err, out)
 		}
 	}
 	peerBins[name] = path

@@ -1,8 +1,8 @@
 // Package interfere makes real interference for tests: CPU hogs pinned to a
 // core and cgroups with a small CPU quota. Everything it starts or makes is
 // bounded in time and undone when the test ends; what the machine does not
-// allow (no taskset, no root, no cpu controller) skips the test with a
-// message saying why.
+// allow (no root, no cpu controller) skips the test with a message saying
+// why; a missing program (taskset) is testservice.Missing.
 package interfere
 
 import (
@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // Exclusive holds a machine-wide lock until the test ends, so that tests
@@ -40,12 +42,15 @@ func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 	t.Helper()
 	if len(prefix) > 0 {
 		if _, err := exec.LookPath(prefix[0]); err != nil {
-			t.Skipf("%s not installed: cannot start the CPU hog", prefix[0])
+			testservice.Missing(t, "%s is not installed: cannot start the CPU hog; install Debian's util-linux and coreutils (scripts/test does, as root)", prefix[0])
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	args := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	// A test binary that panics (a -timeout) runs no cleanup, and its
+	// context's timer dies with it: the hog must die with it too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("start %v: %v", args, err)

@@ -12,6 +12,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,10 +21,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -112,6 +115,25 @@ type Env struct {
 // ErrSkip is wrapped by Run's errors about what this machine cannot do
 // (no root for a cgroup).
 var ErrSkip = fmt.Errorf("scenario cannot run here")
+
+// ErrMissing is wrapped by Run's errors about a program or service this
+// machine lacks that scripts/test installs (nginx, gunicorn, psycopg2, the
+// local PostgreSQL, iproute2, socat); it wraps ErrSkip.
+var ErrMissing = fmt.Errorf("%w: it needs what is not installed", ErrSkip)
+
+// SkipUnable ends the test when err says this machine cannot run the
+// scenario: for want of a program or service, testservice.Missing (a
+// failure under CI, where scripts/test installs them all); for anything
+// else it cannot do (no root), a skip. Other errors are the caller's.
+func SkipUnable(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrMissing):
+		testservice.Missing(t, "%v", err)
+	case errors.Is(err, ErrSkip):
+		t.Skip(err)
+	}
+}
 
 // Run runs one scenario and returns tare's summary of it.
 func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
