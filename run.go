@@ -31,6 +31,10 @@ type Tick struct {
 	// the work it shared the system with is taken out. Kept in memory for
 	// the verdict (a bounded number over the run), never stored.
 	Sample []time.Duration `json:"-"`
+	// SendLagMax is the largest send lag (actual send − scheduled) of the
+	// arrivals scheduled in the tick; 0 when none was sent. It is not
+	// stored: a tick read back from a store has 0.
+	SendLagMax time.Duration
 
 	QueueDepth *float64    // mean queue depth over the tick; nil for non-queue targets
 	Host       *HostSample // nil when the host was not sampled

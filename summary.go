@@ -4,7 +4,7 @@ package tare
 const SummarySchema = "tare.summary/v1"
 
 // Summary is the machine-readable summary of one run (`--json`), the
-// contract of DESIGN.md: keys may be added, never renamed. Times are
+// contract of docs/json.md: keys may be added, never renamed. Times are
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
@@ -19,6 +19,7 @@ type Summary struct {
 	Generator    Generator          `json:"generator"`
 	Queue        *QueueSummary      `json:"queue"`
 	Model        *ModelSummary      `json:"model"`
+	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
@@ -55,6 +56,11 @@ type TargetSummary struct {
 // StageSummary is one stage of a ramping schedule, judged on its own: the
 // arrivals scheduled in it, and the host during its seconds.
 type StageSummary struct {
+	// Stage is the stage's number in the schedule, from 1 (--stages
+	// 30s:10/s,2m:50/s has stages 1 and 2); a jump (0s) and a stage the
+	// warm-up covers have none here, so numbers may skip. 0 in a summary
+	// stored before it was recorded.
+	Stage        int         `json:"stage,omitempty"`
 	StartS       float64     `json:"start_s"`    // offset of the stage's start from the run's
 	DurationS    float64     `json:"duration_s"` // what of it was measured (a warm-up takes the rest)
 	FromPerS     float64     `json:"from_per_s"` // the rate the stage ramps from
@@ -62,7 +68,7 @@ type StageSummary struct {
 	Requests     int         `json:"requests"`
 	Errors       int         `json:"errors"`
 	OfferedPerS  *float64    `json:"offered_per_s"`  // arrivals / duration
-	AchievedPerS *float64    `json:"achieved_per_s"` // completions of those arrivals / duration
+	AchievedPerS *float64    `json:"achieved_per_s"` // completions in the stage's seconds, whenever scheduled / duration
 	Latency      QuantilesMS `json:"latency_ms"`
 	Verdict      Level       `json:"verdict"`           // the stage's own verdict
 	Fired        []string    `json:"fired,omitempty"`   // the signals that fired in it
@@ -124,6 +130,13 @@ type LagMS struct {
 type Generator struct {
 	CPUPct      *float64 `json:"cpu_pct"`       // share of one core
 	RunDelayPct *float64 `json:"run_delay_pct"` // its own wait for a CPU, share of wall time
+	// Engine is what sent the load: "event loop" (plain http://, each loop
+	// a thread of its own) or "goroutines" (TLS, a proxy, --net-http, a
+	// queue, a model); Engines how many loops; Connections the most the
+	// loops had open at once. Empty where the load was not tare's own.
+	Engine      string `json:"engine,omitempty"`
+	Engines     int    `json:"engines,omitempty"`
+	Connections int    `json:"connections,omitempty"`
 }
 
 // QueueSummary are the figures of a queue target. Besides the wait and the
@@ -246,6 +259,9 @@ type SUTNode struct {
 	// 10.231.7.2:8080 in netns of pid 4121 from socat".
 	ReachedBy string `json:"reached_by"`
 	From      *int   `json:"from,omitempty"` // the index of the node that called it; nil for a node found first
+	// Container is the container its first process runs in, named as
+	// the ledger names a neighbour's; nil outside one.
+	Container *Container `json:"container,omitempty"`
 }
 
 // StealStats is steal over the run: the mean and worst tick of the

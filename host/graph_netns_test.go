@@ -2,7 +2,6 @@ package host
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -19,9 +18,7 @@ import (
 func TestGraphAcrossNetns(t *testing.T) {
 	python := needPython(t)
 	ns, err := scenario.MakeNetns(3)
-	if errors.Is(err, scenario.ErrSkip) {
-		t.Skip(err)
-	}
+	scenario.SkipUnable(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +37,7 @@ func TestGraphAcrossNetns(t *testing.T) {
 		t.Fatalf("the service in the namespace printed no pid: %v", err)
 	}
 	port, stop, err := scenario.UserlandProxy(t.Context(), ns.Addr+":8080")
-	if errors.Is(err, scenario.ErrSkip) {
-		t.Skip(err)
-	}
+	scenario.SkipUnable(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // liveGraph is a graph of the live host whose first part is sut, with
@@ -230,7 +231,7 @@ func needPython(t *testing.T) string {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3 to play the processes of the system under test")
+		testservice.Missing(t, "no python3 to play the processes of the system under test: install Debian's python3 (scripts/test does, as root)")
 	}
 	return python
 }

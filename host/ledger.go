@@ -21,6 +21,8 @@ type members struct {
 	measured  map[int]bool  // both: the processes the table reads at every tick
 	kids      map[int][]int // ppid → pids, rebuilt at every reading
 	queue     []int
+
+	containers *containerIndex // the container of each other process; nil names none
 	// excluded says which processes the user took out of the system
 	// under test (by pid or command name): they and their descendants
 	// are never in it. Nil excludes nothing.
@@ -201,7 +203,7 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 		case u.owner == ownerSUT && u.node >= 0 && u.node < nodes:
 			by.SUTNodes[u.node].CPUPct += share(u.own, u.reaped)
 		case u.owner == ownerOther:
-			ps := tare.ProcessShare{Name: cur[u.pid].Comm, PID: u.pid, CPUPct: share(u.own, u.reaped)}
+			ps := tare.ProcessShare{Name: cur[u.pid].Comm, PID: u.pid, CPUPct: share(u.own, u.reaped), Container: m.containers.of(u.pid, cur[u.pid], cur)}
 			if u.reaped > 0 && rscale > 0 {
 				ps.Children = names[u.pid]
 				for _, kid := range m.kids[u.pid] {
@@ -213,7 +215,8 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 			top = append(top, ps)
 		}
 	}
-	by.TopOthers = tare.Busiest(top)
+	m.containers.forget(cur)
+	by.TopOthers = tare.Busiest(m.containers.group(top))
 	return by
 }
 

@@ -274,18 +274,14 @@ func (r *fdReader) sockets(procRoot string, pid int, yield func(inode uint64) bo
 		if err != nil || n >= len(r.link) {
 			continue // gone, or too long for a socket link
 		}
-		if ino, ok := socketInodeBytes(r.link[:n]); ok && !yield(ino) {
+		if ino, ok := socketInode(r.link[:n]); ok && !yield(ino) {
 			return
 		}
 	}
 }
 
 // socketInode returns the inode of an fd link to a socket, "socket:[54719]".
-func socketInode(link string) (uint64, bool) {
-	return socketInodeBytes([]byte(link))
-}
-
-func socketInodeBytes(link []byte) (uint64, bool) {
+func socketInode(link []byte) (uint64, bool) {
 	const prefix, suffix = "socket:[", "]"
 	if len(link) <= len(prefix)+len(suffix) || string(link[:len(prefix)]) != prefix || string(link[len(link)-1:]) != suffix {
 		return 0, false

@@ -3,8 +3,8 @@ package host
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +67,9 @@ type Config struct {
 	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
 	// path inside the hierarchy (/app).
 	Cgroup string
+	// Runtimes says where the container runtimes keep the names and
+	// images of their containers; its zero value, in their default places.
+	Runtimes Runtimes
 
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
@@ -118,7 +121,8 @@ type reading struct {
 	Cgroup    [2]cgroupCPUStat // of Sampler.cgroups, in order
 	HasCgroup [2]bool
 	SUT, Tare map[int]uint64 // thread id → cumulative run delay, ns
-	SUTNode   map[int]int    // thread id of the system under test → its node in the graph
+	SUTOwner  map[int]int    // thread id of the system under test → its process
+	TareOwner map[int]int    // thread id of tare → its process
 	HasSUT    bool           // at least one process of the system under test existed
 	HasTare   bool
 	Procs     map[int]procStat // every process, for the ledger
@@ -127,7 +131,7 @@ type reading struct {
 }
 
 func newReading() reading {
-	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, SUTNode: map[int]int{}, Procs: map[int]procStat{}}
+	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, SUTOwner: map[int]int{}, TareOwner: map[int]int{}, Procs: map[int]procStat{}}
 }
 
 // NewSampler checks the configuration, finds the measured cgroups and takes
@@ -198,6 +202,7 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
+	s.members.containers = newContainerIndex(cfg.ProcRoot, cfg.Runtimes)
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
@@ -234,9 +239,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
-	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI)
+	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI, cfg.Runtimes)
 	if hp := s.env.HostProcesses; hp != nil && !*hp {
-		s.warn(errors.New("/proc lists only this container's processes (a PID namespace of its own; in a Kubernetes pod, hostPID is not set): steal and PSI are the host's, but other processes' CPU is counted as unattributed, not named"))
+		s.warn(ownPIDNamespace(s.env))
 	}
 	return s, nil
 }
@@ -404,16 +409,15 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	}
 	if len(s.graph.nodes) > 0 {
 		nodes, called := s.graph.summary(s.members, r.Procs), s.graph.called()
+		s.members.containers.nameNodes(nodes, r.Procs)
 		s.mu.Lock()
 		s.nodes, s.called = nodes, called
 		s.mu.Unlock()
 	}
 	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
-	clear(r.SUTNode)
-	for tid, pid := range s.sutTasks.owner {
-		r.SUTNode[tid] = s.members.node[pid]
-	}
+	maps.Copy(clearMap(r.SUTOwner), s.sutTasks.owner)
 	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
+	maps.Copy(clearMap(r.TareOwner), s.tareTasks.owner)
 	return nil
 }
 
@@ -457,10 +461,10 @@ func diff(prev, cur *reading, m *members, nodes int) (tare.HostSample, error) {
 		}
 	}
 	if prev.HasSUT && cur.HasSUT {
-		hs.SUTRunDelay = runDelayShare(runDelayDelta(prev.SUT, cur.SUT, tick), tick)
+		hs.SUTRunDelay = runDelayShare(runDelayDelta(prev.SUT, cur.SUT, tick, late(prev, cur, prev.SUTOwner, cur.SUTOwner)), tick)
 	}
 	if prev.HasTare && cur.HasTare {
-		hs.TareRunDelay = runDelayShare(runDelayDelta(prev.Tare, cur.Tare, tick), tick)
+		hs.TareRunDelay = runDelayShare(runDelayDelta(prev.Tare, cur.Tare, tick, late(prev, cur, prev.TareOwner, cur.TareOwner)), tick)
 	}
 	switch {
 	case hs.SUTRunDelay != nil && hs.TareRunDelay != nil:
@@ -475,13 +479,29 @@ func diff(prev, cur *reading, m *members, nodes int) (tare.HostSample, error) {
 	if prev.HasProcs && cur.HasProcs && all.total() >= minLedgerJiffies*uint64(max(len(per), 1)) {
 		by := ledger(all, prev.Procs, cur.Procs, prev.Uptime, m, nodes)
 		if prev.HasSUT && cur.HasSUT {
-			for i, d := range runDelayByNode(prev, cur, nodes, tick) {
+			skip := late(prev, cur, prev.SUTOwner, cur.SUTOwner)
+			for i, d := range runDelayByNode(prev.SUT, cur.SUT, cur.SUTOwner, m.node, nodes, tick, skip) {
 				by.SUTNodes[i].RunDelayPct = runDelayShare(d, tick)
 			}
 		}
 		hs.CPUBy = &by
 	}
 	return hs, nil
+}
+
+// late is the skip of runDelayDelta between two readings, nil when the
+// process table (the processes' start times) was not read at both.
+func late(prev, cur *reading, prevOwner, curOwner map[int]int) func(int) bool {
+	if !prev.HasProcs || !cur.HasProcs {
+		return nil
+	}
+	return joinedLate(prevOwner, curOwner, cur.Procs, prev.Uptime)
+}
+
+// clearMap clears m and returns it.
+func clearMap[K comparable, V any](m map[K]V) map[K]V {
+	clear(m)
+	return m
 }
 
 // warn keeps err unless one with the same message is already kept.

@@ -46,16 +46,42 @@ func parseSchedstat(b []byte) (uint64, error) {
 //	in both, counter shrank    the same: the tid was reused by a new thread
 //	only in prev (exited)      nothing: its last wait is lost, and must not
 //	                           make the sum go backwards
-func runDelayDelta(prev, cur map[int]uint64, tick time.Duration) uint64 {
+//
+// A thread whose process joined the measured set late (skip reports it:
+// a node the graph found mid-run, its threads' counters since boot) has
+// no baseline either, and counts nothing until the next tick.
+func runDelayDelta(prev, cur map[int]uint64, tick time.Duration, skip func(tid int) bool) uint64 {
 	var d uint64
 	for tid, c := range cur {
-		if p, ok := prev[tid]; ok && c >= p {
-			d += c - p
-		} else {
-			d += min(c, uint64(max(tick, 0)))
-		}
+		d += threadDelay(tid, c, prev, tick, skip)
 	}
 	return d
+}
+
+// threadDelay is one thread's part of runDelayDelta.
+func threadDelay(tid int, c uint64, prev map[int]uint64, tick time.Duration, skip func(int) bool) uint64 {
+	if p, ok := prev[tid]; ok && c >= p {
+		return c - p
+	}
+	if _, ok := prev[tid]; !ok && skip != nil && skip(tid) {
+		return 0
+	}
+	return min(c, uint64(max(tick, 0)))
+}
+
+// joinedLate returns the skip of runDelayDelta: a thread missing from the
+// previous reading whose process was not measured then, yet had started
+// before it (its start time is before prevUptime), joined late.
+func joinedLate(prevOwner, curOwner map[int]int, procs map[int]procStat, prevUptime uint64) func(tid int) bool {
+	before := make(map[int]bool, len(prevOwner))
+	for _, pid := range prevOwner {
+		before[pid] = true
+	}
+	return func(tid int) bool {
+		pid := curOwner[tid]
+		p, ok := procs[pid]
+		return ok && !before[pid] && p.Start < prevUptime
+	}
 }
 
 // runDelayShare is the run delay as percent of the tick. It is not capped:
@@ -72,18 +98,12 @@ func runDelayShare(delta uint64, tick time.Duration) *float64 {
 }
 
 // runDelayByNode is runDelayDelta per node of the system under test's
-// graph, each thread counted in the node its process was in at cur.
-func runDelayByNode(prev, cur *reading, nodes int, tick time.Duration) []uint64 {
+// graph, each thread counted in the node its process is in now.
+func runDelayByNode(prev, cur map[int]uint64, owner map[int]int, node map[int]int, nodes int, tick time.Duration, skip func(int) bool) []uint64 {
 	out := make([]uint64, nodes)
-	for tid, c := range cur.SUT {
-		i, ok := cur.SUTNode[tid]
-		if !ok || i < 0 || i >= nodes {
-			continue
-		}
-		if p, ok := prev.SUT[tid]; ok && c >= p {
-			out[i] += c - p
-		} else {
-			out[i] += min(c, uint64(max(tick, 0)))
+	for tid, c := range cur {
+		if i, ok := node[owner[tid]]; ok && i >= 0 && i < nodes {
+			out[i] += threadDelay(tid, c, prev, tick, skip)
 		}
 	}
 	return out

@@ -68,7 +68,7 @@ func TestRunDelayDelta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := runDelayDelta(tt.prev, tt.cur, 100); got != tt.want {
+			if got := runDelayDelta(tt.prev, tt.cur, 100, nil); got != tt.want {
 				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})
@@ -123,7 +123,7 @@ func TestTaskReader(t *testing.T) {
 			if alive != tt.wantAlive {
 				t.Errorf("%d processes alive, want %d", alive, tt.wantAlive)
 			}
-			got := runDelayShare(runDelayDelta(prev, cur, time.Second), time.Second)
+			got := runDelayShare(runDelayDelta(prev, cur, time.Second, nil), time.Second)
 			if !near(*got, tt.want) {
 				t.Errorf("run delay %v %%, want %v %%", *got, tt.want)
 			}
@@ -137,5 +137,28 @@ func TestTaskReaderGone(t *testing.T) {
 	alive, err := r.read([]int{99}, dst)
 	if err != nil || alive != 0 || len(dst) != 0 {
 		t.Errorf("read of a vanished process: alive %d, %d threads, %v; want 0, 0, nil", alive, len(dst), err)
+	}
+}
+
+// TestRunDelayJoinedLate: a process that joins the measured set mid-run
+// (a node the graph found) brings threads whose counters run since their
+// birth: with no baseline they count nothing in the tick they join, where
+// a thread born in the tick, or a process started in it, counts in full
+// (at most the tick).
+func TestRunDelayJoinedLate(t *testing.T) {
+	const tick = 1000
+	prev := map[int]uint64{10: 500}
+	cur := map[int]uint64{10: 700, 11: 50, 20: 90_000, 30: 40}
+	prevOwner := map[int]int{10: 1}
+	curOwner := map[int]int{10: 1, 11: 1, 20: 2, 30: 3}
+	procs := map[int]procStat{1: {PID: 1, Start: 100}, 2: {PID: 2, Start: 200}, 3: {PID: 3, Start: 990}}
+	skip := joinedLate(prevOwner, curOwner, procs, 950)
+	// 200 of thread 10, 50 of the new thread 11, 40 of process 3 born in
+	// the tick; none of process 2, there since 200 but measured from now.
+	if got := runDelayDelta(prev, cur, tick, skip); got != 290 {
+		t.Errorf("run delay %d, want 290: a process that joined late counts from its next tick", got)
+	}
+	if got := runDelayDelta(prev, cur, tick, nil); got != 1290 {
+		t.Errorf("without skip: %d, want 1290 (the late process capped at a tick)", got)
 	}
 }

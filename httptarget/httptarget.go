@@ -65,8 +65,8 @@ type Config struct {
 	// recorded as tare.KindCrossHost, and the other host gets no load.
 	CrossHost bool
 
-	// NetHTTP sends plain http:// through net/http too, instead of the lean
-	// client: for a server the lean client cannot talk to.
+	// NetHTTP sends plain http:// through net/http too, instead of load's event
+	// loop: for a server the loop's HTTP/1.1 cannot talk to.
 	NetHTTP bool
 }
 
@@ -75,7 +75,8 @@ const userAgent = "tare"
 
 // Target sends the configured request. It is safe for concurrent use.
 type Target struct {
-	lean      *lean // plain http:// without a proxy; nil otherwise
+	wire      *wireRequest // plain http:// without a proxy, for load's event loop; nil otherwise
+	maxConns  int
 	client    *http.Client
 	transport *http.Transport
 	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
@@ -157,6 +158,7 @@ func New(cfg Config) (*Target, error) {
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
 	}
 	t := &Target{
+		maxConns:  maxConns,
 		transport: tr,
 		tmpl:      tmpl,
 		body:      cfg.Body,
@@ -166,7 +168,7 @@ func New(cfg Config) (*Target, error) {
 	}
 	t.client = &http.Client{Transport: tr, CheckRedirect: t.checkRedirect}
 	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
-		t.lean = newLean(tmpl, cfg.Body, timeout, maxConns, cfg.Insecure, t.redirects)
+		t.wire = newWireRequest(tmpl, cfg.Body)
 	}
 	return t, nil
 }
@@ -216,41 +218,55 @@ func parseMethod(m string, hasBody bool) (string, error) {
 // tare.Run.Target: "GET http://127.0.0.1:8080/path".
 func (t *Target) String() string { return t.name }
 
-// Close closes the idle connections. Requests in flight are unaffected.
-func (t *Target) Close() {
-	t.transport.CloseIdleConnections()
-	if t.lean != nil {
-		t.lean.close()
-	}
+// Close closes net/http's idle connections (load's event loop closes its
+// own when a run ends). Requests in flight are unaffected.
+func (t *Target) Close() { t.transport.CloseIdleConnections() }
+
+// Do sends one request through net/http and records it in res; res.Sent
+// is already set. (Plain http:// under load goes through load's event loop
+// instead: Endpoints.) It sets FirstByte when the response headers have
+// arrived, Done once the body has been read to the end (or the request
+// failed), Status, BytesIn, BytesOut and, for a failure, Err. A request
+// still running when ctx ends is "canceled": the run stopped waiting, the
+// target did not fail.
+func (t *Target) Do(ctx context.Context, res *tare.Result) {
+	t.send(ctx, res, t.tmpl, t.body, 0)
 }
 
-// Do sends one request and records it in res; res.Sent is already set. It
-// sets FirstByte when the response headers have arrived, Done once the body
-// has been read to the end (or the request failed), Status, BytesIn,
-// BytesOut and, for a failure, Err. A request still running when ctx ends is
-// "canceled": the run stopped waiting, the target did not fail.
-func (t *Target) Do(ctx context.Context, res *tare.Result) {
-	if t.lean != nil {
-		t.lean.do(ctx, res)
-		return
+// send is Do of req with body, a request that comes after before
+// redirects already followed (the event loop hands off the redirects it
+// does not follow itself); its timeout counts from res.Sent.
+func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, data []byte, before int) {
+	sent := res.Sent
+	if sent.IsZero() {
+		sent = time.Now()
 	}
-	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	reqCtx, cancel := context.WithDeadline(ctx, sent.Add(t.timeout))
 	defer cancel()
-	req := t.tmpl.WithContext(reqCtx)
+	req = req.WithContext(reqCtx)
 	var body *requestBody
-	if len(t.body) > 0 {
-		body = newRequestBody(t.body)
+	if len(data) > 0 {
+		body = newRequestBody(data)
 		req.Body = &body.first
 		req.GetBody = body.reopen
-		req.ContentLength = int64(len(t.body))
+		req.ContentLength = int64(len(data))
+	}
+	client := t.client
+	if before > 0 {
+		client = &http.Client{Transport: t.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+			if ok, _ := t.redirects.follow(before+len(via)-1, next.URL); !ok {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}}
 	}
 
-	resp, err := t.client.Do(req)
+	resp, err := client.Do(req)
 	var refused string // why the redirect the request ended on was not followed
 	if err == nil {
 		res.FirstByte = time.Now()
 		res.Status = resp.StatusCode
-		res.Redirects = hops(resp)
+		res.Redirects = before + hops(resp)
 		if isRedirect(resp.StatusCode) {
 			if loc, lerr := resp.Location(); lerr == nil {
 				_, refused = t.redirects.follow(res.Redirects, loc)
@@ -261,7 +277,7 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 	}
 	res.Done = time.Now()
 	if body != nil {
-		res.BytesOut = body.sent.Load()
+		res.BytesOut += body.sent.Load()
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:

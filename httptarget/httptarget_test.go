@@ -1,7 +1,9 @@
 package httptarget
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -9,29 +11,21 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/leakcheck"
 	"github.com/tare-dev/tare/internal/loopback"
-
-	"go.uber.org/goleak"
+	"github.com/tare-dev/tare/load"
 
 	"github.com/tare-dev/tare"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, fasthttpCleaners...)
-}
-
-// fasthttpCleaners are fasthttp's idle-connection sweepers: they outlive
-// Target.Close by up to a sweep period and then exit by themselves.
-var fasthttpCleaners = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-}
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // quietLog swallows the server's log of the failures the tests provoke.
 var quietLog = log.New(io.Discard, "", 0)
@@ -51,12 +45,13 @@ func newServer(t *testing.T, tlsOn bool, h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
-// clients are the two ways a Target sends plain http://: fasthttp, and
-// net/http (kept for https:// and proxies). Tests of behaviour run on both.
+// clients are the two ways a Target sends plain http://: load's event
+// loop, and net/http (kept for https://, proxies and --net-http). Tests of
+// behaviour run on both, through load's Runner as a run sends them.
 var clients = []struct {
 	name    string
 	netHTTP bool
-}{{"lean", false}, {"net-http", true}}
+}{{"loop", false}, {"net-http", true}}
 
 // newTarget builds a target closed at the end of the test.
 func newTarget(t *testing.T, cfg Config) *Target {
@@ -69,12 +64,40 @@ func newTarget(t *testing.T, cfg Config) *Target {
 	return tg
 }
 
-// do sends one request the way the engine does: Sent set first.
-func do(ctx context.Context, tg *Target) tare.Result {
-	res := tare.Result{Scheduled: time.Now()}
-	res.Sent = time.Now()
-	tg.Do(ctx, &res)
-	return res
+// do sends one request as a run of one arrival: the zero Result when the
+// run sent none (its context had ended).
+func do(ctx context.Context, tg tare.Target) tare.Result {
+	if rs := run(ctx, tg, load.Config{Drain: 10 * time.Millisecond}, 1, 0); len(rs) > 0 {
+		return rs[0]
+	}
+	return tare.Result{}
+}
+
+// run sends n arrivals gap apart to tg through load's Runner, as tare run
+// does, and returns their results in seq order.
+func run(ctx context.Context, tg tare.Target, cfg load.Config, n int, gap time.Duration) []tare.Result {
+	out := make(chan tare.Result, 64)
+	go load.New(tg, cfg).Run(ctx, time.Now(), &every{gap: gap, n: n}, out)
+	results := make([]tare.Result, 0, n)
+	for res := range out {
+		results = append(results, res)
+	}
+	slices.SortFunc(results, func(a, b tare.Result) int { return cmp.Compare(a.Seq, b.Seq) })
+	return results
+}
+
+// every is a schedule of n arrivals gap apart.
+type every struct {
+	gap  time.Duration
+	n, i int
+}
+
+func (e *every) Next() (time.Duration, bool) {
+	if e.i >= e.n {
+		return 0, false
+	}
+	e.i++
+	return time.Duration(e.i-1) * e.gap, true
 }
 
 func TestNew(t *testing.T) {
@@ -197,15 +220,15 @@ func TestDo(t *testing.T) {
 			},
 		},
 		{
-			// Larger than a connection holds for its read (holdMax): the
-			// body goes out as it comes, before the wait for the answer.
+			// Larger than a socket takes at once: the rest goes out as
+			// the socket takes it.
 			name:    "post large body",
-			cfg:     Config{Body: bytes.Repeat([]byte("b"), 3*holdMax+7)},
+			cfg:     Config{Body: bytes.Repeat([]byte("b"), largeBody)},
 			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
 			check: func(t *testing.T, res tare.Result, got seen) {
-				wantResult(t, res, 200, "", 2, 3*holdMax+7)
-				if !bytes.Equal(got.body, bytes.Repeat([]byte("b"), 3*holdMax+7)) {
-					t.Errorf("server saw a %d-byte body; want the %d bytes sent", len(got.body), 3*holdMax+7)
+				wantResult(t, res, 200, "", 2, largeBody)
+				if !bytes.Equal(got.body, bytes.Repeat([]byte("b"), largeBody)) {
+					t.Errorf("server saw a %d-byte body; want the %d bytes sent", len(got.body), largeBody)
 				}
 			},
 		},
@@ -334,6 +357,9 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// largeBody is more than a loopback socket takes in one write.
+const largeBody = 4<<20 + 7
+
 // wantResult checks the fields Do sets, and that its clocks are in order:
 // Sent ≤ FirstByte ≤ Done.
 func wantResult(t *testing.T, res tare.Result, status int, errKind string, in, out int64) {
@@ -431,11 +457,7 @@ func TestDoErrorKinds(t *testing.T) {
 				ok(w, r)
 			})
 			tg := newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP})
-			var wg sync.WaitGroup
-			for range 2 {
-				wg.Go(func() { do(t.Context(), tg) })
-			}
-			wg.Wait()
+			run(t.Context(), tg, load.Config{}, 2, 0)
 			mode.Store(holding)
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() {
@@ -445,8 +467,8 @@ func TestDoErrorKinds(t *testing.T) {
 			if res := do(ctx, tg); res.Err != "canceled" {
 				t.Errorf("Err = %q, want canceled", res.Err)
 			}
-			if res := do(ctx, tg); res.Err != "canceled" {
-				t.Errorf("after the end: Err = %q, want canceled", res.Err)
+			if res := do(ctx, tg); !res.Sent.IsZero() {
+				t.Errorf("after the end: a request was sent (%+v); a run whose context ended sends none", res)
 			}
 			mode.Store(serving)
 			for i := range 3 {
@@ -478,8 +500,8 @@ func TestKeepAlive(t *testing.T) {
 		{name: "sequential get", status: 200, workers: 1, requests: 200, maxConns: 1},
 		{name: "sequential post", cfg: Config{Body: []byte("payload")}, status: 200, workers: 1, requests: 200, maxConns: 1},
 		{name: "sequential 503", status: 503, workers: 1, requests: 200, maxConns: 1},
-		// A request may dial while another is about to free a connection,
-		// so concurrency can open a few more connections than workers.
+		// net/http may dial while another request is about to free a
+		// connection, so concurrency can open a few more than in flight.
 		{name: "8 concurrent", status: 200, workers: 8, requests: 25, maxConns: 16},
 	}
 	for _, client := range clients {
@@ -503,22 +525,23 @@ func TestKeepAlive(t *testing.T) {
 				cfg.NetHTTP = client.netHTTP
 				tg := newTarget(t, cfg)
 
-				var wg sync.WaitGroup
-				var bad atomic.Int64
-				for range tt.workers {
-					wg.Go(func() {
-						for range tt.requests {
-							if res := do(t.Context(), tg); res.Status != tt.status {
-								bad.Add(1)
-							}
-						}
-					})
-				}
-				wg.Wait()
+				// As many in flight as workers, at a rate they cannot keep
+				// up with: arrivals beyond are dropped, never given a
+				// connection of their own.
 				total := tt.workers * tt.requests
-				t.Logf("%d requests over %d connections", total, conns.Load())
-				if bad.Load() > 0 {
-					t.Errorf("%d of %d requests did not get status %d", bad.Load(), total, tt.status)
+				bad, sent := 0, 0
+				for _, res := range run(t.Context(), tg, load.Config{MaxInFlight: tt.workers}, total, 200*time.Microsecond) {
+					if res.Dropped {
+						continue
+					}
+					sent++
+					if res.Status != tt.status {
+						bad++
+					}
+				}
+				t.Logf("%d requests sent over %d connections", sent, conns.Load())
+				if bad > 0 || sent == 0 {
+					t.Errorf("%d of %d requests sent did not get status %d", bad, sent, tt.status)
 				}
 				if n := conns.Load(); n > tt.maxConns {
 					t.Errorf("%d requests opened %d connections, want at most %d", total, n, tt.maxConns)
@@ -528,8 +551,9 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
-// BenchmarkDo is one request's cost on each client, against a loopback
-// server in the same process: compare lean with net-http.
+// BenchmarkDo is one request's cost on each client, as a run sends it,
+// against a loopback server in the same process: compare loop with
+// net-http.
 func BenchmarkDo(b *testing.B) {
 	for _, client := range clients {
 		for _, bc := range []struct {
@@ -550,11 +574,9 @@ func BenchmarkDo(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer tg.Close()
-				ctx := b.Context()
 				b.ReportAllocs()
-				for b.Loop() {
-					res := tare.Result{Sent: time.Now()}
-					tg.Do(ctx, &res)
+				b.ResetTimer()
+				for _, res := range run(b.Context(), tg, load.Config{MaxInFlight: 1}, b.N, time.Nanosecond) {
 					if res.Err != "" {
 						b.Fatalf("request failed: %s", res.Err)
 					}
@@ -564,18 +586,17 @@ func BenchmarkDo(b *testing.B) {
 	}
 }
 
-// TestLargeResponseHeader pins the one known difference of the lean client:
-// response headers beyond its read buffer fail the request, where net/http
-// (--net-http) reads them.
+// TestLargeResponseHeader: a response head of hundreds of kilobytes,
+// over many reads, is read by both clients.
 func TestLargeResponseHeader(t *testing.T) {
 	srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Large", strings.Repeat("v", leanReadBuffer))
+		w.Header().Set("X-Large", strings.Repeat("v", 300<<10))
+		io.WriteString(w, "ok")
 	})
-	want := map[bool]string{false: "other", true: ""}
 	for _, client := range clients {
 		res := do(t.Context(), newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP}))
-		if res.Err != want[client.netHTTP] {
-			t.Errorf("%s: Err = %q, want %q", client.name, res.Err, want[client.netHTTP])
+		if res.Err != "" || res.Status != 200 || res.BytesIn != 2 {
+			t.Errorf("%s: status %d, Err %q, %d bytes; want 200 with 2 bytes", client.name, res.Status, res.Err, res.BytesIn)
 		}
 	}
 }
@@ -688,14 +709,13 @@ func TestNewRedirects(t *testing.T) {
 }
 
 // TestServerClosesIdleConnections: a server that closes a keep-alive
-// connection once idle leaves an end of file for the next request on it,
-// which is sent again on a new connection, never counted as a failure:
-// whether the connection is taken again soon (its write waits for its
-// read) or after the server closed it.
+// connection once idle leaves an end of file on it, which is never counted
+// as a failure: the connection is closed, and the next request opens
+// another, whether it comes soon or long after.
 func TestServerClosesIdleConnections(t *testing.T) {
 	const idle = 20 * time.Millisecond
 	for _, client := range clients {
-		for _, gap := range []time.Duration{0, 3 * idle, 2 * holdFor} {
+		for _, gap := range []time.Duration{time.Millisecond, 3 * idle, 200 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s/%s apart", client.name, gap), func(t *testing.T) {
 				var conns atomic.Int64
 				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -711,14 +731,13 @@ func TestServerClosesIdleConnections(t *testing.T) {
 				defer srv.Close()
 				tg := newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP})
 				n := 6
-				if gap > holdFor {
+				if gap > 100*time.Millisecond {
 					n = 2
 				}
-				for i := range n {
-					if res := do(t.Context(), tg); res.Status != 200 || res.Err != "" {
+				for i, res := range run(t.Context(), tg, load.Config{MaxInFlight: 1}, n, gap) {
+					if !res.Dropped && (res.Status != 200 || res.Err != "") {
 						t.Errorf("request %d, %s after the last: status %d, error %q; want 200", i, gap, res.Status, res.Err)
 					}
-					time.Sleep(gap)
 				}
 				if gap > idle && conns.Load() < int64(n) {
 					t.Errorf("%d requests %s apart used %d connections: the server closed each after %s idle", n, gap, conns.Load(), idle)
@@ -729,9 +748,8 @@ func TestServerClosesIdleConnections(t *testing.T) {
 }
 
 // TestRedirectToHTTPS: a plain http:// target that redirects to an
-// https:// one on another host is followed over TLS (the lean client's
-// connections hold a write for the read, the TLS handshake's included),
-// and the request after it too, on the connection kept.
+// https:// one on another host is followed over TLS (the event loop hands
+// the request to net/http at the redirect), and the request after it too.
 func TestRedirectToHTTPS(t *testing.T) {
 	secure := newServer(t, true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") })
 	plain := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
@@ -740,12 +758,115 @@ func TestRedirectToHTTPS(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
 			tg := newTarget(t, Config{URL: plain.URL + "/start", NetHTTP: client.netHTTP, Insecure: true, CrossHost: true})
-			for i := range 2 {
-				res := do(t.Context(), tg)
+			for i, res := range run(t.Context(), tg, load.Config{}, 2, 20*time.Millisecond) {
 				if res.Status != 200 || res.Err != "" || res.Redirects != 1 || res.BytesIn != int64(len("secure")) {
 					t.Errorf("request %d: status %d, error %q, %d redirects, %d bytes; want 200 after 1 redirect to https, 6 bytes", i, res.Status, res.Err, res.Redirects, res.BytesIn)
 				}
 			}
 		})
+	}
+}
+
+// TestStaleConnectionSentAgain: a keep-alive connection the server closes
+// as the next request arrives on it (a race no look at the idle connection
+// can see coming) gives that request no answer at all. An idempotent
+// request is sent once more, on a new connection, and succeeds; a POST is
+// not, and fails as an end of file.
+func TestStaleConnectionSentAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns atomic.Int64
+	var served sync.WaitGroup
+	t.Cleanup(served.Wait)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			served.Go(func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				// One request answered; the next read whole, then closed.
+				for i := range 2 {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if i == 0 {
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}
+				}
+			})
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+	for _, client := range clients {
+		for _, tt := range []struct {
+			name string
+			body []byte
+			want string // the second request's error
+		}{
+			{name: "get", want: ""},
+			{name: "post", body: []byte("once"), want: tare.KindEOF},
+		} {
+			t.Run(client.name+"/"+tt.name, func(t *testing.T) {
+				if client.netHTTP && tt.body != nil {
+					t.Skip("net/http's own choice for a POST")
+				}
+				before := conns.Load()
+				tg := newTarget(t, Config{URL: url, Body: tt.body, NetHTTP: client.netHTTP})
+				rs := run(t.Context(), tg, load.Config{MaxInFlight: 1}, 2, 50*time.Millisecond)
+				if len(rs) != 2 || rs[0].Err != "" || rs[1].Err != tt.want {
+					t.Fatalf("results %+v; want the first ok and the second with error %q", rs, tt.want)
+				}
+				if opened := conns.Load() - before; tt.want == "" && opened != 2 {
+					t.Errorf("%d connections opened; want 2: the second request sent again on a new one", opened)
+				}
+				if tt.body != nil && rs[1].BytesOut != int64(len(tt.body)) {
+					t.Errorf("BytesOut %d; want %d, the one copy sent", rs[1].BytesOut, len(tt.body))
+				}
+			})
+		}
+	}
+}
+
+// TestMixOnTheLoop: a targets file's requests each go to their own server
+// on the event loop, each arrival to the request Pick gives it.
+func TestMixOnTheLoop(t *testing.T) {
+	var hits [2]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			fmt.Fprint(w, i)
+		})
+		urls = append(urls, srv.URL+"/"+fmt.Sprint(i))
+	}
+	reqs := []Request{{Method: "GET", URL: urls[0], Weight: 1}, {Method: "GET", URL: urls[1], Weight: 3}}
+	m, err := NewMix("mix.txt", reqs, Config{}, false, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if len(m.Endpoints()) != 2 {
+		t.Fatalf("Endpoints() = %d; want one per request", len(m.Endpoints()))
+	}
+	rs := run(t.Context(), m, load.Config{}, 200, time.Millisecond)
+	var want [2]int64
+	for _, res := range rs {
+		if res.Err != "" || res.TargetIndex != m.Pick(res.Seq) {
+			t.Fatalf("seq %d: err %q, target %d; want request %d", res.Seq, res.Err, res.TargetIndex, m.Pick(res.Seq))
+		}
+		want[res.TargetIndex]++
+	}
+	if hits[0].Load() != want[0] || hits[1].Load() != want[1] {
+		t.Errorf("servers served %d and %d; the results say %v", hits[0].Load(), hits[1].Load(), want)
 	}
 }

@@ -75,7 +75,7 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 		per = "latency per output token"
 	}
 	sig.Detail = fmt.Sprintf("%d of %d ticks had a p95 ≥ %g× the median tick's (%s: each request's %s, divided by the requests that shared the system with it) while the %s stayed within +20%% / +1 of their median (%.1f)",
-		n, len(live), th.LatencyFactor, msText(medP95), per, workName(ticks), medWork)
+		n, len(live), th.LatencyFactor, msText(medP95/1e6), per, workName(ticks), medWork)
 	if !(n >= th.LatencyTicks || share >= th.LatencyShare && n > 0) {
 		return sig
 	}
@@ -236,17 +236,4 @@ func spread(ranks []float64, sizes []int) float64 {
 		at += n
 	}
 	return h
-}
-
-// msText is a duration in nanoseconds as milliseconds, with the figures
-// a small one needs.
-func msText(ns float64) string {
-	switch ms := ns / 1e6; {
-	case ms >= 10:
-		return fmt.Sprintf("%.0f ms", ms)
-	case ms >= 0.1:
-		return fmt.Sprintf("%.2g ms", ms)
-	default:
-		return fmt.Sprintf("%.0f µs", ns/1e3)
-	}
 }

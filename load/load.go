@@ -2,10 +2,15 @@
 // scheduled time, whatever is still outstanding, and streams a tare.Result
 // for every arrival, sent or dropped.
 //
-// Open loop means the schedule owns the clock. One pacer goroutine sleeps
-// until each arrival's absolute offset from the start and offers it to an
-// idle worker without blocking; if none is idle it starts another, up to
-// MaxInFlight. At the cap the arrival is recorded as dropped, never delayed:
+// Open loop means the schedule owns the clock. A target that can be served
+// on raw connections (tare.Wire: plain HTTP/1.1) runs on event loops, each
+// a thread of its own outside Go's scheduler and poller (loop_linux.go):
+// per request a timer, a write, a read and a parse, nothing handed to a
+// goroutine. Any other target (a queue, a model's stream, TLS, a proxy)
+// runs on goroutines: one pacer goroutine sleeps until each arrival's
+// absolute offset from the start and offers it to an idle worker without
+// blocking; if none is idle it starts another, up to MaxInFlight. Either
+// way, at the cap the arrival is recorded as dropped, never delayed:
 // delaying it would hide the very queueing the test exists to see.
 package load
 
@@ -26,6 +31,10 @@ const (
 	DefaultDrain       = 10 * time.Second
 )
 
+// NoDrain is a Config.Drain of none: once the arrivals stop early, the
+// requests in flight are cancelled at once (0 means DefaultDrain).
+const NoDrain time.Duration = -1
+
 // Schedule yields arrival offsets from the start of the run, in order;
 // arrival.Process satisfies it.
 type Schedule interface {
@@ -35,7 +44,24 @@ type Schedule interface {
 // Config tunes a Runner; its zero value means the defaults.
 type Config struct {
 	MaxInFlight int           // concurrent requests at most; further arrivals are dropped
-	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early
+	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early; NoDrain for none
+	// Engines is how many event loops split the schedule, each on a thread
+	// of its own, for a target they serve; 0 means DefaultEngines().
+	Engines int
+}
+
+// The engines a run can have, as Usage.Engine names them.
+const (
+	EngineLoop       = "event loop"
+	EngineGoroutines = "goroutines"
+)
+
+// DefaultEngines is the number of event loops for this host: one per four
+// CPUs tare may use, at least one and at most eight. One loop serves about
+// a core's worth of requests; the system under test, most often on the
+// same host, needs the other cores (on two CPUs, one loop).
+func DefaultEngines() int {
+	return min(max(runtime.NumCPU()/4, 1), 8)
 }
 
 // Runner drives one target with one schedule.
@@ -53,6 +79,14 @@ type Runner struct {
 	idle      atomic.Int64 // workers waiting for an arrival
 	saturated atomic.Bool  // the pacer waits on freed
 	freed     chan struct{}
+
+	// The event loops' connections: open now, and the most open at once.
+	conns, connsPeak atomic.Int64
+	// Requests the loops handed to goroutines (tare.StepElsewhere), which
+	// send their results to out themselves, under reqCtx.
+	handoffs sync.WaitGroup
+	reqCtx   context.Context
+	out      chan<- tare.Result
 }
 
 // New returns a Runner for target.
@@ -60,9 +94,13 @@ func New(target tare.Target, cfg Config) *Runner {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.Drain <= 0 {
+	if cfg.Drain == 0 {
 		cfg.Drain = DefaultDrain
 	}
+	if cfg.Engines <= 0 {
+		cfg.Engines = DefaultEngines()
+	}
+	cfg.Engines = min(cfg.Engines, cfg.MaxInFlight)
 	return &Runner{target: target, cfg: cfg, freed: make(chan struct{}, 1)}
 }
 
@@ -70,7 +108,9 @@ func New(target tare.Target, cfg Config) *Runner {
 type Usage struct {
 	Wall    time.Duration // from start to the last result
 	CPU     time.Duration // user + system time of this process over the run
-	Workers int           // worker goroutines started (the in-flight high-water mark)
+	Workers int           // worker goroutines started, or the loops' connections open at most (the in-flight high-water mark)
+	Engine  string        // EngineLoop or EngineGoroutines: what served the target
+	Engines int           // event loops, when Engine is EngineLoop
 }
 
 // CPUPct is the generator's CPU as a share of one core, in percent.
@@ -84,13 +124,67 @@ func (u Usage) CPUPct() float64 {
 // Progress is a live view of the engine for a progress line.
 type Progress struct {
 	Sent, Done, Dropped, InFlight int64
+	Conns                         int64 // the event loops' connections open; 0 on goroutines
 }
 
 // Progress returns the engine's counters; it is safe to call concurrently
 // with Run.
 func (r *Runner) Progress() Progress {
 	s, d := r.sent.Load(), r.done.Load()
-	return Progress{Sent: s, Done: d, Dropped: r.dropped.Load(), InFlight: s - d}
+	return Progress{Sent: s, Done: d, Dropped: r.dropped.Load(), InFlight: s - d, Conns: r.conns.Load()}
+}
+
+// opened counts a connection an event loop opened.
+func (r *Runner) opened() {
+	n := r.conns.Add(1)
+	for {
+		peak := r.connsPeak.Load()
+		if n <= peak || r.connsPeak.CompareAndSwap(peak, n) {
+			return
+		}
+	}
+}
+
+// handoff runs the rest of a request an event loop cannot make on a
+// goroutine, which sends its result.
+func (r *Runner) handoff(rest func(context.Context, *tare.Result), res tare.Result) {
+	r.handoffs.Add(1)
+	go func() {
+		defer r.handoffs.Done()
+		rest(r.reqCtx, &res)
+		if res.Done.IsZero() {
+			res.Done = time.Now()
+		}
+		r.done.Add(1)
+		r.out <- res
+	}()
+}
+
+// feed is the schedule shared by the event loops: each claims the next
+// arrival when it has fired its last, so the loops together fire exactly
+// the one arrival process.
+type feed struct {
+	mu    sync.Mutex // guards the fields
+	ahead lookahead
+	start time.Time
+	seq   uint64
+	done  bool
+}
+
+func (f *feed) claim() (arrival, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return arrival{}, false
+	}
+	at, ok := f.ahead.Next()
+	if !ok {
+		f.done = true
+		return arrival{}, false
+	}
+	a := arrival{seq: f.seq, scheduled: f.start.Add(at)}
+	f.seq++
+	return a, true
 }
 
 type arrival struct {
@@ -104,6 +198,13 @@ type arrival struct {
 // their own context is cancelled, whether ctx ends during the arrivals or
 // after the last one. Run blocks until out is closed.
 func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result) Usage {
+	if wire, ok := r.target.(tare.Wire); ok {
+		if eps := wire.Endpoints(); len(eps) > 0 {
+			if u, ok := r.runLoops(ctx, start, sched, out, wire, eps); ok {
+				return u
+			}
+		}
+	}
 	cpu0 := processCPU()
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
@@ -123,13 +224,25 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	// The drain starts when ctx ends, during the arrivals or after the last
-	// one: a run whose schedule is over but whose requests are still out
-	// (a queue job held by a stuck worker) is stopped by Ctrl-C just the
-	// same, not after the requests' own timeouts.
+	r.drain(ctx, finished, cancelRequests)
+	close(out)
+	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.workers.Load()), Engine: EngineGoroutines}
+}
+
+// drain waits for finished. The drain starts when ctx ends, during the
+// arrivals or after the last one: a run whose schedule is over but whose
+// requests are still out (a queue job held by a stuck worker) is stopped
+// by Ctrl-C just the same, not after the requests' own timeouts; those
+// still out Config.Drain later are canceled.
+func (r *Runner) drain(ctx context.Context, finished <-chan struct{}, cancelRequests func()) {
 	select {
 	case <-finished:
 	case <-ctx.Done():
+		if r.cfg.Drain < 0 { // NoDrain
+			cancelRequests()
+			<-finished
+			break
+		}
 		drain := time.NewTimer(r.cfg.Drain)
 		select {
 		case <-finished:
@@ -139,8 +252,6 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 		}
 		drain.Stop()
 	}
-	close(out)
-	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.workers.Load())}
 }
 
 // pace owns the clock: it waits for each arrival's absolute time and offers

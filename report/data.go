@@ -33,15 +33,18 @@ type runData struct {
 }
 
 type comparisonData struct {
-	Headline   string       `json:"headline,omitempty"`
-	Diverged   bool         `json:"diverged"`
-	Advice     []string     `json:"advice,omitempty"`
-	Windows    []string     `json:"windows"`
-	Threshold  float64      `json:"threshold_pct"`
-	Divergence []Divergence `json:"divergence,omitempty"`
-	Capacity   *Capacity    `json:"capacity,omitempty"`
-	Sweep      []SweepPoint `json:"sweep,omitempty"`
-	Charts     []*chartData `json:"charts"`
+	Headline     string       `json:"headline,omitempty"`
+	Diverged     bool         `json:"diverged"`
+	Inconclusive bool         `json:"inconclusive,omitempty"`
+	Advice       []string     `json:"advice,omitempty"`
+	Findings     []string     `json:"findings,omitempty"`
+	Changes      []string     `json:"changes,omitempty"`
+	Windows      []string     `json:"windows"`
+	Threshold    float64      `json:"threshold_pct"`
+	Divergence   []Divergence `json:"divergence,omitempty"`
+	Capacity     *Capacity    `json:"capacity,omitempty"`
+	Sweep        []SweepPoint `json:"sweep,omitempty"`
+	Charts       []*chartData `json:"charts"`
 }
 
 // Colours of the series, the same in every chart of a page.
@@ -59,6 +62,7 @@ const (
 	colThrottled    = "#ff7f0e"
 	colRunDelay     = "#9467bd"
 	colPSI          = "#17becf"
+	colNeighbours   = "#e377c2"
 	colThreshold    = "#7f7f7f"
 	colSLO          = "#e6550d"
 	colArrivals     = "#969696"
@@ -231,6 +235,9 @@ func (r *Run) latencyChart(id string) *chartData {
 	c.addBand("steal", colSteal, host(func(h *tare.HostSample) *float64 { return &h.CPU.Steal }))
 	c.addBand("throttled", colThrottled, host(func(h *tare.HostSample) *float64 { return h.Throttled }))
 	c.addBand("run delay", colRunDelay, host(func(h *tare.HostSample) *float64 { return h.RunDelay }))
+	// The part of the wait the verdict counts against the host: behind
+	// other processes, not the system under test's own threads or tare.
+	c.addBand("behind neighbours", colNeighbours, host((*tare.HostSample).NeighbourWait))
 	if len(c.Bands) > 0 {
 		threshold := float64(DefaultPollutedThreshold)
 		if v, ok := r.Summary.Thresholds["steal_pct"]; ok {
@@ -389,8 +396,8 @@ func (c *Comparison) data() *comparisonData {
 	if threshold == 0 {
 		threshold = 30
 	}
-	d := &comparisonData{Headline: c.Headline, Diverged: c.Diverged, Advice: c.Advice, Threshold: threshold,
-		Divergence: c.Divergence, Capacity: c.Capacity, Sweep: c.Sweep}
+	d := &comparisonData{Headline: c.Headline, Diverged: c.Diverged, Inconclusive: c.Inconclusive, Advice: c.Advice,
+		Findings: c.Findings, Changes: c.Changes, Threshold: threshold, Divergence: c.Divergence, Capacity: c.Capacity, Sweep: c.Sweep}
 	cdf := &chartData{ID: "compare-distribution", Title: "Latency distributions, overlaid", Kind: kindPercentile,
 		XLabel: "percentile", YLabel: "latency (ms)", height: mainHeight}
 	for i, w := range c.Windows {
@@ -417,8 +424,11 @@ func (c *Comparison) data() *comparisonData {
 			XLabel: "divergence |a − b| / min(a, b) (%)", height: barsHeight(len(c.Divergence))}
 		for _, m := range c.Divergence {
 			b := barData{Label: m.Metric, Value: m.Percent, Color: "#9ecae1"}
-			if m.Diverged {
+			switch {
+			case m.Diverged:
 				b.Color = "#d62728"
+			case m.Status == tare.MetricTooLittleData:
+				b.Color = "#e6a700"
 			}
 			if m.Percent != nil {
 				b.Text = fmt.Sprintf("%.0f%%", *m.Percent)

@@ -162,6 +162,10 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
 	s.Env = sampler.Env()
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
+	s.Generator.Engine = u.Engine
+	if u.Engine == load.EngineLoop {
+		s.Generator.Engines, s.Generator.Connections = u.Engines, u.Workers
+	}
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)

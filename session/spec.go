@@ -60,6 +60,10 @@ type Field struct {
 	// *uint64, *float64, *bool, *time.Duration, or a
 	// encoding.TextUnmarshaler such as *arrival.Rate.
 	Value any
+	// Retired says why a setting no longer does anything: its flag is
+	// deprecated with that message, and its plan key ignored with a
+	// warning and never listed among the keys to use. "" for a live one.
+	Retired string
 }
 
 // Set sets the field from a plan's text, one item at a time for a list.
@@ -266,7 +270,7 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
 		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
 		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
-		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http instead of the lean HTTP/1.1 client (for a server the lean one cannot talk to, e.g. response headers over 16 KB; about twice the CPU per request)"},
+		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
 		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
@@ -360,6 +364,7 @@ type LoadSpec struct {
 	Duration    time.Duration
 	MaxInFlight int
 	Drain       time.Duration
+	Engines     int // event loops for a plain http:// target; 0: load.DefaultEngines
 	Label       string
 	Window      string
 	// Stages ramp the rate instead of Rate; the figures and the verdict
@@ -390,7 +395,8 @@ func (l *LoadSpec) Fields() []Field {
 		{Flag: "jobs", Key: "jobs", Value: &l.Jobs, Usage: "number of arrivals (0: bounded by --duration only)"},
 		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
 		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
-		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
+		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish (0: none, they are cancelled at once)"},
+		{Flag: "engines", Key: "engines", Value: &l.Engines, Usage: "event loops, each a thread of its own, that split the schedule of a plain http:// target, for rates past one core (0: one per four CPUs, at least one; the summary says how many ran)"},
 		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
 		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
 		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
@@ -474,6 +480,8 @@ func (l *LoadSpec) check() error {
 		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
 	case l.Drain < 0:
 		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
+	case l.Engines < 0:
+		return tare.Errorf(tare.EINVALID, "--engines must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
 	case CheckWindow(l.Window) != nil:
 		return CheckWindow(l.Window)
 	case l.Warmup < 0:
@@ -528,17 +536,24 @@ func (l *LoadSpec) Planned() time.Duration {
 	return l.Length()
 }
 
-// Engine is the load engine's configuration.
+// Engine is the load engine's configuration. A --drain of 0 is none,
+// which the engine spells NoDrain (its zero value is its default).
 func (l *LoadSpec) Engine() load.Config {
-	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain}
+	drain := l.Drain
+	if drain == 0 {
+		drain = load.NoDrain
+	}
+	return load.Config{MaxInFlight: l.MaxInFlight, Drain: drain, Engines: l.Engines}
 }
 
 // HostSpec says what to sample and whose processes to measure.
 type HostSpec struct {
-	Tick    time.Duration
-	PIDs    []int
-	Cgroup  string
-	Exclude []string // pids or command names taken out of the system under test
+	Tick        time.Duration
+	PIDs        []int
+	Cgroup      string
+	Container   string   // a container's name or id
+	RuntimeDirs []string // RUNTIME=DIR: where a container runtime keeps its state
+	Exclude     []string // pids or command names taken out of the system under test
 }
 
 func (h *HostSpec) Fields() []Field {
@@ -546,6 +561,8 @@ func (h *HostSpec) Fields() []Field {
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
 		{Flag: "pid", Value: &h.PIDs, Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
 		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
+		{Flag: "container", Key: "container", Value: &h.Container, Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
+		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
 		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
 	}
 }
@@ -571,7 +588,17 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
 	}
-	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude}
+	var rt host.Runtimes
+	for _, d := range h.RuntimeDirs {
+		name, dir, ok := strings.Cut(d, "=")
+		if !ok {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: want RUNTIME=DIR, like docker=/data/docker", d)
+		}
+		if err := rt.SetDir(name, dir); err != nil {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
+		}
+	}
+	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt}
 	if len(h.PIDs) > 0 {
 		cfg.Parts = []host.Part{{PIDs: h.PIDs, How: "--pid"}}
 		cfg.SUT = slices.Clone(h.PIDs)
@@ -589,10 +616,21 @@ func isDigits(s string) bool {
 }
 
 // FindSUT adds to cfg's system under test what tare finds itself: the
-// processes of the cgroup, and those listening on a loopback target's
-// port, each a part of its own beside --pid's. It returns how they were
+// processes of the container (whose cgroup's throttling is measured
+// unless Cgroup names another), of the cgroup, and those listening on a
+// loopback target's port, each a part of its own beside --pid's. It returns how they were
 // found, for the summary; "" when the system under test is not known.
 func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
+	if h.Container != "" {
+		c, err := host.FindContainer(cfg.ProcRoot, cfg.CgroupRoot, cfg.Runtimes, h.Container)
+		if err != nil {
+			return "", Flagged(err, "container")
+		}
+		addPart(cfg, c.PIDs, "--container: "+c.Container.String())
+		if cfg.Cgroup == "" {
+			cfg.Cgroup = c.Cgroup
+		}
+	}
 	if h.Cgroup != "" {
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
 		if err != nil {
@@ -646,8 +684,9 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "latency-p", Key: "thresholds.latency-p", Value: &th.LatencyChance, Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
-		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
-		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
+		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used",
+			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
+		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
 		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}
 }

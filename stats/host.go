@@ -115,13 +115,29 @@ func mixCPUBy(a, b tare.CPUBy, fa, fb float64) tare.CPUBy {
 }
 
 // topOthers adds up the busiest other processes of several ledgers, each
-// weighted, to name the busiest over all of them.
-type topOthers map[procKey]float64
+// weighted, to name the busiest over all of them. A container's share is
+// added up by container: the process that names it may change from tick
+// to tick, and then the one whose CPU weighed most over them names it.
+type topOthers map[procKey]*otherShare
 
-// procKey names a process: a pid reused by another command is another one.
+// procKey names a process: a pid reused by another command is another
+// one. Of a container's share, only the container.
 type procKey struct {
-	name string
-	pid  int
+	name      string
+	pid       int
+	container string // runtime/id
+}
+
+type otherShare struct {
+	tare.ProcessShare
+	names map[procKey]float64 // of a container: the weight of each process that named it
+}
+
+func keyOf(p tare.ProcessShare) procKey {
+	if c := p.Container; c != nil {
+		return procKey{container: c.Runtime + "/" + c.ID}
+	}
+	return procKey{name: p.Name, pid: p.PID}
 }
 
 func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
@@ -129,15 +145,36 @@ func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
 		*t = topOthers{}
 	}
 	for _, p := range ps {
-		(*t)[procKey{p.Name, p.PID}] += p.CPUPct * weight
+		k := keyOf(p)
+		o := (*t)[k]
+		if o == nil {
+			o = &otherShare{ProcessShare: p}
+			o.CPUPct, o.Children = 0, nil // the run's figures name no children, as before containers
+			(*t)[k] = o
+		}
+		o.CPUPct += p.CPUPct * weight
+		if p.Container == nil {
+			continue
+		}
+		if o.names == nil {
+			o.names = map[procKey]float64{}
+		}
+		named := procKey{name: p.Name, pid: p.PID}
+		o.names[named] += p.CPUPct * weight
+		if best := (procKey{name: o.Name, pid: o.PID}); o.names[named] > o.names[best] {
+			o.Name, o.PID = p.Name, p.PID
+		}
+		o.Processes = max(o.Processes, p.Processes)
 	}
 }
 
 // top returns the busiest, their summed shares divided by n, busiest first.
 func (t topOthers) top(n float64) []tare.ProcessShare {
 	out := make([]tare.ProcessShare, 0, len(t))
-	for k, v := range t {
-		out = append(out, tare.ProcessShare{Name: k.name, PID: k.pid, CPUPct: v / n})
+	for _, o := range t {
+		p := o.ProcessShare
+		p.CPUPct /= n
+		out = append(out, p)
 	}
 	return tare.Busiest(out)
 }

@@ -6,6 +6,7 @@ package rawio
 import (
 	"io"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -173,4 +174,51 @@ func rawCall(trap, fd uintptr, p []byte) (int, error) {
 		}
 		return 0, e
 	}
+}
+
+// The calls below are for a thread that waits in an epoll of its own
+// (load's event loop), on descriptors Go's poller never sees: each is one
+// raw system call, never the scheduler's syscall path.
+
+// Read is read(2) of p on fd: 0 and nil at the end of file, unix.EAGAIN
+// when there is nothing to read yet.
+func Read(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return rawCall(unix.SYS_READ, uintptr(fd), p)
+}
+
+// Write is write(2) of p on fd, until all of it is written or fd would
+// block (unix.EAGAIN, with n written).
+func Write(fd int, p []byte) (n int, err error) { return writeSome(uintptr(fd), p) }
+
+// EpollWait is epoll_wait(2) for at most msec milliseconds (-1: until an
+// event). A signal ends it early with no events and no error: Go's
+// preemption signal is one, and the caller's loop, calling back into Go,
+// lets the runtime stop it (a garbage collection waits for that).
+func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+	switch e {
+	case 0:
+		return int(n), nil
+	case unix.EINTR:
+		return 0, nil
+	}
+	return 0, e
+}
+
+// SetTimer arms the timerfd fd to expire once after d, or disarms it when
+// d is 0 or less. Either clears an expiry not yet read: a timer re-armed
+// needs no read(2) to stop being ready.
+func SetTimer(fd int, d time.Duration) error {
+	var spec unix.ItimerSpec
+	if d > 0 {
+		spec.Value = unix.NsecToTimespec(int64(d))
+	}
+	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }

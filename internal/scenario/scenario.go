@@ -22,10 +22,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -96,8 +98,9 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
+		// The demo's hogs name themselves as its own (cmd/tare's hogName).
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
-			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "demo-neighbour"},
 		// The seed's setup: the whole demo (tare, its workers, the model)
 		// on one vCPU, 120 jobs at 4/s. A tick holds about four jobs of
 		// varied lengths: its p95 is its slowest, 2× the median by chance,
@@ -127,6 +130,25 @@ type Env struct {
 // ErrSkip is wrapped by Run's errors about what this machine cannot do
 // (no root for a cgroup).
 var ErrSkip = fmt.Errorf("scenario cannot run here")
+
+// ErrMissing is wrapped by Run's errors about a program or service this
+// machine lacks that scripts/test installs (nginx, gunicorn, psycopg2, the
+// local PostgreSQL, iproute2, socat); it wraps ErrSkip.
+var ErrMissing = fmt.Errorf("%w: it needs what is not installed", ErrSkip)
+
+// SkipUnable ends the test when err says this machine cannot run the
+// scenario: for want of a program or service, testservice.Missing (a
+// failure under CI, where scripts/test installs them all); for anything
+// else it cannot do (no root), a skip. Other errors are the caller's.
+func SkipUnable(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrMissing):
+		testservice.Missing(t, "%v", err)
+	case errors.Is(err, ErrSkip):
+		t.Skip(err)
+	}
+}
 
 // Run runs one scenario and returns tare's summary of it.
 func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {

@@ -93,10 +93,10 @@ func GunicornPostgres() Deployment {
 			return "", nil, err
 		}
 		if _, err := os.Stat("/var/run/postgresql/.s.PGSQL.5432"); err != nil {
-			return "", nil, fmt.Errorf("%w: no PostgreSQL on /var/run/postgresql/.s.PGSQL.5432: %v", ErrSkip, err)
+			return "", nil, fmt.Errorf("%w: no PostgreSQL on /var/run/postgresql/.s.PGSQL.5432: %v", ErrMissing, err)
 		}
 		if err := exec.Command("/usr/bin/python3", "-c", "import psycopg2").Run(); err != nil {
-			return "", nil, fmt.Errorf("%w: /usr/bin/python3 has no psycopg2 (Debian's python3-psycopg2): %v", ErrSkip, err)
+			return "", nil, fmt.Errorf("%w: /usr/bin/python3 has no psycopg2 (Debian's python3-psycopg2): %v", ErrMissing, err)
 		}
 		port, err := freePort()
 		if err != nil {
@@ -232,11 +232,11 @@ func unixPath(s string) (string, bool) {
 	return "", false
 }
 
-// need says which of the commands this machine lacks, as an ErrSkip.
+// need says which of the commands this machine lacks, as an ErrMissing.
 func need(commands ...string) error {
 	for _, c := range commands {
 		if _, err := exec.LookPath(c); err != nil {
-			return fmt.Errorf("%w: %s is not installed (Debian's nginx-light, gunicorn, postgresql and python3-psycopg2 make these scenarios)", ErrSkip, c)
+			return fmt.Errorf("%w: %s is not installed (Debian's nginx-light, gunicorn, postgresql, python3-psycopg2, socat and iproute2 make these scenarios)", ErrMissing, c)
 		}
 	}
 	return nil

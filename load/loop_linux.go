@@ -1,0 +1,854 @@
+package load
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/rawio"
+)
+
+// engine is one event loop: a goroutine locked to its OS thread, waiting
+// in an epoll of its own with raw system calls, owning its connections.
+// Per request it arms the timer for the next arrival, writes, waits, reads
+// and parses, and records, with no goroutine handed anything and no wake
+// of Go's poller: the runtime's scheduler never sees the wait.
+//
+//	epoll_wait ─┬─ timerfd: an arrival is due ─▶ a connection (the idle one
+//	            │                                 used last, or a new one) ─▶ write
+//	            ├─ socket readable ─▶ read ─▶ Codec.Parse ─▶ result, connection idle
+//	            └─ eventfd: the run stopped (arrivals) or was cut short (requests)
+type engine struct {
+	r    *Runner
+	wire tare.Wire
+	feed *feed
+	out  chan<- tare.Result
+	cap  int // requests in flight at most: this engine's share of MaxInFlight
+
+	epfd, tfd, efd int
+	events         []unix.EpollEvent
+	eps            []*endpoint
+	conns          []*conn // by descriptor
+	rbuf, wbuf     []byte
+	spare          []*request // finished requests, reused
+
+	first, last *request // in flight, in the order sent: their deadlines' order too
+	inFlight    int
+
+	next      arrival // the next arrival claimed from the feed
+	hasNext   bool
+	armedFor  time.Time // the arrival the timer is armed for; zero: disarmed
+	fired     bool      // the timer expired since it was last set
+	saturated bool      // an arrival found every slot taken
+	freedAt   time.Time // when a slot came free after saturated: arrivals before it were dropped
+
+	results []tare.Result // recorded, not yet sent to out
+	flushBy time.Time
+
+	stop, abort atomic.Bool // the arrivals end; the requests in flight are canceled
+	stopped     bool
+	wakeMu      sync.Mutex // guards efd against wake after close
+}
+
+// endpoint is one Endpoint's connections in one engine.
+type endpoint struct {
+	tare.Endpoint
+	index   int
+	addrs   []unix.Sockaddr // resolved when the run starts
+	addr    int             // the address connections go to
+	dnsErr  error           // the address did not resolve: every request fails with it
+	idle    []*conn         // a stack: the connection idle last is taken first
+	open    int
+	waiting []*request // at MaxConns: requests waiting for a connection
+	codecs  []tare.Codec
+}
+
+type conn struct {
+	fd         int
+	ep         *endpoint
+	req        *request // nil while idle
+	served     int      // requests this connection completed
+	out        []byte   // what a write left for the descriptor to take
+	connecting bool
+	tries      int // addresses tried by this connection's connect
+	idleAt     int // index in ep.idle while idle, else -1
+}
+
+type request struct {
+	res        tare.Result
+	codec      tare.Codec
+	ep         *endpoint
+	conn       *conn
+	deadline   time.Time
+	prev, next *request
+}
+
+const (
+	burstMax   = 64                    // arrivals fired in one pass before the sockets get their turn
+	flushEvery = 50 * time.Millisecond // results wait this long at most before they go to out (each flush wakes the consumer)
+	flushMax   = 1024                  // or this many
+	waitMax    = 100 * time.Millisecond
+	readBuffer = 64 << 10
+)
+
+// newEngine makes the engine's epoll, timerfd and eventfd, and resolves
+// the endpoints' addresses.
+func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoint, f *feed, out chan<- tare.Result, cap int) (*engine, error) {
+	e := &engine{r: r, wire: wire, feed: f, out: out, cap: max(cap, 1), epfd: -1, tfd: -1, efd: -1,
+		events: make([]unix.EpollEvent, 128), rbuf: make([]byte, readBuffer)}
+	var err error
+	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	if e.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		e.close()
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	if e.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		e.close()
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	for _, fd := range []int{e.tfd, e.efd} {
+		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			e.close()
+			return nil, os.NewSyscallError("epoll_ctl", err)
+		}
+	}
+	for i, ep := range eps {
+		p := &endpoint{Endpoint: ep, index: i}
+		p.addrs, p.dnsErr = resolve(ctx, ep.Addr)
+		e.eps = append(e.eps, p)
+	}
+	return e, nil
+}
+
+// resolve looks host:port up once, for every connection of the run.
+func resolve(ctx context.Context, hostport string) ([]unix.Sockaddr, error) {
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil, &net.DNSError{Err: err.Error(), Name: hostport}
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		p, perr := net.DefaultResolver.LookupPort(ctx, "tcp", portStr)
+		if perr != nil {
+			return nil, perr
+		}
+		port = p
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else if ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return nil, err
+	}
+	var addrs []unix.Sockaddr
+	for _, ip := range ips {
+		ip = ip.Unmap()
+		if ip.Is4() {
+			addrs = append(addrs, &unix.SockaddrInet4{Port: port, Addr: ip.As4()})
+		} else {
+			addrs = append(addrs, &unix.SockaddrInet6{Port: port, Addr: ip.As16()})
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
+	}
+	return addrs, nil
+}
+
+// wake interrupts the engine's wait: it looks at stop and abort. It may be
+// called from any goroutine, until close.
+func (e *engine) wake() {
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	if e.efd >= 0 {
+		one := [8]byte{1}
+		rawio.Write(e.efd, one[:])
+	}
+}
+
+// close closes the engine's descriptors, once its loop is over.
+func (e *engine) close() {
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	for _, c := range e.conns {
+		if c != nil {
+			closeFD(c.fd)
+			e.r.conns.Add(-1)
+		}
+	}
+	for _, fd := range []int{e.tfd, e.efd, e.epfd} {
+		if fd >= 0 {
+			closeFD(fd)
+		}
+	}
+	e.conns, e.tfd, e.efd, e.epfd = nil, -1, -1, -1
+}
+
+func closeFD(fd int) { unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
+
+// run is the loop, until the arrivals are over (or stopped) and nothing is
+// in flight. It runs on a locked thread.
+func (e *engine) run() {
+	e.hasNext = e.claim()
+	for {
+		now := time.Now()
+		if e.abort.Load() {
+			e.cancelAll(now)
+		}
+		if !e.stopped && e.stop.Load() {
+			e.stopped, e.hasNext = true, false
+		}
+		e.arrivals(now)
+		if !e.hasNext && e.inFlight == 0 {
+			break
+		}
+		e.armTimer(now)
+		n, err := rawio.EpollWait(e.epfd, e.events, e.waitFor(now))
+		if err != nil {
+			// Nothing in this loop's control fails epoll_wait; wait less
+			// rather than spin if something does.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		for _, ev := range e.events[:n] {
+			switch fd := int(ev.Fd); fd {
+			case e.tfd:
+				e.fired = true
+			case e.efd:
+				var b [8]byte
+				rawio.Read(e.efd, b[:])
+			default:
+				if fd < len(e.conns) && e.conns[fd] != nil {
+					e.ready(e.conns[fd], ev.Events)
+				}
+			}
+		}
+		now = time.Now()
+		e.expire(now)
+		if len(e.results) >= flushMax || len(e.results) > 0 && !now.Before(e.flushBy) {
+			e.flush()
+		}
+	}
+	if e.armedFor != (time.Time{}) || e.fired {
+		rawio.SetTimer(e.tfd, 0)
+	}
+	e.flush()
+}
+
+// claim takes the next arrival from the feed.
+func (e *engine) claim() bool {
+	if e.stopped {
+		return false
+	}
+	a, ok := e.feed.claim()
+	e.next = a
+	return ok
+}
+
+// arrivals fires every arrival due by now, or drops it when every slot is
+// taken; arrivals scheduled while every slot was taken, before one came
+// free, are dropped at once, as the goroutine engine does.
+func (e *engine) arrivals(now time.Time) {
+	for burst := 0; e.hasNext && !e.next.scheduled.After(now) && burst < burstMax; burst++ {
+		switch {
+		case e.inFlight >= e.cap:
+			e.saturated = true
+			e.drop(e.next)
+		case e.next.scheduled.Before(e.freedAt):
+			e.drop(e.next)
+		default:
+			e.dispatch(e.next, now)
+		}
+		e.hasNext = e.claim()
+	}
+}
+
+// armTimer sets the timerfd for the next arrival, or disarms it while
+// every slot is taken (a completion or the saturated poll wakes the loop
+// then) and when there is none. Setting it also clears an expiry.
+func (e *engine) armTimer(now time.Time) {
+	want := time.Time{}
+	if e.hasNext && e.inFlight < e.cap {
+		want = e.next.scheduled
+	}
+	if want == e.armedFor && !e.fired {
+		return
+	}
+	d := time.Duration(0)
+	if !want.IsZero() {
+		d = max(want.Sub(now), 1)
+	}
+	rawio.SetTimer(e.tfd, d)
+	e.armedFor, e.fired = want, false
+}
+
+// waitFor is how long epoll_wait may wait, in milliseconds: until the
+// first request's deadline, the results' flush, the saturated poll, or no
+// wait at all when arrivals are already due (a burst left some).
+func (e *engine) waitFor(now time.Time) int {
+	if e.hasNext && !e.next.scheduled.After(now) && e.inFlight < e.cap {
+		return 0
+	}
+	wait := waitMax
+	if e.hasNext && e.inFlight >= e.cap {
+		wait = saturatedPoll
+	}
+	if e.first != nil {
+		wait = min(wait, e.first.deadline.Sub(now))
+	}
+	if len(e.results) > 0 {
+		wait = min(wait, e.flushBy.Sub(now))
+	}
+	if wait <= 0 {
+		return 0
+	}
+	return int((wait + time.Millisecond - 1) / time.Millisecond)
+}
+
+func (e *engine) drop(a arrival) {
+	e.r.dropped.Add(1)
+	e.record(tare.Result{Seq: a.seq, Scheduled: a.scheduled, Dropped: true})
+}
+
+func (e *engine) record(res tare.Result) {
+	if len(e.results) == 0 {
+		e.flushBy = time.Now().Add(flushEvery)
+	}
+	e.results = append(e.results, res)
+}
+
+// flush hands the results recorded to out: in bursts, so the consumer
+// wakes once for many results, not once per request.
+func (e *engine) flush() {
+	for i := range e.results {
+		e.out <- e.results[i]
+	}
+	e.results = e.results[:0]
+}
+
+// dispatch starts arrival a's request.
+func (e *engine) dispatch(a arrival, now time.Time) {
+	i := e.wire.Route(a.seq)
+	ep := e.eps[i]
+	req := e.newRequest()
+	req.ep = ep
+	req.res = tare.Result{Seq: a.seq, Scheduled: a.scheduled, Sent: now, TargetIndex: i}
+	req.deadline = now.Add(ep.Timeout)
+	if n := len(ep.codecs); n > 0 {
+		req.codec = ep.codecs[n-1]
+		ep.codecs = ep.codecs[:n-1]
+	} else {
+		req.codec = ep.NewCodec()
+	}
+	req.codec.Begin(&req.res)
+	// In flight in the order sent: with one timeout per endpoint, nearly
+	// the order of the deadlines, which expire checks from the first.
+	req.prev = e.last
+	if e.last != nil {
+		e.last.next = req
+	} else {
+		e.first = req
+	}
+	e.last = req
+	e.inFlight++
+	e.r.sent.Add(1)
+	if ep.dnsErr != nil {
+		req.res.Err = tare.ErrorKind(ep.dnsErr)
+		e.finish(req, now)
+		return
+	}
+	e.assign(req)
+}
+
+func (e *engine) newRequest() *request {
+	if n := len(e.spare); n > 0 {
+		req := e.spare[n-1]
+		e.spare = e.spare[:n-1]
+		return req
+	}
+	return &request{}
+}
+
+// assign gives req a connection: the one idle last, a new one while the
+// endpoint has fewer than MaxConns, or else a place in its queue.
+func (e *engine) assign(req *request) {
+	ep := req.ep
+	if n := len(ep.idle); n > 0 {
+		c := ep.idle[n-1]
+		ep.idle = ep.idle[:n-1]
+		c.idleAt = -1
+		e.send(c, req)
+		return
+	}
+	if ep.open < ep.MaxConns || ep.MaxConns <= 0 {
+		e.connect(ep, req)
+		return
+	}
+	ep.waiting = append(ep.waiting, req)
+}
+
+// connect opens a non-blocking connection for req; the request is written
+// when it is established.
+func (e *engine) connect(ep *endpoint, req *request) {
+	c := &conn{fd: -1, ep: ep, req: req, idleAt: -1, connecting: true}
+	req.conn = c
+	ep.open++
+	e.r.opened()
+	if err := e.dial(c); err != nil {
+		e.connectFailed(c, err)
+	}
+}
+
+// dial starts c's connect to its endpoint's current address.
+func (e *engine) dial(c *conn) error {
+	sa := c.ep.addrs[c.ep.addr]
+	family := unix.AF_INET
+	if _, ok := sa.(*unix.SockaddrInet6); ok {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socket", err)
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c.fd = fd
+	for fd >= len(e.conns) {
+		e.conns = append(e.conns, nil)
+	}
+	e.conns[fd] = c
+	err = unix.Connect(fd, sa)
+	switch err {
+	case nil:
+		c.connecting = false
+		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		e.send(c, c.req)
+		return nil
+	case unix.EINPROGRESS:
+		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLOUT, Fd: int32(fd)}); err != nil {
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		return nil
+	}
+	return os.NewSyscallError("connect", err)
+}
+
+// connectFailed is a connect that failed with err: tried at the endpoint's
+// next address, if it has one this connection has not tried, else the
+// request fails, as a dial error.
+func (e *engine) connectFailed(c *conn, err error) {
+	ep := c.ep
+	e.forget(c)
+	c.tries++
+	if c.tries < len(ep.addrs) {
+		ep.addr = (ep.addr + 1) % len(ep.addrs)
+		if err = e.dial(c); err == nil {
+			return
+		}
+		e.forget(c)
+	}
+	ep.open--
+	e.r.conns.Add(-1)
+	req := c.req
+	c.req, req.conn = nil, nil
+	req.res.Err = tare.ErrorKind(&net.OpError{Op: "dial", Net: "tcp", Err: err})
+	e.finish(req, time.Now())
+	e.serveWaiting(ep)
+}
+
+// forget closes c's descriptor, keeping c itself.
+func (e *engine) forget(c *conn) {
+	if c.fd >= 0 && c.fd < len(e.conns) && e.conns[c.fd] == c {
+		e.conns[c.fd] = nil
+		closeFD(c.fd)
+	}
+	c.fd = -1
+}
+
+// send writes req's request on c.
+func (e *engine) send(c *conn, req *request) {
+	c.req, req.conn = req, c
+	e.wbuf = req.codec.Request(e.wbuf[:0])
+	n, err := rawio.Write(c.fd, e.wbuf)
+	switch err {
+	case nil:
+	case unix.EAGAIN:
+		// The rest goes as the socket takes it.
+		c.out = append(c.out[:0], e.wbuf[n:]...)
+		e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLOUT)
+	default:
+		e.ended(c, err)
+	}
+}
+
+func (e *engine) watch(c *conn, events uint32) {
+	unix.EpollCtl(e.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: events, Fd: int32(c.fd)})
+}
+
+// ready handles the events of c.
+func (e *engine) ready(c *conn, events uint32) {
+	if c.connecting {
+		c.connecting = false
+		if soErr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || soErr != 0 {
+			if err == nil {
+				err = os.NewSyscallError("connect", unix.Errno(soErr))
+			}
+			c.connecting = true
+			e.connectFailed(c, err)
+			return
+		}
+		e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
+		e.send(c, c.req)
+		return
+	}
+	if c.req == nil {
+		// An idle connection has nothing to say: the server closed it
+		// (or broke the protocol). It is closed before a request finds it.
+		e.closeConn(c)
+		return
+	}
+	if events&unix.EPOLLOUT != 0 && len(c.out) > 0 {
+		n, err := rawio.Write(c.fd, c.out)
+		c.out = c.out[:copy(c.out, c.out[n:])]
+		switch {
+		case err != nil && err != unix.EAGAIN:
+			e.ended(c, err)
+			return
+		case len(c.out) == 0:
+			e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
+		}
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		e.read(c)
+	}
+}
+
+// read reads what c has and parses it, while the buffer comes back full.
+func (e *engine) read(c *conn) {
+	for c.req != nil {
+		n, err := rawio.Read(c.fd, e.rbuf)
+		switch {
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			e.ended(c, err)
+			return
+		case n == 0:
+			e.ended(c, nil)
+			return
+		}
+		if !e.parse(c, e.rbuf[:n]) || n < len(e.rbuf) {
+			return
+		}
+	}
+}
+
+// parse feeds p to c's request; false when the request left c.
+func (e *engine) parse(c *conn, p []byte) bool {
+	req := c.req
+	for len(p) > 0 {
+		k, step := req.codec.Parse(p, &req.res)
+		p = p[k:]
+		if step == tare.StepMore {
+			if k == 0 {
+				return true // the codec wants more than p to go on
+			}
+			continue
+		}
+		e.stepped(c, req, step)
+		return false
+	}
+	return true
+}
+
+// stepped carries out what the codec asked once an answer was complete.
+func (e *engine) stepped(c *conn, req *request, step tare.Step) {
+	keep := req.codec.KeepAlive() && len(c.out) == 0
+	c.req, req.conn = nil, nil
+	c.served++
+	now := time.Now()
+	switch step {
+	case tare.StepResend:
+		if keep {
+			e.send(c, req)
+			return
+		}
+		e.closeConn(c)
+		e.assign(req)
+		return
+	case tare.StepElsewhere:
+		e.handoff(req)
+	default:
+		e.finish(req, now)
+	}
+	if keep {
+		e.release(c)
+	} else {
+		e.closeConn(c)
+	}
+}
+
+// ended is c ending (err nil: an end of file) while it carried a request.
+func (e *engine) ended(c *conn, err error) {
+	req := c.req
+	reused := c.served > 0
+	c.req, req.conn = nil, nil
+	e.closeConn(c)
+	if req.codec.End(err, reused, &req.res) == tare.StepResend {
+		e.assign(req)
+		return
+	}
+	e.finish(req, time.Now())
+}
+
+// release makes c idle, or gives it to a request waiting for one.
+func (e *engine) release(c *conn) {
+	ep := c.ep
+	if len(ep.waiting) > 0 {
+		req := ep.waiting[0]
+		ep.waiting = ep.waiting[:copy(ep.waiting, ep.waiting[1:])]
+		e.send(c, req)
+		return
+	}
+	c.idleAt = len(ep.idle)
+	ep.idle = append(ep.idle, c)
+}
+
+// closeConn closes c, which carries no request.
+func (e *engine) closeConn(c *conn) {
+	ep := c.ep
+	if c.idleAt >= 0 {
+		last := ep.idle[len(ep.idle)-1]
+		ep.idle[c.idleAt], last.idleAt = last, c.idleAt
+		ep.idle = ep.idle[:len(ep.idle)-1]
+		c.idleAt = -1
+	}
+	e.forget(c)
+	ep.open--
+	e.r.conns.Add(-1)
+	e.serveWaiting(ep)
+}
+
+// serveWaiting opens a connection for the first request waiting, now that
+// the endpoint has room for one.
+func (e *engine) serveWaiting(ep *endpoint) {
+	if len(ep.waiting) == 0 || ep.open >= ep.MaxConns {
+		return
+	}
+	req := ep.waiting[0]
+	ep.waiting = ep.waiting[:copy(ep.waiting, ep.waiting[1:])]
+	e.connect(ep, req)
+}
+
+// finish records req's result and frees its slot.
+func (e *engine) finish(req *request, now time.Time) {
+	if req.res.Done.IsZero() {
+		req.res.Done = now
+	}
+	e.unlink(req)
+	e.r.done.Add(1)
+	e.record(req.res)
+	e.recycle(req)
+}
+
+func (e *engine) unlink(req *request) {
+	if req.prev != nil {
+		req.prev.next = req.next
+	} else {
+		e.first = req.next
+	}
+	if req.next != nil {
+		req.next.prev = req.prev
+	} else {
+		e.last = req.prev
+	}
+	req.prev, req.next = nil, nil
+	e.inFlight--
+	if e.saturated {
+		e.saturated, e.freedAt = false, time.Now()
+	}
+}
+
+func (e *engine) recycle(req *request) {
+	req.ep.codecs = append(req.ep.codecs, req.codec)
+	*req = request{}
+	e.spare = append(e.spare, req)
+}
+
+// handoff sends the rest of req to a goroutine of the Runner's: a redirect
+// the loop cannot follow.
+func (e *engine) handoff(req *request) {
+	rest := req.codec.Handoff()
+	res := req.res
+	e.unlink(req)
+	e.recycle(req)
+	e.r.handoff(rest, res)
+}
+
+// expire fails the requests whose deadline has passed.
+func (e *engine) expire(now time.Time) {
+	for req := e.first; req != nil; {
+		next := req.next
+		if now.Before(req.deadline) {
+			// Sent in order with one timeout, the rest are later; with
+			// several endpoints' timeouts, a later one may be earlier,
+			// and is found on a later pass.
+			if len(e.eps) == 1 {
+				return
+			}
+		} else {
+			e.cut(req, tare.KindTimeout, now)
+		}
+		req = next
+	}
+}
+
+// cancelAll fails every request in flight as canceled: the run stopped
+// waiting for them.
+func (e *engine) cancelAll(now time.Time) {
+	for e.first != nil {
+		e.cut(e.first, tare.KindCanceled, now)
+	}
+}
+
+// cut ends req with kind, closing its connection (the answer may still
+// come) or taking it out of its endpoint's queue.
+func (e *engine) cut(req *request, kind string, now time.Time) {
+	req.res.Err = kind
+	if c := req.conn; c != nil {
+		c.req, req.conn = nil, nil
+		e.closeConn(c)
+	} else {
+		ep := req.ep
+		for i, w := range ep.waiting {
+			if w == req {
+				ep.waiting = append(ep.waiting[:i], ep.waiting[i+1:]...)
+				break
+			}
+		}
+	}
+	e.finish(req, now)
+}
+
+// A compile-time check that EpollEvent's Fd is where the kernel puts the
+// data word's first four bytes, as the loop relies on.
+var _ = [1]struct{}{}[unsafe.Offsetof(unix.EpollEvent{}.Fd)-4]
+
+// runLoops is Run on event loops, for a Wire target; false when the loops
+// could not be made (the caller then runs the goroutine engine).
+func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result, wire tare.Wire, eps []tare.Endpoint) (Usage, bool) {
+	cpu0 := processCPU()
+	n := r.cfg.Engines
+	f := &feed{ahead: lookahead{Schedule: sched}, start: start}
+	var engines []*engine
+	for i := range n {
+		// Each engine takes its share of the in-flight cap and of each
+		// endpoint's connections; the feed is one schedule for them all.
+		share := make([]tare.Endpoint, len(eps))
+		for j, ep := range eps {
+			share[j] = ep
+			if ep.MaxConns > 0 {
+				share[j].MaxConns = max(1, ep.MaxConns/n)
+			}
+		}
+		e, err := newEngine(ctx, r, wire, share, f, out, r.cfg.MaxInFlight/n+boolInt(i < r.cfg.MaxInFlight%n))
+		if err != nil {
+			break
+		}
+		engines = append(engines, e)
+	}
+	if len(engines) == 0 {
+		return Usage{}, false
+	}
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	r.reqCtx, r.out = reqCtx, out
+	defer raiseProcs(len(engines))()
+
+	var wg sync.WaitGroup
+	for _, e := range engines {
+		// A run whose context has ended sends nothing, as on goroutines.
+		e.stop.Store(ctx.Err() != nil)
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			e.run()
+		})
+	}
+	stopWatch := context.AfterFunc(ctx, func() {
+		for _, e := range engines {
+			e.stop.Store(true)
+			e.wake()
+		}
+	})
+	abortWatch := context.AfterFunc(reqCtx, func() {
+		for _, e := range engines {
+			e.abort.Store(true)
+			e.wake()
+		}
+	})
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		r.handoffs.Wait()
+		close(finished)
+	}()
+	r.drain(ctx, finished, cancelRequests)
+	stopWatch()
+	abortWatch()
+	for _, e := range engines {
+		e.close()
+	}
+	close(out)
+	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.connsPeak.Load()),
+		Engine: EngineLoop, Engines: len(engines)}, true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// procs counts the engines running in this process. Each holds its P
+// while it waits in epoll_wait (a raw call: the scheduler never sees it
+// block), so GOMAXPROCS is raised by one per engine for the rest of the
+// process (the results' consumer, the store, the sampler), which would
+// otherwise, with tare on one CPU, wait for the engine's preemption.
+var procs struct {
+	sync.Mutex // guards the fields
+	engines    int
+	base       int
+}
+
+// raiseProcs adds n engines' Ps and returns the function that takes them
+// back.
+func raiseProcs(n int) func() {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.engines == 0 {
+		procs.base = runtime.GOMAXPROCS(0)
+	}
+	procs.engines += n
+	runtime.GOMAXPROCS(procs.base + procs.engines)
+	return func() {
+		procs.Lock()
+		defer procs.Unlock()
+		procs.engines -= n
+		runtime.GOMAXPROCS(procs.base + procs.engines)
+	}
+}
