@@ -51,6 +51,11 @@ type HostSample struct {
 
 	// CPUBy is whose CPU the tick was; nil when the processes could not be read.
 	CPUBy *CPUBy `json:"cpu_by,omitempty"`
+
+	// Blame is behind whom the measured processes waited, as the
+	// scheduler probe measured it; nil without the probe (BlameOf
+	// estimates it then).
+	Blame *Blame `json:"blame,omitempty"`
 }
 
 // CPUBy is the whose-CPU ledger of a tick or a run: all of the host's CPU
@@ -94,9 +99,19 @@ func Busiest(ps []ProcessShare) []ProcessShare {
 // containers show up.
 func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 
-// NeighbourWait estimates the CPU that the system under test and tare
-// lost in the tick because something outside the test held it, in percent
-// of one CPU: their run delay, scaled by the neighbours' part of the CPU
+// NeighbourWait is the CPU that the system under test and tare lost in
+// the tick because something outside the test held it, in percent of one
+// CPU: their wait behind other processes where the scheduler probe
+// measured it (Blame), else estimated. Nil when neither was measured.
+func (h *HostSample) NeighbourWait() *float64 {
+	if h.Blame != nil {
+		return Float(h.Blame.Others())
+	}
+	return h.estimatedNeighbourWait()
+}
+
+// estimatedNeighbourWait estimates NeighbourWait from the ledger: the
+// measured processes' run delay, scaled by the neighbours' part of the CPU
 // time that processes used, and never more than the CPU the neighbours
 // actually used:
 //
@@ -108,7 +123,7 @@ func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 // a saturated service's long waits from turning a quiet host's background
 // (a daemon's 1 %) into pollution. Nil when run delay or the ledger was not
 // measured.
-func (h *HostSample) NeighbourWait() *float64 {
+func (h *HostSample) estimatedNeighbourWait() *float64 {
 	if h.RunDelay == nil || h.CPUBy == nil {
 		return nil
 	}

@@ -21,6 +21,7 @@ type Summary struct {
 	Model        *ModelSummary      `json:"model"`
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
+	Blame        *Blame             `json:"blame"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
 	Goodput      *Goodput           `json:"goodput,omitempty"`
 	Verdict      Verdict            `json:"verdict"`

@@ -57,6 +57,15 @@ type Config struct {
 	// path inside the hierarchy (/app).
 	Cgroup string
 
+	// SchedProbe measures blame with the scheduler probe (host/blame.go)
+	// where it can run: as root on a kernel with BTF. Otherwise, and by
+	// default, blame is estimated from the ledger.
+	SchedProbe bool
+	// WatchBusiest has the probe watch that many of the busiest other
+	// processes too (six at most), and say whom each waited behind
+	// (tare check).
+	WatchBusiest int
+
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
 	// Getenv reads the environment the run's Env records (TARE_HOSTNAME,
@@ -97,6 +106,7 @@ type Sampler struct {
 	sutRoots []int
 	called   []int // the peers found, for Called; guarded by mu
 
+	blame *blamer // the scheduler probe, when it runs
 }
 
 // reading is every counter the sampler reads, at one instant.
@@ -198,7 +208,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 			s.cgroups = append(s.cgroups, c)
 		}
 	}
+	s.blame = newBlamer(cfg)
 	if err := s.begin(cfg.Now()); err != nil {
+		s.Close()
 		return nil, err
 	}
 	version := ""
@@ -231,8 +243,18 @@ func (s *Sampler) AddTareTree(pid int) {
 	s.trees = append(slices.Clip(s.trees), pid)
 }
 
-// Close releases the files the sampler keeps open between readings.
-func (s *Sampler) Close() { s.procs.close() }
+// Close releases the files the sampler keeps open between readings, and
+// the scheduler probe.
+func (s *Sampler) Close() {
+	s.procs.close()
+	if err := s.blame.close(); err != nil {
+		s.warn(err)
+	}
+}
+
+// BlameWhy says why blame is estimated: the scheduler probe is off, or
+// cannot run here; "" when it runs.
+func (s *Sampler) BlameWhy() string { return s.blame.why }
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
@@ -273,6 +295,9 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 		return tare.HostSample{}, err
 	}
 	s.prev, s.cur = s.cur, s.prev
+	if hs.Blame, err = s.blame.take(hs.End.Sub(hs.Start), hs.CPUBy); err != nil {
+		s.warn(fmt.Errorf("scheduler probe: %w", err))
+	}
 	return hs, nil
 }
 
@@ -313,6 +338,7 @@ func (s *Sampler) begin(now time.Time) error {
 		return err
 	}
 	s.prev, s.cur = s.cur, s.prev
+	s.blame.reset()
 	return nil
 }
 
@@ -364,6 +390,9 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	}
 	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
 	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
+	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
+		s.warn(fmt.Errorf("scheduler probe: %w", err))
+	}
 	return nil
 }
 

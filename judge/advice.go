@@ -95,6 +95,9 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 func neighbourAdvice(s *tare.Summary) string {
 	by := s.Host.CPUBy
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
+	if Probed(s) {
+		return measuredNeighbourAdvice(s.Blame, s.Env.VCPUs, pin)
+	}
 	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
 		name, pids, _ := busiestCommand(by)
 		return fmt.Sprintf("Stop `%s` (%s) or move it elsewhere during the test, or %s; then rerun.", name, pids, pin)

@@ -105,6 +105,7 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	if by := h.CPUBy; by != nil {
 		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
 	}
+	blameRows(p, s)
 	if u := s.SUT; u != nil {
 		calls := ""
 		if len(u.Calls) > 0 {

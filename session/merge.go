@@ -151,6 +151,9 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	s.Run.Arrival = strings.TrimSuffix(parts[0].Run.Arrival, ", "+shardName(rows[0].ID))
 	s.Env = parts[0].Env
 	s.Env.Pod = nil // each shard's own: in its line of Shards
+	if parts[0].Blame != nil {
+		explainBlame(&s, parts[0].Blame.Why)
+	}
 	ticks := rec.Ticks()
 	// The shards ran with one command line: the first's thresholds and
 	// SLO are the run's.

@@ -101,6 +101,7 @@ loop:
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
+	explainBlame(&s, sampler.BlameWhy())
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
 	if s.SUT != nil {
 		s.SUT.Calls = sampler.Called()

@@ -538,6 +538,9 @@ type HostSpec struct {
 	Tick   time.Duration
 	PIDs   []int
 	Cgroup string
+	// SchedProbe is "auto" (or ""): measure blame with the scheduler
+	// probe where it can run; "off": estimate it from the ledger.
+	SchedProbe string
 }
 
 func (h *HostSpec) Fields() []Field {
@@ -545,6 +548,7 @@ func (h *HostSpec) Fields() []Field {
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
 		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
 		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
+		{Flag: "sched-probe", Key: "sched-probe", Value: &h.SchedProbe, Usage: "auto: measure behind whom the system under test and tare waited for a CPU with the scheduler's own events (an eBPF probe, as root on a kernel with BTF), else estimate it; off: always estimate it from the CPU shares"},
 	}
 }
 
@@ -553,6 +557,11 @@ func (h *HostSpec) Fields() []Field {
 func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	if h.Tick < host.MinTick {
 		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, h.Tick)
+	}
+	switch h.SchedProbe {
+	case "", "auto", "off":
+	default:
+		return host.Config{}, tare.Errorf(tare.EINVALID, "--sched-probe must be auto or off; got %q", h.SchedProbe)
 	}
 	for _, pid := range h.PIDs {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
@@ -564,7 +573,7 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
 	}
-	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup}, nil
+	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup, SchedProbe: h.SchedProbe != "off"}, nil
 }
 
 // FindSUT fills cfg.SUT with the system under test, unless PIDs named it:

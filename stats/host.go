@@ -43,6 +43,7 @@ func copySample(h *tare.HostSample) tare.HostSample {
 		by.TopOthers = slices.Clone(h.CPUBy.TopOthers)
 		c.CPUBy = &by
 	}
+	c.Blame = copyBlame(h.Blame)
 	return c
 }
 
@@ -86,6 +87,7 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.RunDelay = mixPtr(acc.RunDelay, s.RunDelay, fa, fb)
 	acc.SUTRunDelay = mixPtr(acc.SUTRunDelay, s.SUTRunDelay, fa, fb)
 	acc.TareRunDelay = mixPtr(acc.TareRunDelay, s.TareRunDelay, fa, fb)
+	acc.Blame = mixBlame(acc.Blame, fa, s.Blame, fb)
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
@@ -188,6 +190,8 @@ type hostTotals struct {
 	ledgers float64    // the length of the samples with a ledger
 	cpuBy   tare.CPUBy // their weighted sum, without TopOthers
 	top     topOthers
+
+	blame blameTotals
 }
 
 // optSum sums a figure that a source may not provide, weighted.
@@ -232,6 +236,7 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Du
 	h.neighbourWait.add(s.NeighbourWait(), w)
 	h.sutRunDelay.add(s.SUTRunDelay, w)
 	h.tareRunDelay.add(s.TareRunDelay, w)
+	h.blame.add(s, w)
 	if by := s.CPUBy; by != nil {
 		h.ledgers += w
 		h.cpuBy = mixCPUBy(h.cpuBy, *by, 1, w)

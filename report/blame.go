@@ -1,0 +1,106 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tare-dev/tare"
+)
+
+// blameNamed is how many other processes a blame line names; the rest are
+// "other processes".
+const blameNamed = 3
+
+// BlameLine says behind whom the measured threads waited, in shares of one
+// CPU, the largest first: "waited 14.1% of a CPU: 11.9% behind `batch`
+// (pid 4121), 1.6% behind its own threads, 0.4% behind tare, 0.2%
+// wake-up". Shares under 0.05% are left out. sut says whether the system
+// under test is known: its own threads are then "its own threads".
+func BlameLine(b *tare.Blame, sut bool) string {
+	var parts []part
+	owners := map[string]float64{}
+	named := 0
+	for _, o := range b.Behind {
+		switch {
+		case o.Owner == tare.OwnerOther && o.Name != "" && named < blameNamed:
+			named++
+			parts = append(parts, part{o.WaitPct, "behind " + o.Who()})
+		default:
+			owners[o.Owner] += o.WaitPct
+		}
+	}
+	own := "behind the system under test"
+	if sut {
+		own = "behind its own threads"
+	}
+	for owner, words := range map[string]string{
+		tare.OwnerOther:  "behind other processes",
+		tare.OwnerSUT:    own,
+		tare.OwnerTare:   "behind tare",
+		tare.OwnerKernel: "behind kernel threads",
+		tare.OwnerWakeup: "wake-up",
+	} {
+		if v, ok := owners[owner]; ok {
+			parts = append(parts, part{v, words})
+		}
+	}
+	slices.SortFunc(parts, func(x, y part) int {
+		return cmp.Or(cmp.Compare(y.pct, x.pct), cmp.Compare(x.words, y.words))
+	})
+	var out []string
+	for _, p := range parts {
+		if p.pct >= 0.05 {
+			out = append(out, fmt.Sprintf("%.1f%% %s", p.pct, p.words))
+		}
+	}
+	line := fmt.Sprintf("%.1f%% of a CPU", b.WaitPct)
+	if len(out) > 0 {
+		line += ": " + strings.Join(out, ", ")
+	}
+	return line
+}
+
+type part struct {
+	pct   float64
+	words string
+}
+
+// BlameSource says where the blame came from, and for a measured one how
+// schedstat's run delay compares: "measured by the scheduler probe;
+// schedstat 14.3%", "estimated from the CPU shares: not root".
+func BlameSource(b *tare.Blame) string {
+	if b.Source != tare.BlameMeasured {
+		if b.Why == "" {
+			return "estimated from the CPU shares"
+		}
+		return "estimated from the CPU shares: " + b.Why
+	}
+	s := "measured by the scheduler probe"
+	if t := b.Schedstat; t != nil {
+		s += fmt.Sprintf("; schedstat %.1f%%", t.WaitPct)
+		if t.Disagreed > 0 {
+			s += fmt.Sprintf(", %d of %d ticks disagree", t.Disagreed, t.Ticks)
+		}
+	}
+	if b.DroppedEvents > 0 {
+		s += fmt.Sprintf("; %d events lost", b.DroppedEvents)
+	}
+	return s
+}
+
+// blameRows are the text summary's rows of blame: whom the measured
+// threads waited behind, and for tare check whom each of the busiest
+// processes did.
+func blameRows(p *printer, s *tare.Summary) {
+	b := s.Blame
+	if b == nil {
+		return
+	}
+	p.row("waited", "%s   (%s)", BlameLine(b, s.SUT != nil), BlameSource(b))
+	for _, w := range b.Waiters {
+		who := tare.Behind{Name: w.Name, PIDs: w.PIDs}.Who()
+		p.row("", "%s %s", who, BlameLine(&tare.Blame{WaitPct: w.WaitPct, Behind: w.Behind}, false))
+	}
+}
