@@ -40,6 +40,12 @@ type Blame struct {
 	Why     string   `json:"why,omitempty"`
 	WaitPct float64  `json:"wait_pct"`
 	Behind  []Behind `json:"behind"` // the largest first
+	// RunDelayPct is, measured only, the measured threads' waits that
+	// ended (the thread ran), counted in full as schedstat counts its run
+	// delay: WaitPct charges a wait tick by tick as it goes, so the two
+	// differ by the waits under way at the tick's ends. The truth check
+	// compares this one with schedstat.
+	RunDelayPct *float64 `json:"run_delay_pct,omitempty"`
 	// DroppedEvents counts the scheduler events the probe could not count
 	// (a map full, a run of the program skipped): 0 when estimated.
 	DroppedEvents int64 `json:"dropped_events"`
@@ -74,12 +80,13 @@ type CPUWait struct {
 	WaitPct float64 `json:"wait_pct"`
 }
 
-// TruthCheck compares the probe's wait with schedstat's run delay of the
-// same threads, tick by tick.
+// TruthCheck compares the probe's run delay (Blame.RunDelayPct) with
+// schedstat's of the same threads, tick by tick.
 type TruthCheck struct {
-	WaitPct   float64 `json:"wait_pct"`        // schedstat's, over the ticks both measured
-	Ticks     int     `json:"ticks"`           // ticks both measured
-	Disagreed int     `json:"disagreed_ticks"` // ticks whose two figures differ by more than TruthTolerance
+	WaitPct      float64 `json:"wait_pct"`        // schedstat's run delay, over the ticks both measured
+	ProbeWaitPct float64 `json:"probe_wait_pct"`  // the probe's, over the same ticks
+	Ticks        int     `json:"ticks"`           // ticks both measured
+	Disagreed    int     `json:"disagreed_ticks"` // ticks whose two figures differ by more than TruthTolerance
 }
 
 // Waiter is one process tare check watched, and whom it waited behind.
@@ -96,14 +103,14 @@ func TruthTolerance(schedstatPct, tickSeconds float64) float64 {
 	return max(0.05*schedstatPct, 0.1/max(tickSeconds, 1e-3))
 }
 
-// Disagrees reports whether the tick's measured wait and its schedstat
-// run delay differ by more than TruthTolerance; false when either is
-// missing.
+// Disagrees reports whether the tick's run delay as the probe measured it
+// and as schedstat did differ by more than TruthTolerance; false when
+// either is missing.
 func (h *HostSample) Disagrees() bool {
-	if h.Blame == nil || h.RunDelay == nil {
+	if h.Blame == nil || h.Blame.RunDelayPct == nil || h.RunDelay == nil {
 		return false
 	}
-	return math.Abs(h.Blame.WaitPct-*h.RunDelay) > TruthTolerance(*h.RunDelay, h.End.Sub(h.Start).Seconds())
+	return math.Abs(*h.Blame.RunDelayPct-*h.RunDelay) > TruthTolerance(*h.RunDelay, h.End.Sub(h.Start).Seconds())
 }
 
 // Others is the wait behind other processes, in percent of one CPU.

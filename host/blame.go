@@ -220,6 +220,7 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 		addBehind(into, owner, name, ch.Holder.TGID, p)
 	}
 	fold(b)
+	b.RunDelayPct = tare.Float(pct(c.Waited[groupSUT] + c.Waited[groupTare]))
 	for cpu, d := range c.OthersByCPU {
 		if d > 0 {
 			b.OthersByCPU = append(b.OthersByCPU, tare.CPUWait{CPU: cpu, WaitPct: pct(d)})

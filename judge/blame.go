@@ -113,8 +113,8 @@ func blameWarnings(s *tare.Summary) []string {
 	}
 	var w []string
 	if t := s.Blame.Schedstat; t != nil && t.Disagreed > 0 {
-		w = append(w, fmt.Sprintf("the scheduler probe's wait disagreed with schedstat's run delay by more than 5%% (or 1 ms a tick) in %d of %d ticks (over the run: %.1f%% of a CPU measured, %.1f%% by schedstat): the blame of those ticks is approximate",
-			t.Disagreed, t.Ticks, s.Blame.WaitPct, t.WaitPct))
+		w = append(w, fmt.Sprintf("the scheduler probe's run delay disagreed with schedstat's by more than 5%% (or 1 ms a tick) in %d of %d ticks (over the run: %.1f%% of a CPU by the probe, %.1f%% by schedstat): the blame of those ticks is approximate",
+			t.Disagreed, t.Ticks, t.ProbeWaitPct, t.WaitPct))
 	}
 	if n := s.Blame.DroppedEvents; n > 0 {
 		w = append(w, fmt.Sprintf("the scheduler probe lost %d events (a map full, or a run of its program skipped): the blame undercounts", n))

@@ -79,7 +79,7 @@ func BlameSource(b *tare.Blame) string {
 	}
 	s := "measured by the scheduler probe"
 	if t := b.Schedstat; t != nil {
-		s += fmt.Sprintf("; schedstat %.1f%%", t.WaitPct)
+		s += fmt.Sprintf("; run delay %.1f%%, schedstat %.1f%%", t.ProbeWaitPct, t.WaitPct)
 		if t.Disagreed > 0 {
 			s += fmt.Sprintf(", %d of %d ticks disagree", t.Disagreed, t.Ticks)
 		}

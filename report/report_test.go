@@ -104,12 +104,12 @@ func TestTextGolden(t *testing.T) {
 					{Owner: tare.OwnerTare, Name: "tare", PIDs: []int{5000}, WaitPct: 0.4},
 					{Owner: tare.OwnerWakeup, PIDs: []int{}, WaitPct: 0.2},
 				},
-				OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 11.6}, {CPU: 1, WaitPct: 0.3}}}
+				OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 11.6}, {CPU: 1, WaitPct: 0.3}}, RunDelayPct: tare.Float(14.2)}
 			for i := range ticks {
 				tb := b
 				ticks[i].Host.Blame = &tb
 			}
-			b.Schedstat = &tare.TruthCheck{WaitPct: 14.3, Ticks: len(ticks)}
+			b.Schedstat = &tare.TruthCheck{WaitPct: 14.3, ProbeWaitPct: 14.2, Ticks: len(ticks)}
 			s.Blame = &b
 			s.Host.NeighbourWaitPct = tare.Float(11.9)
 			s.Host.PollutedTicksPct = tare.Float(100)

@@ -69,7 +69,8 @@ type Counts struct {
 	// OthersByCPU is the wait behind Other holders on each CPU, indexed by
 	// CPU number: where the neighbours were in the way.
 	OthersByCPU []time.Duration
-	// Waited is the waits that ended (the thread ran), by group, in full.
+	// Waited is the waits that ended (the thread ran), by group, in full:
+	// what schedstat's run delay counts, when it counts it.
 	Waited [Groups]time.Duration
 	// Lost counts events not counted: a map full, a run of the program
 	// skipped because another was running on its CPU.
@@ -248,8 +249,18 @@ func alive(pid int) bool {
 }
 
 // Read returns what the probe counted since the previous Read (or Open).
+// It reads the waits that ended first, in one lookup: the caller that
+// compares them with schedstat reads that just before.
 func (p *Probe) Read() (Counts, error) {
 	var c Counts
+	var waited probeWaits
+	if err := p.objs.Waited.Lookup(uint32(0), &waited); err != nil {
+		return Counts{}, fmt.Errorf("read the scheduler probe's waits: %w", err)
+	}
+	for g, ns := range waited.Ns {
+		c.Waited[g] = time.Duration(ns - p.waited[g])
+		p.waited[g] = ns
+	}
 	var (
 		key   probeChargeKey
 		value probeCharge
@@ -310,14 +321,6 @@ func (p *Probe) Read() (Counts, error) {
 		}
 		c.OthersByCPU[cpu] = time.Duration(st.OtherNs - p.others[cpu])
 		p.others[cpu] = st.OtherNs
-	}
-	for g := range Groups {
-		var ns uint64
-		if err := p.objs.Waited.Lookup(uint32(g), &ns); err != nil {
-			return Counts{}, fmt.Errorf("read the scheduler probe's waits: %w", err)
-		}
-		c.Waited[g] = time.Duration(ns - p.waited[g])
-		p.waited[g] = ns
 	}
 	var counters [len(p.counters)]uint64
 	for i := range counters {

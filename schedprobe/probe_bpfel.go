@@ -47,6 +47,11 @@ type probeWaiter struct {
 	Group  uint32
 }
 
+type probeWaits struct {
+	_  structs.HostLayout
+	Ns [8]uint64
+}
+
 type probeWatch struct {
 	_       structs.HostLayout
 	Group   uint8

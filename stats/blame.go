@@ -19,7 +19,8 @@ type blameTotals struct {
 
 	truth     tare.TruthCheck
 	truthSum  float64 // schedstat's run delay, weighted
-	truthSeen float64 // the weight of the ticks it was compared in
+	probeSum  float64 // the probe's
+	truthSeen float64 // the weight of the ticks they were compared in
 }
 
 func (t *blameTotals) add(s *tare.HostSample, w float64) {
@@ -37,9 +38,10 @@ func (t *blameTotals) add(s *tare.HostSample, w float64) {
 	}
 	t.measured.add(s.Blame, w)
 	t.dropped += s.Blame.DroppedEvents
-	if s.RunDelay != nil {
+	if s.RunDelay != nil && s.Blame.RunDelayPct != nil {
 		t.truth.Ticks++
 		t.truthSum += *s.RunDelay * w
+		t.probeSum += *s.Blame.RunDelayPct * w
 		t.truthSeen += w
 		if s.Disagrees() {
 			t.truth.Disagreed++
@@ -58,6 +60,7 @@ func (t *blameTotals) summary() *tare.Blame {
 		if t.truth.Ticks > 0 {
 			truth := t.truth
 			truth.WaitPct = *round(t.truthSum/t.truthSeen, 2)
+			truth.ProbeWaitPct = *round(t.probeSum/t.truthSeen, 2)
 			b.Schedstat = &truth
 		}
 		return b
@@ -169,6 +172,7 @@ func mixBlame(a *tare.Blame, wa float64, b *tare.Blame, wb float64) *tare.Blame 
 	s.add(b, wb)
 	m := s.blame(a.Source)
 	m.DroppedEvents = a.DroppedEvents + b.DroppedEvents
+	m.RunDelayPct = mixPtr(a.RunDelayPct, b.RunDelayPct, wa/(wa+wb), wb/(wa+wb))
 	return m
 }
 
@@ -183,6 +187,7 @@ func copyBlame(b *tare.Blame) *tare.Blame {
 		c.Behind[i].PIDs = slices.Clone(b.Behind[i].PIDs)
 	}
 	c.OthersByCPU = slices.Clone(b.OthersByCPU)
+	c.RunDelayPct = clonePtr(b.RunDelayPct)
 	c.Waiters = slices.Clone(b.Waiters)
 	for i := range c.Waiters {
 		c.Waiters[i].PIDs = slices.Clone(b.Waiters[i].PIDs)

@@ -114,11 +114,18 @@ struct {
 	__type(value, struct charge);
 } charges SEC(".maps");
 
+// The waits that ended (the thread ran), in full, by group: counted when
+// schedstat counts its run delay, so that the two can be compared tick by
+// tick. One entry, read in one lookup.
+struct waits {
+	__u64 ns[GROUPS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, GROUPS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64); // the completed waits of the group's threads, ns
+	__type(value, struct waits);
 } waited SEC(".maps");
 
 struct {
@@ -267,10 +274,10 @@ int on_switch(__u64 *ctx)
 	__u32 pid = BPF_CORE_READ(next, pid);
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
 	if (w) {
-		__u32 g = w->group & (GROUPS - 1);
-		__u64 *done = bpf_map_lookup_elem(&waited, &g);
+		__u32 g = w->group & (GROUPS - 1), zero = 0;
+		struct waits *done = bpf_map_lookup_elem(&waited, &zero);
 		if (done)
-			__sync_fetch_and_add(done, now - w->queued);
+			__sync_fetch_and_add(&done->ns[g], now - w->queued);
 		if (w->cpu == cpu) {
 			st->k[g]--;
 			st->s[g] -= now;
