@@ -40,6 +40,12 @@ type blamer struct {
 	busiest  int                       // how many of the busiest other processes to watch (tare check)
 	waiters  map[int]tare.ProcessShare // group → the busiest process it watches
 	failed   bool                      // a Read failed since the last sample
+
+	// ended are the probe's waits that ended, cumulative, as read right
+	// after schedstat's of the same group (mark): the truth check compares
+	// the two, and reading them apart by a starved moment would show as
+	// disagreement. runDelay is their growth since the last sample.
+	ended, runDelay [2]time.Duration
 }
 
 // chargeKey is a charge's identity: the waiters' group and the holder.
@@ -71,6 +77,21 @@ func newBlamer(cfg Config) *blamer {
 	}
 	b.probe = p
 	return b
+}
+
+// mark reads the probe's ended waits of group (groupSUT or groupTare),
+// right after the sampler read schedstat's run delay of the same threads.
+func (b *blamer) mark(group int) {
+	if b.probe == nil {
+		return
+	}
+	w, err := b.probe.Waited()
+	if err != nil {
+		b.failed = true
+		return
+	}
+	b.runDelay[group] += w[group] - b.ended[group]
+	b.ended[group] = w[group]
 }
 
 // read takes what the probe counted since the last reading, then hands it
@@ -109,7 +130,7 @@ func (b *blamer) apply() error {
 	return b.probe.Watch(b.watch)
 }
 
-// add folds c into pending.
+// add folds c into pending; its ended waits are mark's to count.
 func (b *blamer) add(c schedprobe.Counts) {
 	p := &b.pending
 	for _, ch := range c.Charges {
@@ -128,9 +149,6 @@ func (b *blamer) add(c schedprobe.Counts) {
 	for i, d := range c.OthersByCPU {
 		p.OthersByCPU[i] += d
 	}
-	for g, d := range c.Waited {
-		p.Waited[g] += d
-	}
 	p.Lost += c.Lost
 	p.Anomalies += c.Anomalies
 }
@@ -140,6 +158,7 @@ func (b *blamer) reset() {
 	b.pending = schedprobe.Counts{Charges: b.pending.Charges[:0], OthersByCPU: b.pending.OthersByCPU[:0]}
 	clear(b.charges)
 	b.failed = false
+	b.runDelay = [2]time.Duration{}
 }
 
 // take returns the blame of a sample of length tick, from what was counted
@@ -152,6 +171,7 @@ func (b *blamer) take(tick time.Duration, by *tare.CPUBy) (*tare.Blame, error) {
 	defer b.reset()
 	var blame *tare.Blame
 	if !b.failed && tick > 0 {
+		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
 		blame = blameOf(&b.pending, tick, b.waiters)
 	}
 	if b.chooseBusiest(by) {

@@ -389,7 +389,9 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
 	}
 	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
+	s.blame.mark(groupSUT)
 	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
+	s.blame.mark(groupTare)
 	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
 	}

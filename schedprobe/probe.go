@@ -97,7 +97,7 @@ type Probe struct {
 
 	charges  map[probeChargeKey]seen // the counters at the last Read
 	others   []uint64                // per CPU
-	waited   [Groups]uint64
+	waited   [Groups]time.Duration
 	counters [3]uint64
 	misses   uint64
 	watching map[uint32]probeWatch // what Watch put in the watched map
@@ -242,6 +242,21 @@ func (p *Probe) Watch(procs map[int]Watch) error {
 	return errors.Join(errs...)
 }
 
+// Waited returns the waits that ended since Open, in full, by group: what
+// schedstat's run delay counts, when it counts it. It is one lookup, for a
+// caller to read right beside schedstat.
+func (p *Probe) Waited() ([Groups]time.Duration, error) {
+	var w probeWaits
+	var out [Groups]time.Duration
+	if err := p.objs.Waited.Lookup(uint32(0), &w); err != nil {
+		return out, fmt.Errorf("read the scheduler probe's waits: %w", err)
+	}
+	for g, ns := range w.Ns {
+		out[g] = time.Duration(ns)
+	}
+	return out, nil
+}
+
 // alive reports whether process pid exists.
 func alive(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
@@ -249,17 +264,15 @@ func alive(pid int) bool {
 }
 
 // Read returns what the probe counted since the previous Read (or Open).
-// It reads the waits that ended first, in one lookup: the caller that
-// compares them with schedstat reads that just before.
 func (p *Probe) Read() (Counts, error) {
 	var c Counts
-	var waited probeWaits
-	if err := p.objs.Waited.Lookup(uint32(0), &waited); err != nil {
-		return Counts{}, fmt.Errorf("read the scheduler probe's waits: %w", err)
+	waited, err := p.Waited()
+	if err != nil {
+		return Counts{}, err
 	}
-	for g, ns := range waited.Ns {
-		c.Waited[g] = time.Duration(ns - p.waited[g])
-		p.waited[g] = ns
+	for g, d := range waited {
+		c.Waited[g] = d - p.waited[g]
+		p.waited[g] = d
 	}
 	var (
 		key   probeChargeKey

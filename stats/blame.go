@@ -38,7 +38,10 @@ func (t *blameTotals) add(s *tare.HostSample, w float64) {
 	}
 	t.measured.add(s.Blame, w)
 	t.dropped += s.Blame.DroppedEvents
-	if s.RunDelay != nil && s.Blame.RunDelayPct != nil {
+	// Both count a wait when it ends: a sample of a few milliseconds (the
+	// last of a run) holds a whole wait or none, by a hair, and is not
+	// compared.
+	if s.RunDelay != nil && s.Blame.RunDelayPct != nil && w >= (MinTick/2).Seconds() {
 		t.truth.Ticks++
 		t.truthSum += *s.RunDelay * w
 		t.probeSum += *s.Blame.RunDelayPct * w
