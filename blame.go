@@ -46,9 +46,18 @@ type Blame struct {
 	// differ by the waits under way at the tick's ends. The truth check
 	// compares this one with schedstat.
 	RunDelayPct *float64 `json:"run_delay_pct,omitempty"`
+	// RunDelaySpreadPct is how far RunDelayPct may be from schedstat's
+	// because the two were not read at the same instant: the probe's
+	// growth while the sampler read schedstat (long when the sampler
+	// itself waited for a CPU meanwhile), at both ends of the tick.
+	RunDelaySpreadPct *float64 `json:"run_delay_spread_pct,omitempty"`
 	// DroppedEvents counts the scheduler events the probe could not count
 	// (a map full, a run of the program skipped): 0 when estimated.
 	DroppedEvents int64 `json:"dropped_events"`
+	// UnseenSwitches counts context switches the kernel did not trace
+	// (the task leaving a CPU was not the last one seen arriving), each
+	// made up for as well as the probe can; 0 when estimated.
+	UnseenSwitches int64 `json:"unseen_switches,omitempty"`
 	// OthersByCPU is the wait behind other processes on each CPU, measured
 	// only: where the neighbours were in the way, which core to free.
 	OthersByCPU []CPUWait `json:"others_by_cpu,omitempty"`
@@ -97,8 +106,9 @@ type Waiter struct {
 	Behind  []Behind `json:"behind"`
 }
 
-// TruthTolerance is how far the probe's wait may be from schedstat's run
-// delay in a tick: 5 %, or 1 ms of the tick, whichever is more.
+// TruthTolerance is how far the probe's run delay may be from schedstat's
+// in a tick: 5 %, or 1 ms of the tick, whichever is more, beyond the
+// spread of when the two were read (Blame.RunDelaySpreadPct).
 func TruthTolerance(schedstatPct, tickSeconds float64) float64 {
 	return max(0.05*schedstatPct, 0.1/max(tickSeconds, 1e-3))
 }
@@ -110,7 +120,11 @@ func (h *HostSample) Disagrees() bool {
 	if h.Blame == nil || h.Blame.RunDelayPct == nil || h.RunDelay == nil {
 		return false
 	}
-	return math.Abs(*h.Blame.RunDelayPct-*h.RunDelay) > TruthTolerance(*h.RunDelay, h.End.Sub(h.Start).Seconds())
+	spread := 0.0
+	if s := h.Blame.RunDelaySpreadPct; s != nil {
+		spread = *s
+	}
+	return math.Abs(*h.Blame.RunDelayPct-*h.RunDelay) > spread+TruthTolerance(*h.RunDelay, h.End.Sub(h.Start).Seconds())
 }
 
 // Others is the wait behind other processes, in percent of one CPU.

@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -36,16 +37,27 @@ type blamer struct {
 	charges map[chargeKey]int // index in pending.Charges
 
 	measured map[int]schedprobe.Watch  // the system under test's and tare's processes, at the last reading
+	spare    map[int]schedprobe.Watch  // the one before: the two swap
 	watch    map[int]schedprobe.Watch  // scratch: what apply hands the probe
 	busiest  int                       // how many of the busiest other processes to watch (tare check)
 	waiters  map[int]tare.ProcessShare // group → the busiest process it watches
 	failed   bool                      // a Read failed since the last sample
 
-	// ended are the probe's waits that ended, cumulative, as read right
-	// after schedstat's of the same group (mark): the truth check compares
-	// the two, and reading them apart by a starved moment would show as
-	// disagreement. runDelay is their growth since the last sample.
-	ended, runDelay [2]time.Duration
+	// fresh counts the samples whose run delay is not compared with
+	// schedstat's since the measured processes changed: the one that
+	// ends at the change (schedstat's run delay of a process seen for the
+	// first time counts waits from before), and the one that starts at
+	// it (the probe did not see the waits already under way).
+	fresh int
+
+	// ended are the probe's waits that ended, cumulative, at the moment
+	// the sampler read schedstat's of the same group (around): the truth
+	// check compares the two. runDelay is their growth since the last
+	// sample. half is half the probe's growth while schedstat was read,
+	// how far the two may be apart because of when each was read, and
+	// spread the sum of that at both ends of the sample.
+	ended, runDelay, half [2]time.Duration
+	spread                time.Duration
 }
 
 // chargeKey is a charge's identity: the waiters' group and the holder.
@@ -62,6 +74,7 @@ func newBlamer(cfg Config) *blamer {
 	b := &blamer{
 		charges:  map[chargeKey]int{},
 		measured: map[int]schedprobe.Watch{},
+		spare:    map[int]schedprobe.Watch{},
 		watch:    map[int]schedprobe.Watch{},
 		waiters:  map[int]tare.ProcessShare{},
 		busiest:  min(cfg.WatchBusiest, schedprobe.Groups-groupBusiest),
@@ -79,19 +92,29 @@ func newBlamer(cfg Config) *blamer {
 	return b
 }
 
-// mark reads the probe's ended waits of group (groupSUT or groupTare),
-// right after the sampler read schedstat's run delay of the same threads.
-func (b *blamer) mark(group int) {
+// around runs read, the sampler's reading of schedstat's run delay of
+// group's threads (groupSUT or groupTare), between two readings of the
+// probe's ended waits of the group, and takes their midpoint as the
+// probe's figure at the same moment: a sampler that waits for a CPU while
+// it reads does not show as disagreement.
+func (b *blamer) around(group int, read func() bool) bool {
 	if b.probe == nil {
-		return
+		return read()
 	}
-	w, err := b.probe.Waited()
-	if err != nil {
+	before, err := b.probe.Waited()
+	ok := read()
+	after, err2 := b.probe.Waited()
+	if err != nil || err2 != nil {
 		b.failed = true
-		return
+		return ok
 	}
-	b.runDelay[group] += w[group] - b.ended[group]
-	b.ended[group] = w[group]
+	half := (after[group] - before[group]) / 2
+	mid := before[group] + half
+	b.runDelay[group] += mid - b.ended[group]
+	b.ended[group] = mid
+	b.spread += half + b.half[group]
+	b.half[group] = half
+	return ok
 }
 
 // read takes what the probe counted since the last reading, then hands it
@@ -108,13 +131,17 @@ func (b *blamer) read(m *members, tarePIDs []int) error {
 		return err
 	}
 	b.add(c)
-	clear(b.measured)
+	clear(b.spare)
 	for pid := range m.tare {
-		b.measured[pid] = schedprobe.Watch{Group: groupTare, Inherit: !slices.Contains(tarePIDs, pid)}
+		b.spare[pid] = schedprobe.Watch{Group: groupTare, Inherit: !slices.Contains(tarePIDs, pid)}
 	}
 	for pid := range m.sut {
-		b.measured[pid] = schedprobe.Watch{Group: groupSUT, Inherit: true}
+		b.spare[pid] = schedprobe.Watch{Group: groupSUT, Inherit: true}
 	}
+	if !maps.Equal(b.spare, b.measured) {
+		b.fresh = 2
+	}
+	b.measured, b.spare = b.spare, b.measured
 	return b.apply()
 }
 
@@ -130,7 +157,7 @@ func (b *blamer) apply() error {
 	return b.probe.Watch(b.watch)
 }
 
-// add folds c into pending; its ended waits are mark's to count.
+// add folds c into pending; its ended waits are around's to count.
 func (b *blamer) add(c schedprobe.Counts) {
 	p := &b.pending
 	for _, ch := range c.Charges {
@@ -150,7 +177,16 @@ func (b *blamer) add(c schedprobe.Counts) {
 		p.OthersByCPU[i] += d
 	}
 	p.Lost += c.Lost
+	p.Unseen += c.Unseen
 	p.Anomalies += c.Anomalies
+}
+
+// begin drops what was counted: a sample starts from now. No sample
+// ends here, so a change of the measured processes now leaves only the
+// sample that starts here uncompared.
+func (b *blamer) begin() {
+	b.reset()
+	b.fresh = min(b.fresh, 1)
 }
 
 // reset drops what was counted: the next sample starts from now.
@@ -159,12 +195,17 @@ func (b *blamer) reset() {
 	clear(b.charges)
 	b.failed = false
 	b.runDelay = [2]time.Duration{}
+	b.spread = 0
 }
 
 // take returns the blame of a sample of length tick, from what was counted
 // since the last one, and chooses the busiest processes to watch next from
 // its ledger. Nil without a probe, or when a read of it failed in the tick.
-func (b *blamer) take(tick time.Duration, by *tare.CPUBy) (*tare.Blame, error) {
+// gone says a measured thread exited in the tick: then, as when the
+// measured processes changed, its run delay is not compared with
+// schedstat's (RunDelayPct nil), which cannot read a thread that is gone,
+// nor knew a new process before.
+func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool) (*tare.Blame, error) {
 	if b.probe == nil {
 		return nil, nil
 	}
@@ -173,7 +214,12 @@ func (b *blamer) take(tick time.Duration, by *tare.CPUBy) (*tare.Blame, error) {
 	if !b.failed && tick > 0 {
 		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
 		blame = blameOf(&b.pending, tick, b.waiters)
+		blame.RunDelaySpreadPct = tare.Float(100 * b.spread.Seconds() / tick.Seconds())
+		if gone || b.fresh > 0 {
+			blame.RunDelayPct, blame.RunDelaySpreadPct = nil, nil
+		}
 	}
+	b.fresh = max(b.fresh-1, 0)
 	if b.chooseBusiest(by) {
 		return blame, b.apply()
 	}
@@ -221,7 +267,7 @@ func (b *blamer) chooseBusiest(by *tare.CPUBy) bool {
 // those of each watched busiest process (waiters: group → process).
 func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare) *tare.Blame {
 	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / tick.Seconds() }
-	b := &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, DroppedEvents: int64(c.Lost)}
+	b := &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, DroppedEvents: int64(c.Lost), UnseenSwitches: int64(c.Unseen)}
 	byGroup := map[int]*tare.Blame{}
 	for _, ch := range c.Charges {
 		owner, name := ownerOf(ch.Holder)
@@ -327,4 +373,17 @@ func (b *blamer) close() error {
 		return fmt.Errorf("close the scheduler probe: %w", err)
 	}
 	return nil
+}
+
+// threadsGone reports whether a thread of the measured processes read at
+// prev was not there at cur: it exited, and its last waits with it.
+func threadsGone(prev, cur *reading) bool {
+	for _, p := range []struct{ before, now map[int]uint64 }{{prev.SUT, cur.SUT}, {prev.Tare, cur.Tare}} {
+		for tid := range p.before {
+			if _, ok := p.now[tid]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }

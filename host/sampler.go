@@ -294,8 +294,9 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 	if err != nil {
 		return tare.HostSample{}, err
 	}
+	gone := threadsGone(&s.prev, &s.cur)
 	s.prev, s.cur = s.cur, s.prev
-	if hs.Blame, err = s.blame.take(hs.End.Sub(hs.Start), hs.CPUBy); err != nil {
+	if hs.Blame, err = s.blame.take(hs.End.Sub(hs.Start), hs.CPUBy, gone); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
 	}
 	return hs, nil
@@ -338,7 +339,7 @@ func (s *Sampler) begin(now time.Time) error {
 		return err
 	}
 	s.prev, s.cur = s.cur, s.prev
-	s.blame.reset()
+	s.blame.begin()
 	return nil
 }
 
@@ -388,10 +389,8 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		s.mu.Unlock()
 		s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
 	}
-	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
-	s.blame.mark(groupSUT)
-	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
-	s.blame.mark(groupTare)
+	r.HasSUT = s.blame.around(groupSUT, func() bool { return s.readTasks(s.sutTasks, s.members.sut, r.SUT) })
+	r.HasTare = s.blame.around(groupTare, func() bool { return s.readTasks(s.tareTasks, s.members.tare, r.Tare) })
 	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
 	}

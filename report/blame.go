@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -87,6 +88,9 @@ func BlameSource(b *tare.Blame) string {
 	if b.DroppedEvents > 0 {
 		s += fmt.Sprintf("; %d events lost", b.DroppedEvents)
 	}
+	if b.UnseenSwitches > 0 {
+		s += fmt.Sprintf("; %d switches the kernel did not trace", b.UnseenSwitches)
+	}
 	return s
 }
 
@@ -103,4 +107,94 @@ func blameRows(p *printer, s *tare.Summary) {
 		who := tare.Behind{Name: w.Name, PIDs: w.PIDs}.Who()
 		p.row("", "%s %s", who, BlameLine(&tare.Blame{WaitPct: w.WaitPct, Behind: w.Behind}, false))
 	}
+}
+
+// Colours of the named neighbours in the blame chart, the busiest first;
+// the rest of the other processes take colOthers.
+var blameColours = []string{"#d62728", "#ff7f0e", "#e377c2"}
+
+// blameChart stacks, per tick, the wait of the measured threads behind
+// whom: their own (the system under test, tare), kernel threads, wake-up
+// latency, the run's busiest neighbours by name and the other processes.
+// Measured where the scheduler probe ran, else estimated (the note says
+// which). Nil when no tick has a blame.
+func (r *Run) blameChart(id string) *chartData {
+	if !slices.ContainsFunc(r.Ticks, func(t tare.Tick) bool { return t.Host != nil && t.Host.BlameOf() != nil }) {
+		return nil
+	}
+	c := r.timeChart(id, "blame", "Waited behind whom per tick", "% of one CPU")
+	type layer struct {
+		name, colour string
+		get          func(*tare.Blame) float64
+	}
+	owner := func(o string) func(*tare.Blame) float64 {
+		return func(b *tare.Blame) float64 {
+			sum := 0.0
+			for _, w := range b.Behind {
+				if w.Owner == o {
+					sum += w.WaitPct
+				}
+			}
+			return sum
+		}
+	}
+	layers := []layer{
+		{"its own threads", colSUT, owner(tare.OwnerSUT)},
+		{"tare", colTare, owner(tare.OwnerTare)},
+		{"kernel threads", colKernel, owner(tare.OwnerKernel)},
+		{"wake-up", colUnattributed, owner(tare.OwnerWakeup)},
+	}
+	var named []string
+	if b := r.Summary.Blame; b != nil {
+		for _, w := range b.Behind {
+			if w.Owner == tare.OwnerOther && w.Name != "" && len(named) < len(blameColours) {
+				named = append(named, w.Name)
+			}
+		}
+	}
+	for i, name := range named {
+		layers = append(layers, layer{"`" + name + "`", blameColours[i], func(b *tare.Blame) float64 {
+			sum := 0.0
+			for _, w := range b.Behind {
+				if w.Owner == tare.OwnerOther && w.Name == name {
+					sum += w.WaitPct
+				}
+			}
+			return sum
+		}})
+	}
+	layers = append(layers, layer{"other processes", colOthers, func(b *tare.Blame) float64 {
+		sum := 0.0
+		for _, w := range b.Behind {
+			if w.Owner == tare.OwnerOther && !slices.Contains(named, w.Name) {
+				sum += w.WaitPct
+			}
+		}
+		return sum
+	}})
+	// Each layer is drawn as its top edge, filled down to zero, the
+	// highest first, as in the whose-CPU chart.
+	for i := len(layers) - 1; i >= 0; i-- {
+		c.addLine(layers[i].name, layers[i].colour, r.series(func(_ int, t *tare.Tick) float64 {
+			if t.Host == nil || t.Host.BlameOf() == nil {
+				return math.NaN()
+			}
+			b, sum := t.Host.BlameOf(), 0.0
+			for _, l := range layers[:i+1] {
+				sum += l.get(b)
+			}
+			return sum
+		}))
+		if n := len(c.Series); n > 0 && c.Series[n-1].Name == layers[i].name {
+			c.Series[n-1].Fill = true
+		}
+	}
+	c.Note = "Of the time the system under test's and tare's threads waited for a CPU (several threads waiting at once add up past 100 %), behind whom. "
+	if b := r.Summary.Blame; b != nil && b.Source == tare.BlameMeasured {
+		c.Note += "Measured from the scheduler's own switch events."
+	} else {
+		c.Note += "Estimated from each tick's CPU shares: the scheduler probe did not run."
+	}
+	c.foldedNote()
+	return c
 }

@@ -75,6 +75,15 @@ type Counts struct {
 	// Lost counts events not counted: a map full, a run of the program
 	// skipped because another was running on its CPU.
 	Lost uint64
+	// Unseen counts switches the kernel did not trace: the task leaving a
+	// CPU was not the last one the probe saw arrive. (On the Firecracker
+	// guests tare is developed on, no switch away from the guest agent's
+	// threads is traced.) The probe makes up for each as best it can: the
+	// task that took the CPU unseen stopped waiting at the last switch
+	// seen.
+	Unseen uint64
+	// Switches counts the context switches seen.
+	Switches uint64
 	// Anomalies counts waiters found where the counts did not expect them
 	// (a move the probe did not see); each may misplace one charge.
 	Anomalies uint64
@@ -98,7 +107,7 @@ type Probe struct {
 	charges  map[probeChargeKey]seen // the counters at the last Read
 	others   []uint64                // per CPU
 	waited   [Groups]time.Duration
-	counters [3]uint64
+	counters [5]uint64
 	misses   uint64
 	watching map[uint32]probeWatch // what Watch put in the watched map
 }
@@ -346,7 +355,9 @@ func (p *Probe) Read() (Counts, error) {
 		}
 	}
 	c.Lost = counters[0] - p.counters[0] + counters[1] - p.counters[1]
+	c.Unseen = counters[3] - p.counters[3]
 	c.Anomalies = counters[2] - p.counters[2]
+	c.Switches = counters[4] - p.counters[4]
 	p.counters = counters
 	var misses uint64
 	for _, prog := range []*ebpf.Program{p.objs.OnSwitch, p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnMigrate, p.objs.OnFork} {
