@@ -20,6 +20,11 @@ const (
 	groupBusiest = 2
 )
 
+// DefaultWatchBusiest is how many of the busiest other processes tare
+// check has the probe watch (Config.WatchBusiest): each is shown with
+// whom it waited behind.
+const DefaultWatchBusiest = 3
+
 // maxNamed is how many named owners (other processes, kernel threads) a
 // tick's blame keeps; the rest are summed, unnamed, under their owner.
 const maxNamed = 8

@@ -576,6 +576,14 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup, SchedProbe: h.SchedProbe != "off"}, nil
 }
 
+// Checking is Sampling for tare check: the scheduler probe, where it runs,
+// also watches the busiest other processes, to say whom each waited behind.
+func (h *HostSpec) Checking(self int) (host.Config, error) {
+	cfg, err := h.Sampling(self)
+	cfg.WatchBusiest = host.DefaultWatchBusiest
+	return cfg, err
+}
+
 // FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
 // the processes of the cgroup, or those listening on a loopback target's
 // port. It returns how they were found, for the summary; "" when the

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
@@ -99,4 +100,48 @@ func pinnedWatch(t *testing.T, cpu int, args ...string) tare.Summary {
 		t.Fatalf("summary: %v\n%s", err, out)
 	}
 	return s
+}
+
+// TestCheckBusiestBlame: tare check, with the scheduler probe, says for
+// the busiest processes whom each waited behind: a hog (`sh`) and a hog
+// busy half the time (`perl`) sharing CPU 0 each waited behind the other.
+func TestCheckBusiestBlame(t *testing.T) {
+	probeHere(t)
+	interfere.Exclusive(t)
+	hog := interfere.Busy(t, interfere.Pinned(0)...)
+	duty := interfere.Duty(t, 50*time.Millisecond, 50*time.Millisecond, interfere.Pinned(0)...)
+	code, stdout, stderr := tareCmd(t, "check", "--for", "3s", "--tick", "500ms", "--json")
+	if code != 0 && code != 3 {
+		t.Fatalf("tare check: exit %d; %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout)
+	}
+	if s.Blame == nil || s.Blame.Source != tare.BlameMeasured {
+		t.Fatalf("blame %+v, want it measured", s.Blame)
+	}
+	behind := func(name string, pid int) (float64, []tare.Behind) {
+		for _, w := range s.Blame.Waiters {
+			if w.Name == name && slices.Contains(w.PIDs, pid) {
+				for _, b := range w.Behind {
+					if b.Owner == tare.OwnerOther && b.Name == map[string]string{"sh": "perl", "perl": "sh"}[name] {
+						return b.WaitPct, w.Behind
+					}
+				}
+				return 0, w.Behind
+			}
+		}
+		return -1, nil
+	}
+	for _, w := range []struct {
+		name string
+		pid  int
+	}{{"sh", hog.Process.Pid}, {"perl", duty.Process.Pid}} {
+		pct, all := behind(w.name, w.pid)
+		t.Logf("`%s` (pid %d): %.1f%% of a CPU behind the other hog; behind %+v", w.name, w.pid, pct, all)
+		if pct < 1 {
+			t.Errorf("`%s` (pid %d) not shown waiting behind the other hog: %+v", w.name, w.pid, s.Blame.Waiters)
+		}
+	}
 }
