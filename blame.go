@@ -58,6 +58,10 @@ type Blame struct {
 	// (the task leaving a CPU was not the last one seen arriving), each
 	// made up for as well as the probe can; 0 when estimated.
 	UnseenSwitches int64 `json:"unseen_switches,omitempty"`
+	// ProbeCPUPct is the CPU the probe itself used in the kernel, in
+	// percent of one CPU, where the kernel counts it (sysctl
+	// kernel.bpf_stats_enabled=1); nil elsewhere, and when estimated.
+	ProbeCPUPct *float64 `json:"probe_cpu_pct,omitempty"`
 	// OthersByCPU is the wait behind other processes on each CPU, measured
 	// only: where the neighbours were in the way, which core to free.
 	OthersByCPU []CPUWait `json:"others_by_cpu,omitempty"`

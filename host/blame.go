@@ -183,6 +183,8 @@ func (b *blamer) add(c schedprobe.Counts) {
 	}
 	p.Lost += c.Lost
 	p.Unseen += c.Unseen
+	p.Runtime += c.Runtime
+	p.RuntimeCounted = c.RuntimeCounted
 	p.Anomalies += c.Anomalies
 }
 
@@ -292,6 +294,9 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 	}
 	fold(b)
 	b.RunDelayPct = tare.Float(pct(c.Waited[groupSUT] + c.Waited[groupTare]))
+	if c.RuntimeCounted {
+		b.ProbeCPUPct = tare.Float(pct(c.Runtime))
+	}
 	for cpu, d := range c.OthersByCPU {
 		if d > 0 {
 			b.OthersByCPU = append(b.OthersByCPU, tare.CPUWait{CPU: cpu, WaitPct: pct(d)})

@@ -84,6 +84,12 @@ type Counts struct {
 	Unseen uint64
 	// Switches counts the context switches seen.
 	Switches uint64
+	// Runtime is the CPU the probe's programs ran for, in the kernel, on
+	// the switches and wake-ups of every task; counted only while the
+	// kernel counts BPF run time (sysctl kernel.bpf_stats_enabled=1), and
+	// RuntimeCounted says whether it did.
+	Runtime        time.Duration
+	RuntimeCounted bool
 	// Anomalies counts waiters found where the counts did not expect them
 	// (a move the probe did not see); each may misplace one charge.
 	Anomalies uint64
@@ -106,9 +112,11 @@ type Probe struct {
 
 	charges  map[probeChargeKey]seen // the counters at the last Read
 	others   []uint64                // per CPU
+	switches []uint64                // per CPU
 	waited   [Groups]time.Duration
-	counters [5]uint64
+	counters [4]uint64
 	misses   uint64
+	runtime  time.Duration
 	watching map[uint32]probeWatch // what Watch put in the watched map
 }
 
@@ -149,6 +157,7 @@ func Open() (*Probe, error) {
 	p := &Probe{
 		charges:  map[probeChargeKey]seen{},
 		others:   make([]uint64, ncpu),
+		switches: make([]uint64, ncpu),
 		watching: map[uint32]probeWatch{},
 	}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
@@ -343,6 +352,8 @@ func (p *Probe) Read() (Counts, error) {
 		}
 		c.OthersByCPU[cpu] = time.Duration(st.OtherNs - p.others[cpu])
 		p.others[cpu] = st.OtherNs
+		c.Switches += st.Switches - p.switches[cpu]
+		p.switches[cpu] = st.Switches
 	}
 	var counters [len(p.counters)]uint64
 	for i := range counters {
@@ -357,18 +368,26 @@ func (p *Probe) Read() (Counts, error) {
 	c.Lost = counters[0] - p.counters[0] + counters[1] - p.counters[1]
 	c.Unseen = counters[3] - p.counters[3]
 	c.Anomalies = counters[2] - p.counters[2]
-	c.Switches = counters[4] - p.counters[4]
+
 	p.counters = counters
-	var misses uint64
+	var (
+		misses  uint64
+		runtime time.Duration
+	)
 	for _, prog := range []*ebpf.Program{p.objs.OnSwitch, p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnMigrate, p.objs.OnFork} {
 		st, err := prog.Stats()
 		if err != nil {
 			return Counts{}, fmt.Errorf("read the scheduler probe's skipped runs: %w", err)
 		}
 		misses += st.RecursionMisses
+		runtime += st.Runtime
 	}
 	c.Lost += misses - p.misses
 	p.misses = misses
+	if b, err := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); err == nil && string(bytes.TrimSpace(b)) == "1" {
+		c.Runtime, c.RuntimeCounted = runtime-p.runtime, true
+	}
+	p.runtime = runtime
 	slices.SortFunc(c.Charges, func(a, b Charge) int { return cmp.Compare(b.Wait, a.Wait) })
 	return c, nil
 }

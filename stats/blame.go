@@ -16,6 +16,7 @@ type blameTotals struct {
 	samples             int // with a blame of either source
 	missing             int // with an estimate but no measurement
 	dropped, unseen     int64
+	probeCPU            optSum
 
 	truth     tare.TruthCheck
 	truthSum  float64 // schedstat's run delay, weighted
@@ -38,6 +39,7 @@ func (t *blameTotals) add(s *tare.HostSample, w float64) {
 	}
 	t.measured.add(s.Blame, w)
 	t.dropped += s.Blame.DroppedEvents
+	t.probeCPU.add(s.Blame.ProbeCPUPct, w)
 	t.unseen += s.Blame.UnseenSwitches
 	// Both count a wait when it ends: a sample of a few milliseconds (the
 	// last of a run) holds a whole wait or none, by a hair, and is not
@@ -61,6 +63,7 @@ func (t *blameTotals) summary() *tare.Blame {
 	case t.measured.w > 0 && t.missing == 0:
 		b := t.measured.blame(tare.BlameMeasured)
 		b.DroppedEvents, b.UnseenSwitches = t.dropped, t.unseen
+		b.ProbeCPUPct = t.probeCPU.mean()
 		if t.truth.Ticks > 0 {
 			truth := t.truth
 			truth.WaitPct = *round(t.truthSum/t.truthSeen, 2)
@@ -179,6 +182,7 @@ func mixBlame(a *tare.Blame, wa float64, b *tare.Blame, wb float64) *tare.Blame 
 	m.UnseenSwitches = a.UnseenSwitches + b.UnseenSwitches
 	m.RunDelayPct = mixPtr(a.RunDelayPct, b.RunDelayPct, wa/(wa+wb), wb/(wa+wb))
 	m.RunDelaySpreadPct = mixPtr(a.RunDelaySpreadPct, b.RunDelaySpreadPct, wa/(wa+wb), wb/(wa+wb))
+	m.ProbeCPUPct = mixPtr(a.ProbeCPUPct, b.ProbeCPUPct, wa/(wa+wb), wb/(wa+wb))
 	return m
 }
 
@@ -195,6 +199,7 @@ func copyBlame(b *tare.Blame) *tare.Blame {
 	c.OthersByCPU = slices.Clone(b.OthersByCPU)
 	c.RunDelayPct = clonePtr(b.RunDelayPct)
 	c.RunDelaySpreadPct = clonePtr(b.RunDelaySpreadPct)
+	c.ProbeCPUPct = clonePtr(b.ProbeCPUPct)
 	c.Waiters = slices.Clone(b.Waiters)
 	for i := range c.Waiters {
 		c.Waiters[i].PIDs = slices.Clone(b.Waiters[i].PIDs)

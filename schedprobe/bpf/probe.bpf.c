@@ -47,8 +47,7 @@ enum counter {
 	LOST_WAITERS = 1, // the waiters map was full
 	ANOMALIES = 2,    // a waiter found where the counts did not expect it
 	UNSEEN = 3,       // a switch the tracepoint did not report (the task leaving was not the last one in)
-	SWITCHES = 4,     // switches seen
-	COUNTERS = 5,
+	COUNTERS = 4,
 };
 
 struct watch {
@@ -73,6 +72,7 @@ struct cpu_state {
 	__s64 in_k[GROUPS]; // waiters moved here since the last switch (other CPUs add, atomically)
 	__s64 in_s[GROUPS]; // the sum of the times they were moved
 	__u64 other_ns;     // wait charged to other processes on this CPU
+	__u64 switches;     // switches seen on this CPU
 };
 
 struct charge_key {
@@ -165,16 +165,17 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ(o, state);
 }
 
-// charge adds ns of wait of group's threads on the CPU of st to holder.
-static __always_inline void charge(struct task_struct *holder, __u32 group, __s64 ns, struct cpu_state *st)
+// charge adds ns of wait of group's threads on the CPU of st to holder,
+// thread pid of process tgid.
+static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, struct cpu_state *st)
 {
 	if (ns <= 0)
 		return;
 	struct charge_key key = {.group = group};
-	if (BPF_CORE_READ(holder, pid) == 0) {
+	if (pid == 0) {
 		key.kind = HOLDER_IDLE;
 	} else {
-		key.tgid = BPF_CORE_READ(holder, tgid);
+		key.tgid = tgid;
 		struct watch *w = bpf_map_lookup_elem(&watched, &key.tgid);
 		if (w) {
 			key.kind = HOLDER_WATCHED;
@@ -248,7 +249,10 @@ int on_switch(__u64 *ctx)
 	if (!st)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	count(SWITCHES);
+	st->switches++;
+	// prev is the task running this: its ids without reading its memory.
+	__u64 prev_ids = bpf_get_current_pid_tgid();
+	__u32 prev_pid = (__u32)prev_ids, prev_tgid = prev_ids >> 32;
 
 	// Some switches are never traced (on this project's Firecracker
 	// guest, every switch away from its agent's threads): then prev took
@@ -257,7 +261,7 @@ int on_switch(__u64 *ctx)
 	// and nothing of the moment is charged to it.
 	if (st->curr && st->curr != (__u64)prev) {
 		count(UNSEEN);
-		__u32 ppid = BPF_CORE_READ(prev, pid);
+		__u32 ppid = prev_pid;
 		struct waiter *pw = bpf_map_lookup_elem(&waiters, &ppid);
 		if (pw) {
 			__u32 g = pw->group & (GROUPS - 1), zero = 0;
@@ -292,7 +296,7 @@ int on_switch(__u64 *ctx)
 		__s64 most = k * (__s64)(now - st->last); // a move's inbox time may precede last by a moment
 		if (owed > most)
 			owed = most;
-		charge(prev, g, owed, st);
+		charge(prev, prev_pid, prev_tgid, g, owed, st);
 		st->s[g] = k * (__s64)now;
 	}
 	st->last = now;
@@ -317,12 +321,10 @@ int on_switch(__u64 *ctx)
 
 	// The thread that leaves while still runnable (preempted, or it
 	// yielded) starts waiting.
-	pid = BPF_CORE_READ(prev, pid);
-	if (pid != 0 && task_state(prev) == TASK_RUNNING) {
-		__u32 tgid = BPF_CORE_READ(prev, tgid);
-		struct watch *wt = bpf_map_lookup_elem(&watched, &tgid);
+	if (prev_pid != 0 && task_state(prev) == TASK_RUNNING) {
+		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
 		if (wt)
-			start_wait(pid, wt->group, cpu, st, now);
+			start_wait(prev_pid, wt->group, cpu, st, now);
 	}
 	return 0;
 }
@@ -377,7 +379,8 @@ int on_migrate(__u64 *ctx)
 	struct cpu_state *src = cpu_of(w->cpu);
 	if (src && task_cpu(p) == w->cpu) {
 		__u64 from = w->since > src->last ? w->since : src->last;
-		charge((void *)src->curr, g, (__s64)(now - from), src);
+		struct task_struct *holder = (void *)src->curr;
+		charge(holder, BPF_CORE_READ(holder, pid), BPF_CORE_READ(holder, tgid), g, (__s64)(now - from), src);
 		src->k[g]--;
 		src->s[g] -= from;
 	} else {
