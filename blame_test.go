@@ -88,6 +88,14 @@ func TestMeasuredNeighbourWait(t *testing.T) {
 	if h.BlameOf() != h.Blame {
 		t.Error("BlameOf is not the measured blame")
 	}
+	// A saturated service: eight threads queued on each CPU wait behind a
+	// daemon's slices eight times over, but lost only the 0.5 % of the
+	// host (1 % of a CPU on two) the daemon used.
+	h.PerCPU = make([]CPUShares, 2)
+	h.CPUBy = &CPUBy{SystemUnderTest: 99, Others: 0.5}
+	if got := *h.NeighbourWait(); math.Abs(got-1) > 1e-9 {
+		t.Errorf("NeighbourWait = %v, want it capped at the CPU the others used, 1", got)
+	}
 }
 
 func TestDisagrees(t *testing.T) {

@@ -102,10 +102,19 @@ func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 // NeighbourWait is the CPU that the system under test and tare lost in
 // the tick because something outside the test held it, in percent of one
 // CPU: their wait behind other processes where the scheduler probe
-// measured it (Blame), else estimated. Nil when neither was measured.
+// measured it (Blame), else estimated. Measured, it is capped as the
+// estimate is, at the CPU the other processes used (the ledger's): with k
+// of the measured threads waiting on a CPU, a neighbour's millisecond
+// there is k milliseconds of their wait, but one of CPU they lost; a
+// saturated service queueing behind its own threads would otherwise turn
+// a quiet host's background into pollution. Nil when neither was measured.
 func (h *HostSample) NeighbourWait() *float64 {
 	if h.Blame != nil {
-		return Float(h.Blame.Others())
+		w := h.Blame.Others()
+		if h.CPUBy != nil {
+			w = min(w, h.CPUBy.Neighbours()*float64(max(len(h.PerCPU), 1)))
+		}
+		return Float(w)
 	}
 	return h.estimatedNeighbourWait()
 }

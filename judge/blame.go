@@ -22,12 +22,12 @@ func measuredNeighbours(sig tare.Signal, b *tare.Blame, waited string, w float64
 	switch {
 	case w > th.Neighbours:
 		sig.Fired = true
-		sig.Detail = fmt.Sprintf("%s waited for a CPU %.1f%% of the time behind other processes (threshold %g%%; measured by the scheduler probe): %s", waited, w, th.Neighbours, who)
+		sig.Detail = fmt.Sprintf("%s waited for a CPU %.1f%% of the time behind other processes (threshold %g%%; measured by the scheduler probe, at most the CPU they used): %s", waited, w, th.Neighbours, who)
 	case overPct > th.NeighbourTicks && over >= 2:
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("%s waited behind other processes more than %g%% of the tick in %.0f%% of ticks (%d of %d; threshold %g%% of ticks; measured by the scheduler probe): %s", waited, th.Steal, overPct, over, ticks, th.NeighbourTicks, who)
 	default:
-		sig.Detail = fmt.Sprintf("%s waited behind other processes %.1f%% of the time (threshold %g%%; measured by the scheduler probe)", waited, w, th.Neighbours)
+		sig.Detail = fmt.Sprintf("%s waited behind other processes %.1f%% of the time (threshold %g%%; measured by the scheduler probe, at most the CPU they used)", waited, w, th.Neighbours)
 		if b.Others() >= 0.05 {
 			sig.Detail += ": " + who
 		}

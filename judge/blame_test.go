@@ -54,16 +54,16 @@ func TestMeasuredNeighbours(t *testing.T) {
 		advice  string
 	}{
 		{"a hog on the service's core", []float64{12, 12, 12, 12, 12, 12, 12, 12, 12, 12}, map[int]float64{0: 0.95, 1: 0.05}, true,
-			"waited for a CPU 12.0% of the time behind other processes (threshold 5%; measured by the scheduler probe): `sh` (pids 7, 9) 9.0%, `cron` (pid 40) 3.0%",
+			"waited for a CPU 12.0% of the time behind other processes (threshold 5%; measured by the scheduler probe, at most the CPU they used): `sh` (pids 7, 9) 9.0%, `cron` (pid 40) 3.0%",
 			"Stop `sh` (pids 7, 9) or move it off CPU 0, where 95% of the wait behind other processes was"},
 		{"spread over the cores", []float64{12, 12, 12, 12, 12, 12, 12, 12, 12, 12}, map[int]float64{0: 0.5, 1: 0.5}, true,
 			"`sh` (pids 7, 9) 9.0%", "Stop `sh` (pids 7, 9) or move it elsewhere during the test"},
 		{"in bursts", []float64{0, 0, 24, 0, 0, 0, 24, 0, 0, 0}, map[int]float64{1: 1}, true,
 			"more than 10% of the tick in 20% of ticks (2 of 10", "move it off CPU 1"},
 		{"a blip", []float64{0, 0, 24, 0, 0, 0, 0, 0, 0, 0}, map[int]float64{1: 1}, false,
-			"waited behind other processes 2.4% of the time (threshold 5%; measured by the scheduler probe): `sh` (pids 7, 9) 1.8%, `cron` (pid 40) 0.6%", ""},
+			"waited behind other processes 2.4% of the time (threshold 5%; measured by the scheduler probe, at most the CPU they used): `sh` (pids 7, 9) 1.8%, `cron` (pid 40) 0.6%", ""},
 		{"nobody", make([]float64, 10), nil, false,
-			"waited behind other processes 0.0% of the time (threshold 5%; measured by the scheduler probe)", ""},
+			"waited behind other processes 0.0% of the time (threshold 5%; measured by the scheduler probe, at most the CPU they used)", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
