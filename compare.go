@@ -15,8 +15,13 @@ const (
 	// divergence threshold; the figures describe the code.
 	Reproducible CompareLevel = "reproducible"
 	// HostVariable: some figure diverges beyond the threshold between
-	// windows; the host is the variable and no scaling decision is valid.
+	// windows, beyond noise and above the latency floor; the host is the
+	// variable and no scaling decision is valid.
 	HostVariable CompareLevel = "host-variable"
+	// Inconclusive: some figure diverges beyond the threshold, but on too
+	// few requests to tell a host effect from chance; the verdict says how
+	// many to run.
+	Inconclusive CompareLevel = "inconclusive"
 )
 
 // Comparison is runs or protocol windows side by side (`tare compare
@@ -34,6 +39,10 @@ type Comparison struct {
 	Verdict       CompareVerdict  `json:"verdict"`
 	Warnings      []string        `json:"warnings,omitempty"`
 	Sweeps        []SweepCapacity `json:"sweeps,omitempty"` // per window, when the protocol swept the rate
+	// Changes are what differed in each window's whose-CPU ledger against
+	// the quietest window measured: neighbours, steal, throttling, the
+	// generator's lateness, the system under test's CPU per request.
+	Changes []WindowChange `json:"changes,omitempty"`
 }
 
 // ComparedRun is one run's figures in a comparison.
@@ -53,6 +62,21 @@ type ComparedRun struct {
 	Steal        StealStats `json:"steal_pct"`
 	Verdict      Level      `json:"verdict"` // the run's own verdict
 	Ticks        int        `json:"ticks"`   // ticks with completions, for the tests
+	// Records is how many requests with a latency the tests read from
+	// the run's raw records: 0 when there were none (a summary file).
+	Records int `json:"records"`
+
+	// The run's side of the whose-CPU ledger, set beside the others'.
+	VCPUs            int      `json:"vcpus"`
+	CPUBy            *CPUBy   `json:"cpu_by"`             // % of all the host's CPU time; nil when not measured
+	NeighbourWaitPct *float64 `json:"neighbour_wait_pct"` // the measured processes' wait behind neighbours
+	ThrottledPct     *float64 `json:"throttled_pct"`
+	SendLag          LagMS    `json:"send_lag_ms"` // tare's own lateness
+	GeneratorCPUPct  *float64 `json:"generator_cpu_pct"`
+	// SUTCPUPerRequestMS is the system under test's CPU time per
+	// completed request: more of it in one window is more work per
+	// request (the code or its data), not the host.
+	SUTCPUPerRequestMS *float64 `json:"sut_cpu_ms_per_request"`
 }
 
 // Divergence is, per metric, |a − b| / min(a, b) in percent for the pair of
@@ -87,35 +111,168 @@ type WindowTest struct {
 	CIHighMS      *float64 `json:"ci_high_ms"`
 	ConfidencePct float64  `json:"confidence_pct"`
 	Warning       string   `json:"warning,omitempty"`
+
+	// Requests is the test on every request's latency; nil when either
+	// side has no raw records (a summary file).
+	Requests *RequestTest `json:"requests"`
 }
 
-// CapacityRange is capacity as a range, not a number: the best case
-// (off-peak), the worst case (peak, what users see by day) and the typical
-// case (mid, the baseline for capacity math). The gap between best and worst
-// is the cost of shared infrastructure; GapPct is it as a divergence,
-// gap / min(best, worst).
+// RequestTest compares two windows request by request: a Mann-Whitney U
+// test on their latencies, and for each figure (avg, p50, p95, p99) the
+// ratio A / B with an interval. The intervals are at ConfidencePct, each
+// widened so that all the comparison's intervals together hold at 95 %
+// (Bonferroni): a verdict that reads any of them reads them all.
+type RequestTest struct {
+	RequestsA int      `json:"requests_a"` // requests with a latency, as tested
+	RequestsB int      `json:"requests_b"`
+	U         *float64 `json:"u"`
+	Z         *float64 `json:"z"`
+	PValue    *float64 `json:"p_value"`
+	// SlowerPct is the effect size of the U test: the chance that a
+	// request of A took longer than one of B (ties count half); 50 is no
+	// difference.
+	SlowerPct *float64 `json:"slower_pct"`
+	// ConfidencePct is each interval's level; FamilyConfidencePct, that
+	// of all the comparison's intervals together.
+	ConfidencePct       float64      `json:"confidence_pct"`
+	FamilyConfidencePct float64      `json:"family_confidence_pct"`
+	Metrics             []MetricTest `json:"metrics"`
+}
+
+// MetricTest is one figure of two windows, from their requests: A / B and
+// its interval. Significant says the interval excludes 1.
+type MetricTest struct {
+	Metric        string   `json:"metric"` // "avg", "p50", "p95" or "p99"
+	AMS           *float64 `json:"a_ms"`
+	BMS           *float64 `json:"b_ms"`
+	Ratio         *float64 `json:"ratio"`
+	RatioLow      *float64 `json:"ratio_low"`
+	RatioHigh     *float64 `json:"ratio_high"`
+	DivergencePct *float64 `json:"divergence_pct"` // |a − b| / min(a, b)
+	Significant   bool     `json:"significant"`
+}
+
+// CapacityRange is capacity as a range, not a number: the best case, the
+// worst case (what users see when the host is busiest) and the typical
+// case (the baseline for capacity math), each as measured and named by
+// the window it came from. Off-peak is expected to be the best and peak
+// the worst; Findings say where the host did otherwise. The gap between
+// best and worst is the cost of shared infrastructure; GapPct is it as a
+// divergence, gap / min(best, worst).
 type CapacityRange struct {
-	// Metric says what the figures are: "p95_ms" (latency at the load
-	// that was run: lower is better) or "rate_per_s" (the highest
-	// sustainable rate a sweep found: higher is better).
-	Metric  string   `json:"metric"`
-	Best    *float64 `json:"best"`
-	Worst   *float64 `json:"worst"`
-	Typical *float64 `json:"typical"`
-	Gap     *float64 `json:"gap"`
-	GapPct  *float64 `json:"gap_pct"`
-	// From says where best and worst came from: "windows" (off-peak and
-	// peak), or "runs" (the best and worst run, when they carry no window).
+	// The headline figure: "p95_ms" (latency at the load that was run:
+	// lower is better) or "rate_per_s" (the highest sustainable rate a
+	// sweep found: higher is better).
+	MetricRange
+	// From says what best and worst were picked from: "windows", or
+	// "runs" (when the runs carry no window).
 	From string `json:"from"`
+	// Metrics are the range of every latency figure (p50_ms, p95_ms,
+	// p99_ms), the headline's included.
+	Metrics []MetricRange `json:"metrics,omitempty"`
+	// Findings say where the measured order is not the expected one
+	// (off-peak the quietest, peak the busiest).
+	Findings []string `json:"findings,omitempty"`
+}
+
+// MetricRange is one figure's range over the windows: the best, the worst
+// and the typical value measured (the median window; none with only
+// two), each with the window (or run) it came from.
+type MetricRange struct {
+	Metric        string   `json:"metric"`
+	Best          *float64 `json:"best"`
+	BestWindow    string   `json:"best_window,omitempty"`
+	Worst         *float64 `json:"worst"`
+	WorstWindow   string   `json:"worst_window,omitempty"`
+	Typical       *float64 `json:"typical"`
+	TypicalWindow string   `json:"typical_window,omitempty"`
+	Gap           *float64 `json:"gap"` // how much worse the worst is than the best: never negative
+	GapPct        *float64 `json:"gap_pct"`
 }
 
 // CompareVerdict is the protocol verdict with its advice.
 type CompareVerdict struct {
 	Level        CompareLevel `json:"level"`
 	ThresholdPct float64      `json:"threshold_pct"`
-	Diverged     []string     `json:"diverged"` // the metrics above the threshold
+	Diverged     []string     `json:"diverged"` // the metrics that count: above the threshold, beyond noise and the floor
 	Advice       []string     `json:"advice"`
 	SLO          []WindowSLO  `json:"slo,omitempty"`
+
+	// LatencyFloorMS is the smallest difference of latency that can be a
+	// host effect: below it, a divergence of sub-millisecond figures is
+	// scheduler noise however large in percent.
+	LatencyFloorMS float64 `json:"latency_floor_ms"`
+	// Metrics say of every figure whether its divergence counted, and why.
+	Metrics []MetricVerdict `json:"metrics,omitempty"`
+	// Need is what to run to tell, when the verdict is inconclusive.
+	Need *DataNeed `json:"need,omitempty"`
+}
+
+// The statuses of a figure in the protocol verdict.
+const (
+	MetricWithin        = "within"          // divergence within the threshold
+	MetricBelowFloor    = "below_floor"     // above the threshold, but the difference is below the latency floor
+	MetricTooLittleData = "too_little_data" // above the threshold and the floor, but its interval includes no difference
+	MetricDiverged      = "diverged"        // counts: the host is the variable
+)
+
+// MetricVerdict is how one figure's divergence was judged, between the two
+// windows (or runs) that decided it.
+type MetricVerdict struct {
+	Metric        string   `json:"metric"`
+	Status        string   `json:"status"` // one of the Metric* statuses
+	A             string   `json:"a"`      // the window with the higher figure
+	B             string   `json:"b"`
+	AValue        *float64 `json:"a_value"`
+	BValue        *float64 `json:"b_value"`
+	DivergencePct *float64 `json:"divergence_pct"`
+	// Tested says whether the requests of both were tested; an untested
+	// divergence (summary files keep no records) counts on the threshold
+	// and the floor alone.
+	Tested        bool     `json:"tested"`
+	RatioLow      *float64 `json:"ratio_low,omitempty"` // A / B's interval, when tested
+	RatioHigh     *float64 `json:"ratio_high,omitempty"`
+	ConfidencePct float64  `json:"confidence_pct,omitempty"` // of the interval
+	RequestsA     int      `json:"requests_a,omitempty"`     // the requests tested
+	RequestsB     int      `json:"requests_b,omitempty"`
+	Detail        string   `json:"detail"`
+}
+
+// DataNeed is how much to run to tell a divergence from chance.
+type DataNeed struct {
+	RequestsPerWindow int      `json:"requests_per_window"`
+	Seconds           *float64 `json:"seconds"` // at the rate the windows ran; nil when it is not known
+	Detail            string   `json:"detail"`
+}
+
+// WindowChange is what differed in one window's whose-CPU ledger against
+// another's (the quietest measured).
+type WindowChange struct {
+	Window  string   `json:"window"`
+	Against string   `json:"against"`
+	Items   []Change `json:"items"` // empty: nothing in the ledger differed
+}
+
+// The kinds of a Change.
+const (
+	ChangeNeighbour     = "neighbour"       // a named process present in one window and not (or less) the other
+	ChangeNeighbours    = "neighbours"      // other processes' and unattributed CPU altogether
+	ChangeNeighbourWait = "neighbour_wait"  // the measured processes' wait behind neighbours
+	ChangeSteal         = "steal"           // the hypervisor's
+	ChangeThrottling    = "throttling"      // a cgroup quota's
+	ChangeSendLag       = "send_lag"        // tare's own lateness: something held the generator back
+	ChangeSUTCPU        = "sut_cpu_per_req" // the system under test's CPU per request: its own work
+)
+
+// Change is one figure of the ledger that differed between two windows.
+type Change struct {
+	Kind    string   `json:"kind"`           // one of the Change* kinds
+	Name    string   `json:"name,omitempty"` // the neighbour's name, for ChangeNeighbour
+	Value   *float64 `json:"value"`          // in the window
+	Against *float64 `json:"against"`        // in the other
+	Unit    string   `json:"unit"`           // "% of a CPU", "%", "ms"
+	In      string   `json:"in"`             // the window where it was higher
+	Detail  string   `json:"detail"`
 }
 
 // WindowSLO is the SLO checked against one window (or run).

@@ -2,6 +2,7 @@ package tare
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -72,13 +73,50 @@ type CPUBy struct {
 
 	// TopOthers are the busiest other processes, busiest first (five at most).
 	TopOthers []ProcessShare `json:"top_others"`
+	// SUTNodes splits SystemUnderTest by the nodes of its process graph
+	// (SUTSummary.Graph): the proxy, the app server, the database. Nil
+	// when the system under test is not known.
+	SUTNodes []NodeShare `json:"sut_nodes,omitempty"`
 }
 
-// ProcessShare is one process's part of the host's CPU time.
+// NodeShare is one node of the system under test's process graph in a
+// ledger: its part of the host's CPU time, and its threads' wait for a CPU.
+type NodeShare struct {
+	Node        int      `json:"node"`                    // its index in SUTSummary.Graph, which is stable over a run
+	CPUPct      float64  `json:"cpu_pct"`                 // percent of all the host's CPU time, as the rest of CPUBy
+	RunDelayPct *float64 `json:"run_delay_pct,omitempty"` // percent of the tick its threads waited on a run queue; nil when not read
+}
+
+// ProcessShare is one process's part of the host's CPU time, or one
+// container's: the processes of a container are one share, named by the
+// container and by its busiest process.
 type ProcessShare struct {
-	Name   string  `json:"name"` // its command name (comm)
+	Name   string  `json:"name"` // its command name (comm); of a container, its busiest process's
 	PID    int     `json:"pid"`
 	CPUPct float64 `json:"cpu_pct"` // percent of all the host's CPU time, as the rest of CPUBy
+
+	// Container is the container the process runs in; nil outside one.
+	Container *Container `json:"container,omitempty"`
+	// Processes is how many of the container's processes used CPU in
+	// the share (in its busiest tick, over a run); 0 outside a container.
+	Processes int `json:"processes,omitempty"`
+	// Children are the command names of the short-lived processes it
+	// started whose CPU is in CPUPct: children that exited and were
+	// reaped inside the tick, charged to it from its children's time.
+	// Only the names tare saw; none when its CPU is all its own.
+	Children []string `json:"children,omitempty"`
+}
+
+// Who names the share for a person: "`sh` (pid 7)", or the container
+// with how many of its processes ran.
+func (p ProcessShare) Who() string {
+	if p.Container == nil {
+		return fmt.Sprintf("`%s` (pid %d)", p.Name, p.PID)
+	}
+	if p.Processes > 1 {
+		return fmt.Sprintf("%s, %d processes, busiest `%s` (pid %d)", p.Container, p.Processes, p.Name, p.PID)
+	}
+	return fmt.Sprintf("%s, `%s` (pid %d)", p.Container, p.Name, p.PID)
 }
 
 // TopOthersKept is how many of the busiest other processes a CPUBy keeps.
@@ -185,6 +223,9 @@ type Env struct {
 	// time no visible process accounts for; nil when unknown.
 	HostProcesses *bool `json:"host_processes"`
 	Pod           *Pod  `json:"pod,omitempty"` // the Kubernetes pod tare ran in; nil outside one
+	// Container is the container tare ran in, as far as it could tell
+	// from inside; nil outside one.
+	Container *Container `json:"container,omitempty"`
 }
 
 // Pod is the Kubernetes pod a run was measured from: what the downward

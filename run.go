@@ -18,6 +18,11 @@ type Tick struct {
 	// when Completions is 0.
 	P50, P95, P99 time.Duration
 
+	// SendLagMax is the largest send lag (actual send − scheduled) of the
+	// arrivals scheduled in the tick; 0 when none was sent. It is not
+	// stored: a tick read back from a store has 0.
+	SendLagMax time.Duration
+
 	QueueDepth *float64    // mean queue depth over the tick; nil for non-queue targets
 	Host       *HostSample // nil when the host was not sampled
 }

@@ -20,6 +20,16 @@ const (
 	ConfigClockRTT   = "clock.rtt_ms"
 )
 
+// ConfigShardArrival is the key under which a shard records the whole
+// run's schedule ("poisson 200/s for 10m"), which its own arrivals are a
+// part of: a merged run describes itself by it.
+const ConfigShardArrival = "shard.arrival"
+
+// ConfigShardPeers is the key under which a coordinated shard records the
+// pids of the other shards of its run on its host ("4121,4188"), which its
+// ledger counted as tare.
+const ConfigShardPeers = "shard.peers"
+
 // ClockOffset is a stored shard's clock offset against the coordinating
 // Redis: the mean of its start and end readings, and the largest of them
 // in size; ok is false when the shard was not coordinated.
@@ -58,4 +68,13 @@ type ShardSummary struct {
 	ThrottledPct *float64 `json:"throttled_pct"`
 	Level        Level    `json:"level"`           // this shard's own verdict
 	Fired        []string `json:"fired,omitempty"` // the signals that fired on this shard
+	// What the shard's own host did during its run, as its own summary
+	// has it: the arrivals it offered (its part of the schedule), the
+	// host's vCPUs, its generator, the host's interference and whose CPU
+	// it was, and the system under test it found there (nil when none).
+	Arrival   string      `json:"arrival"`
+	VCPUs     int         `json:"vcpus"`
+	Generator Generator   `json:"generator"`
+	Host      HostSummary `json:"host"`
+	SUT       *SUTSummary `json:"system_under_test"`
 }

@@ -4,7 +4,7 @@ package tare
 const SummarySchema = "tare.summary/v1"
 
 // Summary is the machine-readable summary of one run (`--json`), the
-// contract of DESIGN.md: keys may be added, never renamed. Times are
+// contract of docs/json.md: keys may be added, never renamed. Times are
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
@@ -19,6 +19,7 @@ type Summary struct {
 	Generator    Generator          `json:"generator"`
 	Queue        *QueueSummary      `json:"queue"`
 	Model        *ModelSummary      `json:"model"`
+	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
 	Blame        *Blame             `json:"blame"`
@@ -56,6 +57,11 @@ type TargetSummary struct {
 // StageSummary is one stage of a ramping schedule, judged on its own: the
 // arrivals scheduled in it, and the host during its seconds.
 type StageSummary struct {
+	// Stage is the stage's number in the schedule, from 1 (--stages
+	// 30s:10/s,2m:50/s has stages 1 and 2); a jump (0s) and a stage the
+	// warm-up covers have none here, so numbers may skip. 0 in a summary
+	// stored before it was recorded.
+	Stage        int         `json:"stage,omitempty"`
 	StartS       float64     `json:"start_s"`    // offset of the stage's start from the run's
 	DurationS    float64     `json:"duration_s"` // what of it was measured (a warm-up takes the rest)
 	FromPerS     float64     `json:"from_per_s"` // the rate the stage ramps from
@@ -63,7 +69,7 @@ type StageSummary struct {
 	Requests     int         `json:"requests"`
 	Errors       int         `json:"errors"`
 	OfferedPerS  *float64    `json:"offered_per_s"`  // arrivals / duration
-	AchievedPerS *float64    `json:"achieved_per_s"` // completions of those arrivals / duration
+	AchievedPerS *float64    `json:"achieved_per_s"` // completions in the stage's seconds, whenever scheduled / duration
 	Latency      QuantilesMS `json:"latency_ms"`
 	Verdict      Level       `json:"verdict"`           // the stage's own verdict
 	Fired        []string    `json:"fired,omitempty"`   // the signals that fired in it
@@ -217,13 +223,39 @@ type HostSummary struct {
 type SUTSummary struct {
 	PIDs    []int  `json:"pids"`
 	FoundBy string `json:"found_by"` // e.g. "--pid", "listening socket of 127.0.0.1:8080", "started by tare"
-	// Calls are the processes of this host it called over loopback (a
-	// model server, a local database), counted with it from the tick tare
-	// saw the connection: their CPU is the system's own, not a neighbour's.
+	// Calls are the processes of this host it called (the roots of every
+	// node of Graph after the first ones), counted with it from the tick
+	// tare saw the connection: their CPU is the system's own, not a
+	// neighbour's.
 	Calls        []int    `json:"calls,omitempty"`
 	CPUPct       *float64 `json:"cpu_pct"`       // share of one core, as the generator's: 150 is one and a half cores
 	RunDelayPct  *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
 	ThrottledPct *float64 `json:"throttled_pct"` // share of the run its cgroup was throttled
+	// Graph is the system under test as a process graph: what was named
+	// or found first, then every process of this host it called, in the
+	// order tare found them (a proxy, the app server behind it, the
+	// app's database on a socket file). Empty when the graph is unknown.
+	Graph []SUTNode `json:"graph,omitempty"`
+}
+
+// SUTNode is one node of the system under test's process graph: the
+// processes that hold one listening socket (a pre-fork pool: nginx's
+// workers, gunicorn's, PostgreSQL's postmaster and its backends) or that
+// were named together, with their descendants.
+type SUTNode struct {
+	Name        string   `json:"name"`          // command name of its first process (the pool's master)
+	PIDs        []int    `json:"pids"`          // its processes at the end of the run (or when last seen)
+	CPUPct      *float64 `json:"cpu_pct"`       // share of one core over the run, as SUTSummary's
+	RunDelayPct *float64 `json:"run_delay_pct"` // its threads' wait for a CPU, share of wall time
+	// ReachedBy says how tare found it: "listening socket 127.0.0.1:8080",
+	// "--pid", "tcp 127.0.0.1:8000 from nginx", "unix
+	// /var/run/postgresql/.s.PGSQL.5432 from gunicorn", "tcp
+	// 10.231.7.2:8080 in netns of pid 4121 from socat".
+	ReachedBy string `json:"reached_by"`
+	From      *int   `json:"from,omitempty"` // the index of the node that called it; nil for a node found first
+	// Container is the container its first process runs in, named as
+	// the ledger names a neighbour's; nil outside one.
+	Container *Container `json:"container,omitempty"`
 }
 
 // StealStats is steal over the run: the mean and worst tick of the

@@ -30,7 +30,7 @@ const (
 // readEnv describes the machine once per run. Anything it cannot read is
 // left empty (or nil): the environment is context for the figures, never a
 // reason to refuse to measure.
-func readEnv(pfs procfs.FS, procRoot string, getenv func(string) string, vcpus int, cgroupVersion string, psi bool) tare.Env {
+func readEnv(pfs procfs.FS, procRoot string, getenv func(string) string, vcpus int, cgroupVersion string, psi bool, rt Runtimes) tare.Env {
 	env := tare.Env{
 		Hostname:      cmp.Or(getenv(EnvHostname), readLine(filepath.Join(procRoot, "sys", "kernel", "hostname"))),
 		VCPUs:         vcpus,
@@ -51,6 +51,7 @@ func readEnv(pfs procfs.FS, procRoot string, getenv func(string) string, vcpus i
 		cgroups, _ = self.Cgroups()
 	}
 	env.Pod = readPod(getenv, cgroups)
+	env.Container = selfContainer(procRoot, rt)
 	return env
 }
 

@@ -61,7 +61,7 @@ func replaceTree(t *testing.T, src, dst string) {
 }
 
 // writeFiles creates files (path → content) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, name)

@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,5 +110,45 @@ func TestCgroupThrottling(t *testing.T) {
 	}
 	if throttled*3 < len(samples)*2 {
 		t.Errorf("throttled in %d of %d ticks, want most", throttled, len(samples))
+	}
+}
+
+// TestShortLivedChildrenNamed: a shell that runs short CPU-bound children
+// one after another (a build: each lives well under a tick) is named in
+// the ledger with them, rather than leaving their CPU unattributed.
+func TestShortLivedChildrenNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real short-lived processes for 3 s: skipped with -short")
+	}
+	interfere.Exclusive(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Each awk burns about 30-100 ms of CPU and exits; the shell loops for 4 s.
+	build := exec.CommandContext(ctx, "sh", "-c", `end=$(( $(date +%s) + 4 )); while [ $(date +%s) -lt $end ]; do awk 'BEGIN{for(i=0;i<400000;i++)s+=i}'; done`)
+	if err := build.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); build.Wait() }()
+	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, Tare: []int{os.Getpid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var named, unattributed, others float64
+	for _, hs := range samplesOf(t, s, 5) {
+		if hs.CPUBy == nil {
+			continue
+		}
+		others += hs.CPUBy.Others
+		unattributed += hs.CPUBy.Unattributed
+		for _, p := range hs.CPUBy.TopOthers {
+			if p.PID == build.Process.Pid && slices.Contains(p.Children, "awk") {
+				named += p.CPUPct
+			}
+		}
+	}
+	t.Logf("over 5 ticks: the shell and its awks %.1f %%, others %.1f %%, unattributed %.1f %%", named, others, unattributed)
+	if named < 2*unattributed || named < 5 {
+		t.Errorf("the shell (pid %d) with its short-lived awks was named with %.1f %% of the host, unattributed %.1f %%: want the builds named, most of their CPU theirs", build.Process.Pid, named, unattributed)
 	}
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestLedgerFixture(t *testing.T) {
 	check("steal", by.Steal, want.Steal)
 	check("idle", by.Idle, want.Idle)
 	check("sum", by.SystemUnderTest+by.Tare+by.Others+by.Kernel+by.Unattributed+by.Steal+by.Idle, 100)
-	if len(by.TopOthers) != 2 || by.TopOthers[0] != want.TopOthers[0] || by.TopOthers[1] != want.TopOthers[1] {
+	if !reflect.DeepEqual(by.TopOthers, want.TopOthers) {
 		t.Errorf("top others %+v, want %+v", by.TopOthers, want.TopOthers)
 	}
 }
@@ -61,8 +62,8 @@ func TestLedgerScalesOverlap(t *testing.T) {
 	prev := map[int]procStat{1: {PID: 1, Ticks: 0, Start: 5}, 2: {PID: 2, Ticks: 0, Start: 5}}
 	cur := map[int]procStat{1: {PID: 1, Ticks: 60, Start: 5, Comm: "svc"}, 2: {PID: 2, Ticks: 30, Start: 5, Comm: "hog"}}
 	m := newMembers()
-	m.find(cur, []int{1}, nil, nil)
-	by := ledger(all, prev, cur, 100, m)
+	m.find(cur, [][]int{{1}}, nil, nil)
+	by := ledger(all, prev, cur, 100, m, 1)
 	if by.SystemUnderTest != 40 || by.Others != 20 || by.Unattributed != 0 || by.Idle != 40 {
 		t.Errorf("ledger %+v; want the 90 ticks scaled to the 60 of the tasks: 40 + 20, idle 40", by)
 	}
@@ -119,4 +120,60 @@ func FuzzParseUptime(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrParse", err)
 		}
 	})
+}
+
+// TestLedgerReapedChildren: the CPU of children that came and went inside
+// the tick is charged to the live parent that reaped them, less what the
+// ledger had already counted of a child it saw, and named by the
+// children's commands; unattributed is what is left.
+//
+//	10 sh        own 5 → 6: 1; reaped 100 → 185: 85, of which 30 were its
+//	             child python3's already counted at t0, so 55 (15 more of
+//	             python3's, and 40 of children never seen)
+//	11 python3   30 at t0, gone at t1
+//
+// tasks 100 of 200 jiffies: sh 56 (28 %), unattributed 44 (22 %).
+func TestLedgerReapedChildren(t *testing.T) {
+	all := cpuDelta{User: 100, Idle: 100}
+	prev := map[int]procStat{
+		10: {PID: 10, Comm: "sh", PPID: 1, Ticks: 5, Reaped: 100, Start: 5},
+		11: {PID: 11, Comm: "python3", PPID: 10, Ticks: 30, Start: 50},
+	}
+	cur := map[int]procStat{10: {PID: 10, Comm: "sh", PPID: 1, Ticks: 6, Reaped: 185, Start: 5}}
+	m := newMembers()
+	m.find(cur, nil, nil, nil)
+	by := ledger(all, prev, cur, 100, m, 0)
+	want := []tare.ProcessShare{{Name: "sh", PID: 10, CPUPct: 28, Children: []string{"python3"}}}
+	if !near(by.Others, 28) || !near(by.Unattributed, 22) || !reflect.DeepEqual(by.TopOthers, want) {
+		t.Errorf("ledger others %v, unattributed %v, top %+v; want 28, 22, %+v", by.Others, by.Unattributed, by.TopOthers, want)
+	}
+
+	// A child read alive a moment before its parent reaped it counts in
+	// both: the reaped time fills what is unattributed, no more.
+	cur[10] = procStat{PID: 10, Comm: "sh", PPID: 1, Ticks: 6, Reaped: 400, Start: 5}
+	cur[11] = procStat{PID: 11, Comm: "python3", PPID: 10, Ticks: 80, Start: 50}
+	m.find(cur, nil, nil, nil)
+	by = ledger(all, prev, cur, 100, m, 0)
+	if !near(by.Others, 50) || !near(by.Unattributed, 0) {
+		t.Errorf("double-counted child: others %v, unattributed %v; want all 100 jiffies of tasks, 50 %%, and none unattributed", by.Others, by.Unattributed)
+	}
+}
+
+// TestLedgerNodes: the system under test's CPU is split by the nodes of
+// its graph, each process in the node whose roots it descends from.
+func TestLedgerNodes(t *testing.T) {
+	all := cpuDelta{User: 60, Idle: 140}
+	prev := map[int]procStat{}
+	cur := map[int]procStat{
+		1: {PID: 1, Comm: "nginx", Ticks: 10, Start: 150},
+		2: {PID: 2, Comm: "nginx", PPID: 1, Ticks: 10, Start: 150},
+		3: {PID: 3, Comm: "gunicorn", Ticks: 20, Start: 150},
+		4: {PID: 4, Comm: "gunicorn", PPID: 3, Ticks: 20, Start: 150},
+	}
+	m := newMembers()
+	m.find(cur, [][]int{{1}, {3}}, nil, nil)
+	by := ledger(all, prev, cur, 100, m, 2)
+	if len(by.SUTNodes) != 2 || !near(by.SUTNodes[0].CPUPct, 10) || !near(by.SUTNodes[1].CPUPct, 20) || !near(by.SystemUnderTest, 30) {
+		t.Errorf("nodes %+v of %v; want nginx 10 %% and gunicorn 20 %% of 30 %%", by.SUTNodes, by.SystemUnderTest)
+	}
 }

@@ -10,7 +10,23 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
+
+// readlinkat is readlinkat(2) with a NUL-terminated name in a buffer the
+// caller reuses: unix.Readlinkat copies its string name to the heap at
+// every call, and the graph reads every descriptor of the system under
+// test at every look.
+func readlinkat(dir int, name, buf []byte) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dir), uintptr(unsafe.Pointer(&name[0])),
+		uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
 
 // ListenerPIDs returns the processes that hold a listening TCP socket on
 // port, on any local address, IPv4 or IPv6: the socket inodes of
@@ -198,39 +214,79 @@ func socketOwners(procRoot string, inodes map[uint64]bool) []int {
 		return nil
 	}
 	var pids []int
+	var fds fdReader
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid <= 0 {
 			continue
 		}
-		fdDir := filepath.Join(procRoot, name, "fd")
-		fds, err := readDirNames(fdDir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join(fdDir, fd))
-			if err != nil {
-				continue
-			}
-			if ino, ok := socketInode(link); ok && inodes[ino] {
-				pids = append(pids, pid)
-				break
-			}
+		found := false
+		fds.sockets(procRoot, pid, func(ino uint64) bool {
+			found = inodes[ino]
+			return !found
+		})
+		if found {
+			pids = append(pids, pid)
 		}
 	}
 	slices.Sort(pids)
 	return slices.Compact(pids)
 }
 
+// fdReader lists the sockets a process holds: the inodes of its
+// descriptors that link to a socket ("socket:[54719]", proc(5)). It reads
+// the fd directory with getdents64 and each link with readlinkat, into
+// buffers it reuses, so a listing allocates nothing but the path of the
+// directory: the graph lists the system under test's descriptors at every
+// look.
+type fdReader struct {
+	dents []byte
+	link  []byte
+	fds   []int
+	name  []byte
+}
+
+// sockets calls yield with the inode of each socket pid holds, until
+// yield returns false. A process that is gone or unreadable has none.
+func (r *fdReader) sockets(procRoot string, pid int, yield func(inode uint64) bool) {
+	if r.dents == nil {
+		r.dents, r.link = make([]byte, 8<<10), make([]byte, 64)
+	}
+	dir, err := unix.Open(procRoot+"/"+strconv.Itoa(pid)+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	r.fds = r.fds[:0]
+	for {
+		n, err := unix.Getdents(dir, r.dents)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		r.fds = appendDirentNumbers(r.fds, r.dents[:n], 0)
+	}
+	for _, fd := range r.fds {
+		r.name = append(strconv.AppendInt(r.name[:0], int64(fd), 10), 0)
+		n, err := readlinkat(dir, r.name, r.link)
+		if err != nil || n >= len(r.link) {
+			continue // gone, or too long for a socket link
+		}
+		if ino, ok := socketInode(r.link[:n]); ok && !yield(ino) {
+			return
+		}
+	}
+}
+
 // socketInode returns the inode of an fd link to a socket, "socket:[54719]".
-func socketInode(link string) (uint64, bool) {
+func socketInode(link []byte) (uint64, bool) {
 	const prefix, suffix = "socket:[", "]"
-	if len(link) <= len(prefix)+len(suffix) || link[:len(prefix)] != prefix || link[len(link)-1:] != suffix {
+	if len(link) <= len(prefix)+len(suffix) || string(link[:len(prefix)]) != prefix || string(link[len(link)-1:]) != suffix {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(link[len(prefix):len(link)-1], 10, 64)
-	return v, err == nil
+	return parseDec(link[len(prefix) : len(link)-1])
 }
 
 // readDirNames lists a directory's names, unsorted: the fd and pid

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // mpstatCPU is one row of mpstat -o JSON's "cpu-load".
@@ -84,7 +85,7 @@ func TestMpstatAgreement(t *testing.T) {
 	interfere.Exclusive(t)
 	mpstat, err := exec.LookPath("mpstat")
 	if err != nil {
-		t.Skip("mpstat (sysstat) not installed: nothing to compare with")
+		testservice.Missing(t, "mpstat is not installed: nothing to compare with; install Debian's sysstat (scripts/test does, as root)")
 	}
 	n := 10
 	if v := os.Getenv("TARE_MPSTAT_SECONDS"); v != "" {

@@ -16,7 +16,12 @@ type procStat struct {
 	PPID    int    // field 4
 	KThread bool   // PF_KTHREAD (0x00200000) set in flags, field 9
 	Ticks   uint64 // utime + stime (fields 14 and 15), in clock ticks
-	Start   uint64 // starttime (field 22), clock ticks after boot: tells a reused pid apart
+	// Reaped is cutime + cstime (fields 16 and 17): the CPU of its children
+	// that exited and that it waited for, in clock ticks. It is how the
+	// CPU of processes that came and went inside a tick is charged to the
+	// parent that started them.
+	Reaped uint64
+	Start  uint64 // starttime (field 22), clock ticks after boot: tells a reused pid apart
 }
 
 // pfKThread is the PF_KTHREAD bit of the flags field (include/linux/sched.h):
@@ -33,6 +38,8 @@ const (
 	statFlags     = 9
 	statUtime     = 14
 	statStime     = 15
+	statCutime    = 16
+	statCstime    = 17
 	statStartTime = 22
 )
 
@@ -75,7 +82,7 @@ func parseStat(b []byte, last int, s *procStat) (comm []byte, err error) {
 		return nil, fmt.Errorf("%w: stat %q: no space after the command name", ErrParse, b)
 	}
 	*s = procStat{PID: int(pid)}
-	var utime uint64
+	var utime, cutime uint64
 	for n := 3; n <= last; n++ {
 		var f []byte
 		f, rest = nextField(rest)
@@ -106,6 +113,18 @@ func parseStat(b []byte, last int, s *procStat) (comm []byte, err error) {
 			}
 			if s.Ticks = utime + stime; s.Ticks < utime {
 				return nil, fmt.Errorf("%w: stat %q: utime+stime overflows", ErrParse, b)
+			}
+		case statCutime:
+			if cutime, ok = parseDec(f); !ok {
+				return nil, fmt.Errorf("%w: stat %q: bad cutime %q", ErrParse, b, f)
+			}
+		case statCstime:
+			cstime, ok := parseDec(f)
+			if !ok {
+				return nil, fmt.Errorf("%w: stat %q: bad cstime %q", ErrParse, b, f)
+			}
+			if s.Reaped = cutime + cstime; s.Reaped < cutime {
+				return nil, fmt.Errorf("%w: stat %q: cutime+cstime overflows", ErrParse, b)
 			}
 		case statStartTime:
 			if s.Start, ok = parseDec(f); !ok {

@@ -37,14 +37,14 @@ func TestParseProcStat(t *testing.T) {
 		want    procStat
 		wantErr string // a piece of the error message, naming the bad field
 	}{
-		{name: "bash", in: statBash, want: procStat{PID: 1092, Comm: "bash", PPID: 1091, Ticks: 13, Start: 4964}},
-		{name: "go test binary", in: statGoTest, want: procStat{PID: 11685, Comm: "report.test", PPID: 9853, Ticks: 555, Start: 40609}},
-		{name: "init", in: statInit, want: procStat{PID: 1, Comm: "process_api", PPID: 0, Ticks: 301, Start: 31}},
+		{name: "bash", in: statBash, want: procStat{PID: 1092, Comm: "bash", PPID: 1091, Ticks: 13, Reaped: 21232, Start: 4964}},
+		{name: "go test binary", in: statGoTest, want: procStat{PID: 11685, Comm: "report.test", PPID: 9853, Ticks: 555, Reaped: 396, Start: 40609}},
+		{name: "init", in: statInit, want: procStat{PID: 1, Comm: "process_api", PPID: 0, Ticks: 301, Reaped: 7152, Start: 31}},
 		{name: "kernel thread", in: statKthreadd, want: procStat{PID: 2, Comm: "kthreadd", KThread: true, Start: 31}},
 		// a workqueue worker's name is longer than TASK_COMM_LEN: the
 		// kernel appends the workqueue it is serving
 		{name: "kworker", in: statKworker, want: procStat{PID: 12, Comm: "kworker/u8:0-events_unbound", PPID: 2, KThread: true, Ticks: 39, Start: 31}},
-		{name: "paren and space in comm", in: statParenComm, want: procStat{PID: 13259, Comm: "a) b", PPID: 13215, Ticks: 7, Start: 42533}},
+		{name: "paren and space in comm", in: statParenComm, want: procStat{PID: 13259, Comm: "a) b", PPID: 13215, Ticks: 7, Reaped: 6, Start: 42533}},
 		{name: "zombie", in: statZombie, want: procStat{PID: 13258, Comm: "python3", PPID: 13217, Ticks: 9, Start: 42481}},
 		{name: "ends at starttime", in: statUpToStart, want: procStat{PID: 7, Comm: "short", PPID: 1, Ticks: 11, Start: 99}},
 		{name: "empty comm", in: "5 () S 1 5 5 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 8\n", want: procStat{PID: 5, PPID: 1, Ticks: 2, Start: 8}},
@@ -99,8 +99,8 @@ func formatStat(s procStat) string {
 	if s.KThread {
 		flags |= pfKThread
 	}
-	return fmt.Sprintf("%d (%s) S %d %d %d 0 -1 %d 0 0 0 0 %d 0 0 0 20 0 1 0 %d 5259264 978\n",
-		s.PID, s.Comm, s.PPID, s.PID, s.PID, flags, s.Ticks, s.Start)
+	return fmt.Sprintf("%d (%s) S %d %d %d 0 -1 %d 0 0 0 0 %d 0 %d 0 20 0 1 0 %d 5259264 978\n",
+		s.PID, s.Comm, s.PPID, s.PID, s.PID, flags, s.Ticks, s.Reaped, s.Start)
 }
 
 // FuzzParseProcStat: parseProcStat never panics, fails only with ErrParse,

@@ -42,10 +42,11 @@ type procTable struct {
 	held    int    // stat files held open now
 	gen     uint64 // counts readings, to find the entries a listing no longer names
 	procs   map[int]*procEntry
-	pids    []int  // the pids of the last listing, reused
-	dents   []byte // getdents64 buffer, reused
-	buf     []byte // stat line buffer, reused
-	path    []byte // path building buffer for opens, reused
+	pids    []int        // the pids of the last listing, reused
+	parents map[int]bool // the pids that had children at the last reading, rebuilt at each
+	dents   []byte       // getdents64 buffer, reused
+	buf     []byte       // stat line buffer, reused
+	path    []byte       // path building buffer for opens, reused
 }
 
 // procEntry is what procTable remembers of one process between readings.
@@ -87,6 +88,7 @@ func newProcTable(procRoot string) *procTable {
 		dirFD:   -1,
 		maxHeld: maxHeld,
 		procs:   map[int]*procEntry{},
+		parents: map[int]bool{},
 		dents:   make([]byte, 32<<10),
 		buf:     make([]byte, 1024),
 	}
@@ -119,11 +121,18 @@ func onProcfs(root string) bool {
 // reading, at most idleEvery ticks later, and is unattributed until then;
 // the processes in keep (the system under test's, tare's), kernel threads
 // and new processes are read every time, so no owner's time moves to
-// another but a neighbour's between two kinds of neighbour.
+// another but a neighbour's between two kinds of neighbour. So are the
+// processes that had children: the CPU of a child that exits lands in its
+// parent's reaped time, and the ledger takes out what it had already
+// counted of the child in the same tick.
 func (t *procTable) read(dst map[int]procStat, keep map[int]bool) error {
 	clear(dst)
 	if err := t.list(); err != nil {
 		return err
+	}
+	clear(t.parents)
+	for _, e := range t.procs {
+		t.parents[e.last.PPID] = true
 	}
 	t.gen++
 	for _, pid := range t.pids {
@@ -133,7 +142,7 @@ func (t *procTable) read(dst map[int]procStat, keep map[int]bool) error {
 			t.procs[pid] = e
 		}
 		e.gen = t.gen
-		if e.idle >= idleAfter && !e.last.KThread && !keep[pid] && (t.gen+uint64(pid))%idleEvery != 0 {
+		if e.idle >= idleAfter && !e.last.KThread && !keep[pid] && !t.parents[pid] && (t.gen+uint64(pid))%idleEvery != 0 {
 			dst[pid] = e.last
 			continue
 		}
@@ -141,7 +150,7 @@ func (t *procTable) read(dst map[int]procStat, keep map[int]bool) error {
 		if !ok {
 			continue
 		}
-		if s.Ticks == e.last.Ticks && s.Start == e.last.Start {
+		if s.Ticks == e.last.Ticks && s.Reaped == e.last.Reaped && s.Start == e.last.Start {
 			e.idle++
 		} else {
 			e.idle = 0
@@ -292,7 +301,11 @@ func (t *procTable) listOnce() error {
 //
 // in the machine's byte order (getdents(2)). A short or malformed record
 // ends the buffer rather than being read past.
-func appendDirentPIDs(pids []int, b []byte) []int {
+func appendDirentPIDs(pids []int, b []byte) []int { return appendDirentNumbers(pids, b, 1) }
+
+// appendDirentNumbers appends the names of the records of b that are
+// numbers from least to maxPID: pids (from 1) or descriptors (from 0).
+func appendDirentNumbers(pids []int, b []byte, least uint64) []int {
 	const nameOff = 19 // offset of d_name
 	for len(b) >= nameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
@@ -306,7 +319,7 @@ func appendDirentPIDs(pids []int, b []byte) []int {
 				break
 			}
 		}
-		if pid, ok := parseDec(name); ok && pid > 0 && pid <= maxPID {
+		if pid, ok := parseDec(name); ok && pid >= least && pid <= maxPID {
 			pids = append(pids, int(pid))
 		}
 		b = b[reclen:]

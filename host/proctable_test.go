@@ -53,10 +53,10 @@ func TestProcTable(t *testing.T) {
 
 	got := readTable(t, pt)
 	want := map[int]procStat{
-		1:     {PID: 1, Comm: "process_api", Ticks: 301, Start: 31},
+		1:     {PID: 1, Comm: "process_api", Ticks: 301, Reaped: 7152, Start: 31},
 		2:     {PID: 2, Comm: "kthreadd", KThread: true, Start: 31},
 		12:    {PID: 12, Comm: "kworker/u8:0-events_unbound", PPID: 2, KThread: true, Ticks: 39, Start: 31},
-		1092:  {PID: 1092, Comm: "bash", PPID: 1091, Ticks: 13, Start: 4964},
+		1092:  {PID: 1092, Comm: "bash", PPID: 1091, Ticks: 13, Reaped: 21232, Start: 4964},
 		13258: {PID: 13258, Comm: "python3", PPID: 13217, Ticks: 9, Start: 42481},
 	}
 	checkTable(t, "t0", pt, got, want, 5)
@@ -70,7 +70,7 @@ func TestProcTable(t *testing.T) {
 	got = readTable(t, pt)
 	want[1092] = procStat{PID: 1092, Comm: "bash", PPID: 1091, Ticks: 53, Start: 4964}
 	delete(want, 13258)
-	want[13259] = procStat{PID: 13259, Comm: "a) b", PPID: 13215, Ticks: 7, Start: 42533}
+	want[13259] = procStat{PID: 13259, Comm: "a) b", PPID: 13215, Ticks: 7, Reaped: 6, Start: 42533}
 	want[12] = procStat{PID: 12, Comm: "nginx", PPID: 1, Ticks: 2, Start: 50210}
 	checkTable(t, "t1", pt, got, want, 5)
 	if e := pt.procs[12]; e == nil || e.start != 50210 || e.fd < 0 {

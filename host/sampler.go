@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // Defaults and limits of a Config.
@@ -45,7 +45,17 @@ type Config struct {
 	// and every descendant, found again at every tick: their run delay is
 	// SUTRunDelay, their CPU the ledger's SystemUnderTest, and the cgroup
 	// of SUT[0] is measured for throttling unless Cgroup names another.
+	// From them the sampler follows, transitively, the connections they
+	// open to other processes of this host (see Graph).
 	SUT []int
+	// Parts are SUT by how each part was found (the first nodes of the
+	// graph): the listening socket's holders, --pid, a cgroup. When empty,
+	// SUT is one part.
+	Parts []Part
+	// Exclude takes processes out of the system under test, by pid or by
+	// command name, with their descendants: the user's word wins over
+	// what tare finds.
+	Exclude []string
 	// Tare are tare's own processes, their threads but not their
 	// descendants: what tare starts beside the test (the demo's neighbour)
 	// is not tare. TareTrees are processes tare started as part of the load
@@ -56,6 +66,9 @@ type Config struct {
 	// measured: a directory under CgroupRoot (/sys/fs/cgroup/cpu/app) or a
 	// path inside the hierarchy (/app).
 	Cgroup string
+	// Runtimes says where the container runtimes keep the names and
+	// images of their containers; its zero value, in their default places.
+	Runtimes Runtimes
 
 	// SchedProbe measures blame with the scheduler probe (host/blame.go)
 	// where it can run: as root on a kernel with BTF. Otherwise, and by
@@ -98,13 +111,13 @@ type Sampler struct {
 	treesMu sync.Mutex // guards trees, added to by AddTareTree while Run samples
 	trees   []int      // Config.TareTrees, and those added since
 
-	// peers finds the processes the system under test calls over
-	// loopback, every peerEvery readings; sutRoots is Config.SUT and
-	// those, the roots of the system under test's tree.
-	peers    *peers
+	// graph finds the processes the system under test calls, at every
+	// reading at first and then every lookEvery readings.
+	graph    *graph
+	connects *schedprobe.Connects // the connection tracer; nil without eBPF
 	readings int
-	sutRoots []int
-	called   []int // the peers found, for Called; guarded by mu
+	called   []int          // the roots of the nodes found, for Called; guarded by mu
+	nodes    []tare.SUTNode // the graph at the last reading, for Graph; guarded by mu
 
 	blame *blamer // the scheduler probe, when it runs
 }
@@ -118,6 +131,7 @@ type reading struct {
 	Cgroup    [2]cgroupCPUStat // of Sampler.cgroups, in order
 	HasCgroup [2]bool
 	SUT, Tare map[int]uint64 // thread id → cumulative run delay, ns
+	SUTNode   map[int]int    // thread id of the system under test → its node in the graph
 	HasSUT    bool           // at least one process of the system under test existed
 	HasTare   bool
 	Procs     map[int]procStat // every process, for the ledger
@@ -126,7 +140,7 @@ type reading struct {
 }
 
 func newReading() reading {
-	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, Procs: map[int]procStat{}}
+	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, SUTNode: map[int]int{}, Procs: map[int]procStat{}}
 }
 
 // NewSampler checks the configuration, finds the measured cgroups and takes
@@ -155,6 +169,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		return nil, tare.Errorf(tare.EINVALID, "host sampling tick %v is too short: use %v or more", cfg.Tick, MinTick)
 	}
 	cfg.SUT = slices.Clone(cfg.SUT)
+	if len(cfg.Parts) == 0 && len(cfg.SUT) > 0 {
+		cfg.Parts = []Part{{PIDs: cfg.SUT}}
+	}
 	cfg.Tare = slices.Clone(cfg.Tare)
 	cfg.TareTrees = slices.Clone(cfg.TareTrees)
 	for _, pid := range slices.Concat(cfg.SUT, cfg.Tare, cfg.TareTrees) {
@@ -175,16 +192,26 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		fs:        pfs,
 		procs:     newProcTable(cfg.ProcRoot),
 		members:   newMembers(),
-		peers:     newPeers(cfg.ProcRoot),
-		sutRoots:  cfg.SUT,
+		graph:     newGraph(cfg.ProcRoot, cfg.Parts),
 		sutTasks:  newTaskReader(cfg.ProcRoot),
 		tareTasks: newTaskReader(cfg.ProcRoot),
 		prev:      newReading(),
 		cur:       newReading(),
 	}
+	s.members.excluded = excluder(cfg.Exclude)
+	// The kernel's own word on the connections the system under test
+	// opens, where tare may load eBPF; a look at the socket tables
+	// otherwise.
+	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
+		if c, err := schedprobe.OpenConnects(); err == nil {
+			s.connects = c
+			s.graph.drain = c.Drain
+		}
+	}
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
+	s.members.containers = newContainerIndex(cfg.ProcRoot, cfg.Runtimes)
 	var sutCgroup cgroupDir
 	switch {
 	case cfg.Cgroup != "":
@@ -223,9 +250,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	if version == "" {
 		version = cgroupLayout(cfg.CgroupRoot)
 	}
-	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI)
+	s.env = readEnv(pfs, cfg.ProcRoot, cfg.Getenv, len(s.prev.CPUs), version, s.prev.HasPSI, cfg.Runtimes)
 	if hp := s.env.HostProcesses; hp != nil && !*hp {
-		s.warn(errors.New("/proc lists only this container's processes (a PID namespace of its own; in a Kubernetes pod, hostPID is not set): steal and PSI are the host's, but other processes' CPU is counted as unattributed, not named"))
+		s.warn(ownPIDNamespace(s.env))
 	}
 	return s, nil
 }
@@ -244,9 +271,12 @@ func (s *Sampler) AddTareTree(pid int) {
 }
 
 // Close releases the files the sampler keeps open between readings, and
-// the scheduler probe.
+// the eBPF programs.
 func (s *Sampler) Close() {
 	s.procs.close()
+	if s.connects != nil {
+		s.connects.Close()
+	}
 	if err := s.blame.close(); err != nil {
 		s.warn(err)
 	}
@@ -259,19 +289,34 @@ func (s *Sampler) BlameWhy() string { return s.blame.why }
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
 
-// peerEvery is how many readings apart the system under test's
-// connections are looked at: a model server or a database it calls joins
-// it within a few ticks of the first call.
-const peerEvery = 4
+// The system under test's connections are looked at every reading for
+// the first lookFirst readings, then every lookEvery: what it calls joins
+// it within the first ticks of the first call, and a look costs a listing
+// of its descriptors.
+const (
+	lookFirst = 8
+	lookEvery = 2
+)
 
 // Called returns the processes of this host that the system under test
-// called over loopback (it held a connection to their listening socket)
-// and that have been counted with it since: its model server, its local
-// database or cache. Sorted; none when it called none, or has none.
+// called (it held a connection to their listening socket) and that have
+// been counted with it since: its model server, its app server behind a
+// proxy, its local database or cache. Sorted; none when it called none,
+// or has none.
 func (s *Sampler) Called() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.called)
+}
+
+// Graph returns the system under test's process graph as of the last
+// reading: the parts known before the run, then each node it called,
+// with how it was reached and its processes. The figures of each node
+// come from the samples' ledgers (CPUBy.SUTNodes), by index.
+func (s *Sampler) Graph() []tare.SUTNode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.nodes)
 }
 
 // Warnings are the distinct non-fatal problems met so far: a source that
@@ -290,7 +335,7 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 	if err := s.read(&s.cur, now); err != nil {
 		return tare.HostSample{}, err
 	}
-	hs, err := diff(&s.prev, &s.cur, s.members)
+	hs, err := diff(&s.prev, &s.cur, s.members, len(s.graph.nodes))
 	if err != nil {
 		return tare.HostSample{}, err
 	}
@@ -380,16 +425,24 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 	s.treesMu.Lock()
 	trees := s.trees
 	s.treesMu.Unlock()
-	s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
-	if s.readings++; len(s.cfg.SUT) > 0 && s.readings%peerEvery == 1 && s.peers.look(s.members.sut, s.members.tare) {
-		called := s.peers.list()
-		s.sutRoots = slices.Concat(s.cfg.SUT, called)
+	s.members.find(r.Procs, s.graph.roots(), s.cfg.Tare, trees)
+	if s.readings++; len(s.graph.nodes) > 0 && (s.readings <= lookFirst || s.readings%lookEvery == 0) {
+		for hop := 0; hop < maxHops && s.graph.look(r.Procs, s.members); hop++ {
+			s.members.find(r.Procs, s.graph.roots(), s.cfg.Tare, trees)
+		}
+	}
+	if len(s.graph.nodes) > 0 {
+		nodes, called := s.graph.summary(s.members, r.Procs), s.graph.called()
+		s.members.containers.nameNodes(nodes, r.Procs)
 		s.mu.Lock()
-		s.called = called
+		s.nodes, s.called = nodes, called
 		s.mu.Unlock()
-		s.members.find(r.Procs, s.sutRoots, s.cfg.Tare, trees)
 	}
 	r.HasSUT = s.blame.around(groupSUT, func() bool { return s.readTasks(s.sutTasks, s.members.sut, r.SUT) })
+	clear(r.SUTNode)
+	for tid, pid := range s.sutTasks.owner {
+		r.SUTNode[tid] = s.members.node[pid]
+	}
 	r.HasTare = s.blame.around(groupTare, func() bool { return s.readTasks(s.tareTasks, s.members.tare, r.Tare) })
 	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
@@ -414,7 +467,7 @@ func (s *Sampler) readTasks(tr *taskReader, set map[int]bool, dst map[int]uint64
 
 // diff computes the sample between two readings. It is pure: everything it
 // needs is in the readings.
-func diff(prev, cur *reading, m *members) (tare.HostSample, error) {
+func diff(prev, cur *reading, m *members, nodes int) (tare.HostSample, error) {
 	tick := cur.At.Sub(prev.At)
 	if tick <= 0 {
 		return tare.HostSample{}, fmt.Errorf("sample at %s is not after the previous one at %s",
@@ -453,7 +506,12 @@ func diff(prev, cur *reading, m *members) (tare.HostSample, error) {
 	// Process counters tick in jiffies: over a few of them (the last
 	// moments of a run) the split is noise, and none is given.
 	if prev.HasProcs && cur.HasProcs && all.total() >= minLedgerJiffies*uint64(max(len(per), 1)) {
-		by := ledger(all, prev.Procs, cur.Procs, prev.Uptime, m)
+		by := ledger(all, prev.Procs, cur.Procs, prev.Uptime, m, nodes)
+		if prev.HasSUT && cur.HasSUT {
+			for i, d := range runDelayByNode(prev, cur, nodes, tick) {
+				by.SUTNodes[i].RunDelayPct = runDelayShare(d, tick)
+			}
+		}
 		hs.CPUBy = &by
 	}
 	return hs, nil

@@ -71,15 +71,34 @@ func runDelayShare(delta uint64, tick time.Duration) *float64 {
 	return ptr(float64(delta) * 100 / float64(tick))
 }
 
+// runDelayByNode is runDelayDelta per node of the system under test's
+// graph, each thread counted in the node its process was in at cur.
+func runDelayByNode(prev, cur *reading, nodes int, tick time.Duration) []uint64 {
+	out := make([]uint64, nodes)
+	for tid, c := range cur.SUT {
+		i, ok := cur.SUTNode[tid]
+		if !ok || i < 0 || i >= nodes {
+			continue
+		}
+		if p, ok := prev.SUT[tid]; ok && c >= p {
+			out[i] += c - p
+		} else {
+			out[i] += min(c, uint64(max(tick, 0)))
+		}
+	}
+	return out
+}
+
 // taskReader reads the run delay of every thread of a set of processes,
 // reusing its buffer between ticks so a reading allocates little.
 type taskReader struct {
 	procRoot string
 	buf      []byte
+	owner    map[int]int // thread id → its process, at the last reading
 }
 
 func newTaskReader(procRoot string) *taskReader {
-	return &taskReader{procRoot: procRoot, buf: make([]byte, 512)}
+	return &taskReader{procRoot: procRoot, buf: make([]byte, 512), owner: map[int]int{}}
 }
 
 // read fills dst (tid → run delay ns) with the threads of pids and reports
@@ -88,6 +107,7 @@ func newTaskReader(procRoot string) *taskReader {
 // an error.
 func (r *taskReader) read(pids []int, dst map[int]uint64) (alive int, err error) {
 	clear(dst)
+	clear(r.owner)
 	for _, pid := range pids {
 		ok, err := r.readProc(pid, dst)
 		if err != nil {
@@ -132,6 +152,7 @@ func (r *taskReader) readProc(pid int, dst map[int]uint64) (bool, error) {
 			return false, fmt.Errorf("thread %d of pid %d: %w", tid, pid, err)
 		}
 		dst[tid] = delay
+		r.owner[tid] = pid
 	}
 	return true, nil
 }

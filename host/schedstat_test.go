@@ -106,7 +106,7 @@ func TestTaskReader(t *testing.T) {
 			pids := []int{100}
 			if tt.descendants {
 				m := newMembers()
-				m.find(procs, []int{100}, nil, nil)
+				m.find(procs, [][]int{{100}}, nil, nil)
 				pids = pidsOf(m.sut, nil)
 			}
 			replaceTree(t, filepath.Join("testdata", "tasks", "t0"), root)

@@ -15,23 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/leakcheck"
 	"github.com/tare-dev/tare/internal/loopback"
-
-	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, fasthttpCleaners...)
-}
-
-// fasthttpCleaners are fasthttp's idle-connection sweepers: they outlive
-// Target.Close by up to a sweep period and then exit by themselves.
-var fasthttpCleaners = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-}
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // quietLog swallows the server's log of the failures the tests provoke.
 var quietLog = log.New(io.Discard, "", 0)

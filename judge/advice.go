@@ -8,15 +8,29 @@ import (
 
 // advise turns the fired signals into lines a person can act on. A
 // polluted run never yields a recommendation to scale: it says what would
-// make the measurement valid instead.
-func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
+// make the measurement valid instead. The lines come in three parts: what
+// the level means, what to do about each signal that fired, and what the
+// SLO's outcome means.
+func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []string {
+	a := levelAdvice(s, v)
+	a = append(a, signalAdvice(s, v, late)...)
+	return append(a, sloAdvice(s, v, th)...)
+}
+
+// firedSignals are the signals of v that fired, by name.
+func firedSignals(v tare.Verdict) map[string]tare.Signal {
 	fired := make(map[string]tare.Signal)
 	for _, sig := range v.Signals {
 		if sig.Fired {
 			fired[sig.Name] = sig
 		}
 	}
-	_, saturated := fired[SignalSaturation]
+	return fired
+}
+
+// levelAdvice says what the level means for the figures.
+func levelAdvice(s *tare.Summary, v tare.Verdict) []string {
+	_, saturated := firedSignals(v)[SignalSaturation]
 	var a []string
 	// A window with no load of tare's own (tare watch) has no figures of
 	// its own: what it judges is the load tool's.
@@ -38,6 +52,14 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 			a = append(a, fmt.Sprintf("No interference from outside the test: %s describe the system under test.", figures))
 		}
 	}
+	return a
+}
+
+// signalAdvice says what to do about each signal that fired.
+func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
+	fired := firedSignals(v)
+	_, saturated := fired[SignalSaturation]
+	var a []string
 	if sig, ok := fired[SignalFailures]; ok {
 		if sig.Finding {
 			a = append(a, "Most requests failed: find out why (the error kinds above) before reading the latency as the service's or planning capacity on it.")
@@ -45,7 +67,9 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 			a = append(a, "Check the target before reading any figure: no request succeeded, so these figures time failures, not your code (a wrong URL or port, the service down or not ready, every request rejected); then rerun.")
 		}
 	}
-	if _, ok := fired[SignalSteal]; ok {
+	_, stole := fired[SignalSteal]
+	_, starved := fired[SignalGenerator]
+	if stole || starved && late.stolen > 0 {
 		a = append(a, "Rerun when the host is quiet (tare check says whether now is), or run the three-window protocol (tare protocol) to get capacity as a range; for a single number to plan on, use a dedicated or non-burstable host.")
 	}
 	if _, ok := fired[SignalThrottling]; ok {
@@ -54,7 +78,7 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if _, ok := fired[SignalNeighbours]; ok {
 		a = append(a, neighbourAdvice(s))
 	}
-	if _, ok := fired[SignalGenerator]; ok {
+	if starved && !late.byTheHypervisor() {
 		a = append(a, "Give tare its own CPU: lower the rate, pin tare and the system under test to different cores (taskset -c), or run tare on another host.")
 	}
 	if _, ok := fired[SignalRunDelay]; ok {
@@ -66,6 +90,12 @@ func advise(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if saturated && v.Level != tare.Polluted {
 		a = append(a, "The system under test saturated: to serve this load, make each request cheaper or give the service more CPUs (or find what else limits it); tare sweep finds the highest rate that meets the SLO.")
 	}
+	return a
+}
+
+// sloAdvice says what the SLO's outcome means, given the level.
+func sloAdvice(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
+	var a []string
 	if len(v.SLO) == 0 {
 		return a
 	}
@@ -96,11 +126,37 @@ func neighbourAdvice(s *tare.Summary) string {
 	by := s.Host.CPUBy
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
 	if Probed(s) {
-		return measuredNeighbourAdvice(s.Blame, s.Env.VCPUs, pin)
+		return measuredNeighbourAdvice(s.Blame, by, s.Env.VCPUs, pin)
 	}
 	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
-		name, pids, _ := busiestCommand(by)
-		return fmt.Sprintf("Stop `%s` (%s) or move it elsewhere during the test, or %s; then rerun.", name, pids, pin)
+		if c := by.TopOthers[0].Container; c != nil {
+			return fmt.Sprintf("Stop %s during the test (%s), or %s; then rerun.", c, stopHint(c), pin)
+		}
+		who, _ := busiestOther(by)
+		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun.", who, pin)
 	}
 	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
+}
+
+// stopHint is how a container is stopped, in its runtime's own words.
+func stopHint(c *tare.Container) string {
+	ref := c.Name
+	if ref == "" || ref == c.ID {
+		ref = c.ShortID()
+	}
+	switch {
+	case c.Pod != "":
+		return "move the pod, or the test, to another node"
+	case c.Runtime == "docker" || c.Runtime == "podman":
+		return c.Runtime + " stop " + ref
+	case c.Runtime == "containerd":
+		return "nerdctl stop " + ref
+	case c.Runtime == "systemd-nspawn":
+		return "machinectl stop " + ref
+	case c.Runtime == "libvirt":
+		return "shut the guest down, or give it CPUs of its own"
+	case c.Runtime == "kubernetes" || c.Runtime == "cri-o":
+		return "it runs in a Kubernetes pod: move the pod, or the test, to another node"
+	}
+	return "with the runtime that started it"
 }

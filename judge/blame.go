@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tare-dev/tare"
@@ -85,13 +86,17 @@ func busiestCore(b *tare.Blame, vcpus int) (int, float64) {
 	return cpu, 100 * top / total
 }
 
-// measuredNeighbourAdvice names the process to stop, and the core to free
-// when the wait behind others was mostly on one.
-func measuredNeighbourAdvice(b *tare.Blame, vcpus int, pin string) string {
+// measuredNeighbourAdvice names the process to stop (its container, when
+// the ledger saw it run in one), and the core to free when the wait behind
+// others was mostly on one.
+func measuredNeighbourAdvice(b *tare.Blame, by *tare.CPUBy, vcpus int, pin string) string {
 	cpu, share := busiestCore(b, vcpus)
 	for _, o := range b.Behind {
 		if o.Owner != tare.OwnerOther || o.Name == "" {
 			continue
+		}
+		if c := containerOf(by, o.PIDs); c != nil {
+			return fmt.Sprintf("Stop %s during the test (%s), or %s; then rerun.", c, stopHint(c), pin)
 		}
 		if cpu >= 0 {
 			return fmt.Sprintf("Stop %s or move it off CPU %d, where %.0f%% of the wait behind other processes was (taskset -c), or %s; then rerun.", o.Who(), cpu, share, pin)
@@ -120,4 +125,18 @@ func blameWarnings(s *tare.Summary) []string {
 		w = append(w, fmt.Sprintf("the scheduler probe lost %d events (a map full, or a run of its program skipped): the blame undercounts", n))
 	}
 	return w
+}
+
+// containerOf is the container the ledger saw one of pids run in; nil
+// when it saw none of them in one.
+func containerOf(by *tare.CPUBy, pids []int) *tare.Container {
+	if by == nil {
+		return nil
+	}
+	for _, p := range by.TopOthers {
+		if p.Container != nil && slices.Contains(pids, p.PID) {
+			return p.Container
+		}
+	}
+	return nil
 }

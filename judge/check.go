@@ -51,7 +51,7 @@ func busiest(by *tare.CPUBy, vcpus int) string {
 		if p.CPUPct*float64(max(vcpus, 1)) < 1 {
 			break // busiest first: the rest are idle
 		}
-		parts = append(parts, fmt.Sprintf("`%s` (pid %d) %.0f%% of a CPU", p.Name, p.PID, p.CPUPct*float64(max(vcpus, 1))))
+		parts = append(parts, fmt.Sprintf("%s %.0f%% of a CPU", p.Who(), p.CPUPct*float64(max(vcpus, 1))))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -17,9 +17,14 @@
 // beside the level.
 //
 // Across runs, Protocol judges a comparison of the three-window protocol:
-// host-variable when any metric diverges between windows by more than the
-// threshold (30 %), reproducible otherwise; the decision rules against an
-// SLO (off-peak over it: the code; peak over it alone: headroom or another
-// host); and capacity as a range. Step and Search are the capacity sweep:
+// host-variable when a metric diverges between windows by more than the
+// threshold (30 %), by more than the latency floor and beyond noise (the
+// interval of the test on requests excludes no difference); inconclusive
+// when one is above threshold and floor on too few requests to tell, with
+// how many to run; reproducible otherwise. Then the decision rules against
+// an SLO (off-peak over it: the code; peak over it alone: headroom or
+// another host); capacity as a range, by what was measured, with the
+// windows where the host was not quietest or busiest when expected; and
+// what changed in each window's whose-CPU ledger against the quietest. Step and Search are the capacity sweep:
 // when a step saturated, and which rate to try next.
 package judge

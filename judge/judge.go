@@ -38,7 +38,8 @@ type Thresholds struct {
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
 }
 
-// DefaultThresholds returns the thresholds of DESIGN.md.
+// DefaultThresholds returns the default thresholds, those docs/verdict.md
+// explains.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		Steal:          10,
@@ -126,12 +127,13 @@ func ThresholdsOf(m map[string]float64) Thresholds {
 // first: when it fires, nothing else matters as much.
 func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verdict {
 	host := hostTicks(ticks)
+	late := lateSendsOf(ticks, th)
 	signals := []tare.Signal{
 		failures(s),
 		steal(s, host, th),
 		throttling(host, th),
 		neighbours(s, host, th),
-		generator(s, th),
+		generator(s, late, th),
 		runDelay(s, th),
 		latencyAlone(ticks, th),
 		saturation(s, ticks),
@@ -143,7 +145,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 		}
 	}
 	v.SLO = slo.Check(s)
-	v.Advice = advise(s, v, th)
+	v.Advice = advise(s, v, th, late)
 	v.Warnings = warnings(s, v, th)
 	return v
 }
@@ -342,10 +344,39 @@ func depthName(ticks []tare.Tick) string {
 	return "in-flight"
 }
 
+// lateSends are the ticks in which an arrival was sent later than the
+// send-lag threshold, and how many of them had steal above its own
+// threshold: sends the hypervisor delayed, not tare.
+type lateSends struct {
+	ticks, stolen int
+	steal         float64 // the highest steal of those stolen ticks, %
+}
+
+func lateSendsOf(ticks []tare.Tick, th Thresholds) lateSends {
+	var l lateSends
+	for _, t := range ticks {
+		if t.SendLagMax <= th.SendLagP99 {
+			continue
+		}
+		l.ticks++
+		if t.Host != nil && t.Host.CPU.Steal > th.Steal {
+			l.stolen++
+			l.steal = max(l.steal, t.Host.CPU.Steal)
+		}
+	}
+	return l
+}
+
+// byTheHypervisor says every late send was in a tick of high steal: the
+// hypervisor, not tare, made them late.
+func (l lateSends) byTheHypervisor() bool { return l.stolen > 0 && l.stolen == l.ticks }
+
 // generator fires when tare could not send on time: lateness changes the
 // measurement. tare's own wait for a CPU, or its sharing the cores with
-// the service (co-location), does not, as long as it sends on time.
-func generator(s *tare.Summary, th Thresholds) tare.Signal {
+// the service (co-location), does not, as long as it sends on time. When
+// the late sends fell in ticks whose steal was over its threshold, the
+// detail names the steal as their cause, not tare.
+func generator(s *tare.Summary, late lateSends, th Thresholds) tare.Signal {
 	sig := tare.Signal{Name: SignalGenerator, Threshold: ms(th.SendLagP99)}
 	lag := s.SendLag.P99
 	if lag == nil {
@@ -357,6 +388,14 @@ func generator(s *tare.Summary, th Thresholds) tare.Signal {
 	// the latency: 14 ms of lag inside 8 s latencies does not.
 	material := s.Latency.P50 == nil || *lag > 0.1**s.Latency.P50
 	switch {
+	case *lag > ms(th.SendLagP99) && material && late.byTheHypervisor():
+		sig.Fired = true
+		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): the hypervisor's steal made tare send late, which invented latency: every tick with a late send (%d) had steal above %g%% (up to %.1f%%)",
+			*lag, ms(th.SendLagP99), late.ticks, th.Steal, late.steal)
+	case *lag > ms(th.SendLagP99) && material && late.stolen > 0:
+		sig.Fired = true
+		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): tare could not send on time, so it invented latency; %d of the %d ticks with a late send had steal above %g%% (up to %.1f%%), the hypervisor's doing",
+			*lag, ms(th.SendLagP99), late.stolen, late.ticks, th.Steal, late.steal)
 	case *lag > ms(th.SendLagP99) && material:
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): tare itself could not send on time, so it invented latency", *lag, ms(th.SendLagP99))
@@ -429,29 +468,34 @@ func neighbourNames(by *tare.CPUBy, vcpus int) string {
 		return fmt.Sprintf("other processes used %.0f%% of a CPU, %.0f%% of it busy time no visible process accounts for (other containers, short-lived processes)",
 			by.Neighbours()*cores, by.Unattributed*cores)
 	}
-	name, pids, used := busiestCommand(by)
-	out := fmt.Sprintf("`%s` (%s) used %.0f%% of a CPU", name, pids, used*cores)
+	who, used := busiestOther(by)
+	out := fmt.Sprintf("%s used %.0f%% of a CPU", who, used*cores)
 	if rest := by.Neighbours() - used; rest*cores >= 5 {
 		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
 	}
 	return out
 }
 
-// busiestCommand is the command of the busiest other process, its pids
-// ("pid 7" or "pids 7, 9") and their summed share of the host.
-func busiestCommand(by *tare.CPUBy) (name, pids string, used float64) {
-	name = by.TopOthers[0].Name
+// busiestOther names the busiest other, with its share of the host: a
+// container with all its processes, or a command with all its processes
+// outside containers ("`sh` (pid 7)" or "`sh` (pids 7, 9)": two `sh` hogs
+// are one neighbour to stop).
+func busiestOther(by *tare.CPUBy) (who string, used float64) {
+	top := by.TopOthers[0]
+	if top.Container != nil {
+		return top.Who(), top.CPUPct
+	}
 	var ids []string
 	for _, p := range by.TopOthers {
-		if p.Name == name {
+		if p.Name == top.Name && p.Container == nil {
 			ids = append(ids, strconv.Itoa(p.PID))
 			used += p.CPUPct
 		}
 	}
 	if len(ids) == 1 {
-		return name, "pid " + ids[0], used
+		return fmt.Sprintf("`%s` (pid %s)", top.Name, ids[0]), used
 	}
-	return name, "pids " + strings.Join(ids, ", "), used
+	return fmt.Sprintf("`%s` (pids %s)", top.Name, strings.Join(ids, ", ")), used
 }
 
 // waiter names who waited: the system under test when tare knows it.

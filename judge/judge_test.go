@@ -236,26 +236,56 @@ func TestLevels(t *testing.T) {
 }
 
 // TestNeighbourNamed: the neighbours signal names the busiest other
-// process in shares of one CPU, and the advice says to stop it.
+// process, or container, in shares of one CPU, and the advice says to stop
+// it, in its runtime's words for a container.
 func TestNeighbourNamed(t *testing.T) {
-	s, ticks := run(make([]float64, 10))
-	s.Env.VCPUs = 2
-	s.SUT = &tare.SUTSummary{PIDs: []int{77}}
-	s.Host.RunDelayPct, s.Host.NeighbourWaitPct = tare.Float(30), tare.Float(11.6)
-	s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}}}
-	v := Judge(s, ticks, DefaultThresholds(), nil)
-	sig := find(t, v, SignalNeighbours)
-	want := "`batch` (pid 4121) used 96% of a CPU, while the system under test waited for a CPU 11.6% of the time behind them"
-	if !sig.Fired || !strings.Contains(sig.Detail, want) {
-		t.Errorf("neighbours: %+v; want fired with %q", sig, want)
+	const id = "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5"
+	tests := []struct {
+		name             string
+		top              []tare.ProcessShare
+		detail, stopping string
+	}{
+		{"a process", []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}},
+			"`batch` (pid 4121) used 96% of a CPU", "Stop `batch` (pid 4121) or move it elsewhere"},
+		{"two of one command", []tare.ProcessShare{{Name: "sh", PID: 7, CPUPct: 24}, {Name: "sh", PID: 9, CPUPct: 24}},
+			"`sh` (pids 7, 9) used 96% of a CPU", "Stop `sh` (pids 7, 9) or move it elsewhere"},
+		{"a command inside and outside a container", []tare.ProcessShare{{Name: "sh", PID: 7, CPUPct: 30},
+			{Name: "sh", PID: 9, CPUPct: 18, Container: &tare.Container{ID: id, Runtime: "docker"}, Processes: 1}},
+			"`sh` (pid 7) used 60% of a CPU and other processes 40% more", "Stop `sh` (pid 7)"},
+		{"a docker container", []tare.ProcessShare{{Name: "redis-server", PID: 4121, CPUPct: 48, Processes: 3,
+			Container: &tare.Container{ID: id, Runtime: "docker", Name: "redis-cache", Image: "redis:7"}}},
+			"container `redis-cache` (docker 863e2e323075, redis:7), 3 processes, busiest `redis-server` (pid 4121) used 96% of a CPU",
+			"Stop container `redis-cache` (docker 863e2e323075, redis:7) during the test (docker stop redis-cache)"},
+		{"a podman container with no name", []tare.ProcessShare{{Name: "nginx", PID: 51, CPUPct: 48, Processes: 1,
+			Container: &tare.Container{ID: id, Runtime: "podman"}}},
+			"container 863e2e323075 (podman), `nginx` (pid 51) used 96% of a CPU", "(podman stop 863e2e323075)"},
+		{"a pod's container", []tare.ProcessShare{{Name: "worker", PID: 61, CPUPct: 48, Processes: 2,
+			Container: &tare.Container{ID: id, Runtime: "containerd", Name: "worker", Pod: "jobs/worker-5c7d8f9b6-m2n3p"}}},
+			"container `worker` of pod jobs/worker-5c7d8f9b6-m2n3p (containerd 863e2e323075), 2 processes, busiest `worker` (pid 61) used 96% of a CPU",
+			"(move the pod, or the test, to another node)"},
 	}
-	if !strings.Contains(strings.Join(v.Advice, "\n"), "Stop `batch` (pid 4121)") {
-		t.Errorf("advice %q does not name the neighbour to stop", v.Advice)
-	}
-	for _, a := range v.Advice {
-		if strings.Contains(a, "scale") && !strings.Contains(a, "Do not scale") {
-			t.Errorf("a polluted run advises scaling: %q", a)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ticks := run(make([]float64, 10))
+			s.Env.VCPUs = 2
+			s.SUT = &tare.SUTSummary{PIDs: []int{77}}
+			s.Host.RunDelayPct, s.Host.NeighbourWaitPct = tare.Float(30), tare.Float(11.6)
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 10, Tare: 5, Others: 50, Idle: 35, TopOthers: tt.top}
+			v := Judge(s, ticks, DefaultThresholds(), nil)
+			sig := find(t, v, SignalNeighbours)
+			want := tt.detail + ", while the system under test waited for a CPU 11.6% of the time behind them"
+			if !sig.Fired || !strings.Contains(sig.Detail, want) {
+				t.Errorf("neighbours: %+v; want fired with %q", sig, want)
+			}
+			if !strings.Contains(strings.Join(v.Advice, "\n"), tt.stopping) {
+				t.Errorf("advice %q does not say %q", v.Advice, tt.stopping)
+			}
+			for _, a := range v.Advice {
+				if strings.Contains(a, "scale") && !strings.Contains(a, "Do not scale") {
+					t.Errorf("a polluted run advises scaling: %q", a)
+				}
+			}
+		})
 	}
 }
 

@@ -6,12 +6,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
 
 // DefaultDivergencePct is the divergence between windows above which the
-// host, not the code, is the variable (DESIGN.md: 30 %).
+// host, not the code, is the variable (docs/json.md, Definitions: 30 %).
 const DefaultDivergencePct = 30.0
 
 // ProtocolRules are what the protocol verdict is judged against.
@@ -21,63 +22,89 @@ type ProtocolRules struct {
 	DivergencePct float64
 	// SLO, when set, is checked in every window for the decision rules.
 	SLO SLO
+	// LatencyFloor is the smallest difference of latency between windows
+	// that can be a host effect; when 0, the largest latency floor the
+	// runs' verdicts used, else DefaultThresholds'.
+	LatencyFloor time.Duration
 }
 
-// Protocol sets the capacity range and the protocol verdict of a
-// comparison whose figures stats.Compare filled in. runs are the compared
-// runs' summaries, in the order of c.Runs (the SLO is checked on them).
+// Protocol sets the capacity range, what changed between windows and the
+// protocol verdict of a comparison whose figures stats.Compare filled in.
+// runs are the compared runs' summaries, in the order of c.Runs (the SLO
+// is checked on them).
 //
-// The verdict is host-variable when any metric diverges by more than the
-// threshold: the same load gave another curve at another hour, so no
-// scaling decision is valid, and the advice says not to scale up. The
-// decision rules against an SLO: off-peak (the quietest host) over it means
-// the problem is the code; peak over it while off-peak meets it means add
-// headroom or move the workload. The advice never recommends scaling up.
+// A figure's divergence counts only beyond noise and above the latency
+// floor (metricVerdicts). The verdict is host-variable when one counts:
+// the same load gave another curve at another hour, so no scaling
+// decision is valid, and the advice says not to scale up. It is
+// inconclusive when a figure diverges beyond the threshold and the floor
+// but on too few requests to tell, with how many to run; reproducible
+// otherwise. The decision rules against an SLO: off-peak (the quietest
+// host) over it means the problem is the code; peak over it while
+// off-peak meets it means add headroom or move the workload. The advice
+// never recommends scaling up.
 func Protocol(c *tare.Comparison, runs []tare.Summary, rules ProtocolRules) {
 	if rules.DivergencePct == 0 {
 		rules.DivergencePct = DefaultDivergencePct
 	}
-	c.Capacity = capacityRange(c)
-	v := tare.CompareVerdict{Level: tare.Reproducible, ThresholdPct: rules.DivergencePct, Diverged: []string{}}
-	d := c.DivergencePct
-	var worst string
-	worstPct := math.Inf(-1)
-	for _, m := range []struct {
-		name string
-		pct  *float64
-	}{{"avg", d.Avg}, {"p50", d.P50}, {"p95", d.P95}, {"p99", d.P99}, {"throughput", d.Throughput}} {
-		if m.pct == nil || *m.pct <= rules.DivergencePct {
-			continue
-		}
-		v.Diverged = append(v.Diverged, m.name)
-		if *m.pct > worstPct {
-			worst, worstPct = m.name, *m.pct
+	th := rules.DivergencePct
+	floor := latencyFloor(runs, rules.LatencyFloor)
+	c.Capacity = capacityRange(c, floor, th)
+	c.Changes = windowChanges(c, c.Capacity.BestWindow, floor, th)
+	v := tare.CompareVerdict{Level: tare.Reproducible, ThresholdPct: th, Diverged: []string{}, LatencyFloorMS: floor}
+	v.Metrics = metricVerdicts(c, th, floor)
+	var diverged, unsure, belowFloor []tare.MetricVerdict
+	for _, m := range v.Metrics {
+		switch m.Status {
+		case tare.MetricDiverged:
+			diverged = append(diverged, m)
+			v.Diverged = append(v.Diverged, m.Metric)
+		case tare.MetricTooLittleData:
+			unsure = append(unsure, m)
+		case tare.MetricBelowFloor:
+			belowFloor = append(belowFloor, m)
 		}
 	}
 	// A sweep per window: the capacities themselves diverge.
-	if cp := c.Capacity; cp.Metric == "rate_per_s" && cp.GapPct != nil && *cp.GapPct > rules.DivergencePct {
+	capacityGap := false
+	if cp := c.Capacity; cp.Metric == "rate_per_s" && cp.GapPct != nil && *cp.GapPct > th {
 		v.Diverged = append(v.Diverged, "capacity")
-		if *cp.GapPct > worstPct {
-			worst, worstPct = "capacity", *cp.GapPct
-		}
+		capacityGap = true
 	}
 	between := "between these runs"
 	if hasWindows(c.Runs) {
 		between = "between windows"
 	}
-	if len(v.Diverged) > 0 {
+	switch {
+	case len(v.Diverged) > 0:
 		v.Level = tare.HostVariable
+		v.Advice = append(v.Advice, "The host is the variable: no scaling decision is valid from these runs. "+
+			divergedText(c, diverged, capacityGap, between, th, floor))
 		v.Advice = append(v.Advice,
-			fmt.Sprintf("The host is the variable: no scaling decision is valid from these runs. %s diverges by %.1f%% %s (threshold %g%%): the same load gave another curve at another hour.",
-				metricName(worst), worstPct, between, rules.DivergencePct),
 			"Do not scale up (or down) on these figures: a bigger host on the same shared infrastructure buys the neighbours' noise too.",
-			"For a number to plan on, measure on a dedicated or non-burstable host; meanwhile plan with the capacity range: the worst case (peak) for what users see by day, the typical case (mid) for capacity math.")
-	} else {
-		measured := d.Avg != nil || d.P50 != nil || d.P95 != nil || d.P99 != nil || d.Throughput != nil
+			"For a number to plan on, measure on a dedicated or non-burstable host; meanwhile plan with the capacity range: the worst case for what users see when the host is busiest, the typical case for capacity math.")
+	case len(unsure) > 0:
+		v.Level = tare.Inconclusive
+		v.Need = need(c, v.Metrics)
+		m := widest(unsure)
+		v.Advice = append(v.Advice, fmt.Sprintf("Too little data to tell whether the host is the variable: %s, but %s includes no difference.%s",
+			lowerFirst(higher(m)), interval(&m), explain(c, m.A, m.B, floor, th)))
+		run := "Run more requests a window and compare again"
+		if v.Need != nil {
+			run = "Run " + v.Need.Detail
+		}
+		v.Advice = append(v.Advice, run+"; until then these figures support no scaling decision, and say nothing against the host either.")
+	default:
+		measured := len(v.Metrics) > 0
 		if measured {
-			v.Advice = append(v.Advice, fmt.Sprintf("The runs agree within %g%% on every metric measured in all of them: the figures describe the code, and a scaling decision from them is valid.", rules.DivergencePct))
+			v.Advice = append(v.Advice, fmt.Sprintf("The runs agree within %g%% on every metric measured in all of them, or differ by less than the latency floor (%s): the figures describe the code, and a scaling decision from them is valid.", th, msText(floor)))
 		} else {
 			v.Advice = append(v.Advice, "No metric was measured in every run: nothing to compare, so nothing says the host is the variable either.")
+		}
+		if len(belowFloor) > 0 {
+			m := widest(belowFloor)
+			v.Advice = append(v.Advice, fmt.Sprintf("%s differs by %.1f%% between %s and %s, but by %s only, within the latency floor (%s): scheduler noise on a fast service, not a host effect.",
+				metricName(m.Metric), *m.DivergencePct, m.A, m.B, msText(*m.AValue-*m.BValue), msText(floor)))
 		}
 		if polluted := pollutedRuns(c.Runs); len(polluted) > 0 {
 			v.Advice = append(v.Advice, fmt.Sprintf("Even so, %s %s polluted: the agreement may be luck; check the steal of each window before trusting it.",
@@ -88,6 +115,62 @@ func Protocol(c *tare.Comparison, runs []tare.Summary, rules ProtocolRules) {
 		v.SLO, v.Advice = sloRules(c, runs, rules.SLO, v.Advice)
 	}
 	c.Verdict = v
+}
+
+// divergedText says which figure diverged most, how, and what changed
+// between the two windows it diverged between.
+func divergedText(c *tare.Comparison, diverged []tare.MetricVerdict, capacityGap bool, between string, th, floor float64) string {
+	if len(diverged) == 0 && capacityGap {
+		return fmt.Sprintf("%s diverges by %.1f%% %s (threshold %g%%): the same load gave another curve at another hour.",
+			metricName("capacity"), *c.Capacity.GapPct, between, th)
+	}
+	m := widest(diverged)
+	if !m.Tested {
+		return fmt.Sprintf("%s diverges by %.1f%% %s (threshold %g%%): the same load gave another curve at another hour.%s",
+			metricName(m.Metric), *m.DivergencePct, between, th, explain(c, m.A, m.B, floor, th))
+	}
+	return fmt.Sprintf("%s, %.1f%% apart (threshold %g%%) and beyond noise: %s. The same load gave another curve at another hour.%s",
+		higher(m), *m.DivergencePct, th, interval(&m), explain(c, m.A, m.B, floor, th))
+}
+
+// higher says how much higher a figure was in one window than the other.
+func higher(m tare.MetricVerdict) string {
+	return fmt.Sprintf("%s is %.3g× higher in %s than in %s (%s against %s)", metricName(m.Metric), *m.AValue / *m.BValue, m.A, m.B,
+		msText(*m.AValue), msText(*m.BValue))
+}
+
+// lowerFirst is s with its first letter in lower case, to go mid-sentence.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// widest is the verdict of the figure that diverged most.
+func widest(ms []tare.MetricVerdict) tare.MetricVerdict {
+	return slices.MaxFunc(ms, func(a, b tare.MetricVerdict) int {
+		return cmp.Compare(*a.DivergencePct, *b.DivergencePct)
+	})
+}
+
+// latencyFloor is floor when set, else the largest the runs' verdicts
+// used, else the default, in ms.
+func latencyFloor(runs []tare.Summary, floor time.Duration) float64 {
+	if floor > 0 {
+		return ms(floor)
+	}
+	f := DefaultThresholds().LatencyFloor
+	used := time.Duration(0)
+	for _, r := range runs {
+		if _, ok := r.Thresholds["latency_floor_ms"]; ok {
+			used = max(used, ThresholdsOf(r.Thresholds).LatencyFloor)
+		}
+	}
+	if used > 0 {
+		f = used
+	}
+	return ms(f)
 }
 
 // sloRules checks the SLO in every run and applies the decision rules.
@@ -135,77 +218,6 @@ func sloRules(c *tare.Comparison, runs []tare.Summary, slo SLO, advice []string)
 		advice = append(advice, fmt.Sprintf("Every run meets the SLO %s, the worst window included: on this host as it is, the SLO holds.", slo))
 	}
 	return checks, advice
-}
-
-// capacityRange is capacity as a range: the sweeps' capacities when the
-// protocol swept the rate, else the p95 of each window at the load run.
-// Runs without windows give the best and worst run instead.
-func capacityRange(c *tare.Comparison) tare.CapacityRange {
-	var windows []string
-	var values []float64
-	if len(c.Sweeps) > 0 {
-		for _, s := range c.Sweeps {
-			if s.CapacityPerS != nil {
-				windows, values = append(windows, s.Window), append(values, *s.CapacityPerS)
-			}
-		}
-		return valueRange("rate_per_s", windows, values, true)
-	}
-	for _, run := range c.Runs {
-		if run.Latency.P95 != nil {
-			windows, values = append(windows, run.Window), append(values, *run.Latency.P95)
-		}
-	}
-	return valueRange("p95_ms", windows, values, false)
-}
-
-// valueRange is the range of values, each measured in windows[i]: best
-// off-peak, worst at peak, typical mid, the medians of each; without any
-// window, the best and worst value. higherIsBetter says which end is best
-// (a rate, not a latency); the gap is always the worse minus the better.
-func valueRange(metric string, windows []string, values []float64, higherIsBetter bool) tare.CapacityRange {
-	r := tare.CapacityRange{Metric: metric, From: "windows"}
-	byWindow := map[string][]float64{}
-	for i, w := range windows {
-		byWindow[w] = append(byWindow[w], values[i])
-	}
-	switch {
-	case len(byWindow[tare.WindowPeak]) > 0 || len(byWindow[tare.WindowOffpeak]) > 0 || len(byWindow[tare.WindowMid]) > 0:
-		r.Best, r.Worst, r.Typical = medianPtr(byWindow[tare.WindowOffpeak]), medianPtr(byWindow[tare.WindowPeak]), medianPtr(byWindow[tare.WindowMid])
-	case len(values) > 0:
-		r.From = "runs"
-		best, worst := slices.Min(values), slices.Max(values)
-		if higherIsBetter {
-			best, worst = worst, best
-		}
-		r.Best, r.Worst = tare.Float(best), tare.Float(worst)
-	}
-	if r.Best != nil && r.Worst != nil {
-		gap := *r.Worst - *r.Best
-		if higherIsBetter {
-			gap = -gap
-		}
-		r.Gap = roundTo(gap, 3)
-		r.GapPct = gapPct(*r.Best, *r.Worst)
-	}
-	return r
-}
-
-// gapPct is |best − worst| / min(best, worst) in percent: the divergence of
-// the two ends of the range.
-func gapPct(best, worst float64) *float64 {
-	lo := min(best, worst)
-	if !(lo > 0) {
-		return nil
-	}
-	return roundTo(100*math.Abs(best-worst)/lo, 1)
-}
-
-func medianPtr(v []float64) *float64 {
-	if len(v) == 0 {
-		return nil
-	}
-	return tare.Float(median(v))
 }
 
 func roundTo(v float64, decimals int) *float64 {

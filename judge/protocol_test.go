@@ -151,6 +151,9 @@ func TestProtocolSweepCapacityDiverges(t *testing.T) {
 	}
 }
 
+// TestCapacityRange: best, worst and typical are what was measured, each
+// named by its window, whichever window it was; where off-peak was not
+// the quietest or peak not the busiest, a finding says so.
 func TestCapacityRange(t *testing.T) {
 	f := tare.Float
 	tests := []struct {
@@ -159,20 +162,34 @@ func TestCapacityRange(t *testing.T) {
 		metric, from              string
 		best, worst, typical, gap *float64
 		gapPct                    *float64
+		windows                   string // best, worst, typical
+		finding                   string // in the findings; "" for none
 	}{
 		{"windows, days pooled by median", tare.Comparison{Runs: []tare.ComparedRun{
 			{Window: "peak", Latency: tare.LatencyMS{P95: f(300)}}, {Window: "peak", Latency: tare.LatencyMS{P95: f(500)}},
 			{Window: "offpeak", Latency: tare.LatencyMS{P95: f(100)}}, {Window: "mid", Latency: tare.LatencyMS{P95: f(200)}},
-		}}, "p95_ms", "windows", f(100), f(400), f(200), f(300), f(300)},
+		}}, "p95_ms", "windows", f(100), f(400), f(200), f(300), f(300), "offpeak,peak,mid", ""},
 		{"runs without windows", tare.Comparison{Runs: []tare.ComparedRun{
-			{Latency: tare.LatencyMS{P95: f(120)}}, {Latency: tare.LatencyMS{P95: f(80)}},
-		}}, "p95_ms", "runs", f(80), f(120), nil, f(40), f(50)},
+			{ID: "r1", Latency: tare.LatencyMS{P95: f(120)}}, {ID: "r2", Latency: tare.LatencyMS{P95: f(80)}},
+		}}, "p95_ms", "runs", f(80), f(120), nil, f(40), f(50), "r2,r1,", ""},
 		{"sweeps: requests per second", tare.Comparison{Sweeps: []tare.SweepCapacity{
 			{Window: "peak", CapacityPerS: f(12)}, {Window: "offpeak", CapacityPerS: f(24)}, {Window: "mid", CapacityPerS: f(20)},
-		}}, "rate_per_s", "windows", f(24), f(12), f(20), f(12), f(100)},
+		}}, "rate_per_s", "windows", f(24), f(12), f(20), f(12), f(100), "offpeak,peak,mid", ""},
 		{"peak faster than off-peak", tare.Comparison{Runs: []tare.ComparedRun{
+			{Window: "peak", Latency: tare.LatencyMS{P95: f(90)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(130)}},
+		}}, "p95_ms", "windows", f(90), f(130), nil, f(40), f(44.4), "peak,offpeak,",
+			"Off-peak, the window expected to be the quietest, was not: p95 was 90.0ms in peak against 130ms in offpeak, untested"},
+		{"peak a little faster than off-peak: a tie, no finding", tare.Comparison{Runs: []tare.ComparedRun{
 			{Window: "peak", Latency: tare.LatencyMS{P95: f(90)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(100)}},
-		}}, "p95_ms", "windows", f(100), f(90), nil, f(-10), f(11.1)},
+		}}, "p95_ms", "windows", f(90), f(100), nil, f(10), f(11.1), "peak,offpeak,", ""},
+		{"mid slower than peak", tare.Comparison{Runs: []tare.ComparedRun{
+			{Window: "peak", Latency: tare.LatencyMS{P95: f(150)}}, {Window: "offpeak", Latency: tare.LatencyMS{P95: f(100)}}, {Window: "mid", Latency: tare.LatencyMS{P95: f(400)}},
+		}}, "p95_ms", "windows", f(100), f(400), f(150), f(300), f(300), "offpeak,mid,peak",
+			"Peak, the window expected to be the busiest, was not: p95 was 400ms in mid against 150ms in peak"},
+		{"sweep: peak sustained the most", tare.Comparison{Sweeps: []tare.SweepCapacity{
+			{Window: "peak", CapacityPerS: f(30)}, {Window: "offpeak", CapacityPerS: f(24)},
+		}}, "rate_per_s", "windows", f(30), f(24), nil, f(6), f(25), "peak,offpeak,",
+			"Off-peak, the window expected to be the quietest, was not: the highest sustainable rate was 30/s in peak against 24/s in offpeak"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,6 +199,13 @@ func TestCapacityRange(t *testing.T) {
 				!eqPtr(r.Typical, tt.typical) || !eqPtr(r.Gap, tt.gap) || !eqPtr(r.GapPct, tt.gapPct) {
 				t.Errorf("got %s from %s best %v worst %v typical %v gap %v (%v%%)", r.Metric, r.From,
 					show(r.Best), show(r.Worst), show(r.Typical), show(r.Gap), show(r.GapPct))
+			}
+			if got := r.BestWindow + "," + r.WorstWindow + "," + r.TypicalWindow; got != tt.windows {
+				t.Errorf("best, worst, typical from %q; want %q", got, tt.windows)
+			}
+			found := strings.Join(r.Findings, "\n")
+			if tt.finding == "" && found != "" || !strings.Contains(found, tt.finding) {
+				t.Errorf("findings:\n%s\nwant %q", found, tt.finding)
 			}
 		})
 	}

@@ -13,7 +13,7 @@ type SLO []Objective
 
 // Objective is one limit on one figure, e.g. p95<=2s.
 type Objective struct {
-	Metric string        // avg, p50, p90, p95, p99, max (latency from the scheduled time); ttft, tpot, e2e (per request)
+	Metric string        // avg, p50, p90, p95, p99, max (latency from the scheduled time); ttft, tpot, ttfb, e2e (per request)
 	Limit  time.Duration // inclusive upper bound
 	text   string
 }
@@ -37,7 +37,7 @@ func ParseSLO(s string) (SLO, error) {
 			return nil, tare.Errorf(tare.EINVALID, "SLO objective must look like p95<=2s or avg<=300ms; got %q", part)
 		}
 		if _, known := sloMetrics[metric]; !known {
-			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: unknown figure %q; use one of avg, p50, p90, p95, p99, max, ttft, tpot, e2e", part, metric)
+			return nil, tare.Errorf(tare.EINVALID, "SLO objective %q: unknown figure %q; use one of avg, p50, p90, p95, p99, max, ttft, tpot, ttfb, e2e", part, metric)
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(limit))
 		if err != nil || d <= 0 {
@@ -95,24 +95,55 @@ var sloMetrics = map[string]func(*tare.Summary) *float64{
 		}
 		return s.Model.TPOT.P95
 	},
+	"ttfb": func(s *tare.Summary) *float64 {
+		if s.TTFB == nil {
+			return nil
+		}
+		return s.TTFB.P95
+	},
 	"e2e": func(s *tare.Summary) *float64 { return s.Latency.P95 },
 }
 
 // perRequest are the figures an objective can hold each request to; the
 // run-level check of such an objective is against the figure's p95.
 var perRequest = map[string]func(*tare.Result) time.Duration{
-	"ttft": func(r *tare.Result) time.Duration {
-		if r.FirstByte.IsZero() {
-			return time.Duration(1<<63 - 1) // no first token: never in time
-		}
-		return r.TTFT()
-	},
+	"ttft": firstAnswer, // the first token
 	"tpot": (*tare.Result).TPOT,
+	"ttfb": firstAnswer, // the first byte
 	"e2e":  (*tare.Result).Latency,
 }
 
+// firstAnswer is the time to a request's first token or byte from the
+// start of the call; a request without one never answered in time.
+func firstAnswer(r *tare.Result) time.Duration {
+	if r.FirstByte.IsZero() {
+		return time.Duration(1<<63 - 1)
+	}
+	return r.TTFT()
+}
+
+// ForTarget checks that every objective of s is about a figure the target
+// has: a plain HTTP target (http true) answers with bytes, not tokens, so
+// ttft and tpot are not its figures and its first answer is ttfb; a model
+// endpoint or a queue of model calls answers with tokens, so ttfb is not
+// theirs. The error, EINVALID, names the objective and the one that fits.
+func (s SLO) ForTarget(http bool) error {
+	for _, o := range s {
+		limit := o.Limit.String()
+		switch {
+		case http && o.Metric == "ttft":
+			return tare.Errorf(tare.EINVALID, "SLO objective %q: a plain HTTP target sends no tokens, so it has no time to first token; its first answer is the first byte: ttfb<=%s", o.text, limit)
+		case http && o.Metric == "tpot":
+			return tare.Errorf(tare.EINVALID, "SLO objective %q: a plain HTTP target sends no tokens, so it has no time per output token; hold the whole response to e2e<=… or p95<=…", o.text)
+		case !http && o.Metric == "ttfb":
+			return tare.Errorf(tare.EINVALID, "SLO objective %q: ttfb is a plain HTTP target's time to first byte; a model's first answer is its first token: ttft<=%s", o.text, limit)
+		}
+	}
+	return nil
+}
+
 // PerRequest returns a test of one finished request against the
-// per-request objectives (ttft, tpot, e2e), and their canonical text; nil
+// per-request objectives (ttft, tpot, ttfb, e2e), and their canonical text; nil
 // and "" when the SLO has none. A request that meets all of them counts
 // toward goodput.
 func (s SLO) PerRequest() (func(*tare.Result) bool, string) {

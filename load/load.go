@@ -26,6 +26,10 @@ const (
 	DefaultDrain       = 10 * time.Second
 )
 
+// NoDrain is a Config.Drain of none: once the arrivals stop early, the
+// requests in flight are cancelled at once (0 means DefaultDrain).
+const NoDrain time.Duration = -1
+
 // Schedule yields arrival offsets from the start of the run, in order;
 // arrival.Process satisfies it.
 type Schedule interface {
@@ -35,7 +39,7 @@ type Schedule interface {
 // Config tunes a Runner; its zero value means the defaults.
 type Config struct {
 	MaxInFlight int           // concurrent requests at most; further arrivals are dropped
-	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early
+	Drain       time.Duration // how long in-flight requests may finish after arrivals stop early; NoDrain for none
 }
 
 // Runner drives one target with one schedule.
@@ -60,7 +64,7 @@ func New(target tare.Target, cfg Config) *Runner {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.Drain <= 0 {
+	if cfg.Drain == 0 {
 		cfg.Drain = DefaultDrain
 	}
 	return &Runner{target: target, cfg: cfg, freed: make(chan struct{}, 1)}
@@ -130,6 +134,11 @@ func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out c
 	select {
 	case <-finished:
 	case <-ctx.Done():
+		if r.cfg.Drain < 0 { // NoDrain
+			cancelRequests()
+			<-finished
+			break
+		}
 		drain := time.NewTimer(r.cfg.Drain)
 		select {
 		case <-finished:

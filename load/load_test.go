@@ -238,6 +238,44 @@ func TestCancelAfterLastArrivalDrains(t *testing.T) {
 	}
 }
 
+// TestNoDrainCancelsAtOnce: with NoDrain (--drain 0), a cancel stops the
+// requests in flight at once instead of giving them the default drain.
+func TestNoDrainCancelsAtOnce(t *testing.T) {
+	var started atomic.Int64
+	stuck := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
+		started.Add(1)
+		select {
+		case <-time.After(time.Minute):
+			res.Err = "timeout"
+		case <-ctx.Done():
+			res.Err = "canceled"
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := New(stuck, Config{Drain: NoDrain})
+	var cancelled time.Time
+	go func() {
+		for started.Load() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		cancelled = time.Now()
+		cancel()
+	}()
+	results, _ := collect(t, r, ctx, &constant{gap: time.Millisecond, n: 3})
+	took := time.Since(cancelled)
+	for _, res := range results {
+		if res.Err != "canceled" {
+			t.Errorf("seq %d: err %q, want canceled", res.Seq, res.Err)
+		}
+	}
+	// A cancel after the default drain would mean NoDrain was read as the
+	// default: half of it is far beyond a cancel at once.
+	if took >= DefaultDrain/2 {
+		t.Errorf("Run returned %v after the cancel: the requests were drained, not cancelled at once", took)
+	}
+}
+
 // TestSaturatedDropsAsTheyCome: with every worker busy for long, the
 // arrivals meanwhile are dropped and counted as the run goes, not only
 // when a worker comes free; each arrival yields one result, in its place

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/loopback"
-
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/httptarget"
+	"github.com/tare-dev/tare/internal/loopback"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/metrics"
 )
@@ -31,12 +31,12 @@ import (
 // the request count, the host ticks, every steal value it scraped among the
 // ticks' steal, the last tick's steal, and the verdict.
 func TestMetricsPrometheus(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("no prometheus binary: install Debian's prometheus package (scripts/test does, as root)")
-	}
 	if testing.Short() {
 		t.Skip("-short: a real Prometheus takes about 15 s")
+	}
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testservice.Missing(t, "no prometheus binary: install Debian's prometheus package (scripts/test does, as root)")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()

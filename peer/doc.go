@@ -28,7 +28,7 @@
 //
 // # What the timestamps are
 //
-// tare measures latency from the scheduled time (DESIGN.md): no other tool
+// tare measures latency from the scheduled time (docs/json.md): no other tool
 // tells tare its schedule, so the results read here start at whatever the
 // tool stamped, and each Format says what that is (its Timing):
 //

@@ -65,14 +65,23 @@ type Plan struct {
 	// DivergencePct is the protocol verdict's threshold (thresholds:
 	// divergence); 0 for the default.
 	DivergencePct float64
+	// Warnings are about retired keys the plan holds, each naming its
+	// line and key: they were ignored.
+	Warnings []string
 
-	keys  Keys
-	lines map[string]int // key path → line
+	keys    Keys
+	retired Retired
+	lines   map[string]int // key path → line
 }
 
 // Keys are the load's keys a plan may hold, by key path ("rate",
 // "thresholds.steal", "sweep.from"): true for a key that takes a list.
 type Keys map[string]bool
+
+// Retired are the keys a plan may still hold that no longer do anything,
+// by key path, each with why: such a key is ignored with a warning
+// (Plan.Warnings), never an error, and never listed among the keys to use.
+type Retired map[string]string
 
 // Setting is one value of a load's key from a plan.
 type Setting struct {
@@ -144,9 +153,10 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
 // ParsePlan parses a plan file read from r; file names it in messages and
-// gives the default id. Every error wraps ErrPlan and names the line and
-// the key.
-func ParsePlan(file string, r io.Reader, keys Keys) (*Plan, error) {
+// gives the default id; keys are the load's keys it takes, retired those
+// it ignores with a warning. Every error wraps ErrPlan and names the line
+// and the key.
+func ParsePlan(file string, r io.Reader, keys Keys, retired Retired) (*Plan, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxPlanSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: read plan %s: %w", ErrPlan, file, err)
@@ -154,11 +164,11 @@ func ParsePlan(file string, r io.Reader, keys Keys) (*Plan, error) {
 	if len(data) > MaxPlanSize {
 		return nil, newPlanError(file, 0, "", nil, "larger than %d bytes: a plan is a short YAML file", MaxPlanSize)
 	}
-	return parsePlan(file, data, keys)
+	return parsePlan(file, data, keys, retired)
 }
 
-func parsePlan(file string, data []byte, keys Keys) (p *Plan, err error) {
-	p = &Plan{File: file, Days: 1, Loc: time.Local, keys: keys, lines: map[string]int{}}
+func parsePlan(file string, data []byte, keys Keys, retired Retired) (p *Plan, err error) {
+	p = &Plan{File: file, Days: 1, Loc: time.Local, keys: keys, retired: retired, lines: map[string]int{}}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := safeDecode(dec, &doc); err != nil {
@@ -368,6 +378,10 @@ func eachKey(p *Plan, m *yaml.Node, prefix string, fn func(key string, v *yaml.N
 			return newPlanError(p.File, k.Line, path, nil, "%s is given twice (first at line %d)", path, line)
 		}
 		p.lines[path] = k.Line
+		if why, ok := p.retired[path]; ok {
+			p.Warnings = append(p.Warnings, p.Errorf(path, nil, "no longer used, and ignored: %s; remove it", why).Error())
+			continue
+		}
 		if err := fn(k.Value, v); err != nil {
 			return err
 		}

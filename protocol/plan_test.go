@@ -21,7 +21,7 @@ func TestParsePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := ParsePlan("testdata/checkout.yaml", f, testKeys)
+	p, err := ParsePlan("testdata/checkout.yaml", f, testKeys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestParsePlan(t *testing.T) {
 }
 
 func TestParsePlanDefaults(t *testing.T) {
-	p, err := ParsePlan("/plans/nightly.yml", strings.NewReader("url: http://127.0.0.1:9/\n"), testKeys)
+	p, err := ParsePlan("/plans/nightly.yml", strings.NewReader("url: http://127.0.0.1:9/\n"), testKeys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml), testKeys)
+			_, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml), testKeys, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tt.want)
 			}
@@ -103,8 +103,33 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 }
 
+// TestParsePlanRetired: a retired key, anywhere in the plan, is ignored
+// with a warning naming its line, its key and why, and is not listed among
+// the keys to use; a misspelt key beside it is still an error.
+func TestParsePlanRetired(t *testing.T) {
+	retired := Retired{"thresholds.old": "the new threshold judges that"}
+	keys := Keys{"url": false, "thresholds.steal": false} // as session gives them: the retired apart
+	p, err := ParsePlan("p.yaml", strings.NewReader("url: http://127.0.0.1:9/\nthresholds:\n  steal: 5\n  old: 7\n"), keys, retired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "plan p.yaml, line 4, key thresholds.old: no longer used, and ignored: the new threshold judges that; remove it"
+	if len(p.Warnings) != 1 || p.Warnings[0] != want {
+		t.Errorf("warnings %q, want %q", p.Warnings, want)
+	}
+	for _, s := range p.Settings {
+		if s.Key == "thresholds.old" {
+			t.Errorf("the retired key is among the settings: %+v", p.Settings)
+		}
+	}
+	_, err = ParsePlan("p.yaml", strings.NewReader("url: x\nthresholds:\n  stael: 5\n"), keys, retired)
+	if err == nil || !strings.HasSuffix(err.Error(), `unknown threshold "stael"; use one of steal or divergence`) {
+		t.Errorf("error %v: want the thresholds to use, and not the retired one", err)
+	}
+}
+
 func TestParsePlanAlias(t *testing.T) {
-	p, err := ParsePlan("p.yaml", strings.NewReader("url: &u http://127.0.0.1:9/\nlabel: *u\n"), testKeys)
+	p, err := ParsePlan("p.yaml", strings.NewReader("url: &u http://127.0.0.1:9/\nlabel: *u\n"), testKeys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +151,7 @@ func FuzzParsePlan(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePlan("fuzz.yaml", strings.NewReader(s), testKeys)
+		p, err := ParsePlan("fuzz.yaml", strings.NewReader(s), testKeys, Retired{"thresholds.old": "why"})
 		if err != nil {
 			if !errors.Is(err, ErrPlan) || tare.ErrorCode(err) != tare.EINVALID {
 				t.Fatalf("error %v does not wrap ErrPlan and EINVALID", err)

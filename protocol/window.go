@@ -9,7 +9,8 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// DefaultWindows returns the three windows of DESIGN.md, peak first.
+// DefaultWindows returns the three windows of the protocol (docs/json.md,
+// Definitions), peak first.
 func DefaultWindows() []tare.Window {
 	return []tare.Window{
 		{Name: tare.WindowPeak, From: 14 * time.Hour, To: 16 * time.Hour, Purpose: "worst-case latency: what users see by day"},

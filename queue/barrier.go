@@ -36,6 +36,7 @@ import (
 //	tare:barrier:<id>:joined    SET     the shard indexes that joined
 //	tare:barrier:<id>:start     STRING  the agreed start, Unix nanoseconds of Redis TIME
 //	tare:barrier:<id>:next      STRING  the counter Index hands out
+//	tare:barrier:<id>:members   HASH    shard index → what it said of itself (Member)
 
 // DefaultBarrierLead is how far after the last join the agreed start lies: long
 // enough for every shard to read the start key at the poll interval and
@@ -118,6 +119,9 @@ type Barrier struct {
 	Count int           // N, the shards to wait for
 	Lead  time.Duration // DefaultBarrierLead when zero
 	TTL   time.Duration // DefaultBarrierTTL when zero
+	// Member is what this shard tells the others as it joins (its host
+	// and pid, say), read back with Members; "" tells nothing.
+	Member string
 }
 
 // Start is the agreed start of a run, in both clocks.
@@ -138,8 +142,14 @@ func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, erro
 	if ttl <= 0 {
 		ttl = DefaultBarrierTTL
 	}
-	members, start := b.Key+":joined", b.Key+":start"
+	members, start, said := b.Key+":joined", b.Key+":start", b.Key+":members"
 	pipe := b.RDB.TxPipeline()
+	// What the shard says of itself goes in with its join, so that every
+	// member has said it once all have joined.
+	if b.Member != "" {
+		pipe.HSet(ctx, said, strconv.Itoa(index), b.Member)
+		pipe.Expire(ctx, said, ttl)
+	}
 	pipe.SAdd(ctx, members, index)
 	pipe.Expire(ctx, members, ttl)
 	card := pipe.SCard(ctx, members)
@@ -158,11 +168,29 @@ func (b *Barrier) Join(ctx context.Context, index int, clock Clock) (Start, erro
 		pipe := b.RDB.TxPipeline()
 		pipe.SetNX(ctx, start, strconv.FormatInt(at, 10), keep)
 		pipe.Expire(ctx, members, keep)
+		pipe.Expire(ctx, said, keep)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return Start{}, fmt.Errorf("join barrier %q: set start: %w", b.Key, err)
 		}
 	}
 	return b.wait(ctx, start, clock)
+}
+
+// Members returns what each shard that joined said of itself (Member),
+// by shard index. Once Join has returned, every shard has joined, and so
+// said it.
+func (b *Barrier) Members(ctx context.Context) (map[int]string, error) {
+	m, err := b.RDB.HGetAll(ctx, b.Key+":members").Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the members of barrier %q: %w", b.Key, err)
+	}
+	out := make(map[int]string, len(m))
+	for k, v := range m {
+		if i, err := strconv.Atoi(k); err == nil {
+			out[i] = v
+		}
+	}
+	return out, nil
 }
 
 // wait polls the start key until it is set.

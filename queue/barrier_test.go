@@ -15,7 +15,7 @@ import (
 // barrierKey is a barrier key of this test alone, deleted when it ends.
 func barrierKey(t *testing.T, rdb *redis.Client) string {
 	k := fmt.Sprintf("tare:test:barrier:%s:%d", t.Name(), time.Now().UnixNano())
-	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next") })
+	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next", k+":members") })
 	return k
 }
 
@@ -66,6 +66,42 @@ func TestBarrierStartsAllTogether(t *testing.T) {
 		if !starts[i].Local.Equal(starts[0].Local) {
 			t.Errorf("shard %d starts at %v, shard 1 at %v", i+1, starts[i], starts[0])
 		}
+	}
+}
+
+// TestBarrierMembers: what each shard says of itself as it joins is there
+// for every shard to read once all have joined, and gone with the barrier.
+func TestBarrierMembers(t *testing.T) {
+	rdb := redisClient(t)
+	k := barrierKey(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 3
+	got := make([]map[int]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := Barrier{RDB: rdb, Key: k, Count: n, Lead: 100 * time.Millisecond, Member: fmt.Sprintf("pid %d", 100+i)}
+			if _, errs[i] = b.Join(ctx, i+1, Clock{}); errs[i] == nil {
+				got[i], errs[i] = b.Members(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	want := map[int]string{1: "pid 100", 2: "pid 101", 3: "pid 102"}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("shard %d: %v", i+1, errs[i])
+		}
+		if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+			t.Errorf("shard %d read the members %v, want %v", i+1, got[i], want)
+		}
+	}
+	if ttl := rdb.TTL(ctx, k+":members").Val(); ttl <= 0 || ttl > DefaultBarrierLead+barrierAfterStart {
+		t.Errorf("the members' key lives %v: want it to expire with the barrier", ttl)
 	}
 }
 
@@ -145,7 +181,7 @@ func TestCoordinatorBarrier(t *testing.T) {
 	defer co.Close()
 	id := fmt.Sprintf("test-%d", time.Now().UnixNano())
 	k := BarrierKey(id)
-	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next") })
+	t.Cleanup(func() { rdb.Del(context.Background(), k+":joined", k+":start", k+":next", k+":members") })
 	b := co.Barrier(id, 1)
 	if b.Key != "tare:barrier:"+id || b.Count != 1 {
 		t.Fatalf("barrier %q of %d", b.Key, b.Count)

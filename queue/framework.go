@@ -78,7 +78,8 @@ func raisedKind(exc string) string {
 type FrameworkConfig struct {
 	Args JobArgs
 	// Timeout is the job's time limit, told to RQ as the job's timeout and
-	// to Celery as the task's expiry; 0 leaves the framework's default.
+	// its queued-job TTL, and to Celery as the task's expiry; 0 leaves the
+	// framework's default.
 	Timeout time.Duration
 }
 
@@ -352,6 +353,15 @@ func (p *pendingJobs) start(id string, t time.Time, worker string, exact bool) {
 	if j, ok := p.jobs[id]; ok && (j.started.IsZero() || exact && !j.exact) {
 		j.started, j.worker, j.exact = t, worker, exact
 	}
+}
+
+// olderThan reports whether job id, pending, was enqueued age or more
+// before now.
+func (p *pendingJobs) olderThan(id string, age time.Duration, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j, ok := p.jobs[id]
+	return ok && now.Sub(j.job.Enqueued) >= age
 }
 
 // finish turns job id into a result (done at done, failed with kind, or

@@ -25,7 +25,8 @@ import (
 // job's id pushed onto the queue's list) and reads each job's status and
 // timestamps back from its hash. docs/rq.md gives the exact keys.
 //
-//	HSET  rq:job:<id> status queued, data zlib(JSON), origin, enqueued_at, timeout, …
+//	HSET  rq:job:<id> status queued, data zlib(JSON), origin, enqueued_at, timeout, ttl, …
+//	EXPIRE rq:job:<id> <ttl>: a job no worker took within --job-timeout is gone
 //	RPUSH rq:queue:<queue> <id>;  SADD rq:queues rq:queue:<queue>
 //	rq:job:<id> status, started_at, ended_at, worker_name: what the worker wrote
 //	rq:results:<id>  the job's results stream (RQ 1.12 and later): a failure's traceback
@@ -152,8 +153,15 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 	zw.Close()
 	now := time.Now().UTC().Format(rqTimeLayout)
 	timeout := "180" // RQ's default
+	// With a job timeout the job's hash expires then, unless a worker took
+	// it first (RQ persists the hash of a job it starts): a worker that
+	// reaches a run's left-over backlog finds no job behind the id and
+	// skips it, instead of running it into the next run's measurement.
+	// This is RQ's own queued-job TTL (enqueue(…, ttl=)).
+	var ttl time.Duration
 	if r.fw.Timeout > 0 {
-		timeout = strconv.Itoa(int(math.Ceil(r.fw.Timeout.Seconds())))
+		secs := int(math.Ceil(r.fw.Timeout.Seconds()))
+		timeout, ttl = strconv.Itoa(secs), time.Duration(secs)*time.Second
 	}
 	if err := r.beforeFirstJob(ctx); err != nil {
 		return fmt.Errorf("enqueue rq job %q: %w", id, err)
@@ -165,8 +173,14 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 		"timeout", timeout,
 		"started_at", "", "ended_at", "", "worker_name", "", "last_heartbeat", "",
 	}
+	if ttl > 0 {
+		fields = append(fields, "ttl", timeout)
+	}
 	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, "rq:job:"+id, fields...)
+		if ttl > 0 {
+			p.Expire(ctx, "rq:job:"+id, ttl)
+		}
 		p.RPush(ctx, r.keys.queue, id)
 		p.SAdd(ctx, r.keys.queues, r.keys.queue)
 		return nil
@@ -243,10 +257,15 @@ func (r *RQ) poll(ctx context.Context) error {
 		case "stopped", "canceled":
 			r.pending.finish(id, ended, field(3), KindRevoked)
 		case "":
-			// No hash: the job is gone without a final state (deleted, or
-			// the server lost it, which the epoch tells next).
+			// No hash: the job is gone without a final state: no worker
+			// took it within its TTL, which is the job timeout; or it was
+			// deleted, or the server lost it (which the epoch tells next).
 			if v[0] == nil {
-				r.pending.finish(id, time.Now(), "", KindUnavailable)
+				kind := KindUnavailable
+				if r.fw.Timeout > 0 && r.pending.olderThan(id, r.fw.Timeout, time.Now()) {
+					kind = KindTimeout
+				}
+				r.pending.finish(id, time.Now(), "", kind)
 			}
 		}
 	}

@@ -371,21 +371,9 @@ func TestFrameworkCleanup(t *testing.T) {
 // gone) expire with the job timeout: the worker that comes back revokes
 // them instead of running them into the next run's measurement.
 func TestCeleryBacklogExpires(t *testing.T) {
-	rig := celeryRig(t, true)
-	w := rig.start(t)
 	const timeout = time.Second
-	_, src := rig.open(t, "tasks.answer", timeout)
-	w.Kill()
+	rig, ids := leaveBacklog(t, celeryRig(t, true), timeout)
 	ctx := testContext(t)
-	runID := fmt.Sprintf("%x", time.Now().UnixNano())
-	var ids []string
-	for i := range 5 {
-		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
-		if err := src.Enqueue(ctx, job); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, frameworkJobID(job))
-	}
 	time.Sleep(timeout + 500*time.Millisecond)
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
@@ -405,4 +393,53 @@ func TestCeleryBacklogExpires(t *testing.T) {
 			t.Errorf("left-over task %s: %s; want REVOKED, expired before a worker took it", id, state)
 		}
 	}
+}
+
+// TestRQBacklogExpires: jobs a run left on the queue (its worker gone)
+// expire with the job timeout, RQ's queued-job TTL: the worker that comes
+// back finds nothing behind their ids and skips them, instead of running
+// them into the next run's measurement.
+func TestRQBacklogExpires(t *testing.T) {
+	const timeout = time.Second
+	rig, ids := leaveBacklog(t, rqRig(t), timeout)
+	ctx := testContext(t)
+	time.Sleep(timeout + 1500*time.Millisecond) // Redis expires keys to the millisecond
+	rig.start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
+	defer rdb.Close()
+	// The worker takes every id off the queue, job or not.
+	eventuallyWithin(t, 30*time.Second, "the left-over ids taken off the queue", func() bool {
+		n, err := rdb.LLen(ctx, "rq:queue:default").Result()
+		return err == nil && n == 0
+	})
+	time.Sleep(time.Second) // a job it ran would be finished by now
+	for _, id := range ids {
+		if status, err := rdb.HGet(ctx, "rq:job:"+id, "status").Result(); err != redis.Nil {
+			t.Errorf("left-over job %s: status %q (%v); want no job, expired before a worker took it", id, status, err)
+		}
+		if n, _ := rdb.ZCard(ctx, "rq:finished:default").Result(); n > 0 {
+			t.Errorf("%d jobs finished: the left-over backlog ran", n)
+			break
+		}
+	}
+}
+
+// leaveBacklog enqueues 5 jobs with the job timeout onto the rig's queue
+// once its worker is gone, as a run whose worker died leaves them, and
+// returns their framework ids.
+func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, []string) {
+	t.Helper()
+	w := rig.start(t)
+	_, src := rig.open(t, "tasks.answer", timeout)
+	w.Kill()
+	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	var ids []string
+	for i := range 5 {
+		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
+		if err := src.Enqueue(testContext(t), job); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, frameworkJobID(job))
+	}
+	return rig, ids
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // chromium returns Debian's chromium (or another Chrome) and a browser
@@ -30,7 +32,7 @@ func chromium(t *testing.T) context.Context {
 		}
 	}
 	if bin == "" {
-		t.Skip("no Chromium on this machine: install Debian's chromium (apt-get install -y chromium; scripts/test does it as root)")
+		testservice.Missing(t, "no Chromium on this machine: install Debian's chromium (apt-get install -y chromium; scripts/test does it as root)")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
@@ -51,7 +53,7 @@ func chromium(t *testing.T) context.Context {
 	// The first run starts the browser; it must not carry a timeout, which
 	// would stop the browser with it.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Skipf("Chromium (%s) cannot run here: %v", bin, err)
+		testservice.Missing(t, "Chromium (%s) cannot run here: %v", bin, err)
 	}
 	return ctx
 }

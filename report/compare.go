@@ -33,8 +33,10 @@ func writeJSON(w io.Writer, v any, what string) error {
 }
 
 // CompareText writes a comparison for people: the runs side by side, one
-// column each, then the divergence of each metric, the statistical tests,
-// the capacity range and the protocol verdict.
+// column each, their whose-CPU ledgers included, then the divergence of
+// each metric and whether it counted, the statistical tests, the capacity
+// range as measured, what changed between windows and the protocol
+// verdict.
 func CompareText(w io.Writer, c *tare.Comparison) error {
 	p := &printer{w: w}
 	head := fmt.Sprintf("comparison of %d runs", len(c.Runs))
@@ -46,43 +48,8 @@ func CompareText(w io.Writer, c *tare.Comparison) error {
 	if p.err == nil {
 		p.err = table(w, func(tw io.Writer) { runTable(tw, c.Runs) })
 	}
-
-	d := c.DivergencePct
-	th := c.Verdict.ThresholdPct
-	p.line("")
-	p.line("divergence  |a − b| / min(a, b) of the two runs furthest apart; threshold %g%%", th)
-	var parts []string
-	for _, m := range []struct {
-		name string
-		v    *float64
-	}{{"avg", d.Avg}, {"p50", d.P50}, {"p95", d.P95}, {"p99", d.P99}, {"throughput", d.Throughput}} {
-		mark := ""
-		if m.v != nil && *m.v > th {
-			mark = " ✗"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s%s", m.name, pct(m.v), mark))
-	}
-	p.line("  %s", strings.Join(parts, "   "))
-
-	if len(c.Tests) > 0 {
-		p.line("")
-		p.line("tests  Mann-Whitney U on per-tick p95; bootstrap interval of the difference of median tick p95")
-		for _, t := range c.Tests {
-			if t.PValue == nil {
-				p.line("  %s vs %s  ticks %d / %d  no test", t.A, t.B, t.TicksA, t.TicksB)
-			} else {
-				ci := ""
-				if t.DiffMS != nil {
-					ci = fmt.Sprintf("  difference %s, %g%% interval %s … %s", signedMS(t.DiffMS), t.ConfidencePct, signedMS(t.CILowMS), signedMS(t.CIHighMS))
-				}
-				p.line("  %s vs %s  ticks %d / %d  U %.1f  z %.2f  p %s%s", t.A, t.B, t.TicksA, t.TicksB, *t.U, *t.Z, pValue(*t.PValue), ci)
-			}
-			if t.Warning != "" {
-				p.line("    ! %s", t.Warning)
-			}
-		}
-	}
-
+	divergenceText(p, c)
+	testsText(p, c.Tests)
 	p.line("")
 	capacityText(p, c.Capacity)
 	if len(c.Sweeps) > 0 {
@@ -94,10 +61,15 @@ func CompareText(w io.Writer, c *tare.Comparison) error {
 			p.line("  %-8s sweep of %d steps: %s%s", cmp.Or(s.Window, "-"), s.Steps, bound, perS(s.CapacityPerS))
 		}
 	}
+	changesText(p, c.Changes)
 
 	v := c.Verdict
 	p.line("")
-	p.line("verdict: %s", strings.ToUpper(string(v.Level)))
+	level := strings.ToUpper(string(v.Level))
+	if v.Level == tare.Inconclusive {
+		level += ": too little data"
+	}
+	p.line("verdict: %s", level)
 	for _, w := range v.SLO {
 		for _, ck := range w.Checks {
 			mark := "✓"
@@ -114,6 +86,107 @@ func CompareText(w io.Writer, c *tare.Comparison) error {
 		p.line("  ! %s", warn)
 	}
 	return p.err
+}
+
+// metricMarks are the marks of a figure's divergence by its status.
+var metricMarks = map[string]string{tare.MetricDiverged: " ✗", tare.MetricTooLittleData: " ?", tare.MetricBelowFloor: " ·"}
+
+// divergenceText prints the divergence of each metric, marked by whether
+// it counted, and a line for each above the threshold saying why.
+func divergenceText(p *printer, c *tare.Comparison) {
+	d, v := c.DivergencePct, c.Verdict
+	status := map[string]tare.MetricVerdict{}
+	for _, m := range v.Metrics {
+		status[m.Metric] = m
+	}
+	p.line("")
+	p.line("divergence  |a − b| / min(a, b) of the two runs furthest apart; threshold %g%%, counted beyond noise and above the latency floor (%s)",
+		v.ThresholdPct, ms(&v.LatencyFloorMS))
+	var parts []string
+	marked := false
+	for _, m := range []struct {
+		name string
+		v    *float64
+	}{{"avg", d.Avg}, {"p50", d.P50}, {"p95", d.P95}, {"p99", d.P99}, {"throughput", d.Throughput}} {
+		mark := metricMarks[status[m.name].Status]
+		if len(v.Metrics) == 0 && m.v != nil && *m.v > v.ThresholdPct {
+			mark = " ✗" // a comparison judged before figures had statuses
+		}
+		marked = marked || mark != ""
+		parts = append(parts, fmt.Sprintf("%s %s%s", m.name, pct(m.v), mark))
+	}
+	p.line("  %s", strings.Join(parts, "   "))
+	if marked {
+		p.line("  (✗ counts: the host is the variable; ? too little data to tell; · within the latency floor)")
+	}
+	for _, m := range v.Metrics {
+		if m.Status == tare.MetricWithin || m.A == "" {
+			continue
+		}
+		p.line("  %-4s %s against %s: %s", m.Metric, m.A, m.B, m.Detail)
+	}
+}
+
+// testsText prints the tests between every two windows: on their
+// requests, then on their ticks.
+func testsText(p *printer, tests []tare.WindowTest) {
+	if len(tests) == 0 {
+		return
+	}
+	p.line("")
+	p.line("tests  every request's latency: Mann-Whitney U, and each figure's ratio A / B with its interval;")
+	p.line("       per-tick p95: Mann-Whitney U, and a bootstrap interval of the difference of median tick p95")
+	for _, t := range tests {
+		p.line("  %s vs %s", t.A, t.B)
+		if r := t.Requests; r != nil {
+			mw := ""
+			if r.PValue != nil {
+				mw = fmt.Sprintf("  U %.1f  z %.2f  p %s  a request of %s slower than one of %s %s of the time",
+					*r.U, *r.Z, pValue(*r.PValue), t.A, t.B, pct(r.SlowerPct))
+			}
+			p.line("    requests %d / %d%s", r.RequestsA, r.RequestsB, mw)
+			var ratios []string
+			for _, m := range r.Metrics {
+				mark := ""
+				if m.Significant {
+					mark = " *"
+				}
+				ratios = append(ratios, fmt.Sprintf("%s %s (%s … %s)%s", m.Metric, times(m.Ratio), times(m.RatioLow), times(m.RatioHigh), mark))
+			}
+			p.line("    ratio at %g%% each (%g%% together; * excludes ×1): %s", r.ConfidencePct, r.FamilyConfidencePct, strings.Join(ratios, "   "))
+		}
+		if t.PValue == nil {
+			p.line("    ticks %d / %d  no test", t.TicksA, t.TicksB)
+		} else {
+			ci := ""
+			if t.DiffMS != nil {
+				ci = fmt.Sprintf("  difference %s, %g%% interval %s … %s", signedMS(t.DiffMS), t.ConfidencePct, signedMS(t.CILowMS), signedMS(t.CIHighMS))
+			}
+			p.line("    ticks %d / %d  U %.1f  z %.2f  p %s%s", t.TicksA, t.TicksB, *t.U, *t.Z, pValue(*t.PValue), ci)
+		}
+		if t.Warning != "" {
+			p.line("    ! %s", t.Warning)
+		}
+	}
+}
+
+// changesText prints what differed in each window's ledger.
+func changesText(p *printer, changes []tare.WindowChange) {
+	if len(changes) == 0 {
+		return
+	}
+	p.line("")
+	p.line("what changed  each window's whose-CPU ledger against %s, the quietest measured", changes[0].Against)
+	for _, ch := range changes {
+		if len(ch.Items) == 0 {
+			p.line("  %s: nothing in the ledger differed from %s", ch.Window, ch.Against)
+			continue
+		}
+		p.line("  %s:", ch.Window)
+		for _, it := range ch.Items {
+			p.line("    · %s", it.Detail)
+		}
+	}
 }
 
 // table writes what fill prints through a tabwriter, with the padding
@@ -176,6 +249,22 @@ func runTable(tw io.Writer, runs []tare.ComparedRun) {
 		return fmt.Sprintf("mean %s max %s", pct(r.Steal.Mean), pct(r.Steal.Max))
 	})
 	row("verdict", func(r *tare.ComparedRun) string { return cmp.Or(string(r.Verdict), "-") })
+	row("send lag p99", func(r *tare.ComparedRun) string { return ms(r.SendLag.P99) })
+	row("neighbours", func(r *tare.ComparedRun) string {
+		if r.CPUBy == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f%% of a CPU", r.CPUBy.Neighbours()*float64(max(r.VCPUs, 1)))
+	})
+	row("busiest other", func(r *tare.ComparedRun) string {
+		if r.CPUBy == nil || len(r.CPUBy.TopOthers) == 0 {
+			return "-"
+		}
+		top := r.CPUBy.TopOthers[0]
+		return fmt.Sprintf("%s %.0f%%", top.Name, top.CPUPct*float64(max(r.VCPUs, 1)))
+	})
+	row("waited behind", func(r *tare.ComparedRun) string { return pct(r.NeighbourWaitPct) })
+	row("cpu/request", func(r *tare.ComparedRun) string { return ms(r.SUTCPUPerRequestMS) })
 }
 
 // shortIDs shortens run ids to a prefix that tells the compared runs
@@ -210,15 +299,30 @@ func capacityText(p *printer, r tare.CapacityRange) {
 	if r.Metric == "rate_per_s" {
 		what, better, format = "highest sustainable rate", "higher is better", perS
 	}
+	from := "the windows"
 	if r.From == "runs" {
-		p.line("capacity  %s, %s; the runs carry no window: best and worst run", what, better)
-		p.line("  best %s   worst %s   gap %s (%s)", format(r.Best), format(r.Worst), format(r.Gap), pct(r.GapPct))
-		return
+		from = "the runs, which carry no window"
 	}
-	p.line("capacity  %s, %s", what, better)
-	p.line("  best %s (off-peak)   worst %s (peak)   typical %s (mid)", format(r.Best), format(r.Worst), format(r.Typical))
+	p.line("capacity  %s, %s; best, worst and typical as measured in %s", what, better, from)
+	end := func(v *float64, window string) string {
+		if v == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%s (%s)", format(v), window)
+	}
+	p.line("  best %s   worst %s   typical %s", end(r.Best, r.BestWindow), end(r.Worst, r.WorstWindow), end(r.Typical, r.TypicalWindow))
 	if r.Gap != nil {
 		p.line("  gap %s (%s): the cost of shared infrastructure", format(r.Gap), pct(r.GapPct))
+	}
+	for _, m := range r.Metrics {
+		if m.Metric == r.Metric {
+			continue
+		}
+		p.line("  %-4s best %s   worst %s   typical %s", strings.TrimSuffix(m.Metric, "_ms"),
+			end(m.Best, m.BestWindow), end(m.Worst, m.WorstWindow), end(m.Typical, m.TypicalWindow))
+	}
+	for _, f := range r.Findings {
+		p.line("  ! %s", f)
 	}
 }
 
@@ -297,6 +401,14 @@ func signedMS(v *float64) string {
 		return "−" + ms(tare.Float(-*v))
 	}
 	return "+" + ms(v)
+}
+
+// times formats a ratio as ×1.35.
+func times(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("×%.3g", *v)
 }
 
 func pValue(p float64) string {

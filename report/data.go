@@ -33,15 +33,18 @@ type runData struct {
 }
 
 type comparisonData struct {
-	Headline   string       `json:"headline,omitempty"`
-	Diverged   bool         `json:"diverged"`
-	Advice     []string     `json:"advice,omitempty"`
-	Windows    []string     `json:"windows"`
-	Threshold  float64      `json:"threshold_pct"`
-	Divergence []Divergence `json:"divergence,omitempty"`
-	Capacity   *Capacity    `json:"capacity,omitempty"`
-	Sweep      []SweepPoint `json:"sweep,omitempty"`
-	Charts     []*chartData `json:"charts"`
+	Headline     string       `json:"headline,omitempty"`
+	Diverged     bool         `json:"diverged"`
+	Inconclusive bool         `json:"inconclusive,omitempty"`
+	Advice       []string     `json:"advice,omitempty"`
+	Findings     []string     `json:"findings,omitempty"`
+	Changes      []string     `json:"changes,omitempty"`
+	Windows      []string     `json:"windows"`
+	Threshold    float64      `json:"threshold_pct"`
+	Divergence   []Divergence `json:"divergence,omitempty"`
+	Capacity     *Capacity    `json:"capacity,omitempty"`
+	Sweep        []SweepPoint `json:"sweep,omitempty"`
+	Charts       []*chartData `json:"charts"`
 }
 
 // Colours of the series, the same in every chart of a page.
@@ -59,6 +62,7 @@ const (
 	colThrottled    = "#ff7f0e"
 	colRunDelay     = "#9467bd"
 	colPSI          = "#17becf"
+	colNeighbours   = "#e377c2"
 	colThreshold    = "#7f7f7f"
 	colSLO          = "#e6550d"
 	colArrivals     = "#969696"
@@ -70,6 +74,10 @@ const (
 	colTokens       = "#2ca02c"
 	colClean        = "#2ca02c"
 )
+
+// sutShades colour the nodes of the system under test's graph in the
+// whose-CPU chart: greens, from colSUT down, so they read as one owner.
+var sutShades = []string{colSUT, "#74c476", "#006d2c", "#a1d99b", "#31a354", "#00441b"}
 
 // windowColor gives the protocol windows fixed colours (peak red, off-peak
 // green, mid blue) and anything else the next of a palette.
@@ -230,6 +238,9 @@ func (r *Run) latencyChart(id string) *chartData {
 	c.addBand("steal", colSteal, host(func(h *tare.HostSample) *float64 { return &h.CPU.Steal }))
 	c.addBand("throttled", colThrottled, host(func(h *tare.HostSample) *float64 { return h.Throttled }))
 	c.addBand("run delay", colRunDelay, host(func(h *tare.HostSample) *float64 { return h.RunDelay }))
+	// The part of the wait the verdict counts against the host: behind
+	// other processes, not the system under test's own threads or tare.
+	c.addBand("behind neighbours", colNeighbours, host((*tare.HostSample).NeighbourWait))
 	if len(c.Bands) > 0 {
 		threshold := float64(DefaultPollutedThreshold)
 		if v, ok := r.Summary.Thresholds["steal_pct"]; ok {
@@ -262,17 +273,33 @@ func (r *Run) whoseCPUChart(id string) *chartData {
 		return nil
 	}
 	c := r.timeChart(id, "whose-cpu", "Whose CPU per tick", "% of the host's CPU")
-	layers := []struct {
+	type layer struct {
 		name, colour string
 		get          func(*tare.CPUBy) float64
-	}{
-		{"system under test", colSUT, func(b *tare.CPUBy) float64 { return b.SystemUnderTest }},
+	}
+	layers := []layer{{"system under test", colSUT, func(b *tare.CPUBy) float64 { return b.SystemUnderTest }}}
+	// A graph of several nodes (a proxy, its app server, a database) is
+	// split into a layer each, in shades of the system under test's colour.
+	if u := r.Summary.SUT; u != nil && len(u.Graph) > 1 {
+		layers = layers[:0]
+		for i, n := range u.Graph {
+			layers = append(layers, layer{"under test: " + n.Name, sutShades[i%len(sutShades)], func(b *tare.CPUBy) float64 {
+				for _, s := range b.SUTNodes {
+					if s.Node == i {
+						return s.CPUPct
+					}
+				}
+				return 0
+			}})
+		}
+	}
+	layers = append(layers, []layer{
 		{"tare", colTare, func(b *tare.CPUBy) float64 { return b.Tare }},
 		{"other processes", colOthers, func(b *tare.CPUBy) float64 { return b.Others }},
 		{"kernel", colKernel, func(b *tare.CPUBy) float64 { return b.Kernel }},
 		{"unattributed", colUnattributed, func(b *tare.CPUBy) float64 { return b.Unattributed }},
 		{"steal", colSteal, func(b *tare.CPUBy) float64 { return b.Steal }},
-	}
+	}...)
 	// Each layer is drawn as its top edge, the sum of it and those below,
 	// filled down to zero: the highest first, so the lower ones paint over.
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -372,8 +399,8 @@ func (c *Comparison) data() *comparisonData {
 	if threshold == 0 {
 		threshold = 30
 	}
-	d := &comparisonData{Headline: c.Headline, Diverged: c.Diverged, Advice: c.Advice, Threshold: threshold,
-		Divergence: c.Divergence, Capacity: c.Capacity, Sweep: c.Sweep}
+	d := &comparisonData{Headline: c.Headline, Diverged: c.Diverged, Inconclusive: c.Inconclusive, Advice: c.Advice,
+		Findings: c.Findings, Changes: c.Changes, Threshold: threshold, Divergence: c.Divergence, Capacity: c.Capacity, Sweep: c.Sweep}
 	cdf := &chartData{ID: "compare-distribution", Title: "Latency distributions, overlaid", Kind: kindPercentile,
 		XLabel: "percentile", YLabel: "latency (ms)", height: mainHeight}
 	for i, w := range c.Windows {
@@ -400,8 +427,11 @@ func (c *Comparison) data() *comparisonData {
 			XLabel: "divergence |a − b| / min(a, b) (%)", height: barsHeight(len(c.Divergence))}
 		for _, m := range c.Divergence {
 			b := barData{Label: m.Metric, Value: m.Percent, Color: "#9ecae1"}
-			if m.Diverged {
+			switch {
+			case m.Diverged:
 				b.Color = "#d62728"
+			case m.Status == tare.MetricTooLittleData:
+				b.Color = "#e6a700"
 			}
 			if m.Percent != nil {
 				b.Text = fmt.Sprintf("%.0f%%", *m.Percent)

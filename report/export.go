@@ -51,8 +51,10 @@ type Record struct {
 	OutputTokens int        `json:"output_tokens,omitempty"`
 	TokenSource  string     `json:"token_source,omitempty"`
 	// TargetIndex is which request of a targets file the arrival took,
-	// from 0 (as tare.Result.TargetIndex).
+	// from 0 (as tare.Result.TargetIndex), and Target its name, so that
+	// the records summarised again have their figures per request.
 	TargetIndex       int    `json:"target_index,omitempty"`
+	Target            string `json:"target,omitempty"`
 	PromptTokens      int    `json:"prompt_tokens,omitempty"`
 	PromptTokenSource string `json:"prompt_token_source,omitempty"`
 
@@ -123,15 +125,17 @@ type Exporter interface {
 
 // NewExporter returns an exporter writing format to w. The hdr format (an
 // HdrHistogram interval log, as HistogramLogAnalyzer reads) needs the run's
-// start and tick: one interval histogram of latency per tick.
-func NewExporter(w io.Writer, format string, start time.Time, tick time.Duration) (Exporter, error) {
+// start and tick: one interval histogram of latency per tick. targets are
+// the names of the requests of the run's targets file (its summary's
+// targets), by index, or none.
+func NewExporter(w io.Writer, format string, start time.Time, tick time.Duration, targets []string) (Exporter, error) {
 	switch format {
 	case FormatJSONL:
 		bw := bufio.NewWriter(w)
-		return &jsonlExporter{w: bw, enc: json.NewEncoder(bw)}, nil
+		return &jsonlExporter{w: bw, enc: json.NewEncoder(bw), targets: targets}, nil
 	case FormatCSV:
 		cw := csv.NewWriter(w)
-		return &csvExporter{w: cw}, cw.Write(csvHeader)
+		return &csvExporter{w: cw, targets: targets}, cw.Write(csvHeader)
 	case FormatHDR:
 		return newHDRExporter(w, start, tick)
 	}
@@ -139,12 +143,15 @@ func NewExporter(w io.Writer, format string, start time.Time, tick time.Duration
 }
 
 type jsonlExporter struct {
-	w   *bufio.Writer
-	enc *json.Encoder
+	w       *bufio.Writer
+	enc     *json.Encoder
+	targets []string
 }
 
 func (e *jsonlExporter) Write(r *tare.Result) error {
-	if err := e.enc.Encode(NewRecord(r)); err != nil {
+	rec := NewRecord(r)
+	rec.Target = targetName(e.targets, r.TargetIndex)
+	if err := e.enc.Encode(rec); err != nil {
 		return fmt.Errorf("write jsonl record %d: %w", r.Seq, err)
 	}
 	return nil
@@ -156,11 +163,20 @@ func (e *jsonlExporter) Close() error { return e.w.Flush() }
 // columns before keep their places.
 var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "first_token", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
 	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttfb_ms", "ttft_ms",
-	"target_index", "prompt_tokens", "prompt_token_source"}
+	"target_index", "prompt_tokens", "prompt_token_source", "target"}
+
+// targetName is the name of request i of a targets file, or "".
+func targetName(names []string, i int) string {
+	if i < 0 || i >= len(names) {
+		return ""
+	}
+	return names[i]
+}
 
 type csvExporter struct {
-	w   *csv.Writer
-	row []string
+	w       *csv.Writer
+	row     []string
+	targets []string
 }
 
 func (e *csvExporter) Write(r *tare.Result) error {
@@ -171,7 +187,7 @@ func (e *csvExporter) Write(r *tare.Result) error {
 		strconv.FormatInt(rec.BytesIn, 10), strconv.FormatInt(rec.BytesOut, 10),
 		stamp(rec.Started), rec.Worker, strconv.Itoa(rec.Deliveries), strconv.Itoa(rec.OutputTokens), rec.TokenSource,
 		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFBMS), number(rec.TTFTMS),
-		strconv.Itoa(rec.TargetIndex), strconv.Itoa(rec.PromptTokens), rec.PromptTokenSource)
+		strconv.Itoa(rec.TargetIndex), strconv.Itoa(rec.PromptTokens), rec.PromptTokenSource, targetName(e.targets, r.TargetIndex))
 	if err := e.w.Write(e.row); err != nil {
 		return fmt.Errorf("write csv record %d: %w", r.Seq, err)
 	}
@@ -265,6 +281,12 @@ func (e *hdrExporter) Close() error {
 // and calls fn for each, stopping at fn's first error. A malformed line is
 // an error wrapping ErrRecord that names the line.
 func ReadRecords(r io.Reader, fn func(*tare.Result) error) error {
+	return ReadNamedRecords(r, func(res *tare.Result, _ string) error { return fn(res) })
+}
+
+// ReadNamedRecords is ReadRecords, giving fn each record's target name
+// too ("" when it has none).
+func ReadNamedRecords(r io.Reader, fn func(res *tare.Result, target string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for line := 1; sc.Scan(); line++ {
@@ -280,7 +302,7 @@ func ReadRecords(r io.Reader, fn func(*tare.Result) error) error {
 			return fmt.Errorf("%w: line %d: no scheduled time", ErrRecord, line)
 		}
 		res := rec.Result()
-		if err := fn(&res); err != nil {
+		if err := fn(&res, rec.Target); err != nil {
 			return err
 		}
 	}

@@ -46,10 +46,14 @@ func seededResults(n int) []tare.Result {
 	return out
 }
 
+// exportTargets name the requests of the targets file the seeded results
+// took (TargetIndex 0 to 2).
+var exportTargets = []string{"home", "POST /orders", "search"}
+
 func export(t *testing.T, format string, results []tare.Result) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	e, err := NewExporter(&buf, format, exportStart, time.Second)
+	e, err := NewExporter(&buf, format, exportStart, time.Second, exportTargets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func TestHDRLog(t *testing.T) {
 }
 
 func TestExportUnknownFormat(t *testing.T) {
-	_, err := NewExporter(io.Discard, "xml", exportStart, time.Second)
+	_, err := NewExporter(io.Discard, "xml", exportStart, time.Second, nil)
 	if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), `got "xml"`) {
 		t.Errorf("err %v, want EINVALID naming the format", err)
 	}
@@ -163,7 +167,7 @@ func TestExportFlatMemory(t *testing.T) {
 		t.Skip("1,000,000 records; skipped with -short")
 	}
 	for _, format := range []string{FormatJSONL, FormatCSV, FormatHDR} {
-		e, err := NewExporter(io.Discard, format, exportStart, time.Second)
+		e, err := NewExporter(io.Discard, format, exportStart, time.Second, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,6 +97,8 @@ type compareView struct {
 	Headline string
 	Class    string
 	Advice   []string
+	Findings []string
+	Changes  []string
 	Charts   []chartView
 	Header   []string   // the windows, for the divergence table
 	Rows     [][]string // metric, value per window, divergence
@@ -275,6 +277,9 @@ func runSection(id string, r *Run, d runData) (runView, error) {
 		}
 		v.Meta = append(v.Meta, kv{"pod", pod})
 	}
+	if c := s.Env.Container; c != nil {
+		v.Meta = append(v.Meta, kv{"tare ran in", c.String()})
+	}
 	v.Verdict = verdict(s.Verdict)
 	var err error
 	if v.Charts, err = charts(d.Charts); err != nil {
@@ -383,18 +388,47 @@ func figures(s *tare.Summary) []kv {
 			kv{"queue wait", fmt.Sprintf("avg %s · p50 %s · p95 %s · p99 %s", ms(qs.Wait.Avg), ms(qs.Wait.P50), ms(qs.Wait.P95), ms(qs.Wait.P99))},
 			kv{"queue depth", fmt.Sprintf("mean %s · max %s", num(qs.Depth.Mean), num(qs.Depth.Max))})
 	}
+	if b := s.TTFB; b != nil {
+		out = append(out, kv{"time to first byte", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(b.P50), ms(b.P95), ms(b.P99), ms(b.Max))})
+	}
 	if m := s.Model; m != nil {
 		out = append(out,
 			kv{"time to first token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))},
 			kv{"time per output token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))},
 			kv{"tokens", fmt.Sprintf("%d output · %s tokens/s", m.OutputTokens, num(m.TokensPerS))})
 	}
-	h := s.Host
-	out = append(out,
-		kv{"generator", fmt.Sprintf("cpu %s of a core · run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))},
-		kv{"host cpu", fmt.Sprintf("busy %s · steal mean %s, worst tick %s, worst cpu %s", pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU))},
-		kv{"interference", fmt.Sprintf("polluted ticks %s of %d · psi some %s · throttled %s · run delay %s",
-			pct(h.PollutedTicksPct), h.Ticks, pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))})
+	if len(s.Shards) == 0 {
+		return append(out, hostFigures("", s.Generator, s.Host, s.SUT, s.Env.VCPUs)...)
+	}
+	// A merged run's host figures are each shard's own: its host's.
+	for _, sh := range s.Shards {
+		fired := ""
+		if len(sh.Fired) > 0 {
+			fired = " (" + strings.Join(sh.Fired, ", ") + ")"
+		}
+		name := "shard " + sh.Shard
+		out = append(out, kv{name, fmt.Sprintf("on %s · %d requests · %s · verdict %s%s", orQuestion(sh.Hostname), sh.Requests, sh.Arrival, sh.Level, fired)})
+		out = append(out, hostFigures(name+" ", sh.Generator, sh.Host, sh.SUT, sh.VCPUs)...)
+	}
+	return out
+}
+
+// hostFigures are one host's rows, their names prefixed: tare's generator
+// there, the host's interference, whose CPU it was, and the system under
+// test tare found on it.
+func hostFigures(prefix string, g tare.Generator, h tare.HostSummary, sut *tare.SUTSummary, vcpus int) []kv {
+	out := []kv{
+		{prefix + "generator", fmt.Sprintf("cpu %s of a core · run delay %s", pct(g.CPUPct), pct(g.RunDelayPct))},
+		{prefix + "host cpu", fmt.Sprintf("busy %s · steal mean %s, worst tick %s, worst cpu %s", pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU))},
+		{prefix + "interference", fmt.Sprintf("polluted ticks %s of %d · psi some %s · throttled %s · run delay %s",
+			pct(h.PollutedTicksPct), h.Ticks, pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))},
+	}
+	if by := h.CPUBy; by != nil {
+		out = append(out, kv{prefix + "whose cpu", WhoseCPU(by, vcpus)})
+	}
+	if u := sut; u != nil {
+		out = append(out, kv{prefix + "under test", fmt.Sprintf("pid %s (%s) · cpu %s of a core · run delay %s", joinInts(u.PIDs), u.FoundBy, pct(u.CPUPct), pct(u.RunDelayPct))})
+	}
 	return out
 }
 
@@ -420,9 +454,12 @@ func overview(id string, r *Run) overviewRow {
 }
 
 func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
-	v := &compareView{Headline: c.Headline, Advice: c.Advice, Class: "clean"}
-	if c.Diverged {
+	v := &compareView{Headline: c.Headline, Advice: c.Advice, Findings: c.Findings, Changes: c.Changes, Class: "clean"}
+	switch {
+	case c.Diverged:
 		v.Class = "polluted"
+	case c.Inconclusive:
+		v.Class = "suspect"
 	}
 	if c.Headline == "" {
 		v.Class = "unknown"
@@ -446,8 +483,13 @@ func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
 			div := "n/a"
 			if m.Percent != nil {
 				div = fmt.Sprintf("%.0f%%", *m.Percent)
-				if m.Diverged {
+				switch {
+				case m.Diverged:
 					div += " ✗"
+				case m.Status == tare.MetricTooLittleData:
+					div += " ? too little data"
+				case m.Status == tare.MetricBelowFloor:
+					div += " · within the latency floor"
 				}
 			}
 			v.Rows = append(v.Rows, append(row, div))

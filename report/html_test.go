@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,9 @@ func htmlComparison(t *testing.T) *Comparison {
 		Windows:  []Window{{"peak", peak}, {"offpeak", off}, {"mid", mid}},
 		Capacity: &Capacity{Unit: "req/s at p95<=40ms", Best: CapacityPoint{"offpeak", tare.Float(120)},
 			Typical: CapacityPoint{"mid", tare.Float(95)}, Worst: CapacityPoint{"peak", tare.Float(60)}},
-		SLOMS: tare.Float(40),
+		SLOMS:    tare.Float(40),
+		Findings: []string{"Peak, the window expected to be the busiest, was not: p95 was 21.0ms in mid against 18.2ms in peak, beyond noise"},
+		Changes:  []string{"peak: in peak, `backup` used 31% of a CPU (absent in offpeak)", "mid: nothing in the ledger differed from offpeak"},
 	}
 	for _, m := range []struct {
 		name string
@@ -121,6 +124,7 @@ func htmlComparison(t *testing.T) *Comparison {
 		}
 		d.Percent = tare.Float(math.Round(1000*(hi-lo)/lo) / 10)
 		d.Diverged = *d.Percent > 30
+		d.Status = map[bool]string{true: tare.MetricDiverged, false: tare.MetricWithin}[d.Diverged]
 		c.Divergence = append(c.Divergence, d)
 	}
 	for _, w := range []string{"peak", "offpeak", "mid"} {
@@ -266,6 +270,44 @@ func TestPNG(t *testing.T) {
 	if got, want := img.Bounds().Dy(), int(2*2*mainHeight); got != want {
 		t.Errorf("height %d px, want %d", got, want)
 	}
+}
+
+// TestLatencyChartNeighbourWait: the latency chart draws, beside PSI and
+// run delay, each tick's wait behind neighbours: the figure the verdict
+// judges.
+func TestLatencyChartNeighbourWait(t *testing.T) {
+	run, _ := seeded.build(t)
+	c := run.latencyChart("run1-latency")
+	i := slices.IndexFunc(c.Bands, func(b seriesData) bool { return b.Name == "behind neighbours" })
+	if i < 0 {
+		t.Fatalf("bands %v: no wait behind neighbours", bandNames(c))
+	}
+	var want []float64
+	for _, tk := range run.Ticks {
+		if tk.Host == nil {
+			continue
+		}
+		if w := tk.Host.NeighbourWait(); w != nil {
+			want = append(want, *w)
+		}
+	}
+	var got []float64
+	for _, p := range c.Bands[i].Points {
+		if !math.IsNaN(p.Y) {
+			got = append(got, p.Y)
+		}
+	}
+	if !slices.Equal(got, want) || len(want) == 0 || slices.Max(want) == 0 {
+		t.Errorf("band behind neighbours %v, want each tick's NeighbourWait %v", got, want)
+	}
+}
+
+func bandNames(c *chartData) []string {
+	var names []string
+	for _, b := range c.Bands {
+		names = append(names, b.Name)
+	}
+	return names
 }
 
 // TestHTMLLongRun: a run of 10,000 ticks stays light, and the one slow

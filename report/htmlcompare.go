@@ -2,6 +2,8 @@ package report
 
 import (
 	"cmp"
+	"fmt"
+	"strings"
 
 	"github.com/tare-dev/tare"
 )
@@ -14,9 +16,14 @@ import (
 type Comparison struct {
 	// Headline says in words what the comparison found, e.g. "p95
 	// diverges by 112% between the windows: the server is the variable".
-	Headline string
-	Diverged bool     // some metric diverged beyond Threshold
-	Advice   []string // the decision rules that apply, in words
+	Headline     string
+	Diverged     bool     // some metric diverged beyond Threshold, beyond noise and the latency floor
+	Inconclusive bool     // some metric diverged, on too little data to tell
+	Advice       []string // the decision rules that apply, in words
+	// Findings say where the measured order of the windows is not the
+	// expected one; Changes, what differed in their whose-CPU ledgers.
+	Findings []string
+	Changes  []string
 
 	Windows []Window // in the order the page shows them
 
@@ -43,12 +50,15 @@ type Divergence struct {
 	Values   []*float64 `json:"values"`  // per window, in Windows order
 	Percent  *float64   `json:"percent"` // the divergence, %; nil when a window lacks the figure
 	Diverged bool       `json:"diverged"`
+	// Status is how the verdict judged it (tare.MetricDiverged, …); ""
+	// when it was not judged.
+	Status string `json:"status,omitempty"`
 }
 
-// Capacity is the capacity range: best case (off-peak), worst case (peak,
-// what users see by day) and typical (mid, the baseline for capacity
-// maths). The gap between best and worst is the cost of shared
-// infrastructure.
+// Capacity is the capacity range: best case, worst case (what users see
+// when the host is busiest) and typical (the baseline for capacity
+// maths), each as measured, with the window it came from. The gap between
+// best and worst is the cost of shared infrastructure.
 type Capacity struct {
 	Unit    string        `json:"unit"` // e.g. "req/s at p95<=2s"
 	Best    CapacityPoint `json:"best"`
@@ -75,9 +85,23 @@ type SweepPoint struct {
 // must be the runs it compared, in its order.
 func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
 	out := &Comparison{
-		Diverged:  c.Verdict.Level == tare.HostVariable,
-		Advice:    c.Verdict.Advice,
-		Threshold: c.Verdict.ThresholdPct,
+		Diverged:     c.Verdict.Level == tare.HostVariable,
+		Inconclusive: c.Verdict.Level == tare.Inconclusive,
+		Advice:       c.Verdict.Advice,
+		Threshold:    c.Verdict.ThresholdPct,
+		Findings:     c.Capacity.Findings,
+	}
+	for _, ch := range c.Changes {
+		if len(ch.Items) == 0 {
+			out.Changes = append(out.Changes, fmt.Sprintf("%s: nothing in the ledger differed from %s", ch.Window, ch.Against))
+		}
+		for _, it := range ch.Items {
+			out.Changes = append(out.Changes, ch.Window+": "+it.Detail)
+		}
+	}
+	status := map[string]string{}
+	for _, m := range c.Verdict.Metrics {
+		status[m.Metric] = m.Status
 	}
 	if len(c.Verdict.Advice) > 0 {
 		out.Headline = c.Verdict.Advice[0]
@@ -89,7 +113,11 @@ func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
 		out.Windows = append(out.Windows, Window{Name: cmp.Or(r.Window, r.Label, r.ID), Run: runs[i]})
 	}
 	metric := func(name string, pct *float64, value func(tare.ComparedRun) *float64) {
-		d := Divergence{Metric: name, Percent: pct, Diverged: pct != nil && *pct > c.Verdict.ThresholdPct}
+		judged := status[strings.TrimSuffix(strings.TrimSuffix(name, "_ms"), "_per_s")]
+		d := Divergence{Metric: name, Percent: pct, Status: judged, Diverged: judged == tare.MetricDiverged}
+		if len(c.Verdict.Metrics) == 0 {
+			d.Diverged = pct != nil && *pct > c.Verdict.ThresholdPct // judged before figures had statuses
+		}
 		for _, r := range c.Runs {
 			d.Values = append(d.Values, value(r))
 		}
@@ -104,12 +132,9 @@ func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
 	if cp := c.Capacity; cp.Best != nil || cp.Worst != nil {
 		out.Capacity = &Capacity{
 			Unit:    cp.Metric,
-			Best:    CapacityPoint{Window: tare.WindowOffpeak, Value: cp.Best},
-			Typical: CapacityPoint{Window: tare.WindowMid, Value: cp.Typical},
-			Worst:   CapacityPoint{Window: tare.WindowPeak, Value: cp.Worst},
-		}
-		if cp.From == "runs" {
-			out.Capacity.Best.Window, out.Capacity.Typical.Window, out.Capacity.Worst.Window = "best run", "", "worst run"
+			Best:    CapacityPoint{Window: cp.BestWindow, Value: cp.Best},
+			Typical: CapacityPoint{Window: cp.TypicalWindow, Value: cp.Typical},
+			Worst:   CapacityPoint{Window: cp.WorstWindow, Value: cp.Worst},
 		}
 	}
 	return out

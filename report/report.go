@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
 )
@@ -79,6 +80,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		p.row("service", "p50 %s  p95 %s  p99 %s  max %s   (%s)",
 			ms(sv.P50), ms(sv.P95), ms(sv.P99), ms(sv.Max), from)
 		p.row("send lag", "p50 %s  p99 %s  max %s", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+		if b := s.TTFB; b != nil {
+			p.row("ttfb", "p50 %s  p95 %s  p99 %s  max %s   (the first response byte, from the actual send)", ms(b.P50), ms(b.P95), ms(b.P99), ms(b.Max))
+		}
 		if q := s.Queue; q != nil {
 			p.row("queue wait", "avg %s  p50 %s  p95 %s  p99 %s", ms(q.Wait.Avg), ms(q.Wait.P50), ms(q.Wait.P95), ms(q.Wait.P99))
 			p.row("queue depth", "mean %s  max %s", num(q.Depth.Mean), num(q.Depth.Max))
@@ -96,24 +100,20 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
 		}
 		mixRows(p, s)
-		p.row("generator", "cpu %s of a core   run delay %s", pct(s.Generator.CPUPct), pct(s.Generator.RunDelayPct))
 	}
-	h := s.Host
-	p.row("host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
-		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
-	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
-	if by := h.CPUBy; by != nil {
-		p.row("whose cpu", "%s", WhoseCPU(by, s.Env.VCPUs))
+	load := s.Requests.Total > 0 || s.Latency.P50 != nil
+	if len(s.Shards) == 0 {
+		hostRows(p, "", "this host", load, s.Generator, s.Host, s.SUT, s.Env.VCPUs, s.Requests.Total > 0)
+		blameRows(p, s)
 	}
-	blameRows(p, s)
-	if u := s.SUT; u != nil {
-		calls := ""
-		if len(u.Calls) > 0 {
-			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+	// A merged run's host figures are each shard's own: its host's.
+	for _, sh := range s.Shards {
+		fired := ""
+		if len(sh.Fired) > 0 {
+			fired = " (" + strings.Join(sh.Fired, ", ") + ")"
 		}
-		p.row("under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
-	} else if s.Requests.Total > 0 {
-		p.row("under test", "not found on this host (--pid or --cgroup name it)")
+		p.row("shard "+sh.Shard, "on %s: %d requests, %s   verdict %s%s", orQuestion(sh.Hostname), sh.Requests, sh.Arrival, strings.ToUpper(string(sh.Level)), fired)
+		hostRows(p, " ", "host "+orQuestion(sh.Hostname), true, sh.Generator, sh.Host, sh.SUT, sh.VCPUs, sh.Requests > 0)
 	}
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
 		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
@@ -129,6 +129,68 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	p.line("")
 	Verdict(p.w, s.Verdict)
 	return p.err
+}
+
+// hostRows are one host's rows, their names indented by indent: tare's
+// generator there (when it sent load), the host's interference, whose CPU
+// it was, and the system under test tare found on it (where, for a run
+// that sent requests, saying so when it found none).
+func hostRows(p *printer, indent, where string, load bool, g tare.Generator, h tare.HostSummary, sut *tare.SUTSummary, vcpus int, requests bool) {
+	if load {
+		p.row(indent+"generator", "cpu %s of a core   run delay %s", pct(g.CPUPct), pct(g.RunDelayPct))
+	}
+	p.row(indent+"host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
+		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
+	p.row("", "psi some %s   throttled %s   run delay %s   behind neighbours %s", pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct), pct(h.NeighbourWaitPct))
+	if by := h.CPUBy; by != nil {
+		p.row(indent+"whose cpu", "%s", WhoseCPU(by, vcpus))
+	}
+	if u := sut; u != nil {
+		calls := ""
+		if len(u.Calls) > 0 && len(u.Graph) < 2 {
+			calls = fmt.Sprintf(", with pid %s it calls", joinInts(u.Calls))
+		}
+		if len(u.Graph) == 1 && u.Graph[0].Container != nil && !strings.Contains(u.FoundBy, u.Graph[0].Container.String()) {
+			calls += ", in " + u.Graph[0].Container.String()
+		}
+		p.row(indent+"under test", "pid %s (%s%s)   cpu %s of a core   run delay %s", joinInts(u.PIDs), u.FoundBy, calls, pct(u.CPUPct), pct(u.RunDelayPct))
+		graphRows(p, u.Graph)
+	} else if requests {
+		p.row(indent+"under test", "not found on %s (--pid or --cgroup name it)", where)
+	}
+}
+
+func orQuestion(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// graphRows draw the system under test's process graph, a row a node
+// (what it called indented under an arrow), when it is more than the
+// processes found first.
+func graphRows(p *printer, graph []tare.SUTNode) {
+	if len(graph) < 2 {
+		return
+	}
+	names := make([]string, len(graph))
+	width := 0
+	for i, n := range graph {
+		names[i] = fmt.Sprintf("%s (%d)", n.Name, len(n.PIDs))
+		if n.From != nil {
+			names[i] = "→ " + names[i]
+		}
+		width = max(width, utf8.RuneCountInString(names[i]))
+	}
+	for i, n := range graph {
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(names[i]))
+		in := ""
+		if n.Container != nil && !strings.Contains(n.ReachedBy, n.Container.String()) {
+			in = "   in " + n.Container.String()
+		}
+		p.row("", "%s%s   cpu %s of a core   run delay %s   %s%s", names[i], pad, pct(n.CPUPct), pct(n.RunDelayPct), n.ReachedBy, in)
+	}
 }
 
 // mixRows are the breakdowns of a run that mixed requests or ramped: the
@@ -239,7 +301,11 @@ func WhoseCPU(by *tare.CPUBy, vcpus int) string {
 		by.SystemUnderTest, by.Tare, by.Others, by.Kernel, by.Unattributed, by.Steal, by.Idle)
 	if len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct*float64(max(vcpus, 1)) >= 0.5 {
 		top := by.TopOthers[0]
-		line += fmt.Sprintf("   top other: %s (pid %d) %.0f%% of a CPU", top.Name, top.PID, top.CPUPct*float64(max(vcpus, 1)))
+		who := fmt.Sprintf("%s (pid %d)", top.Name, top.PID)
+		if top.Container != nil {
+			who = top.Who()
+		}
+		line += fmt.Sprintf("   top other: %s %.0f%% of a CPU", who, top.CPUPct*float64(max(vcpus, 1)))
 	}
 	return line
 }

@@ -114,6 +114,30 @@ func TestTextGolden(t *testing.T) {
 			s.Host.NeighbourWaitPct = tare.Float(11.9)
 			s.Host.PollutedTicksPct = tare.Float(100)
 		}},
+		// The same service beside a container whose three processes took a
+		// CPU: polluted, the container named, with its runtime, id and image.
+		{"container", make([]float64, 10), tare.Float(14), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.NeighbourWaitPct = tare.Float(11.6)
+			s.Host.PollutedTicksPct = tare.Float(80)
+			redis := &tare.Container{ID: "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5", Runtime: "docker", Name: "redis-cache", Image: "redis:7"}
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 9.5, Tare: 3.1, Others: 48.6, Kernel: 1.2, Unattributed: 0.8, Idle: 36.8,
+				TopOthers: []tare.ProcessShare{{Name: "redis-server", PID: 4121, CPUPct: 48, Container: redis, Processes: 3}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
+		}},
+		// A service whose graph crosses into containers: nginx on the host,
+		// the app behind it in docker's shop-api, its database in podman's
+		// db. Each node says the container it runs in.
+		{"container-graph", make([]float64, 10), tare.Float(0.3), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			api := &tare.Container{ID: "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5", Runtime: "docker", Name: "shop-api", Image: "shop/api:1.4"}
+			db := &tare.Container{ID: "2f34efe78475fdebf5ee5c3b98c90efbde716798521ef15e0454329cf00b5bfd", Runtime: "podman", Name: "db", Image: "docker.io/library/postgres:16"}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120, 5121, 6200, 6201, 6202, 7300}, FoundBy: "listening socket of 127.0.0.1:8080", Calls: []int{6200, 7300},
+				CPUPct: tare.Float(61), RunDelayPct: tare.Float(1.2), ThrottledPct: tare.Float(0),
+				Graph: []tare.SUTNode{
+					{Name: "nginx", PIDs: []int{5120, 5121}, CPUPct: tare.Float(8), RunDelayPct: tare.Float(0.3), ReachedBy: "listening socket 127.0.0.1:8080"},
+					{Name: "gunicorn", PIDs: []int{6200, 6201, 6202}, CPUPct: tare.Float(44), RunDelayPct: tare.Float(0.8), ReachedBy: "tcp 172.17.0.2:8000 in netns of pid 6200 from nginx", From: tare.Int(0), Container: api},
+					{Name: "postgres", PIDs: []int{7300}, CPUPct: tare.Float(9), RunDelayPct: tare.Float(0.1), ReachedBy: "tcp 10.88.0.3:5432 in netns of pid 7300 from gunicorn", From: tare.Int(1), Container: db},
+				}}
+		}},
 		// The wrong port: nothing listens, every request refused at once.
 		// Suspect, said first: the figures describe no service.
 		{"refused", make([]float64, 10), tare.Float(0.2), nil, refused},

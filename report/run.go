@@ -59,10 +59,6 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 	return r
 }
 
-// polluted reports whether a tick's steal, throttled share or PSI some
-// share exceeds the threshold: the definition of DESIGN.md, as stats
-// applies it to clean-tick percentiles.
-
 // AddResult adds one raw record. It never fails; the error return lets it
 // be passed to tare.Store.StreamResults and report.ReadRecords as it is.
 func (r *Run) AddResult(res *tare.Result) error {

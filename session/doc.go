@@ -1,5 +1,5 @@
 // Package session runs one measurement from start to end through the other
-// packages, in the order of DESIGN.md's data flow:
+// packages, in the order of the data flow of docs/architecture.md:
 //
 //	arrival.Process ──> load.Runner ──> tare.Result ──┐
 //	                                                  ├──> stats.Recorder ──> judge ──> tare.Summary

@@ -64,7 +64,8 @@ func LoadRun(ctx context.Context, st tare.Store, id string) (tare.Summary, []tar
 }
 
 // LoadInput is the stored run whose whole id is id as one side of a
-// comparison. A stored run has a timeline even when it recorded no tick
+// comparison, with the latencies of its raw records for the test on
+// requests. A stored run has a timeline even when it recorded no tick
 // (its ticks are then empty, not nil), so it is tested as one.
 func LoadInput(ctx context.Context, st tare.Store, id string) (stats.CompareInput, error) {
 	s, ticks, merged, err := loadStored(ctx, st, id, true)
@@ -74,7 +75,11 @@ func LoadInput(ctx context.Context, st tare.Store, id string) (stats.CompareInpu
 	if ticks == nil && !merged {
 		ticks = []tare.Tick{}
 	}
-	return stats.CompareInput{Summary: s, Ticks: ticks, Source: "store"}, nil
+	lat := stats.NewLatencies(s.Requests.Total)
+	if err := StreamResults(ctx, st, id, lat.Add); err != nil {
+		return stats.CompareInput{}, err
+	}
+	return stats.CompareInput{Summary: s, Ticks: ticks, Latencies: lat.Values(), Source: "store"}, nil
 }
 
 // load reads run id, merged from its shards when it was sharded (merged

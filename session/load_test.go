@@ -126,7 +126,7 @@ func TestImportRecords(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jsonl")
 	var b strings.Builder
-	exp, err := report.NewExporter(&b, report.FormatJSONL, time.Time{}, time.Second)
+	exp, err := report.NewExporter(&b, report.FormatJSONL, time.Time{}, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,10 +163,7 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	s.Env = sampler.Env()
 	explainBlame(&s, sampler.BlameWhy())
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
-	if s.SUT != nil {
-		s.SUT.Calls = sampler.Called()
-	}
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
@@ -217,9 +214,10 @@ func (l *lastOffset) span(rate float64) time.Duration {
 }
 
 // sutSummary completes what stats measured of the system under test with
-// which processes it was and how tare found them; nil when tare did not
-// know it.
-func sutSummary(measured *tare.SUTSummary, pids []int, foundBy string) *tare.SUTSummary {
+// which processes it was, how tare found them and what they called (the
+// sampler's graph, whose nodes' figures stats measured by index); nil
+// when tare did not know it.
+func sutSummary(measured *tare.SUTSummary, pids []int, foundBy string, sampler *host.Sampler) *tare.SUTSummary {
 	if len(pids) == 0 {
 		return nil
 	}
@@ -227,6 +225,14 @@ func sutSummary(measured *tare.SUTSummary, pids []int, foundBy string) *tare.SUT
 		measured = &tare.SUTSummary{}
 	}
 	measured.PIDs, measured.FoundBy = pids, foundBy
+	measured.Calls = sampler.Called()
+	graph := sampler.Graph()
+	for i := range graph {
+		if i < len(measured.Graph) {
+			graph[i].CPUPct, graph[i].RunDelayPct = measured.Graph[i].CPUPct, measured.Graph[i].RunDelayPct
+		}
+	}
+	measured.Graph = graph
 	return measured
 }
 

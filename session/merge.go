@@ -59,10 +59,13 @@ func shardName(rowID string) string {
 // pooled raw records, so the merged percentiles are those of all records
 // together, exactly as one generator would have reported them
 // (percentiles do not average).
-// Host signals are not pooled: each shard's host was judged on its own
-// ticks when it ran, and the merged verdict keeps those judgements per
-// host, naming the shard and host whose steal or throttling fired and any
-// shard whose own generator was starved.
+// Host figures and signals are not pooled: each shard's host was judged
+// on its own ticks when it ran, so the merged run keeps each shard's host
+// lines (its generator, its host, whose CPU, the system under test it
+// found) in its line of Shards, and its verdict is the shards' (the worst
+// level, every signal that fired named with its shard and host); only the
+// SLO is checked on the pooled figures. The run describes its whole
+// schedule, as the shards recorded it.
 func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
 	parts := make([]tare.Summary, len(rows))
 	shifts := make([]time.Duration, len(rows))
@@ -148,8 +151,9 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			s.Run.Status = p.Run.Status
 		}
 	}
-	s.Run.Arrival = strings.TrimSuffix(parts[0].Run.Arrival, ", "+shardName(rows[0].ID))
+	s.Run.Arrival = wholeSchedule(parts[0].Run, len(rows))
 	s.Env = parts[0].Env
+	s.Env.Hostname = hostnames(parts)
 	s.Env.Pod = nil // each shard's own: in its line of Shards
 	if parts[0].Blame != nil {
 		explainBlame(&s, parts[0].Blame.Why)
@@ -162,17 +166,14 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	if err != nil {
 		return tare.Summary{}, nil, fmt.Errorf("the SLO of shard %s: %w", rows[0].ID, err)
 	}
-	s.Verdict = judge.Judge(&s, ticks, th, slo)
-	s.Thresholds = th.Map()
 	s.Shards = make([]tare.ShardSummary, len(rows))
-	for i, p := range parts {
-		s.Shards[i] = shardSummary(rows[i].ID, &p)
-		for _, sig := range judge.Fired(p.Verdict) {
-			s.Verdict.Level = judge.Raise(s.Verdict.Level, judge.LevelOf(sig))
-			sig.Detail = fmt.Sprintf("%s on host %s: %s", shardName(rows[i].ID), cmp.Or(p.Env.Hostname, "?"), sig.Detail)
-			s.Verdict.Signals = append(s.Verdict.Signals, sig)
-		}
+	judged := make([]judge.Shard, len(rows))
+	for i := range parts {
+		s.Shards[i] = shardSummary(rows[i].ID, &parts[i])
+		judged[i] = judge.Shard{Name: fmt.Sprintf("%s on host %s", shardName(rows[i].ID), cmp.Or(parts[i].Env.Hostname, "?")), Summary: &parts[i]}
 	}
+	s.Verdict = judge.Merged(&s, judged, th, slo)
+	s.Thresholds = th.Map()
 	stages.summarise(parts, th, slo, &s)
 	if !targetsAddUp(s.Targets, parts) {
 		s.Targets = nil
@@ -180,8 +181,29 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
-	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; host figures are per shard (see each shard's row)", len(rows), n))
+	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; the host figures and the verdict are each shard's own, judged on its host (in its lines)", len(rows), n))
 	return s, ticks, nil
+}
+
+// wholeSchedule describes the run's whole schedule over its n shards, as
+// a shard recorded it ("poisson 200/s for 6s over 2 shards"); a shard
+// stored before it did gives its own part, said to be one.
+func wholeSchedule(first tare.Run, n int) string {
+	if whole := first.Config[tare.ConfigShardArrival]; whole != "" {
+		return fmt.Sprintf("%s over %d shards", whole, n)
+	}
+	return first.Arrival + " (one shard's part; the whole schedule was not recorded)"
+}
+
+// hostnames are the hosts the shards ran on, each once, in shard order.
+func hostnames(parts []tare.Summary) string {
+	var hosts []string
+	for _, p := range parts {
+		if h := cmp.Or(p.Env.Hostname, "?"); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ", ")
 }
 
 // shardTargets are the names of the requests of the targets file the
@@ -250,6 +272,7 @@ func shardSummary(rowID string, p *tare.Summary) tare.ShardSummary {
 		Shard: strings.TrimPrefix(shardName(rowID), "shard "), RunID: rowID, Hostname: p.Env.Hostname,
 		Requests: p.Requests.Total, LatencyP99: p.Latency.P99, StealMeanPct: p.Host.Steal.Mean,
 		ThrottledPct: p.Host.ThrottledPct, SendLagP99: p.SendLag.P99, Level: p.Verdict.Level,
+		Arrival: p.Run.Arrival, VCPUs: p.Env.VCPUs, Generator: p.Generator, Host: p.Host, SUT: p.SUT,
 	}
 	if pod := p.Env.Pod; pod != nil {
 		sh.Pod = pod.Namespace + "/" + pod.Name

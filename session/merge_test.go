@@ -36,8 +36,9 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 	}
 	for i := 1; i <= 3; i++ {
 		run := tare.Run{ID: fmt.Sprintf("%s.shard-%d-of-3", group, i), Label: "merge", Target: "http://127.0.0.1/",
-			Arrival: fmt.Sprintf("poisson 10/s for 20 jobs, shard %d/3", i), StartedAt: start}
-		env := tare.Env{Hostname: fmt.Sprintf("host-%d", i)}
+			Arrival: fmt.Sprintf("poisson 10/s for 20 jobs, shard %d/3", i), StartedAt: start,
+			Config: map[string]string{tare.ConfigShardArrival: "poisson 30/s for 60 jobs"}}
+		env := tare.Env{Hostname: fmt.Sprintf("host-%d", i), VCPUs: 2}
 		if err := st.CreateRun(ctx, run, env); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,13 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := tare.Summary{Schema: tare.SummarySchema, Run: run, Env: env, Requests: tare.Requests{Total: 20, OK: 20},
-			Verdict: tare.Verdict{Level: tare.Clean, SLO: []tare.SLOCheck{{Objective: "p95<=2ms", LimitMS: 2}}}, Thresholds: th.Map()}
+			Verdict: tare.Verdict{Level: tare.Clean, SLO: []tare.SLOCheck{{Objective: "p95<=2ms", LimitMS: 2}}}, Thresholds: th.Map(),
+			// What each shard's own host did: the merged run keeps it per shard.
+			Generator: tare.Generator{CPUPct: tare.Float(float64(i)), RunDelayPct: tare.Float(0.5)},
+			Host: tare.HostSummary{CPUBusyPct: tare.Float(40 + float64(i)), Steal: tare.StealStats{Mean: tare.Float(float64(i)), Max: tare.Float(float64(5 * i))}, Ticks: 7,
+				CPUBy: &tare.CPUBy{SystemUnderTest: 20, Tare: 5, Others: 10, Idle: 65, TopOthers: []tare.ProcessShare{{Name: "cron", PID: 90 + i, CPUPct: 3}}}},
+			SUT: &tare.SUTSummary{PIDs: []int{700 + i}, FoundBy: "listening socket of 127.0.0.1:8080", CPUPct: tare.Float(30)}}
+		s.Verdict.Warnings = []string{fmt.Sprintf("only %d host ticks", 7)}
 		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, start.Add(7*time.Second)
 		if sig, ok := fired[i]; ok {
 			s.Verdict.Level, s.Verdict.Signals = tare.Polluted, []tare.Signal{sig}
@@ -66,8 +73,35 @@ func TestMergedVerdictNamesTheShard(t *testing.T) {
 	if len(s.Verdict.SLO) != 1 || s.Verdict.SLO[0].Objective != "p95<=2ms" || s.Verdict.SLO[0].Met {
 		t.Errorf("merged SLO checks %+v; want the shards' p95<=2ms, not met by the pooled records", s.Verdict.SLO)
 	}
-	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 10/s for 20 jobs" {
-		t.Errorf("merged: %d requests, level %s, arrival %q", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
+	if s.Requests.Total != 60 || s.Verdict.Level != tare.Polluted || s.Run.Arrival != "poisson 30/s for 60 jobs over 3 shards" {
+		t.Errorf("merged: %d requests, level %s, arrival %q; want 60, polluted, the whole schedule over 3 shards", s.Requests.Total, s.Verdict.Level, s.Run.Arrival)
+	}
+	// The verdict is the shards': every signal names its shard, every
+	// warning is a shard's or the merge's own, and none speaks of the
+	// pooled records as if they were a host that was not sampled.
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired && !strings.HasPrefix(sig.Detail, "shard ") {
+			t.Errorf("a signal of the merged run names no shard: %s: %s", sig.Name, sig.Detail)
+		}
+	}
+	for _, w := range s.Verdict.Warnings {
+		if strings.Contains(w, "was not sampled") || strings.HasPrefix(w, "the system under test was not found") {
+			t.Errorf("the merged verdict says the host was not measured, though every shard measured its own: %q", w)
+		}
+	}
+	if !slices.Contains(s.Verdict.Warnings, "shard 2/3 on host host-2: only 7 host ticks") {
+		t.Errorf("the shards' own warnings are not there, named: %q", s.Verdict.Warnings)
+	}
+	if s.Env.Hostname != "host-1, host-2, host-3" {
+		t.Errorf("merged env hostname %q, want the shards' hosts", s.Env.Hostname)
+	}
+	for i, sh := range s.Shards {
+		n := float64(i + 1)
+		if sh.Arrival != fmt.Sprintf("poisson 10/s for 20 jobs, shard %d/3", i+1) || sh.VCPUs != 2 || sh.Generator.CPUPct == nil || *sh.Generator.CPUPct != n ||
+			sh.Host.CPUBusyPct == nil || *sh.Host.CPUBusyPct != 40+n || sh.Host.CPUBy == nil || sh.Host.CPUBy.TopOthers[0].PID != 90+i+1 ||
+			sh.SUT == nil || sh.SUT.PIDs[0] != 700+i+1 {
+			t.Errorf("shard %d's line does not carry its own host's figures: %+v", i+1, sh)
+		}
 	}
 	var details []string
 	for _, sig := range s.Verdict.Signals {
@@ -251,7 +285,7 @@ func TestMergeStagesAndTargets(t *testing.T) {
 		s.Run.Status, s.Run.EndedAt = tare.StatusComplete, began.Add(6*time.Second)
 		for k := range parts.Len() {
 			ps, _ := parts.Summary(k)
-			stage := tare.StageSummary{StartS: spans[k].From.Seconds(), DurationS: (spans[k].To - spans[k].From).Seconds(),
+			stage := tare.StageSummary{Stage: k + 1, StartS: spans[k].From.Seconds(), DurationS: (spans[k].To - spans[k].From).Seconds(),
 				FromPerS: 10 * float64(k), TargetPerS: 10, Requests: ps.Requests.Total, Verdict: tare.Clean}
 			if i == 1 && k == 0 {
 				stage.Verdict, stage.Fired = tare.Polluted, []string{"steal"}
@@ -305,6 +339,10 @@ func TestMergeStagesAndTargets(t *testing.T) {
 	}
 	if got := s.Stages[1]; got.Verdict == tare.Polluted {
 		t.Errorf("merged stage 2 is polluted, though neither shard's was")
+	}
+	// The warning that stage 1 is worse than the run names it by number.
+	if !slices.ContainsFunc(s.Verdict.Warnings, func(w string) bool { return strings.HasPrefix(w, "stage 1 (0/s to 20/s, from 1s) was polluted") }) {
+		t.Errorf("no warning names merged stage 1 by its number: %q", s.Verdict.Warnings)
 	}
 	if s.Requests.Total != 200 {
 		t.Errorf("merged %d requests, want 200", s.Requests.Total)

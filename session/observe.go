@@ -102,10 +102,7 @@ loop:
 	}
 	s.Env = sampler.Env()
 	explainBlame(&s, sampler.BlameWhy())
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy)
-	if s.SUT != nil {
-		s.SUT.Calls = sampler.Called()
-	}
+	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks := rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
 	for _, w := range sampler.Warnings() {

@@ -26,7 +26,8 @@ type Plan struct {
 }
 
 // ReadPlan reads the plan file at path into a Spec: every setting sets the
-// field its key names, and every error names the plan's line and key. A
+// field its key names, and every error names the plan's line and key; a
+// retired key is ignored, and said in Warnings. A
 // relative @file body, targets file or prompts file is read from the
 // plan's directory, wherever tare runs from (cron starts it in $HOME).
 func ReadPlan(path string) (*Plan, error) {
@@ -46,11 +47,15 @@ func ReadPlan(path string) (*Plan, error) {
 	pl := &Plan{Path: abs, Spec: NewSpec(10, 0, 30*time.Second), given: map[string]bool{}}
 	sweep := NewSweepSpec()
 	fields := byKey(pl.Spec.Fields(), sweep.Fields())
-	keys := make(protocol.Keys, len(fields))
+	keys, retired := make(protocol.Keys, len(fields)), protocol.Retired{}
 	for k, f := range fields {
+		if f.Retired != "" {
+			retired[k] = f.Retired
+			continue
+		}
 		keys[k] = isList(f)
 	}
-	if pl.Plan, err = protocol.ParsePlan(path, f, keys); err != nil {
+	if pl.Plan, err = protocol.ParsePlan(path, f, keys, retired); err != nil {
 		return nil, err
 	}
 	for _, s := range pl.Settings {

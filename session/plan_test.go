@@ -125,3 +125,38 @@ func TestPlanErrorInPlanWords(t *testing.T) {
 		t.Errorf("error %q: want it at line 3, key stages, in the plan's words (rate:, no --flag)", msg)
 	}
 }
+
+// TestPlanContainer: a plan names the system under test as a container,
+// and where a runtime keeps its state; Sampling checks both.
+func TestPlanContainer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:9/\ncontainer: redis-cache\nruntime-dirs: [docker=/data/docker, podman=/home/ci/.local/share/containers/storage]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := pl.Spec.Host
+	if h.Container != "redis-cache" || !reflect.DeepEqual(h.RuntimeDirs, []string{"docker=/data/docker", "podman=/home/ci/.local/share/containers/storage"}) {
+		t.Fatalf("host spec %+v", h)
+	}
+	cfg, err := h.Sampling(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Runtimes.Docker, []string{"/data/docker"}) || !reflect.DeepEqual(cfg.Runtimes.Storage, []string{"/home/ci/.local/share/containers/storage"}) {
+		t.Errorf("runtimes %+v", cfg.Runtimes)
+	}
+	for _, tt := range []struct {
+		h    HostSpec
+		want string
+	}{
+		{HostSpec{Tick: time.Second, RuntimeDirs: []string{"/data/docker"}}, `--runtime-dir "/data/docker": want RUNTIME=DIR`},
+		{HostSpec{Tick: time.Second, RuntimeDirs: []string{"rkt=/var/lib/rkt"}}, `unknown container runtime "rkt": want docker, containerd, podman or cri-o`},
+	} {
+		if _, err := tt.h.Sampling(os.Getpid()); err == nil || !strings.Contains(err.Error(), tt.want) || tare.ErrorCode(err) != tare.EINVALID {
+			t.Errorf("%+v: error %v, want one with %q", tt.h, err, tt.want)
+		}
+	}
+}

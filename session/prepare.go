@@ -51,6 +51,11 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 	if err != nil {
 		return nil, err
 	}
+	if t := spec.Target; t.URL+t.Targets+t.Model+t.Queue != "" {
+		if err := j.SLO.ForTarget(t.URL != "" || t.Targets != ""); err != nil {
+			return nil, Flagged(err, "slo")
+		}
+	}
 	sampling, err := spec.Host.Sampling(os.Getpid())
 	if err != nil {
 		return nil, err
@@ -239,6 +244,11 @@ func (p *Prepared) Shard(cfg *Config, sh arrival.Shard) error {
 	if err != nil {
 		return err
 	}
+	// The whole schedule, which a merged run describes itself by.
+	if cfg.Run.Config == nil {
+		cfg.Run.Config = map[string]string{}
+	}
+	cfg.Run.Config[tare.ConfigShardArrival] = cfg.Run.Arrival
 	cfg.Schedule, cfg.Run.Arrival = sched, sched.String()
 	cfg.Rate /= float64(sh.Count)
 	if len(cfg.Stages) > 0 {

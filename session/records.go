@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/stats"
@@ -54,12 +56,18 @@ type Records struct {
 
 // Each streams the file's records to fn.
 func (f Records) Each(fn func(*tare.Result) error) error {
+	return f.each(func(r *tare.Result, _ string) error { return fn(r) })
+}
+
+// each streams the file's records to fn, with the name of the request of a
+// targets file each took ("" when the record names none).
+func (f Records) each(fn func(r *tare.Result, target string) error) error {
 	file, err := os.Open(f.Path)
 	if err != nil {
 		return tare.Errorf(tare.EINVALID, "%s %s: %w", f.Command, f.Path, err)
 	}
 	defer file.Close()
-	err = report.ReadRecords(bufio.NewReaderSize(file, 1<<20), fn)
+	err = report.ReadNamedRecords(bufio.NewReaderSize(file, 1<<20), fn)
 	if errors.Is(err, report.ErrRecord) {
 		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %w", f.Command, f.Path, err)
 	}
@@ -75,13 +83,20 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	var (
 		n                int
 		start, last, end time.Time
+		targets          []string // the names of the requests of a targets file, by index
 	)
-	err := f.Each(func(r *tare.Result) error {
+	err := f.each(func(r *tare.Result, target string) error {
 		if n == 0 || r.Scheduled.Before(start) {
 			start = r.Scheduled
 		}
 		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
 		n++
+		if i := r.TargetIndex; target != "" && i >= 0 && i < httptarget.MaxTargets {
+			for len(targets) <= i {
+				targets = append(targets, "")
+			}
+			targets[i] = target
+		}
 		return nil
 	})
 	if err != nil {
@@ -97,7 +112,12 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	}
 	// Records come in arrival order, not in order of completion: a grace
 	// over the whole run keeps every tick open until the end.
-	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second})
+	for i, name := range targets {
+		if name == "" { // no record of it named it (none took it)
+			targets[i] = fmt.Sprintf("target %d", i)
+		}
+	}
+	rec, err := stats.NewRecorder(stats.Config{Start: start, Grace: end.Sub(start) + time.Second, Targets: targets})
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}

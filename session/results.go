@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -45,9 +46,17 @@ func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Dur
 		if res.Scheduled.After(last) {
 			last = res.Scheduled
 		}
+		// The tool stamped one instant per request, which the reader gives
+		// as both the schedule and the send: its send lag and a service
+		// time apart from latency are not measured (null), not 0 and the
+		// latency again.
+		res.Sent = time.Time{}
 		rec.AddResult(&res)
 	}
 	ws := r.Warnings()
+	if r.Count() > 0 {
+		ws = append(ws, fmt.Sprintf("send lag and service time are not measured for the %s results: the tool stamps one instant per request, so the latency from it is the only time there is", cmp.Or(spec.Format.Tool, spec.Format.Name)))
+	}
 	if r.Count() == 0 {
 		ws = append(ws, fmt.Sprintf("%s holds no results: the window is judged on the host alone", spec.Path))
 	}

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/queue"
 )
 
@@ -44,6 +47,7 @@ type Sharding struct {
 	Group   string        // the run id all shards share; "" to let the store pick one
 	co      *queue.Coordinator
 	clock   queue.Clock // the offset read at the barrier
+	peers   []int       // the pids of the other shards of the run on this host
 }
 
 // Plan checks the settings against now. A coordinated run gets its id
@@ -185,6 +189,12 @@ func (f *ShardSpec) Join(ctx context.Context, label string, p *Sharding) error {
 		return tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %w", tare.RedactText(f.Coordinate), err)
 	}
 	b := co.Barrier(barrierID, count)
+	// Each shard says where it runs, so that shards on one host count
+	// each other as tare, not as neighbours.
+	table, tableErr := host.ProcessTable("")
+	if tableErr == nil {
+		b.Member = strconv.Itoa(os.Getpid()) + " " + table
+	}
 	if p.Shard.Count == 0 {
 		i, err := b.Index(ctx)
 		if err != nil {
@@ -203,7 +213,30 @@ func (f *ShardSpec) Join(ctx context.Context, label string, p *Sharding) error {
 		p.Group = groupID(label, start.Redis)
 	}
 	p.co, p.clock = co, clock
+	if tableErr == nil {
+		members, err := b.Members(ctx)
+		if err != nil {
+			co.Close()
+			return fmt.Errorf("shard %s: %w", p.Shard, err)
+		}
+		p.peers = peersOf(members, p.Shard.Index, table)
+	}
 	return nil
+}
+
+// peersOf are the pids of the shards of members (index → "pid table")
+// other than self that see the process table this one does.
+func peersOf(members map[int]string, self int, table string) []int {
+	var pids []int
+	for i, m := range members {
+		pidText, theirs, _ := strings.Cut(m, " ")
+		pid, err := strconv.Atoi(pidText)
+		if i != self && theirs == table && err == nil && pid > 0 && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
 }
 
 // Close closes the barrier's connection, if one was joined.
@@ -214,16 +247,30 @@ func (c *Sharding) Close() {
 }
 
 // Record stores the clock offsets in the run's configuration: the start
-// one now, and the end one when the run finishes (Finish).
-func (c *Sharding) Record(run *tare.Run) {
+// one now, and the end one when the run finishes (Finish). The other
+// shards of the run on this host are tare in its ledger (a process of the
+// same run is no neighbour), and their pids are recorded too.
+func (c *Sharding) Record(cfg *Config) {
 	if c.co == nil {
 		return
 	}
+	run := &cfg.Run
 	if run.Config == nil {
 		run.Config = map[string]string{}
 	}
 	run.Config[tare.ConfigClockStart] = msString(c.clock.Offset)
 	run.Config[tare.ConfigClockRTT] = msString(c.clock.RTT)
+	var peers []string
+	for _, pid := range c.peers {
+		// One that is gone already (it failed) is no process to count.
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil && !slices.Contains(cfg.Host.Tare, pid) {
+			cfg.Host.Tare = append(slices.Clip(cfg.Host.Tare), pid)
+			peers = append(peers, strconv.Itoa(pid))
+		}
+	}
+	if len(peers) > 0 {
+		run.Config[tare.ConfigShardPeers] = strings.Join(peers, ",")
+	}
 }
 
 // Finish reads the clock again at the end of the run and records it.

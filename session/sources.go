@@ -19,6 +19,9 @@ import (
 type Sources struct {
 	Open func(context.Context) (tare.Store, error)
 	st   tare.Store
+	// latencies are those of the raw records ReportRuns streamed, by run,
+	// for CompareReport's test on requests.
+	latencies map[*report.Run]*stats.Latencies
 }
 
 func (s *Sources) store(ctx context.Context) (tare.Store, error) {
@@ -39,8 +42,8 @@ func (s *Sources) Close() {
 	}
 }
 
-// Compare reads the runs the arguments name (a summary file, a protocol
-// id, a run id or its prefix) and compares them.
+// Compare reads the runs the arguments name (a summary file, a file of raw
+// records, a protocol id, a run id or its prefix) and compares them.
 func (s *Sources) Compare(ctx context.Context, args []string, rules judge.ProtocolRules) (*tare.Comparison, error) {
 	var (
 		inputs []stats.CompareInput
@@ -63,10 +66,16 @@ func (s *Sources) Compare(ctx context.Context, args []string, rules judge.Protoc
 func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInput, []tare.SweepCapacity, error) {
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
 		s, err := ReadSummary(arg)
-		if err != nil {
+		if err == nil {
+			return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+		}
+		// Not a summary: raw records, or else what was wrong with it as a
+		// summary, the likelier intent.
+		in, rerr := recordsInput(arg)
+		if rerr != nil {
 			return nil, nil, err
 		}
-		return []stats.CompareInput{{Summary: s, Source: arg}}, nil, nil
+		return []stats.CompareInput{in}, nil, nil
 	} else if strings.HasSuffix(arg, ".json") {
 		return nil, nil, tare.Errorf(tare.ENOTFOUND, "no summary file %q", arg)
 	}
@@ -92,12 +101,28 @@ func (src *Sources) readArg(ctx context.Context, arg string) ([]stats.CompareInp
 	return []stats.CompareInput{in}, nil, err
 }
 
+// recordsInput reads a file of raw JSONL records (tare runs export) as one
+// side of a comparison: summarised and judged here, with its timeline and
+// its latencies for the test on requests.
+func recordsInput(path string) (stats.CompareInput, error) {
+	f := Records{Path: path, Command: "compare"}
+	s, ticks, err := f.Summarise(nil, nil)
+	if err != nil {
+		return stats.CompareInput{}, err
+	}
+	lat := stats.NewLatencies(s.Requests.Total)
+	if err := f.Each(lat.Add); err != nil {
+		return stats.CompareInput{}, err
+	}
+	return stats.CompareInput{Summary: s, Ticks: ticks, Latencies: lat.Values(), Source: path}, nil
+}
+
 // ReportRuns returns the runs an argument names, for a report: a summary
 // or records file, a stored run (or a unique prefix of its id) or the
 // windows of a protocol, oldest first.
 func (s *Sources) ReportRuns(ctx context.Context, arg string) ([]*report.Run, error) {
 	if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
-		run, err := reportFile(arg)
+		run, err := s.reportFile(arg)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +137,7 @@ func (s *Sources) ReportRuns(ctx context.Context, arg string) ([]*report.Run, er
 	}
 	id, err := Resolve(ctx, st, arg)
 	if err == nil {
-		run, err := reportRun(ctx, st, id)
+		run, err := s.reportRun(ctx, st, id)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +152,7 @@ func (s *Sources) ReportRuns(ctx context.Context, arg string) ([]*report.Run, er
 	}
 	var out []*report.Run
 	for _, w := range slices.Backward(windows) { // oldest first: the order they ran in
-		run, err := reportRun(ctx, st, w.ID)
+		run, err := s.reportRun(ctx, st, w.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -136,15 +161,42 @@ func (s *Sources) ReportRuns(ctx context.Context, arg string) ([]*report.Run, er
 	return out, nil
 }
 
+// CompareReport compares runs that ReportRuns returned, as tare compare
+// judges them, with the latencies of the raw records it streamed.
+func (s *Sources) CompareReport(runs []*report.Run, rules judge.ProtocolRules) *tare.Comparison {
+	inputs := make([]stats.CompareInput, len(runs))
+	for i, r := range runs {
+		inputs[i] = stats.CompareInput{Summary: r.Summary, Ticks: r.Ticks, Source: "store"}
+		if lat := s.latencies[r]; lat != nil {
+			inputs[i].Latencies = lat.Values()
+		}
+	}
+	return Compare(inputs, nil, rules)
+}
+
+// streamed is the function that streams a run's raw records into run,
+// collecting their latencies for CompareReport.
+func (s *Sources) streamed(run *report.Run) func(*tare.Result) error {
+	lat := stats.NewLatencies(run.Summary.Requests.Total)
+	if s.latencies == nil {
+		s.latencies = map[*report.Run]*stats.Latencies{}
+	}
+	s.latencies[run] = lat
+	return func(r *tare.Result) error {
+		lat.Add(r)
+		return run.AddResult(r)
+	}
+}
+
 // reportRun reads a stored run: its summary, its ticks and, streamed, its
 // raw records.
-func reportRun(ctx context.Context, st tare.Store, id string) (*report.Run, error) {
-	s, ticks, err := LoadRun(ctx, st, id)
+func (s *Sources) reportRun(ctx context.Context, st tare.Store, id string) (*report.Run, error) {
+	sum, ticks, err := LoadRun(ctx, st, id)
 	if err != nil {
 		return nil, err
 	}
-	run := report.NewRun(s, ticks)
-	if err := StreamResults(ctx, st, id, run.AddResult); err != nil {
+	run := report.NewRun(sum, ticks)
+	if err := StreamResults(ctx, st, id, s.streamed(run)); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -152,17 +204,17 @@ func reportRun(ctx context.Context, st tare.Store, id string) (*report.Run, erro
 
 // reportFile reads a summary JSON file as it is, or raw JSONL records,
 // summarised and judged here, then streamed once more into the report.
-func reportFile(path string) (*report.Run, error) {
-	if s, err := ReadSummary(path); err == nil {
-		return report.NewRun(s, nil), nil
+func (s *Sources) reportFile(path string) (*report.Run, error) {
+	if sum, err := ReadSummary(path); err == nil {
+		return report.NewRun(sum, nil), nil
 	}
 	f := Records{Path: path, Command: "report"}
-	s, ticks, err := f.Summarise(nil, nil)
+	sum, ticks, err := f.Summarise(nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	run := report.NewRun(s, ticks)
-	if err := f.Each(run.AddResult); err != nil {
+	run := report.NewRun(sum, ticks)
+	if err := f.Each(s.streamed(run)); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -60,6 +60,10 @@ type Field struct {
 	// *uint64, *float64, *bool, *time.Duration, or a
 	// encoding.TextUnmarshaler such as *arrival.Rate.
 	Value any
+	// Retired says why a setting no longer does anything: its flag is
+	// deprecated with that message, and its plan key ignored with a
+	// warning and never listed among the keys to use. "" for a live one.
+	Retired string
 }
 
 // Set sets the field from a plan's text, one item at a time for a list.
@@ -390,7 +394,7 @@ func (l *LoadSpec) Fields() []Field {
 		{Flag: "jobs", Key: "jobs", Value: &l.Jobs, Usage: "number of arrivals (0: bounded by --duration only)"},
 		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
 		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
-		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish"},
+		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish (0: none, they are cancelled at once)"},
 		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
 		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
 		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
@@ -528,16 +532,24 @@ func (l *LoadSpec) Planned() time.Duration {
 	return l.Length()
 }
 
-// Engine is the load engine's configuration.
+// Engine is the load engine's configuration. A --drain of 0 is none,
+// which the engine spells NoDrain (its zero value is its default).
 func (l *LoadSpec) Engine() load.Config {
-	return load.Config{MaxInFlight: l.MaxInFlight, Drain: l.Drain}
+	drain := l.Drain
+	if drain == 0 {
+		drain = load.NoDrain
+	}
+	return load.Config{MaxInFlight: l.MaxInFlight, Drain: drain}
 }
 
 // HostSpec says what to sample and whose processes to measure.
 type HostSpec struct {
-	Tick   time.Duration
-	PIDs   []int
-	Cgroup string
+	Tick        time.Duration
+	PIDs        []int
+	Cgroup      string
+	Container   string   // a container's name or id
+	RuntimeDirs []string // RUNTIME=DIR: where a container runtime keeps its state
+	Exclude     []string // pids or command names taken out of the system under test
 	// SchedProbe is "auto" (or ""): measure blame with the scheduler
 	// probe where it can run; "off": estimate it from the ledger.
 	SchedProbe string
@@ -546,8 +558,11 @@ type HostSpec struct {
 func (h *HostSpec) Fields() []Field {
 	return []Field{
 		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
-		{Flag: "pid", Value: &h.PIDs, Usage: "the system under test's process, with its threads and descendants (repeatable); by default tare finds the process listening on a loopback target's port"},
-		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are the system under test when --pid is not given"},
+		{Flag: "pid", Value: &h.PIDs, Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
+		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
+		{Flag: "container", Key: "container", Value: &h.Container, Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
+		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
+		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
 		{Flag: "sched-probe", Key: "sched-probe", Value: &h.SchedProbe, Usage: "auto: measure behind whom the system under test and tare waited for a CPU with the scheduler's own events (an eBPF probe, as root on a kernel with BTF), else estimate it; off: always estimate it from the CPU shares"},
 	}
 }
@@ -568,12 +583,32 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
 		}
 	}
+	for _, x := range h.Exclude {
+		if x == "" || !isDigits(x) && len(x) > 15 {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--exclude-process %q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
+		}
+	}
 	if h.Cgroup != "" {
 		if _, err := host.NewSampler(host.Config{Cgroup: h.Cgroup}); err != nil {
 			return host.Config{}, Flagged(err, "cgroup")
 		}
 	}
-	return host.Config{Tick: h.Tick, Tare: []int{self}, SUT: h.PIDs, Cgroup: h.Cgroup, SchedProbe: h.SchedProbe != "off"}, nil
+	var rt host.Runtimes
+	for _, d := range h.RuntimeDirs {
+		name, dir, ok := strings.Cut(d, "=")
+		if !ok {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: want RUNTIME=DIR, like docker=/data/docker", d)
+		}
+		if err := rt.SetDir(name, dir); err != nil {
+			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
+		}
+	}
+	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt, SchedProbe: h.SchedProbe != "off"}
+	if len(h.PIDs) > 0 {
+		cfg.Parts = []host.Part{{PIDs: h.PIDs, How: "--pid"}}
+		cfg.SUT = slices.Clone(h.PIDs)
+	}
+	return cfg, nil
 }
 
 // Checking is Sampling for tare check: the scheduler probe, where it runs,
@@ -584,30 +619,61 @@ func (h *HostSpec) Checking(self int) (host.Config, error) {
 	return cfg, err
 }
 
-// FindSUT fills cfg.SUT with the system under test, unless PIDs named it:
-// the processes of the cgroup, or those listening on a loopback target's
-// port. It returns how they were found, for the summary; "" when the
-// system under test is not known.
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// FindSUT adds to cfg's system under test what tare finds itself: the
+// processes of the container (whose cgroup's throttling is measured
+// unless Cgroup names another), of the cgroup, and those listening on a
+// loopback target's port, each a part of its own beside --pid's. It returns how they were
+// found, for the summary; "" when the system under test is not known.
 func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
-	switch {
-	case len(h.PIDs) > 0:
-		return "--pid", nil
-	case h.Cgroup != "":
+	if h.Container != "" {
+		c, err := host.FindContainer(cfg.ProcRoot, cfg.CgroupRoot, cfg.Runtimes, h.Container)
+		if err != nil {
+			return "", Flagged(err, "container")
+		}
+		addPart(cfg, c.PIDs, "--container: "+c.Container.String())
+		if cfg.Cgroup == "" {
+			cfg.Cgroup = c.Cgroup
+		}
+	}
+	if h.Cgroup != "" {
 		pids, err := host.CgroupPIDs(cfg.CgroupRoot, h.Cgroup)
 		if err != nil {
 			return "", Flagged(tare.Errorf(tare.ENOTFOUND, "%w", err), "cgroup")
 		}
-		cfg.SUT = pids
-		return "--cgroup " + h.Cgroup, nil
-	case target == "":
-		return "", nil
+		addPart(cfg, pids, "--cgroup "+h.Cgroup)
 	}
-	pids, how, err := host.FindService(cfg.ProcRoot, target)
-	if err != nil || len(pids) == 0 {
-		return "", err
+	if target != "" {
+		pids, how, err := host.FindService(cfg.ProcRoot, target)
+		if err != nil {
+			return "", err
+		}
+		addPart(cfg, pids, how)
 	}
-	cfg.SUT = pids
-	return how, nil
+	var hows []string
+	for _, p := range cfg.Parts {
+		hows = append(hows, p.How)
+	}
+	return strings.Join(hows, " and "), nil
+}
+
+// addPart adds pids, found as how, to the system under test as a part of
+// its own, leaving out those it has already.
+func addPart(cfg *host.Config, pids []int, how string) {
+	pids = slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return slices.Contains(cfg.SUT, pid) })
+	if len(pids) == 0 {
+		return
+	}
+	cfg.Parts = append(cfg.Parts, host.Part{PIDs: pids, How: how})
+	cfg.SUT = append(cfg.SUT, pids...)
 }
 
 // JudgeSpec sets the verdict's thresholds, the SLO and the exit status.
@@ -630,8 +696,9 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving with a flat queue that fire the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
-		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used"},
-		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms"},
+		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used",
+			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
+		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
 		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}
 }

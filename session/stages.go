@@ -33,13 +33,14 @@ func stageSummaries(parts *stats.Parts, st arrival.Stages, index []int, spans []
 	for k := range parts.Len() {
 		i := index[k]
 		head := tare.StageSummary{
+			Stage:      i + 1,
 			StartS:     spans[k].From.Seconds(),
 			DurationS:  (spans[k].To - spans[k].From).Seconds(),
 			FromPerS:   float64(st.From(i)),
 			TargetPerS: float64(st[i].Target),
 		}
 		s, ticks := parts.Summary(k)
-		addStage(run, judgeStage(head, &s, ticks, th, slo), fmt.Sprintf("stage %d", i+1))
+		addStage(run, judgeStage(head, &s, ticks, th, slo))
 	}
 }
 
@@ -67,10 +68,15 @@ func judgeStage(head tare.StageSummary, s *tare.Summary, ticks []tare.Tick, th j
 	return out
 }
 
-// addStage adds stage, called name, to the run's stages, and words it
-// when its verdict is worse than the run's.
-func addStage(run *tare.Summary, stage tare.StageSummary, name string) {
+// addStage adds stage to the run's stages, and words it when its verdict
+// is worse than the run's, by its number (a stage stored before numbers
+// were has none: its rates alone name it).
+func addStage(run *tare.Summary, stage tare.StageSummary) {
 	run.Stages = append(run.Stages, stage)
+	name := "the stage"
+	if stage.Stage > 0 {
+		name = fmt.Sprintf("stage %d", stage.Stage)
+	}
 	if judge.Raise(run.Verdict.Level, stage.Verdict) != run.Verdict.Level {
 		run.Verdict.Warnings = append(run.Verdict.Warnings, fmt.Sprintf("%s (%s to %s, from %s) was %s though the run as a whole is %s: its figures are not to be trusted alone",
 			name, arrival.Rate(stage.FromPerS), arrival.Rate(stage.TargetPerS), round1(seconds(stage.StartS)), stage.Verdict, run.Verdict.Level))
@@ -96,7 +102,7 @@ func newShardStages(cfg stats.Config, parts []tare.Summary, starts []time.Time) 
 	m := &shardStages{heads: make([]tare.StageSummary, len(first)), starts: starts}
 	spans := make([]stats.Span, len(first))
 	for k, st := range first {
-		m.heads[k] = tare.StageSummary{StartS: st.StartS, DurationS: st.DurationS}
+		m.heads[k] = tare.StageSummary{Stage: st.Stage, StartS: st.StartS, DurationS: st.DurationS}
 		spans[k] = stats.Span{From: seconds(st.StartS), To: seconds(st.StartS) + seconds(st.DurationS)}
 	}
 	for _, p := range parts {
@@ -104,7 +110,7 @@ func newShardStages(cfg stats.Config, parts []tare.Summary, starts []time.Time) 
 			return nil, differ, nil
 		}
 		for k, st := range p.Stages {
-			if st.StartS != first[k].StartS || st.DurationS != first[k].DurationS {
+			if st.Stage != first[k].Stage || st.StartS != first[k].StartS || st.DurationS != first[k].DurationS {
 				return nil, differ, nil
 			}
 			m.heads[k].FromPerS += st.FromPerS
@@ -145,7 +151,7 @@ func (m *shardStages) summarise(parts []tare.Summary, th judge.Thresholds, slo j
 				}
 			}
 		}
-		addStage(run, out, "the stage")
+		addStage(run, out)
 	}
 }
 

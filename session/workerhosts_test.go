@@ -12,26 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/queue"
 )
 
+// testRedis is the test Redis and its URL.
 func testRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	u := os.Getenv("TARE_REDIS_URL")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Skipf("no Redis at %s: %v", u, err)
-	}
-	return rdb, u
+	u, _ := testservice.RedisURL()
+	return testservice.Redis(t), u
 }
 
 // TestWorkerHostsJudged: samples published by two worker hosts, one with

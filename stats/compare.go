@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	moremath "github.com/aclements/go-moremath/stats"
 
@@ -33,19 +34,29 @@ const (
 // all.
 var ErrTooFew = errors.New("too few values")
 
+func errTooFew(what string, nx, ny int) error {
+	return fmt.Errorf("%s of %d and %d values: %w", what, nx, ny, ErrTooFew)
+}
+
 // CompareInput is one run to compare: its summary, and its per-tick
-// timeline when it is known (a summary file has none).
+// timeline and its requests' latencies when they are known (a summary
+// file has neither).
 type CompareInput struct {
 	Summary tare.Summary
 	Ticks   []tare.Tick
-	Source  string // "store", or the summary file it was read from
+	// Latencies are the latencies of its raw records, in ms (Latencies
+	// collects them); nil when the records are not at hand.
+	Latencies []float64
+	Source    string // "store", or the summary file it was read from
 }
 
 // Compare puts runs side by side: their figures, the divergence of each
 // metric, and, between every two windows (or runs, outside the protocol),
 // a Mann-Whitney test on per-tick p95 with a bootstrap interval for the
-// difference of their medians. Capacity and the verdict are the judge's:
-// they are left zero.
+// difference of their medians, and a test on every request's latency
+// (RequestTest) with an interval for the ratio of each figure; those
+// intervals hold together at FamilyConfidence. Capacity and the verdict
+// are the judge's: they are left zero.
 //
 // Runs of the same window are pooled for the tests: several days of the
 // protocol make one sample per window.
@@ -74,13 +85,25 @@ func Compare(in []CompareInput) tare.Comparison {
 		Throughput: metric(func(r *tare.ComparedRun) *float64 { return r.AchievedPerS }),
 	}
 
-	groups, noTicks := tickGroups(in)
+	groups, noTicks, noRecords := tickGroups(in)
 	if len(noTicks) > 0 {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("no per-tick timeline for %s (a summary file keeps none): no Mann-Whitney test or interval for them; compare stored runs for those", joinNames(noTicks)))
+		c.Warnings = append(c.Warnings, fmt.Sprintf("no per-tick timeline or raw records for %s (a summary file keeps neither): their divergence is not tested, and counts on the threshold and the latency floor alone; compare stored runs for a test", joinNames(noTicks)))
 	}
+	if len(noRecords) > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("no raw records for %s: no test on requests for them", joinNames(noRecords)))
+	}
+	tested := 0
 	for i := range groups {
 		for j := i + 1; j < len(groups); j++ {
-			c.Tests = append(c.Tests, windowTest(groups[i], groups[j]))
+			if groups[i].lat != nil && groups[j].lat != nil {
+				tested++
+			}
+		}
+	}
+	confidence := familyConfidence(tested * len(TestedFigures))
+	for i := range groups {
+		for j := i + 1; j < len(groups); j++ {
+			c.Tests = append(c.Tests, windowTest(groups[i], groups[j], confidence))
 		}
 	}
 	return c
@@ -102,9 +125,22 @@ func comparedRun(in CompareInput) tare.ComparedRun {
 		Steal:        s.Host.Steal,
 		Verdict:      s.Verdict.Level,
 		Ticks:        len(tickP95s(in.Ticks)),
+		Records:      len(in.Latencies),
+
+		VCPUs:            s.Env.VCPUs,
+		CPUBy:            s.Host.CPUBy,
+		NeighbourWaitPct: s.Host.NeighbourWaitPct,
+		ThrottledPct:     s.Host.ThrottledPct,
+		SendLag:          s.SendLag,
+		GeneratorCPUPct:  s.Generator.CPUPct,
 	}
 	if s.Model != nil {
 		r.TokensPerS = s.Model.TokensPerS
+	}
+	// The system under test's share of a core over completions a
+	// second is its CPU time per request.
+	if s.SUT != nil && s.SUT.CPUPct != nil && s.Rate.Achieved != nil && *s.Rate.Achieved > 0 {
+		r.SUTCPUPerRequestMS = round(10**s.SUT.CPUPct / *s.Rate.Achieved, 3)
 	}
 	return r
 }
@@ -127,16 +163,20 @@ func DivergencePct(vals []*float64) *float64 {
 	return round(100*(hi-lo)/lo, 1)
 }
 
-// group is the per-tick p95 of one window (or one run), in ms.
+// group is one window (or one run) of a comparison: the per-tick p95 and
+// the latencies of its runs, pooled, in ms. lat is nil when a run of it
+// has no raw records.
 type group struct {
 	name string
 	p95  []float64
+	lat  []float64
 }
 
-// tickGroups pools the per-tick p95 of runs by window, or by run when a
-// run has no window, in order of first appearance. Runs without a timeline
-// are named in noTicks.
-func tickGroups(in []CompareInput) (groups []group, noTicks []string) {
+// tickGroups pools the per-tick p95 and the latencies of runs by window,
+// or by run when a run has no window, in order of first appearance. Runs
+// without a timeline are named in noTicks, and runs with one but without
+// raw records in noRecords.
+func tickGroups(in []CompareInput) (groups []group, noTicks, noRecords []string) {
 	index := map[string]int{}
 	for _, r := range in {
 		if r.Ticks == nil {
@@ -151,11 +191,19 @@ func tickGroups(in []CompareInput) (groups []group, noTicks []string) {
 		if !ok {
 			i = len(groups)
 			index[name] = i
-			groups = append(groups, group{name: name})
+			groups = append(groups, group{name: name, lat: []float64{}})
 		}
-		groups[i].p95 = append(groups[i].p95, tickP95s(r.Ticks)...)
+		g := &groups[i]
+		g.p95 = append(g.p95, tickP95s(r.Ticks)...)
+		switch {
+		case r.Latencies == nil:
+			noRecords = append(noRecords, RunName(r.Summary.Run, r.Source))
+			g.lat = nil
+		case g.lat != nil:
+			g.lat = append(g.lat, r.Latencies...)
+		}
 	}
-	return groups, noTicks
+	return groups, noTicks, noRecords
 }
 
 // RunName is how a comparison names a run that carries no window: its
@@ -195,11 +243,22 @@ func tickP95s(ticks []tare.Tick) []float64 {
 	return out
 }
 
-func windowTest(a, b group) tare.WindowTest {
-	t := tare.WindowTest{A: a.name, B: b.name, TicksA: len(a.p95), TicksB: len(b.p95), ConfidencePct: Confidence}
+// windowTest tests a against b: their per-tick p95, and their requests'
+// latencies with intervals at confidence.
+func windowTest(a, b group, confidence float64) (t tare.WindowTest) {
+	t = tare.WindowTest{A: a.name, B: b.name, TicksA: len(a.p95), TicksB: len(b.p95), ConfidencePct: Confidence}
+	var warnings []string
+	defer func() { t.Warning = strings.Join(warnings, "; ") }()
+	if a.lat != nil && b.lat != nil {
+		rt, err := RequestTest(a.lat, b.lat, confidence, RequestResamples, bootstrapSeed)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s vs %s: %v: no test on requests", a.name, b.name, err))
+		}
+		t.Requests = rt
+	}
 	mw, err := MannWhitneyU(a.p95, b.p95)
 	if err != nil {
-		t.Warning = fmt.Sprintf("%s vs %s: %v: no test", a.name, b.name, err)
+		warnings = append(warnings, fmt.Sprintf("%s vs %s: %v: no test on ticks", a.name, b.name, err))
 		return t
 	}
 	t.U, t.Z, t.PValue = round(mw.U, 1), round(mw.Z, 3), round(mw.P, 4)
@@ -208,7 +267,7 @@ func windowTest(a, b group) tare.WindowTest {
 		t.DiffMS, t.CILowMS, t.CIHighMS = round(diff, 3), round(lo, 3), round(hi, 3)
 	}
 	if n := min(len(a.p95), len(b.p95)); n < MinTestTicks {
-		t.Warning = fmt.Sprintf("only %d ticks with completions in %s: the test has little power (want %d or more in each); run longer", n, smaller(a, b), MinTestTicks)
+		warnings = append(warnings, fmt.Sprintf("only %d ticks with completions in %s: the test on ticks has little power (want %d or more in each); run longer", n, smaller(a, b), MinTestTicks))
 	}
 	return t
 }

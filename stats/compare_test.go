@@ -173,9 +173,9 @@ func TestCompare(t *testing.T) {
 		return func(i int) float64 { return base + float64(i%5) }
 	}
 	c := Compare([]CompareInput{
-		{Summary: summary("r1", "peak", 400), Ticks: timeline(20, slowFast(400)), Source: "store"},
-		{Summary: summary("r2", "offpeak", 100), Ticks: timeline(20, slowFast(100)), Source: "store"},
-		{Summary: summary("r3", "offpeak", 110), Ticks: timeline(5, slowFast(110)), Source: "store"},
+		{Summary: summary("r1", "peak", 400), Ticks: timeline(20, slowFast(400)), Latencies: lognormal(200, 400, 0.3, 1), Source: "store"},
+		{Summary: summary("r2", "offpeak", 100), Ticks: timeline(20, slowFast(100)), Latencies: lognormal(200, 100, 0.3, 2), Source: "store"},
+		{Summary: summary("r3", "offpeak", 110), Ticks: timeline(5, slowFast(110)), Latencies: lognormal(50, 110, 0.3, 3), Source: "store"},
 		{Summary: summary("", "mid", 200), Source: "mid.json"},
 	})
 	if c.Schema != tare.CompareSchema || c.Protocol != "p1" || len(c.Runs) != 4 {
@@ -197,6 +197,10 @@ func TestCompare(t *testing.T) {
 	}
 	if w.Warning != "" {
 		t.Errorf("20 and 25 ticks: unexpected warning %q", w.Warning)
+	}
+	// The offpeak runs' requests pooled: 250 of them.
+	if r := w.Requests; r == nil || r.RequestsA != 200 || r.RequestsB != 250 || !metricOf(t, r, "p50").Significant {
+		t.Errorf("test on requests %+v: want 200 against 250, p50 beyond noise", r)
 	}
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "mid.json") {
 		t.Errorf("warnings %q: want one naming mid.json, which has no timeline", c.Warnings)

@@ -53,12 +53,25 @@
 // # Comparisons
 //
 // Compare puts runs side by side. Divergence per metric is |a − b| /
-// min(a, b) for the two runs furthest apart. Between two windows, the test
-// is on per-tick p95, the figure every stored run keeps: one value per tick
-// with completions, runs of one window pooled. Ticks are taken as
-// independent draws, which they are not quite (a slow tick tends to follow
-// a slow tick), so the p-value is on the hopeful side; it backs the
-// divergence, it does not replace it. The test is go-moremath's, the one
+// min(a, b) for the two runs furthest apart. Between two windows there are
+// two tests, runs of one window pooled.
+//
+// The first is on every request's latency, from the raw records (at most
+// MaxTestedRequests a run, every k-th beyond): a Mann-Whitney U test, its
+// effect size as the chance that a request of one window was slower than
+// one of the other, and the ratio of avg, p50, p95 and p99 with an
+// interval. The intervals are Bonferroni-widened so that all of a
+// comparison's hold together at FamilyConfidence (95 %): with three
+// windows, each is at 99.6 %. Requests are taken as independent draws; a
+// neighbour that slowed a few seconds of one window slows a run of them
+// together, a real difference of that window, not a measure of how often
+// the host does it. RequestTest says how the intervals are drawn.
+//
+// The second is on per-tick p95, the figure every stored run keeps: one
+// value per tick with completions. Ticks are taken as independent draws,
+// which they are not quite (a slow tick tends to follow a slow tick), so
+// the p-value is on the hopeful side; it backs the divergence, it does not
+// replace it. The test is go-moremath's, the one
 // benchstat runs: exact for small samples (up to 50 ticks a side, 25 with
 // ties), where the normal approximation is rough, and the tie- and
 // continuity-corrected normal approximation beyond. The bootstrap interval

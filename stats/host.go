@@ -117,13 +117,29 @@ func mixCPUBy(a, b tare.CPUBy, fa, fb float64) tare.CPUBy {
 }
 
 // topOthers adds up the busiest other processes of several ledgers, each
-// weighted, to name the busiest over all of them.
-type topOthers map[procKey]float64
+// weighted, to name the busiest over all of them. A container's share is
+// added up by container: the process that names it may change from tick
+// to tick, and then the one whose CPU weighed most over them names it.
+type topOthers map[procKey]*otherShare
 
-// procKey names a process: a pid reused by another command is another one.
+// procKey names a process: a pid reused by another command is another
+// one. Of a container's share, only the container.
 type procKey struct {
-	name string
-	pid  int
+	name      string
+	pid       int
+	container string // runtime/id
+}
+
+type otherShare struct {
+	tare.ProcessShare
+	names map[procKey]float64 // of a container: the weight of each process that named it
+}
+
+func keyOf(p tare.ProcessShare) procKey {
+	if c := p.Container; c != nil {
+		return procKey{container: c.Runtime + "/" + c.ID}
+	}
+	return procKey{name: p.Name, pid: p.PID}
 }
 
 func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
@@ -131,15 +147,36 @@ func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
 		*t = topOthers{}
 	}
 	for _, p := range ps {
-		(*t)[procKey{p.Name, p.PID}] += p.CPUPct * weight
+		k := keyOf(p)
+		o := (*t)[k]
+		if o == nil {
+			o = &otherShare{ProcessShare: p}
+			o.CPUPct, o.Children = 0, nil // the run's figures name no children, as before containers
+			(*t)[k] = o
+		}
+		o.CPUPct += p.CPUPct * weight
+		if p.Container == nil {
+			continue
+		}
+		if o.names == nil {
+			o.names = map[procKey]float64{}
+		}
+		named := procKey{name: p.Name, pid: p.PID}
+		o.names[named] += p.CPUPct * weight
+		if best := (procKey{name: o.Name, pid: o.PID}); o.names[named] > o.names[best] {
+			o.Name, o.PID = p.Name, p.PID
+		}
+		o.Processes = max(o.Processes, p.Processes)
 	}
 }
 
 // top returns the busiest, their summed shares divided by n, busiest first.
 func (t topOthers) top(n float64) []tare.ProcessShare {
 	out := make([]tare.ProcessShare, 0, len(t))
-	for k, v := range t {
-		out = append(out, tare.ProcessShare{Name: k.name, PID: k.pid, CPUPct: v / n})
+	for _, o := range t {
+		p := o.ProcessShare
+		p.CPUPct /= n
+		out = append(out, p)
 	}
 	return tare.Busiest(out)
 }
@@ -190,8 +227,14 @@ type hostTotals struct {
 	ledgers float64    // the length of the samples with a ledger
 	cpuBy   tare.CPUBy // their weighted sum, without TopOthers
 	top     topOthers
+	nodes   []nodeSums // by node of the system under test's graph
 
 	blame blameTotals
+}
+
+// nodeSums are one graph node's figures over the run.
+type nodeSums struct {
+	cores, runDelay optSum
 }
 
 // optSum sums a figure that a source may not provide, weighted.
@@ -243,7 +286,18 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Du
 		h.top.add(by.TopOthers, w)
 		if s.SUTRunDelay != nil {
 			// The system under test's share of the host, in cores.
-			h.sutCores.add(tare.Float(by.SystemUnderTest*float64(max(len(s.PerCPU), 1))), w)
+			cpus := float64(max(len(s.PerCPU), 1))
+			h.sutCores.add(tare.Float(by.SystemUnderTest*cpus), w)
+			for _, n := range by.SUTNodes {
+				if n.Node < 0 {
+					continue
+				}
+				for len(h.nodes) <= n.Node {
+					h.nodes = append(h.nodes, nodeSums{})
+				}
+				h.nodes[n.Node].cores.add(tare.Float(n.CPUPct*cpus), w)
+				h.nodes[n.Node].runDelay.add(n.RunDelayPct, w)
+			}
 		}
 	}
 	h.last = s.CPU.Steal
@@ -290,7 +344,13 @@ func (h *hostTotals) sut() *tare.SUTSummary {
 	if h.sutRunDelay.w == 0 {
 		return nil
 	}
-	return &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}
+	s := &tare.SUTSummary{CPUPct: h.sutCores.mean(), RunDelayPct: h.sutRunDelay.mean(), ThrottledPct: h.throttled.mean()}
+	for _, n := range h.nodes {
+		// A node found late has no figure for the ticks before: its mean
+		// is over the ticks it was part of, which is what it cost then.
+		s.Graph = append(s.Graph, tare.SUTNode{CPUPct: n.cores.mean(), RunDelayPct: n.runDelay.mean()})
+	}
+	return s
 }
 
 func roundCPUBy(by *tare.CPUBy) {

@@ -185,7 +185,9 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	r.redirects += max(res.Redirects, 0)
 	sent := !res.Sent.IsZero()
 	if sent {
-		r.sendLag.add(res.SendLag())
+		lag := res.SendLag()
+		r.sendLag.add(lag)
+		r.ticks[si].sendLagMax = max(r.ticks[si].sendLagMax, lag)
 	}
 	if !res.Started.IsZero() {
 		r.queueSeen = true

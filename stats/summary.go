@@ -88,6 +88,11 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		}
 		s.Model = m
 	}
+	if !r.modelSeen && !r.queueSeen && r.ttft.n > 0 {
+		// A plain HTTP target's first answer is its first byte, not a token.
+		ttfb := percentilesMS(&r.ttft)
+		s.TTFB = &ttfb
+	}
 	if r.host.n > 0 {
 		s.CleanLatency = r.cleanLatency()
 	}

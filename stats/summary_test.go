@@ -405,3 +405,32 @@ func TestShortTailSample(t *testing.T) {
 	near(t, "steal max", h.Steal.Max, 2, 0)
 	near(t, "steal max_cpu", h.Steal.MaxCPU, 2, 0)
 }
+
+// TestSummaryHostContainers: a container's share adds up over the ticks
+// by container, whichever of its processes was the busiest in each, and
+// the process that weighed most over the run names it.
+func TestSummaryHostContainers(t *testing.T) {
+	redis := &tare.Container{ID: "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5", Runtime: "docker", Name: "redis-cache"}
+	r := newRecorder(t, Config{})
+	ledgers := [][]tare.ProcessShare{
+		{{Name: "redis-server", PID: 10, CPUPct: 30, Container: redis, Processes: 1}, {Name: "cc1", PID: 20, CPUPct: 35}},
+		{{Name: "redis-bgsave", PID: 11, CPUPct: 40, Container: redis, Processes: 2}, {Name: "cc1", PID: 20, CPUPct: 35}},
+		{{Name: "redis-server", PID: 10, CPUPct: 30, Container: redis, Processes: 1}},
+	}
+	for i, top := range ledgers {
+		s := sample(float64(i), float64(i+1), 0)
+		s.CPUBy = &tare.CPUBy{Others: 70, Idle: 30, TopOthers: top}
+		r.AddHost(s)
+	}
+	by := r.Summary(sec(3), 3*time.Second).Host.CPUBy
+	if by == nil || len(by.TopOthers) != 2 {
+		t.Fatalf("cpu_by = %+v, want two top others", by)
+	}
+	got, want := by.TopOthers[0], tare.ProcessShare{Name: "redis-server", PID: 10, CPUPct: 33.33, Container: redis, Processes: 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("top other %+v, want %+v: the container's 30, 40, 30 over 3 ticks, named by redis-server (60 against 40)", got, want)
+	}
+	if cc := by.TopOthers[1]; cc.Name != "cc1" || cc.Container != nil || cc.CPUPct != 23.33 {
+		t.Errorf("second top other %+v, want cc1 at 23.33 %% outside any container", cc)
+	}
+}

@@ -17,6 +17,7 @@ type tick struct {
 	completions int // finished in the tick: the in-flight decrements
 	errors      int
 	dropped     int
+	sendLagMax  time.Duration // the latest send of an arrival scheduled in the tick
 
 	hist          *hdrhistogram.Histogram // latencies finished in the tick, µs, while open
 	p50, p95, p99 time.Duration           // set when the tick closes
@@ -78,6 +79,7 @@ func (r *Recorder) TicksBetween(from, to int) []tare.Tick {
 			P50:         t.p50,
 			P95:         t.p95,
 			P99:         t.p99,
+			SendLagMax:  t.sendLagMax,
 		}
 		if t.hist != nil {
 			o.P50, o.P95, o.P99 = tickPercentiles(t.hist)

@@ -91,20 +91,39 @@ func TestWriterWritesEverything(t *testing.T) {
 	})
 }
 
+// TestWriterFlushesOnInterval: a writer told to flush every 10 ms writes a
+// few results long before Close, and one told to flush every hour, started
+// beside it, has written nothing by twice that time: a writer that ignored
+// FlushInterval (its default is 500 ms) would write both at once.
 func TestWriterFlushesOnInterval(t *testing.T) {
 	eachStore(t, func(t *testing.T, s testStore) {
 		ctx := testContext(t)
-		id := NewRunID()
-		mustCreate(t, s, newRun(id, base))
-		w := NewWriter(s, id, WriterConfig{FlushInterval: 10 * time.Millisecond})
-		defer w.Close(ctx)
+		fast, slow := NewRunID(), NewRunID()
+		mustCreate(t, s, newRun(fast, base))
+		mustCreate(t, s, newRun(slow, base))
+		start := time.Now()
+		wf := NewWriter(s, fast, WriterConfig{FlushInterval: 10 * time.Millisecond})
+		defer wf.Close(ctx)
+		ws := NewWriter(s, slow, WriterConfig{FlushInterval: time.Hour})
 		results := makeResults(0, 5) // far from a full batch
 		for i := range results {
-			w.Add(&results[i])
+			wf.Add(&results[i])
+			ws.Add(&results[i])
 		}
 		eventually(t, "5 results written before Close", func() bool {
-			return len(streamAll(t, s, id)) == 5
+			return len(streamAll(t, s, fast)) == 5
 		})
+		took := time.Since(start)
+		time.Sleep(took)
+		if n := len(streamAll(t, s, slow)); n != 0 {
+			t.Errorf("the writer told to flush every hour wrote %d results within %s, as soon as the one told 10 ms (%s): FlushInterval is not what it flushes by", n, 2*took, took)
+		}
+		if err := ws.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(streamAll(t, s, slow)); n != 5 {
+			t.Errorf("after Close the hourly writer's run holds %d results, want 5", n)
+		}
 	})
 }
 

@@ -332,7 +332,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed: scripts/test installs it")
+		testservice.Missing(t, "redis-server is not installed: install Debian's redis-server (scripts/test does, as root)")
 	}
 	port := loopback.FreePort(t)
 	server := startRedis(t, bin, port)

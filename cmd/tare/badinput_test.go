@@ -79,6 +79,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"check threshold", []string{"check", "--steal-threshold", "-3"}, "--steal-threshold must be a percentage from 0 to 100; got -3"},
 		{"watch threshold", []string{"watch", "--steal-threshold", "200", "--", "true"}, "--steal-threshold must be a percentage from 0 to 100; got 200"},
 		{"watch no command", []string{"watch"}, "requires at least 1 arg"},
+		{"run no such container", []string{"run", "--url", url, "--container", "no-such-container-here"}, `--container "no-such-container-here" not found: no process under /proc runs in a container of that name or id`},
+		{"check runtime dir", []string{"check", "--runtime-dir", "lxd=/var/lib/lxd"}, `--runtime-dir "lxd=/var/lib/lxd": unknown container runtime "lxd"`},
 		{"worker no redis", []string{"worker", "--model", model}, "tare worker needs --queue"},
 		{"worker redis url", []string{"worker", "--queue", "ftp://x", "--model", model}, `--queue: redis URL "ftp://x"`},
 		{"worker concurrency", []string{"worker", "--redis", redis, "--model", model, "--concurrency", "0"}, "--concurrency must be at least 1; got 0"},

@@ -73,6 +73,8 @@ func TestCompareBadInput(t *testing.T) {
 		{"no such file", []string{"compare", "testdata/none.json", "testdata/seed-peak.json"}, `no summary file "testdata/none.json"`},
 		{"not a summary", []string{"compare", "testdata/help.stdout", "testdata/seed-peak.json"}, "testdata/help.stdout is not a tare.summary/v1 JSON"},
 		{"threshold", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--threshold", "0"}, "--threshold must be a percentage above 0"},
+		{"latency floor", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--latency-floor", "-1ms"}, "--latency-floor must be 0 (the runs' own) or a duration, like 1ms; got -1ms"},
+		{"latency floor unit", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--latency-floor", "5"}, "latency-floor"},
 		{"slo", []string{"compare", "testdata/seed-peak.json", "testdata/seed-offpeak.json", "--slo", "fast"}, "--slo: SLO objective must look like p95<=2s"},
 		{"unknown run", []string{"compare", "0000dead", "testdata/seed-peak.json"}, `"0000dead" is neither a summary file, a protocol nor a stored run`},
 		{"no args", []string{"compare"}, "requires at least 1 arg"},

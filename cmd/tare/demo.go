@@ -51,7 +51,8 @@ The host is sampled during the very same seconds; the summary shows queue
 wait, end-to-end latency, TTFT, tokens/s, CPU and steal, then the verdict.
 Nothing to install or start. --neighbour starts CPU hogs on the same cores
 halfway through, so you watch the figures and the verdict change: that is
-what a noisy neighbour does to a capacity test.
+what a noisy neighbour does to a capacity test. The hogs are named ` + hogName + `,
+and the verdict names them so.
 
 The seed's setup, 500 jobs at a mean 2/s: tare demo --jobs 500 --rate 2/s`
 
@@ -118,6 +119,9 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	j, err := f.spec.Judge.Judging()
 	if err != nil {
 		return err
+	}
+	if err := j.SLO.ForTarget(false); err != nil { // the demo's jobs call a model
+		return session.Flagged(err, "slo")
 	}
 	sampling, err := f.spec.Host.Sampling(os.Getpid())
 	if err != nil {
@@ -235,8 +239,8 @@ func startDemoModel(ctx context.Context, stderr io.Writer, tokenCost time.Durati
 
 // startNeighbour starts one CPU hog per core after the delay, as a noisy
 // neighbour would, and returns the function that stops them. The hogs are
-// separate processes, bounded by a deadline of their own in case tare is
-// killed before it stops them.
+// separate processes named hogName, bounded by a deadline of their own in
+// case tare is killed before it stops them.
 func startNeighbour(ctx context.Context, cmd *cobra.Command, after time.Duration, quiet bool) (stop func()) {
 	hogCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), after+10*time.Minute)
 	var hogs []*exec.Cmd
@@ -245,13 +249,15 @@ func startNeighbour(ctx context.Context, cmd *cobra.Command, after time.Duration
 		mu.Lock()
 		defer mu.Unlock()
 		for range runtime.NumCPU() {
-			h := exec.CommandContext(hogCtx, "sh", "-c", "while :; do :; done")
-			if h.Start() == nil {
+			// tare itself, as the hidden hog command: it names itself
+			// hogName, so the verdict says whose hog it was.
+			h, err := selfCommand(hogCtx, hogCommand, "--for", (after + 10*time.Minute).String())
+			if err == nil && h.Start() == nil {
 				hogs = append(hogs, h)
 			}
 		}
 		if !quiet {
-			fmt.Fprintf(cmd.ErrOrStderr(), "\ntare demo: a neighbour moved in: %d CPU hogs on the same cores\n", len(hogs))
+			fmt.Fprintf(cmd.ErrOrStderr(), "\ntare demo: a neighbour moved in: %d CPU hogs (%s) on the same cores\n", len(hogs), hogName)
 		}
 	})
 	return func() {

@@ -94,9 +94,26 @@ func TestSecretsNeverStored(t *testing.T) {
 		t.Fatalf("runs list: exit %d: %s", code, stdout)
 	}
 	seen.WriteString(stdout)
+	// Each command must have printed the run (its id, or its 10 records,
+	// the CSV with its header line): an empty or failed output holds no
+	// secret and proves nothing.
 	for _, r := range runs {
-		for _, args := range [][]string{{"runs", "show", r.ID}, {"runs", "show", "--json", r.ID}, {"runs", "export", r.ID}, {"runs", "export", "--format", "csv", r.ID}} {
-			_, out, errOut := tareCmd(t, append(args, "--db", db)...)
+		for _, c := range []struct {
+			args  []string
+			lines int // 0: the output names the run instead
+		}{
+			{[]string{"runs", "show", r.ID}, 0},
+			{[]string{"runs", "show", "--json", r.ID}, 0},
+			{[]string{"runs", "export", r.ID}, 10},
+			{[]string{"runs", "export", "--format", "csv", r.ID}, 11},
+		} {
+			code, out, errOut := tareCmd(t, append(c.args, "--db", db)...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", c.args, code, errOut)
+			}
+			if n := strings.Count(out, "\n"); c.lines > 0 && n != c.lines || c.lines == 0 && !strings.Contains(out, r.ID) {
+				t.Fatalf("%v printed %d lines, want %d, or does not name the run:\n%s", c.args, n, c.lines, out)
+			}
 			seen.WriteString(out + errOut)
 		}
 	}

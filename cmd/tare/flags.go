@@ -60,7 +60,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.db, "db", "", "where runs are kept: a SQLite file, or postgres://… for a shared team store (default $TARE_DB, else ~/.local/share/tare/tare.db)")
+	fs.StringVar(&f.db, "db", "", "where runs are kept: a SQLite file, or postgres://… for a shared team store (default $TARE_DB, or the file $TARE_DB_FILE names, else ~/.local/share/tare/tare.db)")
 }
 
 func (f *storeFlags) registerNoStore(fs *pflag.FlagSet) {

@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
@@ -114,4 +122,48 @@ func TestCheck(t *testing.T) {
 	if s.Host.Ticks < 3 || s.Host.Steal.Mean == nil || s.Requests.Total != 0 || s.Latency.P50 != nil {
 		t.Errorf("host %+v requests %+v latency p50 %v: want host ticks and steal, no requests", s.Host, s.Requests, s.Latency.P50)
 	}
+}
+
+// TestDemoNeighbourNamesItsHogs: the CPU hogs of tare demo --neighbour
+// go by a name that says whose they are (hogName, in /proc/<pid>/comm,
+// where the ledger and the verdict read it), not by a shell's.
+func TestDemoNeighbourNamesItsHogs(t *testing.T) {
+	interfere.Exclusive(t)
+	cmd := &cobra.Command{}
+	cmd.SetErr(io.Discard)
+	stop := startNeighbour(t.Context(), cmd, 0, true)
+	defer stop()
+	var names []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		names = childNames(t)
+		if len(names) >= runtime.NumCPU() && !slices.ContainsFunc(names, func(n string) bool { return n != hogName }) {
+			return
+		}
+	}
+	t.Errorf("the demo's hogs are named %q; want %d named %q", names, runtime.NumCPU(), hogName)
+}
+
+// childNames are the command names of this process's children.
+func childNames(t *testing.T) []string {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		if f := strings.Fields(string(b[end+1:])); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			names = append(names, string(b[open+1:end]))
+		}
+	}
+	return names
 }

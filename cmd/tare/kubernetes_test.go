@@ -108,7 +108,7 @@ func TestKubernetesPodsInNamespaces(t *testing.T) {
 		t.Skip("three namespaced generator pods and a worker for ~5 s: skipped with -short")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare not installed: a namespace cannot get a host name of its own")
+		testservice.Missing(t, "unshare is not installed: a namespace cannot get a host name of its own; install Debian's util-linux (scripts/test does, as root)")
 	}
 	b, err := os.ReadFile("../../deploy/kubernetes/testdata/pods.golden.json")
 	if err != nil {

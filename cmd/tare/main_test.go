@@ -16,6 +16,7 @@ import (
 	"github.com/tare-dev/tare/internal/goldenfile"
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -91,6 +92,9 @@ func TestBadInput(t *testing.T) {
 		{"burstiness", []string{"run", "--url", url, "--arrival", "gamma", "--burstiness", "-1"}, "--burstiness must be a positive number"},
 		{"tick", []string{"run", "--url", url, "--tick", "10ms"}, "--tick must be 100ms or more; got 10ms"},
 		{"slo", []string{"run", "--url", url, "--slo", "p95 under 2s"}, "--slo: SLO objective must look like p95<=2s"},
+		{"slo ttft of http", []string{"run", "--url", url, "--slo", "p95<=2s,ttft<=500ms"}, `--slo: SLO objective "ttft<=500ms": a plain HTTP target sends no tokens, so it has no time to first token; its first answer is the first byte: ttfb<=500ms`},
+		{"slo tpot of http", []string{"run", "--url", url, "--slo", "tpot<=50ms"}, "a plain HTTP target sends no tokens, so it has no time per output token"},
+		{"slo ttfb of a model", []string{"run", "--model", url, "--slo", "ttfb<=1s"}, "a model's first answer is its first token: ttft<=1s"},
 		{"fail-on", []string{"run", "--url", url, "--fail-on", "always"}, `--fail-on must be polluted, suspect or slo; got "always"`},
 		{"fail-on slo without slo", []string{"run", "--url", url, "--fail-on", "slo"}, "--fail-on slo needs an --slo"},
 		{"window", []string{"run", "--url", url, "--window", "noon"}, `--window must be peak, offpeak or mid; got "noon"`},
@@ -185,6 +189,40 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunTTFB: a plain HTTP target's first answer is judged as what it
+// is, the time to the first byte: ttfb in the summary, an SLO on it, and
+// goodput against it.
+func TestRunTTFB(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("first"))
+		w.(http.Flusher).Flush()
+		time.Sleep(20 * time.Millisecond) // the rest comes later
+		w.Write([]byte(" and the rest"))
+	}))
+	defer srv.Close()
+	code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--rate", "100/s", "--jobs", "30", "--slo", "ttfb<=10s",
+		"--quiet", "--json", "--no-store", "--tick", "100ms")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.TTFB == nil || s.TTFB.P95 == nil || s.Model != nil {
+		t.Fatalf("ttfb %+v, model %+v: want the first byte's figures and no model's", s.TTFB, s.Model)
+	}
+	if *s.TTFB.P95 >= *s.Latency.P95 {
+		t.Errorf("ttfb p95 %.1f ms, latency p95 %.1f ms: the first byte came 20 ms before the rest", *s.TTFB.P95, *s.Latency.P95)
+	}
+	if c := s.Verdict.SLO; len(c) != 1 || c[0].Objective != "ttfb<=10s" || c[0].Value == nil || *c[0].Value != *s.TTFB.P95 || !c[0].Met {
+		t.Errorf("SLO checks %+v: want ttfb<=10s against the ttfb p95 %v, met", c, *s.TTFB.P95)
+	}
+	if g := s.Goodput; g == nil || g.SLO != "ttfb<=10s" || g.Met != 30 {
+		t.Errorf("goodput %+v: want all 30 within ttfb<=10s", g)
+	}
+}
+
 // TestRunNetHTTP: --net-http reaches the target. Response headers larger
 // than the lean client's buffer fail every request without it and none with
 // it.
@@ -268,6 +306,42 @@ func TestInterruptKeepsTheMeasurement(t *testing.T) {
 	}
 	if o := s.Rate.Offered; o == nil || *o < 25 || *o > 100 {
 		t.Errorf("offered rate %v: want it counted over the time the arrivals ran (~50/s)", o)
+	}
+}
+
+// TestDrainZeroIsNone: --drain 0 means no drain: on Ctrl-C the requests
+// in flight are cancelled at once, not given the default 10 s.
+func TestDrainZeroIsNone(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // a stuck service: it answers only when the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, []string{"run", "--url", srv.URL + "/", "--rate", "20/s", "--duration", "1m", "--drain", "0", "--quiet", "--json", "--no-store", "--tick", "100ms"},
+		strings.NewReader(""), &out, &errb)
+	deadline, _ := ctx.Deadline()
+	took := time.Since(deadline)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, errb.String())
+	}
+	var s tare.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out.String())
+	}
+	if s.Run.Status != tare.StatusInterrupted || s.Requests.Total == 0 || s.Requests.OK != 0 {
+		t.Errorf("status %s, requests %+v: want interrupted, every request cut short", s.Run.Status, s.Requests)
+	}
+	// The default drain would hold the stuck requests 10 s past the
+	// interrupt: half of it is far beyond none.
+	if took >= load.DefaultDrain/2 {
+		t.Errorf("the run ended %v after the interrupt: --drain 0 drained", took)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,9 +36,10 @@ func runJSON(t *testing.T, args ...string) tare.Summary {
 }
 
 // TestStagesAndWarmup: a constant ramp on loopback offers each stage
-// exactly ∫λ over its measured seconds, achieves it within 5 % (counts over
-// the stage's nominal length, never a clock reading), and the warm-up's
-// arrivals are counted apart and left out of every figure.
+// exactly ∫λ over its measured seconds, achieves it within 5 % (a server
+// that answers at once completes each stage's requests within its
+// seconds), and the warm-up's arrivals are counted apart and left out of
+// every figure.
 func TestStagesAndWarmup(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
@@ -77,6 +79,32 @@ func TestStagesAndWarmup(t *testing.T) {
 		if st.Verdict == "" || st.Latency.P95 == nil {
 			t.Errorf("stage %d has no verdict or latency: %+v", i+1, st)
 		}
+	}
+}
+
+// TestStageCompletesLate: a stage offered twice what the service serves
+// (one request at a time, 10 ms each: 100/s at most) achieves what the
+// service served in its seconds, not what it was offered; the backlog is
+// served in the next stage, which achieves more than it was offered.
+func TestStageCompletesLate(t *testing.T) {
+	srv := oneAtATime(10 * time.Millisecond)
+	defer srv.Close()
+	s := runJSON(t, "run", "--url", srv.URL+"/", "--arrival", "constant", "--stages", "0s:200/s,2s:200/s,0s:20/s,2s:20/s")
+	if len(s.Stages) != 2 {
+		t.Fatalf("%d stages in the summary, want 2 (jumps are no stage): %+v", len(s.Stages), s.Stages)
+	}
+	over, after := s.Stages[0], s.Stages[1]
+	t.Logf("over capacity: offered %v/s, achieved %v/s; after: offered %v/s, achieved %v/s", show(over.OfferedPerS), show(over.AchievedPerS), show(after.OfferedPerS), show(after.AchievedPerS))
+	if s.Requests.Total != 440 || s.Requests.OK != 440 {
+		t.Fatalf("requests %+v, want 440 arrivals, all ok", s.Requests)
+	}
+	if over.OfferedPerS == nil || *over.OfferedPerS != 200 || over.AchievedPerS == nil || *over.AchievedPerS > 101 {
+		t.Errorf("the stage over capacity offered %v/s and achieved %v/s: want 200/s offered, and at most the 100/s one request at a time of 10 ms serves (one more at the edge)",
+			show(over.OfferedPerS), show(over.AchievedPerS))
+	}
+	if after.OfferedPerS == nil || *after.OfferedPerS != 20 || after.AchievedPerS == nil || *after.AchievedPerS <= *after.OfferedPerS {
+		t.Errorf("the stage after offered %v/s and achieved %v/s: want 20/s offered, and more achieved, the backlog served in its seconds",
+			show(after.OfferedPerS), show(after.AchievedPerS))
 	}
 }
 
@@ -120,6 +148,53 @@ func TestTargetsFile(t *testing.T) {
 	slowP50, fastP50 := s.Targets[2].Latency.P50, s.Targets[0].Latency.P50
 	if slowP50 == nil || fastP50 == nil || *slowP50 < float64(slow/time.Millisecond) || *fastP50 >= *slowP50 {
 		t.Errorf("p50 of the slow endpoint %v ms, of home %v ms: want the slow one at least %v and above home", slowP50, fastP50, slow)
+	}
+}
+
+// TestTargetsSummarisedAgain: the raw records of a run of a targets file,
+// exported and summarised again (tare runs import, tare report FILE), keep
+// their figures per request, under the requests' names.
+func TestTargetsSummarisedAgain(t *testing.T) {
+	t.Setenv("TARE_DB", filepath.Join(t.TempDir(), "targets.db"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "targets.jsonl")
+	lines := `{"name": "home", "url": "` + srv.URL + `/", "weight": 2}
+{"name": "orders", "method": "POST", "url": "` + srv.URL + `/orders", "body": "{}"}
+`
+	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := tareCmd(t, "run", "--targets", file, "--rate", "200/s", "--jobs", "60", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	var ran tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &ran); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join(dir, "run.jsonl")
+	if code, _, stderr := tareCmd(t, "runs", "export", ran.Run.ID, "-o", records); code != 0 {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr = tareCmd(t, "runs", "import", records)
+	m := regexp.MustCompile(`as run (\S+)`).FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("import: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = tareCmd(t, "runs", "show", m[1], "--json")
+	var again tare.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &again) != nil {
+		t.Fatalf("show: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if len(again.Targets) != 2 || len(ran.Targets) != 2 {
+		t.Fatalf("targets summarised again: %+v; want those of the run: %+v", again.Targets, ran.Targets)
+	}
+	for i, want := range ran.Targets {
+		if got := again.Targets[i]; got.Name != want.Name || got.Requests != want.Requests || got.OK != want.OK {
+			t.Errorf("target %d summarised again: %s, %d requests, %d ok; the run had %s, %d, %d", i, got.Name, got.Requests, got.OK, want.Name, want.Requests, want.OK)
+		}
 	}
 }
 

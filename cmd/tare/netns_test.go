@@ -50,6 +50,9 @@ func newNetHost(t *testing.T, k int) *netHost {
 	h.hostIP = fmt.Sprintf("10.213.%d.1", x)
 	inner := fmt.Sprintf("10.213.%d.2/24", x)
 	hv, nv := "tv"+id, "tv"+id+"n"
+	if _, err := exec.LookPath("ip"); err != nil {
+		testservice.Missing(t, "no ip command: install Debian's iproute2 (scripts/test does, as root)")
+	}
 	if out, err := exec.Command("ip", "netns", "add", h.ns).CombinedOutput(); err != nil {
 		t.Skipf("cannot make a network namespace (ip netns add): %v: %s", err, out)
 	}
@@ -145,7 +148,7 @@ func namespacedServices(t *testing.T) services {
 	}
 	s.postgres = *pu
 	if s.st, err = store.Open(context.Background(), s.dsn); err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", s.dsn, err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "open the PostgreSQL store at %s: %v", s.dsn, err)
 	}
 	t.Cleanup(func() { s.st.Close() })
 	return s
@@ -199,7 +202,7 @@ func TestShardsOnHostsNamesTheHoggedOne(t *testing.T) {
 		t.Skip("the hogged shard and the quiet one need a CPU each: fewer than 2 CPUs")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare not installed: a namespace cannot get a host name of its own")
+		testservice.Missing(t, "unshare is not installed: a namespace cannot get a host name of its own; install Debian's util-linux (scripts/test does, as root)")
 	}
 	svc := namespacedServices(t)
 	dsn := svc.dsn

@@ -21,9 +21,13 @@ import (
 
 const protocolLong = `The three-window protocol: the same load in a peak window (14:00–16:00), an
 off-peak window (02:00–04:00) and a mid window (08:00–10:00), then a
-comparison of the three. If they diverge by more than 30%, the host is the
-variable and no scaling decision is valid; capacity is then a range: best
-case (off-peak), worst case (peak, what users see by day), typical (mid).
+comparison of the three (tare compare). If they diverge by more than 30%,
+beyond noise and above the latency floor, the host is the variable and no
+scaling decision is valid; on too few requests to tell, the comparison says
+so and how many to run. Capacity is a range: the best, worst and typical
+case as measured, with the window each came from (off-peak is expected to
+be the best and peak the worst; where not, that is a finding about the
+host), and what changed in the host between the windows.
 
 A plan file (YAML) names the target and the load (everything tare run
 takes), the SLO, the thresholds, the windows, the days and the time zone:
@@ -76,11 +80,14 @@ type loadedPlan struct {
 }
 
 // loadPlan reads the plan at path and checks it: every error names the
-// plan's line and key.
-func loadPlan(ctx context.Context, path string, over planFlags) (*loadedPlan, error) {
+// plan's line and key; its warnings (a retired key) go to stderr.
+func loadPlan(ctx context.Context, path string, over planFlags, stderr io.Writer) (*loadedPlan, error) {
 	pl, err := session.ReadPlan(path)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range pl.Warnings {
+		fmt.Fprintf(stderr, "tare: %s\n", w)
 	}
 	lp := &loadedPlan{Plan: pl, window: windowFlags{spec: pl.Spec}}
 	if lp.schedule, err = pl.Schedule(over.id, over.tz, over.days); err != nil {
@@ -132,7 +139,7 @@ exits: what the lines of tare protocol cron do.`,
 			if err := mf.check(); err != nil {
 				return err
 			}
-			lp, err := loadPlan(cmd.Context(), args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -319,7 +326,7 @@ The output of each run is appended to --log.`,
 		Example: `  tare protocol cron checkout.yaml >> my.crontab`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lp, err := loadPlan(cmd.Context(), args[0], over)
+			lp, err := loadPlan(cmd.Context(), args[0], over, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

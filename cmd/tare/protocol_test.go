@@ -206,6 +206,35 @@ func TestProtocolCron(t *testing.T) {
 	golden(t, "protocol-cron.stdout", stdout)
 }
 
+// TestRetiredThreshold: thresholds.generator-delay, which no longer does
+// anything, is ignored with a warning naming its line and what judges
+// instead, as its flag is; it is no threshold to use in the error about a
+// misspelt one.
+func TestRetiredThreshold(t *testing.T) {
+	const base = "url: http://127.0.0.1:8080/\nrate: 2/s\njobs: 50\n"
+	plan := writePlan(t, "plain.yaml", base)
+	_, want, _ := tareCmd(t, "protocol", "cron", plan)
+	if err := os.WriteFile(plan, []byte(base+"thresholds:\n  steal: 12\n  generator-delay: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := tareCmd(t, "protocol", "cron", plan)
+	if code != 0 || stdout != want {
+		t.Errorf("exit %d, stdout %q; want 0 and what the plan without the key gives, %q (stderr %s)", code, stdout, want, stderr)
+	}
+	const why = "no longer used, and ignored: tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges; remove it"
+	if !strings.Contains(stderr, "line 6, key thresholds.generator-delay: "+why) {
+		t.Errorf("stderr %q: want the warning naming line 6", stderr)
+	}
+	code, _, stderr = tareCmd(t, "protocol", "cron", writePlan(t, "typo.yaml", base+"thresholds:\n  stael: 12\n"))
+	if code != 2 || !strings.Contains(stderr, `unknown threshold "stael"; use one of latency-factor`) || strings.Contains(stderr, "generator-delay") {
+		t.Errorf("exit %d, stderr %q: want 2, the thresholds to use, and not generator-delay among them", code, stderr)
+	}
+	code, _, stderr = tareCmd(t, "check", "--for", "1s", "--tick", "500ms", "--generator-delay-threshold", "5")
+	if code == 2 || !strings.Contains(stderr, "Flag --generator-delay-threshold has been deprecated, tare's own wait for a CPU") {
+		t.Errorf("check --generator-delay-threshold: exit %d, stderr %q: want it accepted, deprecated with why", code, stderr)
+	}
+}
+
 // TestProtocolBadPlan: a bad plan exits 2 naming the line and the key,
 // before any load is sent.
 func TestProtocolBadPlan(t *testing.T) {

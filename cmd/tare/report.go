@@ -13,7 +13,6 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
-	"github.com/tare-dev/tare/stats"
 )
 
 func newReportCmd() *cobra.Command {
@@ -27,8 +26,9 @@ func newReportCmd() *cobra.Command {
 		Short: "Write a self-contained HTML report with charts, for one run or several",
 		Long: `Write one HTML file that shows a run the way a person would rather look at
 it than read it: the verdict in words at the top, then latency p50/p95/p99
-per tick with steal, throttling and run delay shaded on the same time axis,
-arrivals and completions, work outstanding (in flight, queue depth), time
+per tick with steal, throttling, CPU pressure, run delay and the wait
+behind neighbours (the part of run delay the verdict judges) shaded on the
+same time axis, arrivals and completions, work outstanding (in flight, queue depth), time
 to first token and tokens/s for model runs, the latency distribution over
 every request and over the clean ticks only, and the summary table.
 Several runs are shown one after another, with their latency distributions
@@ -72,11 +72,7 @@ its tables and percentiles are drawn.`,
 			if len(runs) > 1 {
 				// Several runs are windows to compare: divergence, verdict,
 				// capacity range, as tare compare judges them.
-				inputs := make([]stats.CompareInput, len(runs))
-				for i, r := range runs {
-					inputs[i] = stats.CompareInput{Summary: r.Summary, Ticks: r.Ticks, Source: "store"}
-				}
-				c := session.Compare(inputs, nil, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
+				c := src.CompareReport(runs, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
 				page.Comparison = report.ComparisonOf(c, runs)
 			}
 			size, err := atomicfile.Write(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })

@@ -41,52 +41,22 @@ Definitions:
 Verdicts: clean, suspect, polluted; a service that uses up its own CPUs is
 saturated, a finding about the code beside the verdict (docs/verdict.md); a
 run in which no request succeeded (a wrong port) is suspect.
+Secrets: a URL flag not given (--url, --model, --queue, --coordinate, --db)
+reads TARE_<FLAG>, or the file TARE_<FLAG>_FILE names, so that a password
+stays off the command line, which every process on the host may read.
+
 Exit status: 0 unless asked; --fail-on polluted|suspect: 3 on that verdict
 or worse (inconclusive: rerun); --fail-on slo: 1 when the SLO failed on a
 run that is not polluted, 3 on one that is; 2 usage or runtime error.`
 
 // run is the whole command line, testable in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	root := &cobra.Command{
-		Use:           "tare",
-		Short:         "A load tester that knows whose CPU it ran on",
-		Long:          rootLong,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version,
-	}
+	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
-	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd())
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print tare's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tare %s\n", version)
-			return err
-		},
-	})
-	root.AddCommand(newReportCmd())
-	deprecateEverywhere(root, "generator-delay-threshold", "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold judges")
-	var cpuProfile string
-	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
-	root.PersistentFlags().MarkHidden("cpuprofile")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if cpuProfile == "" {
-			return nil
-		}
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return tare.Errorf(tare.EINVALID, "--cpuprofile %s: %w", cpuProfile, err)
-		}
-		return pprof.StartCPUProfile(f)
-	}
-	defer pprof.StopCPUProfile()
+	defer pprof.StopCPUProfile() // --cpuprofile's, if it started one
 	// The help and completion commands are added as Execute would add
 	// them, so that their argument errors are usage errors too.
 	root.InitDefaultHelpCmd()
@@ -103,6 +73,54 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return tare.Errorf(tare.EINVALID, "%w\nRun '%s --help' for usage.", ue, cmd.CommandPath())
 	}
 	return err
+}
+
+// newRootCmd is tare's command tree: every command and its flags.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tare",
+		Short:         "A load tester that knows whose CPU it ran on",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
+	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd())
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print tare's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tare %s\n", version)
+			return err
+		},
+	})
+	root.AddCommand(newReportCmd())
+	for _, f := range session.NewSpec(1, 0, 0).Fields() {
+		if f.Retired != "" {
+			deprecateEverywhere(root, f.Flag, f.Retired)
+		}
+	}
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of tare itself to this file")
+	root.PersistentFlags().MarkHidden("cpuprofile")
+	sayURLEnv(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := urlsFromEnv(cmd); err != nil {
+			return err
+		}
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return tare.Errorf(tare.EINVALID, "--cpuprofile %s: %w", cpuProfile, err)
+		}
+		return pprof.StartCPUProfile(f)
+	}
+	return root
 }
 
 // usageError is a mistake in how tare was called: an unknown command or

@@ -31,6 +31,9 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
       --job-args '["{{prompt}}"]' --job-kwargs '{"n": "{{seq}}"}' --rate 5/s --jobs 200
   tare run --queue 'rq+redis://127.0.0.1:6379/0?queue=default&func=tasks.answer' --job-args '["{{seq}}"]'
 
+  # a service in a container on this host, its port published on loopback
+  tare run --url http://127.0.0.1:8080/ --container shop-api --rate 50/s --duration 1m
+
   # fail the CI job when the host was polluted or p95 went over 300ms
   tare run --url http://127.0.0.1:8080/ --rate 100/s --duration 2m --slo 'p95<=300ms' --fail-on polluted`
 
@@ -56,9 +59,10 @@ queue job, from the worker's start, the worker's own time) is shown beside it:
 the difference is what a closed-loop tool would have hidden.
 
 Every tick tare splits the host's CPU by owner (whose cpu): the system under
-test (the process listening on a loopback target's port, or --pid/--cgroup),
-tare, each other process by name, the kernel, unattributed time, steal and
-idle. A service that uses up its own CPUs is saturated: a finding about the
+test (the process listening on a loopback target's port, or --pid, --cgroup,
+--container), tare, each other process by name (a container's processes as
+one, named by the container: docker, podman, containerd, CRI-O), the kernel,
+unattributed time, steal and idle. A service that uses up its own CPUs is saturated: a finding about the
 code, reported beside a clean verdict. Steal, throttling, and other processes
 holding the CPU while the service waited are interference: polluted, and
 the neighbour is named. docs/verdict.md has every rule.
@@ -126,7 +130,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	cfg.Start = sh.StartAt
-	sh.Record(&cfg.Run)
+	sh.Record(&cfg)
 	cfg.Finish = sh.Finish
 	if t := w.spec.Target; t.Queue != "" {
 		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)

@@ -139,7 +139,8 @@ func newRunsExportCmd(sf *storeFlags) *cobra.Command {
 		Short: "Stream a run's raw records: JSONL, CSV or an HdrHistogram interval log",
 		Long: `Stream every raw record of a stored run (one per request or job: scheduled,
 sent, first answer, done, queue wait, status, error kind, output and prompt
-tokens, which request of a --targets file it took as target_index from 0)
+tokens, which request of a --targets file it took: target_index from 0 and
+its name, target)
 in flat memory, whatever the run's size. The first answer is named for what it is:
 on a plain HTTP record the first response byte (first_byte, ttfb_ms), on a
 model call or a queue job the first content token (first_token, ttft_ms).
@@ -167,13 +168,17 @@ model call or a queue job the first content token (first_token, ttft_ms).
 			if ticks, err := st.FindTicks(ctx, id); err == nil && len(ticks) > 0 {
 				tick = ticks[0].End.Sub(ticks[0].Start)
 			}
+			var targets []string // so that the records summarised again have their figures per request
+			for _, t := range s.Targets {
+				targets = append(targets, t.Name)
+			}
 			// Validated before any file is made.
-			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick); err != nil {
+			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick, targets); err != nil {
 				return session.Flagged(err, "format")
 			}
 			_, err = atomicfile.Write(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
 				bw := bufio.NewWriterSize(w, 256<<10)
-				exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick)
+				exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick, targets)
 				if err != nil {
 					return err
 				}

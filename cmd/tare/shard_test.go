@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,6 +22,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
@@ -185,6 +188,44 @@ func TestCoordinatedShards(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || s.Requests.Total != 90 {
 		t.Fatalf("runs show: exit %d, %d requests: %s", code, s.Requests.Total, stderr)
 	}
+	// The merged run describes its whole schedule, and each shard's host
+	// as that shard measured it; its verdict is the shards'.
+	if want := "poisson 150/s for 90 jobs over 3 shards"; s.Run.Arrival != want {
+		t.Errorf("merged run's arrival %q, want %q", s.Run.Arrival, want)
+	}
+	worst := tare.Clean
+	for i, sh := range s.Shards {
+		own, err := st.FindSummary(ctx, rows[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh.Host.Ticks == 0 || !reflect.DeepEqual(sh.Host, own.Host) || !reflect.DeepEqual(sh.Generator, own.Generator) ||
+			!reflect.DeepEqual(sh.SUT, own.SUT) || sh.Arrival != own.Run.Arrival {
+			t.Errorf("shard %s's line in the merged run: host %+v, generator %+v, sut %+v, arrival %q; its own row has %+v, %+v, %+v, %q",
+				sh.Shard, sh.Host, sh.Generator, sh.SUT, sh.Arrival, own.Host, own.Generator, own.SUT, own.Run.Arrival)
+		}
+		worst = judge.Raise(worst, own.Verdict.Level)
+	}
+	if s.Verdict.Level != worst {
+		t.Errorf("the merged run is %s, its worst shard %s", s.Verdict.Level, worst)
+	}
+	for _, w := range s.Verdict.Warnings {
+		if strings.Contains(w, "was not sampled") {
+			t.Errorf("the merged run says its host was not sampled: %q", w)
+		}
+	}
+	code, text, stderr := tareCmd(t, "runs", "show", group, "--db", dsn)
+	if code != 0 {
+		t.Fatalf("runs show: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"over 3 shards", "shard 1/3    on ", "shard 3/3    on ", "   generator   cpu "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the merged run's text does not say %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "cpu n/a of a core") || strings.Contains(text, "polluted ticks n/a of 0") {
+		t.Errorf("the merged run's text has host figures n/a that its shards measured:\n%s", text)
+	}
 }
 
 // TestShardedRunMergesStagesAndTargets runs two shards of one run
@@ -319,14 +360,14 @@ func TestShardedRunMergesStagesAndTargets(t *testing.T) {
 // msList is q's percentiles for messages, -1 for none.
 func msList(q tare.QuantilesMS) []float64 { return []float64{deref(q.P50), deref(q.P95), deref(q.P99)} }
 
-// shardStore opens the store at dsn, skipping the test when it does not
-// answer, and deletes the shards of run group at the end.
+// shardStore opens the store at dsn (a PostgreSQL that does not answer is
+// testservice.Unavailable), and deletes the shards of run group at the end.
 func shardStore(t *testing.T, dsn, group string) tare.Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		t.Skipf("PostgreSQL at %s does not answer: %v", dsn, err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "open the PostgreSQL store at %s: %v", dsn, err)
 	}
 	t.Cleanup(func() {
 		rows, _ := session.Shards(ctx, st, group)
@@ -351,4 +392,71 @@ func showRun(t *testing.T, dsn, id string) tare.Summary {
 		t.Fatalf("runs show: %v\n%s", err, stdout)
 	}
 	return s
+}
+
+// TestShardsOnOneHostAreTare runs two coordinated shards of one run as
+// two processes on this host: each counts the other as tare (it records
+// its pid), so neither ledger names the other as a neighbour, in any tick.
+func TestShardsOnOneHostAreTare(t *testing.T) {
+	dsn := postgresDSN()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx := context.Background()
+	group := fmt.Sprintf("onehost-%d", time.Now().UnixNano())
+	st := shardStore(t, dsn, group)
+	redisURL := os.Getenv("TARE_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	const shards = 2
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmds := make([]*exec.Cmd, shards)
+	outs := make([]strings.Builder, shards)
+	for k := range shards {
+		cmds[k] = exec.CommandContext(runCtx, os.Args[0], "run", "--url", srv.URL+"/", "--rate", "400/s", "--duration", "3s",
+			"--coordinate", redisURL, "--shards", fmt.Sprint(shards), "--shard-index", fmt.Sprint(k), "--run-id", group,
+			"--db", dsn, "--quiet", "--tick", "200ms")
+		cmds[k].Env = append(os.Environ(), "TARE_TEST_MAIN=1")
+		cmds[k].Stdout, cmds[k].Stderr = &outs[k], &outs[k]
+		if err := cmds[k].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("shard index %d: %v\n%s", k, err, outs[k].String())
+		}
+	}
+	rows, err := session.Shards(ctx, st, group)
+	if err != nil || len(rows) != shards {
+		t.Fatalf("%d shard rows, %v", len(rows), err)
+	}
+	for k, r := range rows {
+		other := cmds[1-k].Process.Pid
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Run.Config[tare.ConfigShardPeers]; got != strconv.Itoa(other) {
+			t.Errorf("%s counted %q as tare, want the other shard's pid %d", r.ID, got, other)
+		}
+		ticks, err := st.FindTicks(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, tk := range append(ticks, tare.Tick{Host: &tare.HostSample{CPUBy: s.Host.CPUBy}}) {
+			if tk.Host != nil && tk.Host.CPUBy != nil {
+				for _, p := range tk.Host.CPUBy.TopOthers {
+					if p.PID == other {
+						named++
+					}
+				}
+			}
+		}
+		if named > 0 {
+			t.Errorf("%s names the other shard (pid %d) among its busiest neighbours in %d ticks", r.ID, other, named)
+		}
+	}
 }

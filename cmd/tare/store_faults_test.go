@@ -20,11 +20,13 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/store"
 )
 
 // runWhile runs `tare run` in-process against a loopback server for about
-// 3 s and calls fault once the run is stored and load is flowing; it
-// returns the exit status, the summary printed and stderr.
+// 3 s and calls fault once the run is stored and its first records are
+// (load is flowing); it returns the exit status, the summary printed and
+// stderr.
 func runWhile(t *testing.T, db string, fault func()) (int, tare.Summary, string) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -36,6 +38,13 @@ func runWhile(t *testing.T, db string, fault func()) (int, tare.Summary, string)
 		stdout string
 		stderr string
 	}
+	// The test's own connection to the store, to see the run's first
+	// records arrive; opened first, so the schema is there before tare's.
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatalf("open the store: %v", err)
+	}
+	defer st.Close()
 	done := make(chan outcome, 1)
 	go func() {
 		var out, errb bytes.Buffer
@@ -43,7 +52,8 @@ func runWhile(t *testing.T, db string, fault func()) (int, tare.Summary, string)
 			strings.NewReader(""), &out, &errb)
 		done <- outcome{exitCode(err, &errb), out.String(), errb.String()}
 	}()
-	time.Sleep(time.Second)
+	waitStored(t, st, done)
+	st.Close() // before the fault: a dropped database takes its connections
 	fault()
 	var o outcome
 	select {
@@ -56,6 +66,35 @@ func runWhile(t *testing.T, db string, fault func()) (int, tare.Summary, string)
 		t.Fatalf("no summary printed after the store failed: %v\nstdout %s\nstderr %s", err, o.stdout, o.stderr)
 	}
 	return o.code, s, o.stderr
+}
+
+// waitStored waits until a run in st has records stored: the run is
+// stored and load is flowing. A run that ended first (done) fails the test.
+func waitStored[T any](t *testing.T, st tare.Store, done <-chan T) {
+	t.Helper()
+	ctx := t.Context()
+	errFound := errors.New("found")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		runs, err := st.FindRuns(ctx, tare.RunFilter{})
+		if err != nil {
+			t.Fatalf("find the run in the store: %v", err)
+		}
+		if len(runs) > 0 {
+			err := st.StreamResults(ctx, runs[0].ID, func(*tare.Result) error { return errFound })
+			if errors.Is(err, errFound) {
+				return
+			}
+		}
+		select {
+		case <-done:
+			t.Fatal("the run ended before any of its records was stored")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no record of the run stored within 30 s")
+		}
+	}
 }
 
 // checkStoreFault: exit 2, the store's failure named after the summary, and
@@ -134,7 +173,7 @@ func TestPostgresGoneMidRun(t *testing.T) {
 	defer admin.Close(ctx)
 	name := fmt.Sprintf("tare_gone_%d", time.Now().UnixNano())
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Skipf("cannot create a database of the test's own: %v", err)
+		testservice.Unavailable(t, testservice.PostgresExplicit(), "cannot create a database of the test's own: %v", err)
 	}
 	drop := func() error {
 		_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")

@@ -31,8 +31,8 @@ func newWatchCmd() *cobra.Command {
 		Long: `Run any command (k6, vegeta, wrk, locust, a benchmark) and sample the host
 from just before it starts to just after it ends: steal, CPU pressure,
 throttling, and the run delay of the command and everything it starts (plus
---pid processes, such as the server under test). Then print the host
-summary and the verdict for that window.
+--pid processes or a --container, such as the server under test). Then
+print the host summary and the verdict for that window.
 
 The window is stored like a run, its ticks with it (--no-store does not), and
 its run id printed: tare runs show, tare compare and tare report take it.
@@ -51,7 +51,8 @@ was none; an optional "error" marks a failure). No other tool gives tare
 its schedule, so latencies start at the tool's own timestamp, and the
 summary says where that hides queueing: hey is a closed loop (coordinated
 omission), vegeta an open loop that hides it where its workers ran out
-(stalls of its sends are found and reported).
+(stalls of its sends are found and reported). With one instant per
+request, send lag and service time are not measured: they are null.
 
 The command's own output passes through (to stderr when --json is given, so
 stdout holds only the JSON). tare exits with the command's status, unless

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/peer"
 )
 
@@ -53,7 +54,7 @@ func peerTool(t *testing.T, name, pkg string) string {
 		cmd := exec.Command("go", "install", pkg)
 		cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("cannot install %s (go install %s): %v\n%s", name, pkg, err, out)
+			testservice.Missing(t, "cannot install %s (go install %s): %v\n%s", name, pkg, err, out)
 		}
 	}
 	peerBins[name] = path
@@ -274,6 +275,15 @@ func TestWatchResultsJSONL(t *testing.T) {
 	}
 	if s.Requests.Total != 10 || *s.Latency.P95 < 1490 || !hasWarning(s, "tare cannot tell whether they are scheduled") {
 		t.Errorf("requests %d, p95 %v, warnings %q", s.Requests.Total, *s.Latency.P95, s.Verdict.Warnings)
+	}
+	// One timestamp per request: the tool's send lag and its service time
+	// apart from latency are not measured, so they are null, never 0 or
+	// the latency again, and the summary says why.
+	if s.SendLag.P99 != nil || s.SendLag.Max != nil || s.Service.P50 != nil || s.Service.P99 != nil {
+		t.Errorf("send lag %v/%v, service %v/%v: want null for another tool's results", s.SendLag.P99, s.SendLag.Max, s.Service.P50, s.Service.P99)
+	}
+	if !hasWarning(s, "send lag and service time are not measured") {
+		t.Errorf("no warning says send lag and service are not measured: %q", s.Verdict.Warnings)
 	}
 	if err := os.WriteFile(path, []byte("{\"timestamp\": 1767366246, \"latency_ms\": 2, \"status\": 200}\n{\"timestamp\": 1767366246}\n"), 0o644); err != nil {
 		t.Fatal(err)

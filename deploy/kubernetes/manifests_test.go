@@ -207,8 +207,11 @@ func TestGeneratorJob(t *testing.T) {
 		if fp := fieldPath(env["TARE_HOSTNAME"]); fp != "spec.nodeName" {
 			t.Errorf("TARE_HOSTNAME from %q, want spec.nodeName", fp)
 		}
-		if v, _ := arg(c, "--coordinate"); v != "$(TARE_REDIS_URL)" {
-			t.Errorf("--coordinate=%q: the shards meet at the Redis barrier", v)
+		if r := env["TARE_COORDINATE"].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Key != "redis-url" {
+			t.Errorf("TARE_COORDINATE from %+v: the shards meet at the Redis barrier, the Secret's redis-url", r)
+		}
+		if r := env["TARE_QUEUE"].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Key != "redis-url" {
+			t.Errorf("TARE_QUEUE from %+v: the generators fill the Secret's redis-url", r)
 		}
 	})
 
@@ -263,10 +266,13 @@ func TestWorkers(t *testing.T) {
 	if len(c.Args) == 0 || c.Args[0] != "worker" {
 		t.Fatalf("args %q, want tare worker", c.Args)
 	}
-	for flag, want := range map[string]string{"--queue": "$(TARE_REDIS_URL)", "--queue-name": "$(TARE_QUEUE_NAME)", "--model": "$(TARE_TARGET)"} {
+	for flag, want := range map[string]string{"--queue-name": "$(TARE_QUEUE_NAME)", "--model": "$(TARE_TARGET)"} {
 		if v, _ := arg(c, flag); v != want {
 			t.Errorf("%s=%q, want %q", flag, v, want)
 		}
+	}
+	if r := envOf(c)["TARE_QUEUE"].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Key != "redis-url" {
+		t.Errorf("TARE_QUEUE from %+v: the workers take jobs from the Secret's redis-url", r)
 	}
 	gen := m.job.Spec.Template.Spec.Containers[0]
 	if a, b := fmt.Sprint(envOf(c)["TARE_QUEUE_NAME"].ValueFrom), fmt.Sprint(envOf(gen)["TARE_QUEUE_NAME"].ValueFrom); a != b {
@@ -322,16 +328,22 @@ func lockedDown(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 }
 
 // wired: every $(VAR) in the args is a variable of the container (else
-// Kubernetes leaves it as it is), every variable's source exists, the
-// downward API fields are ones it gives environment variables, and the
-// secrets come from a Secret, never inline.
+// Kubernetes leaves it as it is) and none is a Secret's (args are the
+// command line, which /proc/<pid>/cmdline shows to anyone on the node),
+// every variable's source exists, the downward API fields are ones it
+// gives environment variables, and the secrets come from a Secret, never
+// inline.
 func wired(t *testing.T, c corev1.Container, settings corev1.ConfigMap) {
 	t.Helper()
 	env := envOf(c)
 	for _, a := range c.Args {
 		for _, r := range refs.FindAllStringSubmatch(a, -1) {
-			if _, ok := env[r[1]]; !ok {
+			e, ok := env[r[1]]
+			if !ok {
 				t.Errorf("arg %q refers to $(%s), which the container does not define", a, r[1])
+			}
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				t.Errorf("arg %q puts the Secret's %s on the command line, readable by anyone on the node in /proc/<pid>/cmdline: let tare read $%s from the environment", a, e.ValueFrom.SecretKeyRef.Key, r[1])
 			}
 		}
 		if strings.Contains(a, "://") {
@@ -340,7 +352,7 @@ func wired(t *testing.T, c corev1.Container, settings corev1.ConfigMap) {
 	}
 	for name, e := range env {
 		switch {
-		case name == "TARE_DB" || name == "TARE_REDIS_URL" || strings.Contains(name, "KEY") || strings.Contains(name, "PASSWORD"):
+		case name == "TARE_DB" || name == "TARE_QUEUE" || name == "TARE_COORDINATE" || strings.Contains(name, "KEY") || strings.Contains(name, "PASSWORD"):
 			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 				t.Errorf("%s is not from a Secret (secretKeyRef)", name)
 			}

@@ -1,8 +1,8 @@
 // Package interfere makes real interference for tests: CPU hogs pinned to a
 // core and cgroups with a small CPU quota. Everything it starts or makes is
 // bounded in time and undone when the test ends; what the machine does not
-// allow (no taskset, no root, no cpu controller) skips the test with a
-// message saying why.
+// allow (no root, no cpu controller) skips the test with a message saying
+// why; a missing program (taskset) is testservice.Missing.
 package interfere
 
 import (
@@ -12,9 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // Exclusive holds a machine-wide lock until the test ends, so that tests
@@ -47,11 +50,14 @@ func start(t testing.TB, prefix []string, command ...string) *exec.Cmd {
 	args := append(append([]string(nil), prefix...), command...)
 	for _, p := range []string{args[0], command[0]} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s not installed: cannot start the CPU hog", p)
+			testservice.Missing(t, "%s is not installed: cannot start the CPU hog; install Debian's util-linux, coreutils and perl-base (scripts/test does, as root)", p)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	// A test binary that panics (a -timeout) runs no cleanup, and its
+	// context's timer dies with it: the hog must die with it too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("start %v: %v", args, err)
@@ -115,44 +121,114 @@ func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
 func MakeQuota(root string, quotaUS, periodUS int) (dir string, remove func() error, err error) {
 	name := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	mount, version := cpuMount(root)
-	var files map[string]string
-	switch version {
-	case "v1":
-		files = map[string]string{"cpu.cfs_period_us": strconv.Itoa(periodUS), "cpu.cfs_quota_us": strconv.Itoa(quotaUS), "cpu.shares": "10240"}
-	case "v2":
-		files = map[string]string{"cpu.max": fmt.Sprintf("%d %d", quotaUS, periodUS), "cpu.weight": "1000"}
-	default:
+	if version == "" {
 		return "", nil, fmt.Errorf("no cgroup cpu controller under %s", root)
 	}
+	files := quotaFiles(version, quotaUS, periodUS)
 	dir = filepath.Join(mount, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("cannot make a cgroup (root needed): %w", err)
 	}
-	remove = func() error {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			err := os.Remove(dir)
-			if err == nil || os.IsNotExist(err) {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("remove cgroup %s: %w", dir, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	remove = func() error { return removeCgroup(dir) }
+	if err := setQuota(dir, files); err != nil {
+		remove()
+		return "", nil, err
 	}
-	// Period before quota: v1 refuses a quota above the current period.
+	return dir, remove, nil
+}
+
+// quotaFiles are the files that set a quota of quotaUS per periodUS, and
+// a high weight, in a cgroup of the given version.
+func quotaFiles(version string, quotaUS, periodUS int) map[string]string {
+	if version == "v1" {
+		return map[string]string{"cpu.cfs_period_us": strconv.Itoa(periodUS), "cpu.cfs_quota_us": strconv.Itoa(quotaUS), "cpu.shares": "10240"}
+	}
+	return map[string]string{"cpu.max": fmt.Sprintf("%d %d", quotaUS, periodUS), "cpu.weight": "1000"}
+}
+
+// setQuota writes files into the cgroup at dir, period before quota: v1
+// refuses a quota above the current period.
+func setQuota(dir string, files map[string]string) error {
 	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares", "cpu.max", "cpu.weight"} {
 		v, ok := files[f]
 		if !ok {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
-			remove()
-			return "", nil, fmt.Errorf("cannot set %s of cgroup %s: %w", f, dir, err)
+			return fmt.Errorf("cannot set %s of cgroup %s: %w", f, dir, err)
 		}
 	}
-	return dir, remove, nil
+	return nil
+}
+
+// removeCgroup removes the cgroup at dir once its processes have left or
+// exited: it waits up to 5 s for the kernel to empty it.
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := os.Remove(dir)
+		if err == nil || os.IsNotExist(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// NamedCgroup makes the cgroup at path rel, like
+// "tare-test-1/system.slice/docker-<id>.scope", under the v1 cpu
+// controller's mount or the v2 root (where QuotaCgroup makes its own),
+// with the parents it needs, and removes every cgroup it made, deepest
+// first, when the test ends. With quotaUS > 0, the cgroup gets a CFS
+// quota of quotaUS per periodUS, as QuotaCgroup's. It skips the test when
+// the cgroup cannot be made (root needed).
+func NamedCgroup(t testing.TB, root, rel string, quotaUS, periodUS int) string {
+	t.Helper()
+	mount, version := cpuMount(root)
+	if mount == "" {
+		t.Skipf("no cgroup cpu controller under %s", root)
+	}
+	var made []string
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			if err := removeCgroup(made[i]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	dir := mount
+	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			if os.IsExist(err) {
+				continue
+			}
+			t.Skipf("cannot make a cgroup (root needed): %v", err)
+		}
+		made = append(made, dir)
+	}
+	// Each cgroup made gets a high weight, as QuotaCgroup's does: a new
+	// cgroup weighs as one process against each process of its parent, so
+	// that, without it, hogs in it would get little of a busy machine. On
+	// v2 a cgroup has the cpu controller's files only when its parent
+	// hands the controller down to it.
+	for i, d := range made {
+		if version == "v2" && i < len(made)-1 {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+cpu"), 0); err != nil && quotaUS > 0 {
+				t.Skipf("cannot enable the cpu controller in %s: %v", d, err)
+			}
+		}
+		weight := map[string]string{"v1": "cpu.shares", "v2": "cpu.weight"}[version]
+		_ = os.WriteFile(filepath.Join(d, weight), []byte(map[string]string{"v1": "10240", "v2": "1000"}[version]), 0)
+	}
+	if quotaUS > 0 {
+		if err := setQuota(dir, quotaFiles(version, quotaUS, periodUS)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // Join moves a process into the cgroup at dir.

@@ -12,6 +12,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,10 +21,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
 )
 
@@ -43,6 +46,12 @@ type Scenario struct {
 	// QuotaPct puts the service in a cgroup with that CPU quota, percent
 	// of one CPU; 0 for none.
 	QuotaPct int
+	// Deploy starts a service of real software instead of Service (a
+	// proxy, an app server's pool, a database), loaded through --url.
+	Deploy Deployment
+	// Graph are the command names the system under test's graph must
+	// hold, in its order (what was found first, then what it called).
+	Graph []string
 
 	Want     tare.Level
 	Fired    []string // signals that must fire
@@ -69,10 +78,25 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"throttling"}},
 		{Name: "saturated service beside CPU hogs", Service: service, Args: heavy, Hogs: 2,
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+		{Name: "quiet, nginx in front of gunicorn over TCP", Deploy: NginxGunicorn(false), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "nginx in front of gunicorn over TCP, beside CPU hogs", Deploy: NginxGunicorn(false), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, nginx in front of gunicorn over a Unix socket", Deploy: NginxGunicorn(true), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		{Name: "quiet, an app and its PostgreSQL on a Unix socket", Deploy: GunicornPostgres(), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"gunicorn", "postgres"}},
+		{Name: "an app and its PostgreSQL on a Unix socket, beside CPU hogs", Deploy: GunicornPostgres(), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"gunicorn", "postgres"}},
+		{Name: "quiet, gunicorn in a network namespace behind a userland proxy", Deploy: GunicornInNetns(1), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"socat", "gunicorn"}},
+		{Name: "gunicorn in a network namespace behind a userland proxy, beside CPU hogs", Deploy: GunicornInNetns(2), Args: light, Hogs: 2,
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
+		// The demo's hogs name themselves as its own (cmd/tare's hogName).
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
-			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
+			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "demo-neighbour"},
 	}
 }
 
@@ -91,6 +115,25 @@ type Env struct {
 // ErrSkip is wrapped by Run's errors about what this machine cannot do
 // (no root for a cgroup).
 var ErrSkip = fmt.Errorf("scenario cannot run here")
+
+// ErrMissing is wrapped by Run's errors about a program or service this
+// machine lacks that scripts/test installs (nginx, gunicorn, psycopg2, the
+// local PostgreSQL, iproute2, socat); it wraps ErrSkip.
+var ErrMissing = fmt.Errorf("%w: it needs what is not installed", ErrSkip)
+
+// SkipUnable ends the test when err says this machine cannot run the
+// scenario: for want of a program or service, testservice.Missing (a
+// failure under CI, where scripts/test installs them all); for anything
+// else it cannot do (no root), a skip. Other errors are the caller's.
+func SkipUnable(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrMissing):
+		testservice.Missing(t, "%v", err)
+	case errors.Is(err, ErrSkip):
+		t.Skip(err)
+	}
+}
 
 // Run runs one scenario and returns tare's summary of it.
 func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
@@ -112,6 +155,18 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 			defer undo()
 		}
 		args = append([]string{"run", "--model", svc.URL, "--max-tokens", "8", "--no-store"}, args...)
+	} else if sc.Deploy != nil {
+		dir, err := os.MkdirTemp("", "tare-scenario-")
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer os.RemoveAll(dir)
+		url, stop, err := sc.Deploy(ctx, dir)
+		if err != nil {
+			return tare.Summary{}, err
+		}
+		defer stop()
+		args = append([]string{"run", "--url", url, "--no-store"}, args...)
 	} else {
 		args = append(args, "--no-store")
 	}
@@ -154,6 +209,17 @@ func Check(sc Scenario, s tare.Summary) []string {
 	}
 	if sc.Named != "" && !strings.Contains(fired["neighbours"].Detail, "`"+sc.Named+"`") {
 		wrong = append(wrong, fmt.Sprintf("the neighbours signal does not name `%s`: %q", sc.Named, fired["neighbours"].Detail))
+	}
+	if len(sc.Graph) > 0 {
+		var names []string
+		if s.SUT != nil {
+			for _, n := range s.SUT.Graph {
+				names = append(names, n.Name)
+			}
+		}
+		if !slices.Equal(names, sc.Graph) {
+			wrong = append(wrong, fmt.Sprintf("the system under test's graph is %v, want %v", names, sc.Graph))
+		}
 	}
 	if sc.WhyCode && !strings.Contains(strings.Join(s.Verdict.Advice, "\n"), "the problem is the code") {
 		wrong = append(wrong, fmt.Sprintf("the failed SLO is not blamed on the code: %q", s.Verdict.Advice))

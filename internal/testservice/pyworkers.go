@@ -17,15 +17,15 @@ import (
 // the python3 first on PATH may be another, without them.
 const Python = "/usr/bin/python3"
 
-// NeedPython skips the test under -short, or unless Python imports
-// module ("celery", "rq"), saying what to install.
+// NeedPython skips the test under -short; unless Python imports module
+// ("celery", "rq"), the module is Missing.
 func NeedPython(t testing.TB, module string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skipf("starts real %s workers", module)
 	}
 	if out, err := exec.Command(Python, "-c", "import "+module).CombinedOutput(); err != nil {
-		t.Skipf("%s cannot import %s (%v: %s): install Debian's python3-%s (apt-get install -y python3-%s; scripts/test does, as root)",
+		Missing(t, "%s cannot import %s (%v: %s): install Debian's python3-%s (apt-get install -y python3-%s; scripts/test does, as root)",
 			Python, module, err, bytes.TrimSpace(out), module, module)
 	}
 }

@@ -25,8 +25,8 @@ func RedisURL() (url string, explicit bool) {
 }
 
 // Redis connects to the test Redis, closed when the test ends. When
-// TARE_REDIS_URL is unset and nothing answers on the default address the
-// test is skipped; when it is set, a server that does not answer fails it.
+// TARE_REDIS_URL is unset and nothing answers on the default address, Redis
+// is Missing; when it is set, a server that does not answer fails the test.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
 	u, explicit := RedisURL()
@@ -39,10 +39,7 @@ func Redis(t testing.TB) *redis.Client {
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		if explicit {
-			t.Fatalf("redis at %s does not answer: %v", opt.Addr, err)
-		}
-		t.Skipf("no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
+		Unavailable(t, explicit, "no redis at %s (%v): run scripts/test, which starts one", opt.Addr, err)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
@@ -56,6 +53,10 @@ func PostgresDSN() string {
 	}
 	return "postgres://postgres:postgres@127.0.0.1:5432/tare_test?sslmode=disable"
 }
+
+// PostgresExplicit reports whether TARE_POSTGRES_DSN names the test
+// PostgreSQL (see Unavailable).
+func PostgresExplicit() bool { return os.Getenv("TARE_POSTGRES_DSN") != "" }
 
 // Model starts the simulated model on loopback, closed when the test ends.
 func Model(t testing.TB, cfg modelsim.Config) *httptest.Server {

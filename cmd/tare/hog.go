@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare"
+)
+
+// hogName is the command name (comm) of the CPU hogs of tare demo
+// --neighbour, what the ledger and the verdict call them: the reader of
+// a verdict that names them knows they were the demo's own neighbour. A
+// comm is at most 15 bytes.
+const hogName = "demo-neighbour"
+
+// hogCommand is the hidden command of the hog (short: cobra pads the help's
+// list of commands to the longest name, hidden ones too).
+const hogCommand = "hog"
+
+// newHogCmd is the demo's CPU hog: tare run again as this hidden command,
+// which renames itself hogName and spins one core until --for has passed
+// (or it is killed).
+func newHogCmd() *cobra.Command {
+	var spin time.Duration
+	cmd := &cobra.Command{
+		Use:    hogCommand,
+		Short:  "A CPU hog of tare demo --neighbour: one core, named " + hogName,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := setCommand(hogName); err != nil {
+				return tare.Errorf(tare.EUNAVAILABLE, "name the hog %s: %w", hogName, err)
+			}
+			// A linear congruential step, kept alive, so the loop is work
+			// the compiler cannot drop.
+			var x uint64
+			deadline := time.Now().Add(spin)
+			for time.Now().Before(deadline) && cmd.Context().Err() == nil {
+				for range 1 << 16 {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+			}
+			runtime.KeepAlive(x)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&spin, "for", time.Minute, "how long to spin")
+	return cmd
+}
+
+// setCommand renames this process: the comm of its main thread, which is
+// the process's name in /proc/<pid>/stat (prctl PR_SET_NAME would rename
+// only the calling thread, and a Go program's code runs on any of them;
+// proc(5) lets any thread of the group write the main thread's comm).
+func setCommand(name string) error {
+	return os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", os.Getpid()), []byte(name), 0)
+}

@@ -1,0 +1,126 @@
+package host
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// unixSockets lists the Unix-domain sockets of tare's network namespace
+// with their names and peers, through the kernel's sock_diag interface
+// (sock_diag(7): a NETLINK_SOCK_DIAG dump of AF_UNIX with UDIAG_SHOW_NAME
+// and UDIAG_SHOW_PEER): /proc/net/unix has the names but not who is
+// connected to whom.
+func unixSockets() ([]unixSocket, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return nil, fmt.Errorf("list unix sockets: sock_diag socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Sendto(fd, unixDiagRequest(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("list unix sockets: send the sock_diag request: %w", err)
+	}
+	var out []unixSocket
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("list unix sockets: read the sock_diag answer: %w", err)
+		}
+		var done bool
+		if out, done, err = parseUnixDiag(buf[:n], out); err != nil || done {
+			return out, err
+		}
+	}
+}
+
+// The sock_diag constants of include/uapi/linux/unix_diag.h.
+const (
+	udiagShowName = 0x01 // UDIAG_SHOW_NAME
+	udiagShowPeer = 0x04 // UDIAG_SHOW_PEER
+	unixDiagName  = 0    // UNIX_DIAG_NAME attribute
+	unixDiagPeer  = 2    // UNIX_DIAG_PEER attribute
+)
+
+// unixDiagRequest is a netlink header and a struct unix_diag_req asking
+// for every Unix socket in every state, with its name and its peer:
+//
+//	nlmsghdr   len u32 | type u16 | flags u16 | seq u32 | pid u32
+//	unix_diag_req  family u8 | protocol u8 | pad u16 | states u32 | ino u32 | show u32 | cookie [2]u32
+func unixDiagRequest() []byte {
+	b := make([]byte, unix.NLMSG_HDRLEN+24)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], uint32(len(b)))
+	ne.PutUint16(b[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	ne.PutUint32(b[8:], 1)
+	r := b[unix.NLMSG_HDRLEN:]
+	r[0] = unix.AF_UNIX
+	ne.PutUint32(r[4:], ^uint32(0)) // every state
+	ne.PutUint32(r[12:], udiagShowName|udiagShowPeer)
+	return b
+}
+
+// parseUnixDiag appends the sockets of one read of a sock_diag dump to
+// dst and reports whether the dump is done. Each message is a struct
+// unix_diag_msg (family u8 | type u8 | state u8 | pad u8 | ino u32 |
+// cookie [2]u32) followed by attributes (len u16 | type u16 | value,
+// padded to 4 bytes).
+func parseUnixDiag(b []byte, dst []unixSocket) ([]unixSocket, bool, error) {
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return dst, false, fmt.Errorf("%w: sock_diag answer: %w", ErrParse, err)
+	}
+	ne := binary.NativeEndian
+	for _, m := range msgs {
+		switch m.Header.Type {
+		case unix.NLMSG_DONE:
+			return dst, true, nil
+		case unix.NLMSG_ERROR:
+			if len(m.Data) >= 4 {
+				if errno := -int32(ne.Uint32(m.Data)); errno != 0 {
+					return dst, true, fmt.Errorf("list unix sockets: sock_diag: %w", syscall.Errno(errno))
+				}
+			}
+			return dst, true, nil
+		}
+		d := m.Data
+		if len(d) < 16 {
+			return dst, false, fmt.Errorf("%w: sock_diag message of %d bytes, want 16 at least", ErrParse, len(d))
+		}
+		u := unixSocket{Type: d[1], State: d[2], Inode: uint64(ne.Uint32(d[4:]))}
+		for a := d[16:]; len(a) >= 4; {
+			n, typ := int(ne.Uint16(a)), ne.Uint16(a[2:])
+			if n < 4 || n > len(a) {
+				break
+			}
+			v := a[4:n]
+			switch {
+			case typ == unixDiagName:
+				u.Name = unixName(string(v))
+			case typ == unixDiagPeer && len(v) >= 4:
+				u.Peer = uint64(ne.Uint32(v))
+			}
+			a = a[min((n+3)&^3, len(a)):]
+		}
+		dst = append(dst, u)
+	}
+	return dst, false, nil
+}
+
+// unixName writes a socket's bound name as ss does: a path as it is, an
+// abstract name (a leading NUL) with '@' in its place.
+func unixName(name string) string {
+	name = strings.TrimRight(name, "\x00")
+	if strings.HasPrefix(name, "\x00") {
+		return "@" + name[1:]
+	}
+	return name
+}

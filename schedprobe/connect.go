@@ -1,0 +1,134 @@
+package schedprobe
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Connects traces the connections processes open, as the kernel makes
+// them: a TCP connect (tracepoint sock/inet_sock_set_state, entering
+// SYN_SENT) and a Unix-domain connect (tracepoint
+// syscalls/sys_enter_connect with an AF_UNIX address). A look at the socket tables sees only the
+// connections open at that instant; this sees every one, however short.
+type Connects struct {
+	objs  connectObjects
+	links []link.Link
+}
+
+// Connect is one process's connections to one place since the last
+// Drain: a TCP address, or a Unix socket's name ("@name" for the
+// abstract namespace).
+type Connect struct {
+	PID  int // the process (thread group) that connected
+	TCP  netip.AddrPort
+	Unix string
+}
+
+// OpenConnects loads and attaches the tracer. It needs root (or CAP_BPF
+// and CAP_PERFMON) and tracepoints (tracefs); an error says what was
+// missing, and the caller goes on without it.
+func OpenConnects() (*Connects, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("connection tracer: %w", err)
+	}
+	c := &Connects{}
+	if err := loadConnectObjects(&c.objs, nil); err != nil {
+		return nil, fmt.Errorf("connection tracer: load the eBPF program: %w", err)
+	}
+	tp, err := link.Tracepoint("sock", "inet_sock_set_state", c.objs.OnTcpState, nil)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connection tracer: attach to tracepoint sock/inet_sock_set_state: %w", err)
+	}
+	c.links = append(c.links, tp)
+	un, err := link.Tracepoint("syscalls", "sys_enter_connect", c.objs.OnConnect, nil)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connection tracer: attach to tracepoint syscalls/sys_enter_connect: %w", err)
+	}
+	c.links = append(c.links, un)
+	return c, nil
+}
+
+// Drain returns the connections recorded since the last Drain, and
+// forgets them.
+func (c *Connects) Drain() ([]Connect, error) {
+	var out []Connect
+	var tk connectTcpConnect
+	var when uint64
+	var tcpKeys []connectTcpConnect
+	it := c.objs.TcpConnects.Iterate()
+	for it.Next(&tk, &when) {
+		tcpKeys = append(tcpKeys, tk)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("connection tracer: read TCP connects: %w", err)
+	}
+	for _, k := range tcpKeys {
+		if err := c.objs.TcpConnects.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return out, fmt.Errorf("connection tracer: forget a TCP connect: %w", err)
+		}
+		var addr netip.Addr
+		switch k.Family {
+		case 2:
+			addr = netip.AddrFrom4([4]byte(k.Daddr[:4]))
+		case 10:
+			addr = netip.AddrFrom16(k.Daddr).Unmap()
+		default:
+			continue
+		}
+		out = append(out, Connect{PID: int(k.Tgid), TCP: netip.AddrPortFrom(addr, k.Dport)})
+	}
+	var uk connectUnixConnect
+	var unixKeys []connectUnixConnect
+	it = c.objs.UnixConnects.Iterate()
+	for it.Next(&uk, &when) {
+		unixKeys = append(unixKeys, uk)
+	}
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("connection tracer: read Unix connects: %w", err)
+	}
+	for _, k := range unixKeys {
+		if err := c.objs.UnixConnects.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return out, fmt.Errorf("connection tracer: forget a Unix connect: %w", err)
+		}
+		if name := unixName(k.Path[:min(int(k.Len), len(k.Path))]); name != "" {
+			out = append(out, Connect{PID: int(k.Tgid), Unix: name})
+		}
+	}
+	return out, nil
+}
+
+// unixName is a connect(2) address's path as ss writes it: up to its
+// first NUL, or for the abstract namespace (a leading NUL) '@' and all
+// the bytes given.
+func unixName(path []int8) string {
+	b := make([]byte, len(path))
+	for i, c := range path {
+		b[i] = byte(c)
+	}
+	if len(b) > 0 && b[0] == 0 {
+		return "@" + string(b[1:])
+	}
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// Close detaches and unloads the tracer.
+func (c *Connects) Close() error {
+	var errs []error
+	for _, l := range c.links {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, c.objs.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,61 @@
+package schedprobe
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestConnects: the tracer records a TCP connection and a Unix one this
+// process opened, each once, with where it went, though both are closed
+// before it is read; a second drain has forgotten them.
+func TestConnects(t *testing.T) {
+	c, err := OpenConnects()
+	if err != nil {
+		t.Skipf("no connection tracer here (root and tracefs are needed; scripts/test mounts tracefs): %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	u, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for range 3 {
+		for _, d := range [][2]string{{"tcp", l.Addr().String()}, {"unix", path}} {
+			conn, err := net.Dial(d[0], d[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.Close()
+		}
+	}
+	got, err := c.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []Connect
+	for _, g := range got {
+		if g.PID == os.Getpid() {
+			mine = append(mine, g)
+		}
+	}
+	tcp := Connect{PID: os.Getpid(), TCP: l.Addr().(*net.TCPAddr).AddrPort()}
+	unix := Connect{PID: os.Getpid(), Unix: path}
+	if len(mine) != 2 || !slices.Contains(mine, tcp) || !slices.Contains(mine, unix) {
+		t.Errorf("connects of this process %+v; want %+v and %+v, once each", mine, tcp, unix)
+	}
+	if again, _ := c.Drain(); slices.ContainsFunc(again, func(g Connect) bool { return g.PID == os.Getpid() }) {
+		t.Errorf("a second drain still has this process's connects: %+v", again)
+	}
+}
