@@ -16,6 +16,9 @@
 // The counts live in maps read every tick: nothing is lost to a full
 // buffer at any switch rate. What is lost (a map full, a run of the
 // program skipped) is counted, and Read returns it.
+//
+// The package also holds tare's other eBPF program, the connection tracer
+// of the system under test's process graph (connect.go).
 package schedprobe
 
 import (
