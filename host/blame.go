@@ -84,8 +84,12 @@ func newBlamer(cfg Config) *blamer {
 		waiters:  map[int]tare.ProcessShare{},
 		busiest:  min(cfg.WatchBusiest, schedprobe.Groups-groupBusiest),
 	}
-	if !cfg.SchedProbe {
+	switch {
+	case !cfg.SchedProbe:
 		b.why = "the scheduler probe is off"
+		return b
+	case cfg.ProcRoot != DefaultProcRoot:
+		b.why = "the scheduler probe watches the live /proc only, not " + cfg.ProcRoot
 		return b
 	}
 	p, err := schedprobe.Open()
