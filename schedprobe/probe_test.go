@@ -311,3 +311,47 @@ func TestOpenUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOpen is loading and attaching the program, and detaching it:
+// once a run. Most of it is parsing the kernel's BTF to relocate the
+// program.
+func BenchmarkOpen(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the scheduler probe needs root")
+	}
+	for b.Loop() {
+		p, err := Open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Close()
+	}
+}
+
+// BenchmarkTick is what the sampler asks of the probe once a tick: its
+// ended waits twice, its counts, and the watched processes (here this
+// process and its parent), on a live host.
+func BenchmarkTick(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the scheduler probe needs root")
+	}
+	p, err := Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	watch := map[int]Watch{os.Getpid(): {Group: 1}, os.Getppid(): {Group: 0, Inherit: true}}
+	for b.Loop() {
+		for range 2 {
+			if _, err := p.Waited(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := p.Read(); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Watch(watch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
