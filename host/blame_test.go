@@ -107,11 +107,8 @@ func TestSamplerBlame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real interference for seconds: skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("the scheduler probe needs root (or CAP_BPF and CAP_PERFMON)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skipf("the scheduler probe needs a kernel with BTF: %v", err)
+	if err := schedprobe.Expected(); err != nil {
+		t.Skip(err)
 	}
 	interfere.Exclusive(t)
 	svc := interfere.Busy(t, interfere.Pinned(0)...)

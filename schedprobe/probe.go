@@ -137,6 +137,19 @@ const idleReads = 2
 // here, and the error says why.
 var ErrUnavailable = errors.New("scheduler probe unavailable")
 
+// Expected says why the probe is not expected to load here: not root, or
+// a kernel without BTF; nil where Open should succeed, and a failure of it
+// is a fault. Tests that need the probe skip with its reason.
+func Expected() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: not root (the probe needs root, or CAP_BPF and CAP_PERFMON)", ErrUnavailable)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %w)", ErrUnavailable, err)
+	}
+	return nil
+}
+
 // Open loads the program and attaches it to the scheduler's tracepoints.
 // Every error wraps ErrUnavailable and says what is missing: root (or
 // CAP_BPF and CAP_PERFMON), a kernel with BTF, BPF atomics.

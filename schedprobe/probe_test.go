@@ -23,11 +23,8 @@ func open(t *testing.T) *Probe {
 	if testing.Short() {
 		t.Skip("real scheduling for seconds: skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("the scheduler probe needs root (or CAP_BPF and CAP_PERFMON)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skipf("the scheduler probe needs a kernel with BTF: %v", err)
+	if err := Expected(); err != nil {
+		t.Skip(err)
 	}
 	p, err := Open()
 	if err != nil {
@@ -305,10 +302,8 @@ func TestOpenUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open: %v, want an error wrapping ErrUnavailable", err)
 	}
-	if os.Geteuid() == 0 {
-		if _, statErr := os.Stat("/sys/kernel/btf/vmlinux"); statErr == nil {
-			t.Errorf("Open as root on a kernel with BTF: %v", err)
-		}
+	if Expected() == nil {
+		t.Errorf("Open as root on a kernel with BTF: %v", err)
 	}
 }
 

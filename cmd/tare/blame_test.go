@@ -13,6 +13,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // probeHere skips a test of measured blame where the scheduler probe is
@@ -22,11 +23,8 @@ func probeHere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real interference for seconds: skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("measured blame needs root (or CAP_BPF and CAP_PERFMON) for the scheduler probe")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skipf("measured blame needs a kernel with BTF: %v", err)
+	if err := schedprobe.Expected(); err != nil {
+		t.Skip(err)
 	}
 }
 

@@ -239,6 +239,24 @@ static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct
 	st->s[g] += now;
 }
 
+// end_wait ends the wait of thread pid (w) at at, on cpu, whose state st
+// this program holds: the wait counts in full (waited), and the thread
+// leaves the counts of its CPU, where its share of S is max(since, last).
+static __always_inline void end_wait(struct waiter *w, __u32 pid, __u32 cpu, struct cpu_state *st, __u64 at)
+{
+	__u32 g = w->group & (GROUPS - 1), zero = 0;
+	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
+	if (done && at > w->queued)
+		__sync_fetch_and_add(&done->ns[g], at - w->queued);
+	if (w->cpu == cpu) {
+		st->k[g]--;
+		st->s[g] -= w->since > st->last ? w->since : st->last;
+	} else {
+		forget(w);
+	}
+	bpf_map_delete_elem(&waiters, &pid);
+}
+
 SEC("raw_tp/sched_switch")
 int on_switch(__u64 *ctx)
 {
@@ -263,20 +281,8 @@ int on_switch(__u64 *ctx)
 		count(UNSEEN);
 		__u32 ppid = prev_pid;
 		struct waiter *pw = bpf_map_lookup_elem(&waiters, &ppid);
-		if (pw) {
-			__u32 g = pw->group & (GROUPS - 1), zero = 0;
-			__u64 from = pw->since > st->last ? pw->since : st->last;
-			struct waits *done = bpf_map_lookup_elem(&waited, &zero);
-			if (done && from > pw->queued)
-				__sync_fetch_and_add(&done->ns[g], from - pw->queued);
-			if (pw->cpu == cpu) {
-				st->k[g]--;
-				st->s[g] -= from;
-			} else {
-				forget(pw);
-			}
-			bpf_map_delete_elem(&waiters, &ppid);
-		}
+		if (pw)
+			end_wait(pw, ppid, cpu, st, pw->since > st->last ? pw->since : st->last);
 	}
 
 	for (int g = 0; g < GROUPS; g++) {
@@ -305,19 +311,8 @@ int on_switch(__u64 *ctx)
 	// The thread that runs now stops waiting.
 	__u32 pid = BPF_CORE_READ(next, pid);
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
-	if (w) {
-		__u32 g = w->group & (GROUPS - 1), zero = 0;
-		struct waits *done = bpf_map_lookup_elem(&waited, &zero);
-		if (done)
-			__sync_fetch_and_add(&done->ns[g], now - w->queued);
-		if (w->cpu == cpu) {
-			st->k[g]--;
-			st->s[g] -= now;
-		} else {
-			forget(w);
-		}
-		bpf_map_delete_elem(&waiters, &pid);
-	}
+	if (w)
+		end_wait(w, pid, cpu, st, now);
 
 	// The thread that leaves while still runnable (preempted, or it
 	// yielded) starts waiting.
