@@ -52,6 +52,11 @@ type HostSample struct {
 
 	// CPUBy is whose CPU the tick was; nil when the processes could not be read.
 	CPUBy *CPUBy `json:"cpu_by,omitempty"`
+
+	// Blame is behind whom the measured processes waited, as the
+	// scheduler probe measured it; nil without the probe (BlameOf
+	// estimates it then).
+	Blame *Blame `json:"blame,omitempty"`
 }
 
 // CPUBy is the whose-CPU ledger of a tick or a run: all of the host's CPU
@@ -132,9 +137,28 @@ func Busiest(ps []ProcessShare) []ProcessShare {
 // containers show up.
 func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 
-// NeighbourWait estimates the CPU that the system under test and tare
-// lost in the tick because something outside the test held it, in percent
-// of one CPU: their run delay, scaled by the neighbours' part of the CPU
+// NeighbourWait is the CPU that the system under test and tare lost in
+// the tick because something outside the test held it, in percent of one
+// CPU: their wait behind other processes where the scheduler probe
+// measured it (Blame), else estimated. Measured, it is capped as the
+// estimate is, at the CPU the other processes used (the ledger's): with k
+// of the measured threads waiting on a CPU, a neighbour's millisecond
+// there is k milliseconds of their wait, but one of CPU they lost; a
+// saturated service queueing behind its own threads would otherwise turn
+// a quiet host's background into pollution. Nil when neither was measured.
+func (h *HostSample) NeighbourWait() *float64 {
+	if h.Blame != nil {
+		w := h.Blame.Others()
+		if h.CPUBy != nil {
+			w = min(w, h.CPUBy.Neighbours()*float64(max(len(h.PerCPU), 1)))
+		}
+		return Float(w)
+	}
+	return h.estimatedNeighbourWait()
+}
+
+// estimatedNeighbourWait estimates NeighbourWait from the ledger: the
+// measured processes' run delay, scaled by the neighbours' part of the CPU
 // time that processes used, and never more than the CPU the neighbours
 // actually used:
 //
@@ -146,7 +170,7 @@ func (c *CPUBy) Neighbours() float64 { return c.Others + c.Unattributed }
 // a saturated service's long waits from turning a quiet host's background
 // (a daemon's 1 %) into pollution. Nil when run delay or the ledger was not
 // measured.
-func (h *HostSample) NeighbourWait() *float64 {
+func (h *HostSample) estimatedNeighbourWait() *float64 {
 	if h.RunDelay == nil || h.CPUBy == nil {
 		return nil
 	}

@@ -22,6 +22,7 @@ type Summary struct {
 	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
 	Host         HostSummary        `json:"host"`
 	SUT          *SUTSummary        `json:"system_under_test"`
+	Blame        *Blame             `json:"blame"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
 	Goodput      *Goodput           `json:"goodput,omitempty"`
 	Verdict      Verdict            `json:"verdict"`

@@ -71,6 +71,15 @@ type Config struct {
 	// images of their containers; its zero value, in their default places.
 	Runtimes Runtimes
 
+	// SchedProbe measures blame with the scheduler probe (host/blame.go)
+	// where it can run: as root on a kernel with BTF. Otherwise, and by
+	// default, blame is estimated from the ledger.
+	SchedProbe bool
+	// WatchBusiest has the probe watch that many of the busiest other
+	// processes too (six at most), and say whom each waited behind
+	// (tare check).
+	WatchBusiest int
+
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now func() time.Time
 	// Getenv reads the environment the run's Env records (TARE_HOSTNAME,
@@ -110,6 +119,8 @@ type Sampler struct {
 	readings int
 	called   []int          // the roots of the nodes found, for Called; guarded by mu
 	nodes    []tare.SUTNode // the graph at the last reading, for Graph; guarded by mu
+
+	blame *blamer // the scheduler probe, when it runs
 }
 
 // reading is every counter the sampler reads, at one instant.
@@ -226,7 +237,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 			s.cgroups = append(s.cgroups, c)
 		}
 	}
+	s.blame = newBlamer(cfg)
 	if err := s.begin(cfg.Now()); err != nil {
+		s.Close()
 		return nil, err
 	}
 	version := ""
@@ -259,13 +272,21 @@ func (s *Sampler) AddTareTree(pid int) {
 	s.trees = append(slices.Clip(s.trees), pid)
 }
 
-// Close releases the files the sampler keeps open between readings.
+// Close releases the files the sampler keeps open between readings, and
+// the eBPF programs.
 func (s *Sampler) Close() {
 	s.procs.close()
 	if s.connects != nil {
 		s.connects.Close()
 	}
+	if err := s.blame.close(); err != nil {
+		s.warn(err)
+	}
 }
+
+// BlameWhy says why blame is estimated: the scheduler probe is off, or
+// cannot run here; "" when it runs.
+func (s *Sampler) BlameWhy() string { return s.blame.why }
 
 // Tick is the sampling period Run uses.
 func (s *Sampler) Tick() time.Duration { return s.cfg.Tick }
@@ -320,7 +341,11 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 	if err != nil {
 		return tare.HostSample{}, err
 	}
+	gone := threadsGone(&s.prev, &s.cur)
 	s.prev, s.cur = s.cur, s.prev
+	if hs.Blame, err = s.blame.take(hs.End.Sub(hs.Start), hs.CPUBy, gone); err != nil {
+		s.warn(fmt.Errorf("scheduler probe: %w", err))
+	}
 	return hs, nil
 }
 
@@ -361,6 +386,7 @@ func (s *Sampler) begin(now time.Time) error {
 		return err
 	}
 	s.prev, s.cur = s.cur, s.prev
+	s.blame.begin()
 	return nil
 }
 
@@ -414,10 +440,13 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		s.nodes, s.called = nodes, called
 		s.mu.Unlock()
 	}
-	r.HasSUT = s.readTasks(s.sutTasks, s.members.sut, r.SUT)
+	r.HasSUT = s.blame.around(groupSUT, func() bool { return s.readTasks(s.sutTasks, s.members.sut, r.SUT) })
 	maps.Copy(clearMap(r.SUTOwner), s.sutTasks.owner)
-	r.HasTare = s.readTasks(s.tareTasks, s.members.tare, r.Tare)
+	r.HasTare = s.blame.around(groupTare, func() bool { return s.readTasks(s.tareTasks, s.members.tare, r.Tare) })
 	maps.Copy(clearMap(r.TareOwner), s.tareTasks.owner)
+	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
+		s.warn(fmt.Errorf("scheduler probe: %w", err))
+	}
 	return nil
 }
 

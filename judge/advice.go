@@ -125,6 +125,9 @@ func sloAdvice(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 func neighbourAdvice(s *tare.Summary) string {
 	by := s.Host.CPUBy
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
+	if Probed(s) {
+		return measuredNeighbourAdvice(s.Blame, by, s.Env.VCPUs, pin)
+	}
 	if by != nil && len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct >= by.Unattributed {
 		if c := by.TopOthers[0].Container; c != nil {
 			return fmt.Sprintf("Stop %s during the test (%s), or %s; then rerun.", c, stopHint(c), pin)

@@ -367,7 +367,8 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 	sig := tare.Signal{Name: SignalNeighbours, Threshold: th.Neighbours}
 	w := s.Host.NeighbourWaitPct
 	by := s.Host.CPUBy
-	if w == nil || by == nil {
+	probed := Probed(s)
+	if w == nil || by == nil && !probed {
 		sig.Detail = "neighbours were not measured (the other processes' CPU time, or the measured processes' run delay, could not be read)"
 		return sig
 	}
@@ -385,8 +386,11 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 	if measured > 0 {
 		overPct = 100 * float64(over) / float64(measured)
 	}
-	who := neighbourNames(by, s.Env.VCPUs)
 	waited := waiter(s)
+	if probed {
+		return measuredNeighbours(sig, s.Blame, waited, *w, over, measured, overPct, th)
+	}
+	who := neighbourNames(by, s.Env.VCPUs)
 	switch {
 	case *w > th.Neighbours:
 		sig.Fired = true
@@ -472,6 +476,7 @@ func warnings(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 	if c := s.Generator.CPUPct; c != nil && *c > 80 {
 		w = append(w, fmt.Sprintf("tare used %.0f%% of a core: a generator near its limit invents latency", *c))
 	}
+	w = append(w, blameWarnings(s)...)
 	if s.SUT == nil && s.Requests.Total > 0 {
 		w = append(w, "the system under test was not found on this host (give --pid or --cgroup when it runs here): its CPU is counted with the others, and a neighbour cannot be told from it")
 	}

@@ -103,6 +103,9 @@ func (r *Run) data(id string) runData {
 		if c := r.whoseCPUChart(id); c != nil {
 			d.Charts = append(d.Charts, c)
 		}
+		if c := r.blameChart(id); c != nil {
+			d.Charts = append(d.Charts, c)
+		}
 		d.Charts = append(d.Charts, r.loadChart(id), r.outstandingChart(id))
 		if r.Summary.Model != nil && r.ttft != nil {
 			d.Charts = append(d.Charts, r.modelCharts(id)...)

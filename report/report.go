@@ -104,6 +104,7 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 	load := s.Requests.Total > 0 || s.Latency.P50 != nil
 	if len(s.Shards) == 0 {
 		hostRows(p, "", "this host", load, s.Generator, s.Host, s.SUT, s.Env.VCPUs, s.Requests.Total > 0)
+		blameRows(p, s)
 	}
 	// A merged run's host figures are each shard's own: its host's.
 	for _, sh := range s.Shards {

@@ -100,6 +100,31 @@ func TestTextGolden(t *testing.T) {
 			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 9.5, Tare: 3.1, Others: 48.6, Kernel: 1.2, Unattributed: 0.8, Idle: 36.8,
 				TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
 			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.5), ThrottledPct: tare.Float(0)}
+			s.Blame = &tare.Blame{Source: tare.BlameEstimated, Why: "scheduler probe unavailable: the kernel has no BTF", WaitPct: 14,
+				Behind: []tare.Behind{{Owner: tare.OwnerOther, Name: "batch", PIDs: []int{4121}, WaitPct: 11.5}, {Owner: tare.OwnerSUT, PIDs: []int{}, WaitPct: 1.8}}}
+		}},
+		// The same, measured by the scheduler probe: the batch job on the
+		// service's core, named with its share of the wait, and the core.
+		{"measured", make([]float64, 10), tare.Float(14.3), nil, func(s *tare.Summary, ticks []tare.Tick) {
+			s.Host.CPUBy = &tare.CPUBy{SystemUnderTest: 9.5, Tare: 3.1, Others: 48.6, Kernel: 1.2, Unattributed: 0.8, Idle: 36.8,
+				TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}, {Name: "sshd", PID: 600, CPUPct: 0.6}}}
+			s.SUT = &tare.SUTSummary{PIDs: []int{5120}, FoundBy: "--pid", CPUPct: tare.Float(19), RunDelayPct: tare.Float(12.8), ThrottledPct: tare.Float(0)}
+			b := tare.Blame{Source: tare.BlameMeasured, WaitPct: 14.1,
+				Behind: []tare.Behind{
+					{Owner: tare.OwnerOther, Name: "batch", PIDs: []int{4121}, WaitPct: 11.9},
+					{Owner: tare.OwnerSUT, Name: "app", PIDs: []int{5120}, WaitPct: 1.6},
+					{Owner: tare.OwnerTare, Name: "tare", PIDs: []int{5000}, WaitPct: 0.4},
+					{Owner: tare.OwnerWakeup, PIDs: []int{}, WaitPct: 0.2},
+				},
+				OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 11.6}, {CPU: 1, WaitPct: 0.3}}, RunDelayPct: tare.Float(14.2)}
+			for i := range ticks {
+				tb := b
+				ticks[i].Host.Blame = &tb
+			}
+			b.Schedstat = &tare.TruthCheck{WaitPct: 14.3, ProbeWaitPct: 14.2, Ticks: len(ticks)}
+			s.Blame = &b
+			s.Host.NeighbourWaitPct = tare.Float(11.9)
+			s.Host.PollutedTicksPct = tare.Float(100)
 		}},
 		// The same service beside a container whose three processes took a
 		// CPU: polluted, the container named, with its runtime, id and image.

@@ -161,6 +161,7 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	s.Run = run
 	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
 	s.Env = sampler.Env()
+	explainBlame(&s, sampler.BlameWhy())
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
 	s.Generator.Engine = u.Engine
 	if u.Engine == load.EngineLoop {

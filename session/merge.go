@@ -155,6 +155,9 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	s.Env = parts[0].Env
 	s.Env.Hostname = hostnames(parts)
 	s.Env.Pod = nil // each shard's own: in its line of Shards
+	if parts[0].Blame != nil {
+		explainBlame(&s, parts[0].Blame.Why)
+	}
 	ticks := rec.Ticks()
 	// The shards ran with one command line: the first's thresholds and
 	// SLO are the run's.

@@ -101,6 +101,7 @@ loop:
 		s.Run.Status = tare.StatusInterrupted
 	}
 	s.Env = sampler.Env()
+	explainBlame(&s, sampler.BlameWhy())
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks := rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)

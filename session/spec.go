@@ -554,6 +554,9 @@ type HostSpec struct {
 	Container   string   // a container's name or id
 	RuntimeDirs []string // RUNTIME=DIR: where a container runtime keeps its state
 	Exclude     []string // pids or command names taken out of the system under test
+	// SchedProbe is "auto" (or ""): measure blame with the scheduler
+	// probe where it can run; "off": estimate it from the ledger.
+	SchedProbe string
 }
 
 func (h *HostSpec) Fields() []Field {
@@ -564,6 +567,7 @@ func (h *HostSpec) Fields() []Field {
 		{Flag: "container", Key: "container", Value: &h.Container, Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
 		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
 		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
+		{Flag: "sched-probe", Key: "sched-probe", Value: &h.SchedProbe, Usage: "auto: measure behind whom the system under test and tare waited for a CPU with the scheduler's own events (an eBPF probe, as root on a kernel with BTF), else estimate it; off: always estimate it from the CPU shares"},
 	}
 }
 
@@ -572,6 +576,11 @@ func (h *HostSpec) Fields() []Field {
 func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	if h.Tick < host.MinTick {
 		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, h.Tick)
+	}
+	switch h.SchedProbe {
+	case "", "auto", "off":
+	default:
+		return host.Config{}, tare.Errorf(tare.EINVALID, "--sched-probe must be auto or off; got %q", h.SchedProbe)
 	}
 	for _, pid := range h.PIDs {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
@@ -598,12 +607,20 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
 		}
 	}
-	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt}
+	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt, SchedProbe: h.SchedProbe != "off"}
 	if len(h.PIDs) > 0 {
 		cfg.Parts = []host.Part{{PIDs: h.PIDs, How: "--pid"}}
 		cfg.SUT = slices.Clone(h.PIDs)
 	}
 	return cfg, nil
+}
+
+// Checking is Sampling for tare check: the scheduler probe, where it runs,
+// also watches the busiest other processes, to say whom each waited behind.
+func (h *HostSpec) Checking(self int) (host.Config, error) {
+	cfg, err := h.Sampling(self)
+	cfg.WatchBusiest = host.DefaultWatchBusiest
+	return cfg, err
 }
 
 func isDigits(s string) bool {

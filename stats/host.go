@@ -43,6 +43,7 @@ func copySample(h *tare.HostSample) tare.HostSample {
 		by.TopOthers = slices.Clone(h.CPUBy.TopOthers)
 		c.CPUBy = &by
 	}
+	c.Blame = copyBlame(h.Blame)
 	return c
 }
 
@@ -86,6 +87,7 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.RunDelay = mixPtr(acc.RunDelay, s.RunDelay, fa, fb)
 	acc.SUTRunDelay = mixPtr(acc.SUTRunDelay, s.SUTRunDelay, fa, fb)
 	acc.TareRunDelay = mixPtr(acc.TareRunDelay, s.TareRunDelay, fa, fb)
+	acc.Blame = mixBlame(acc.Blame, fa, s.Blame, fb)
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
@@ -226,6 +228,8 @@ type hostTotals struct {
 	cpuBy   tare.CPUBy // their weighted sum, without TopOthers
 	top     topOthers
 	nodes   []nodeSums // by node of the system under test's graph
+
+	blame blameTotals
 }
 
 // nodeSums are one graph node's figures over the run.
@@ -275,6 +279,7 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Du
 	h.neighbourWait.add(s.NeighbourWait(), w)
 	h.sutRunDelay.add(s.SUTRunDelay, w)
 	h.tareRunDelay.add(s.TareRunDelay, w)
+	h.blame.add(s, w)
 	if by := s.CPUBy; by != nil {
 		h.ledgers += w
 		h.cpuBy = mixCPUBy(h.cpuBy, *by, 1, w)

@@ -45,6 +45,7 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		},
 		Host:    r.host.summary(),
 		SUT:     r.host.sut(),
+		Blame:   r.host.blame.summary(),
 		Targets: r.targetSummaries(),
 	}
 	s.Generator.RunDelayPct = r.host.tareRunDelay.mean()

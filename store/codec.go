@@ -23,7 +23,7 @@ const (
 	tickColumns = "idx, start_ns, end_ns, arrivals, completions, errors, dropped, in_flight, " +
 		"p50_ns, p95_ns, p99_ns, queue_depth, host_start_ns, host_end_ns, steal, busy, " +
 		"max_cpu_steal, psi_some, psi_full, throttled, run_delay, cpu, per_cpu, " +
-		"sut_run_delay, tare_run_delay, cpu_by"
+		"sut_run_delay, tare_run_delay, cpu_by, blame"
 	runColumns = "id, label, window_name, target, arrival, protocol, version, config, " +
 		"status, started_at, ended_at, heartbeat_at, owner"
 )
@@ -136,7 +136,7 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 	)
 	h := t.Host
 	if h == nil {
-		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
+		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
 	}
 	cpu, err := json.Marshal(toSharesJSON(h.CPU))
 	if err != nil {
@@ -158,12 +158,20 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 		}
 		cpuBy = string(b)
 	}
+	var blame any // NULL when the probe did not measure it
+	if h.Blame != nil {
+		b, err := json.Marshal(h.Blame)
+		if err != nil {
+			return dst, fmt.Errorf("encode blame: %w", err)
+		}
+		blame = string(b)
+	}
 	return append(dst,
 		nsOf(h.Start), nsOf(h.End),
 		h.CPU.Steal, h.CPU.Busy(), h.MaxCPUSteal(),
 		nullFloat(h.PSISome), nullFloat(h.PSIFull), nullFloat(h.Throttled), nullFloat(h.RunDelay),
 		string(cpu), string(perCPU),
-		nullFloat(h.SUTRunDelay), nullFloat(h.TareRunDelay), cpuBy,
+		nullFloat(h.SUTRunDelay), nullFloat(h.TareRunDelay), cpuBy, blame,
 	), nil
 }
 
@@ -179,7 +187,7 @@ type tickScan struct {
 	psiSome, psiFull, throttled, runDelay        sql.NullFloat64
 	cpu, perCPU                                  sql.NullString
 	sutRunDelay, tareRunDelay                    sql.NullFloat64
-	cpuBy                                        sql.NullString
+	cpuBy, blame                                 sql.NullString
 	dest                                         []any
 }
 
@@ -188,7 +196,7 @@ func newTickScan() *tickScan {
 	s.dest = []any{&s.idx, &s.start, &s.end, &s.arrivals, &s.completions, &s.errors,
 		&s.dropped, &s.infl, &s.p50, &s.p95, &s.p99, &s.queueDepth, &s.hostStart,
 		&s.hostEnd, &s.steal, &s.busy, &s.maxCPUSteal, &s.psiSome, &s.psiFull,
-		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU, &s.sutRunDelay, &s.tareRunDelay, &s.cpuBy}
+		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU, &s.sutRunDelay, &s.tareRunDelay, &s.cpuBy, &s.blame}
 	return s
 }
 
@@ -229,6 +237,13 @@ func (s *tickScan) tick() (tare.Tick, error) {
 			return t, fmt.Errorf("%w: tick %d: whose-CPU ledger %q: %w", ErrDecode, s.idx, clip(s.cpuBy.String), err)
 		}
 		h.CPUBy = &by
+	}
+	if s.blame.Valid {
+		var b tare.Blame
+		if err := json.Unmarshal([]byte(s.blame.String), &b); err != nil {
+			return t, fmt.Errorf("%w: tick %d: blame %q: %w", ErrDecode, s.idx, clip(s.blame.String), err)
+		}
+		h.Blame = &b
 	}
 	t.Host = h
 	return t, nil

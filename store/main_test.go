@@ -235,6 +235,12 @@ func makeTicks(first, n int) []tare.Tick {
 				PSIFull:   tare.Float(0),
 				Throttled: tare.Float(1.5),
 				RunDelay:  tare.Float(3),
+				Blame: &tare.Blame{Source: tare.BlameMeasured, WaitPct: 3.1, DroppedEvents: 2,
+					Behind: []tare.Behind{
+						{Owner: tare.OwnerOther, Name: "batch", PIDs: []int{4121}, WaitPct: 2.5},
+						{Owner: tare.OwnerWakeup, PIDs: []int{}, WaitPct: 0.6},
+					},
+					OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 2.5}}},
 			}
 		}
 		out[i] = t

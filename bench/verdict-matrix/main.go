@@ -5,9 +5,10 @@
 // every run right. It needs the machine to itself: anything else busy on
 // it is a neighbour, and the right verdict on that is polluted.
 //
-//	go run ./bench/verdict-matrix            # every scenario 5 times
-//	go run ./bench/verdict-matrix -n 1 -v    # once, with every miss explained
-//	go run ./bench/verdict-matrix -run vCPU  # only the scenarios whose name matches
+//	go run ./bench/verdict-matrix              # every scenario 5 times
+//	go run ./bench/verdict-matrix -n 1 -v      # once, with every miss explained
+//	go run ./bench/verdict-matrix -run vCPU    # only the scenarios whose name matches
+//	go run ./bench/verdict-matrix -probe off   # blame estimated, never measured
 package main
 
 import (
@@ -32,6 +33,7 @@ func main() {
 	n := flag.Int("n", 5, "runs of every scenario")
 	verbose := flag.Bool("v", false, "print what was wrong with every miss")
 	only := flag.String("run", "", "run only the scenarios whose name matches this regular expression")
+	probe := flag.String("probe", "auto", "tare's --sched-probe: auto measures blame where the scheduler probe runs (root, a kernel with BTF), off estimates it")
 	flag.Parse()
 	match, err := regexp.Compile(*only)
 	if err != nil {
@@ -40,13 +42,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *n, *verbose, match); err != nil {
+	if err := run(ctx, *n, *verbose, match, *probe); err != nil {
 		fmt.Fprintln(os.Stderr, "verdict-matrix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
+func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp, probe string) error {
 	dir, err := os.MkdirTemp("", "verdict-matrix")
 	if err != nil {
 		return err
@@ -58,6 +60,7 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 	}
 	env := scenario.Env{
 		Tare: func(ctx context.Context, args ...string) ([]byte, error) {
+			args = append(args, "--sched-probe", probe)
 			var out, errb bytes.Buffer
 			c := exec.CommandContext(ctx, bin, args...)
 			c.Stdout, c.Stderr = &out, &errb
@@ -74,14 +77,14 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 	levels := []tare.Level{tare.Clean, tare.Suspect, tare.Polluted}
 	confusion := map[[2]tare.Level]int{}
 	score := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(score, "scenario\twant\tright\tgiven")
+	fmt.Fprintln(score, "scenario\twant\tright\tgiven\tblame")
 	right, total := 0, 0
 	for _, sc := range scenario.Matrix() {
 		if !match.MatchString(sc.Name) {
 			continue
 		}
 		ok := 0
-		var given []string
+		var given, blame []string
 		for i := range n {
 			s, err := env.Run(ctx, sc)
 			if errors.Is(err, scenario.ErrSkip) {
@@ -93,6 +96,7 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 			}
 			confusion[[2]tare.Level{sc.Want, s.Verdict.Level}]++
 			given = append(given, string(s.Verdict.Level))
+			blame = append(blame, blameOf(s))
 			wrong := scenario.Check(sc, s)
 			if len(wrong) == 0 {
 				ok++
@@ -102,7 +106,7 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 			total++
 		}
 		right += ok
-		fmt.Fprintf(score, "%s\t%s\t%d/%d\t%s\n", sc.Name, sc.Want, ok, len(given), strings.Join(given, " "))
+		fmt.Fprintf(score, "%s\t%s\t%d/%d\t%s\t%s\n", sc.Name, sc.Want, ok, len(given), strings.Join(given, " "), strings.Join(blame, " "))
 	}
 	score.Flush()
 
@@ -121,4 +125,13 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp) error {
 		fmt.Printf("\naccuracy: %d of %d runs right (%.0f%%): level, signals, the neighbour named\n", right, total, 100*float64(right)/float64(total))
 	}
 	return nil
+}
+
+// blameOf is where the run's blame came from, and the share of it behind
+// other processes: "measured 51.2" or "estimated 3.1".
+func blameOf(s tare.Summary) string {
+	if s.Blame == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s:%.1f", s.Blame.Source[:4], s.Blame.Others())
 }

@@ -30,7 +30,9 @@ enough to measure: steal, CPU pressure, throttling of tare's cgroup (or
 --cgroup), run delay of --pid processes, and who is using the CPUs now, by
 name (the busy signal: other processes above the steal threshold of the
 host's CPU time make now suspect, above half of it polluted), with the same
-thresholds and verdict as a run. Exit
+thresholds and verdict as a run. Where the scheduler probe runs (as root on
+a kernel with BTF; --sched-probe), it also says, for the three busiest
+processes, how long each waited for a CPU and behind whom. Exit
 status 3 with --fail-on polluted (or suspect) when it is not.
 
 With --queue, it first checks the job queue a run would load and that a
@@ -65,7 +67,7 @@ scheme says which protocol its workers speak:
 			}
 			// tare itself stands for the load to come, so throttling is
 			// read from its cgroup too; --pid names the service.
-			cfg, err := spec.Host.Sampling(os.Getpid())
+			cfg, err := spec.Host.Checking(os.Getpid())
 			if err != nil {
 				return err
 			}

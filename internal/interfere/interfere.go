@@ -40,13 +40,20 @@ func Exclusive(t testing.TB) {
 // "taskset", "-c", "0"), killed when the test ends or after a minute.
 func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 	t.Helper()
-	if len(prefix) > 0 {
-		if _, err := exec.LookPath(prefix[0]); err != nil {
-			testservice.Missing(t, "%s is not installed: cannot start the CPU hog; install Debian's util-linux and coreutils (scripts/test does, as root)", prefix[0])
+	return start(t, prefix, "sh", "-c", "while :; do :; done")
+}
+
+// start runs the command under prefix, killed when the test ends or after
+// a minute; it skips the test when a program is not installed.
+func start(t testing.TB, prefix []string, command ...string) *exec.Cmd {
+	t.Helper()
+	args := append(append([]string(nil), prefix...), command...)
+	for _, p := range []string{args[0], command[0]} {
+		if _, err := exec.LookPath(p); err != nil {
+			testservice.Missing(t, "%s is not installed: cannot start the CPU hog; install Debian's util-linux, coreutils and perl-base (scripts/test does, as root)", p)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	args := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	// A test binary that panics (a -timeout) runs no cleanup, and its
 	// context's timer dies with it: the hog must die with it too.
@@ -60,6 +67,18 @@ func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 		_ = cmd.Wait()
 	})
 	return cmd
+}
+
+// Duty starts a CPU hog that is busy for busy, then sleeps for idle, over
+// and over: a neighbour that comes and goes, as a batch job does. It runs
+// under prefix as Busy does, as `perl` (perl-base, in every Debian), so
+// that it is named apart from Busy's `sh`; busy is CPU time, counted in
+// clock ticks (10 ms).
+func Duty(t testing.TB, busy, idle time.Duration, prefix ...string) *exec.Cmd {
+	t.Helper()
+	script := fmt.Sprintf(`while (1) { my ($u, $s) = times; 1 while (times)[0] + (times)[1] < $u + $s + %g; select(undef, undef, undef, %g) }`,
+		busy.Seconds(), idle.Seconds())
+	return start(t, prefix, "perl", "-e", script)
 }
 
 // Pinned is the prefix that pins a process to one CPU, at a raised

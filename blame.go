@@ -1,0 +1,244 @@
+package tare
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Where a Blame comes from.
+const (
+	// BlameMeasured: the scheduler's own switch events (the eBPF probe,
+	// as root on a kernel with BTF) said who held each CPU while the
+	// measured threads waited for it.
+	BlameMeasured = "measured"
+	// BlameEstimated: the measured threads' run delay split in proportion
+	// to the ledger's CPU shares (HostSample.NeighbourWait).
+	BlameEstimated = "estimated"
+)
+
+// Whom a wait was spent behind (Behind.Owner).
+const (
+	OwnerOther  = "other"             // another process, named
+	OwnerSUT    = "system_under_test" // the system under test's own threads
+	OwnerTare   = "tare"              // tare's
+	OwnerKernel = "kernel"            // kernel threads
+	OwnerWakeup = "wakeup"            // nobody: the CPU was idle, and the thread not yet running (wake-up latency)
+)
+
+// Blame is, of the time the measured threads (the system under test's and
+// tare's) waited for a CPU, how much was spent behind whom, over a tick
+// (HostSample.Blame, measured only) or a run (Summary.Blame). Shares are
+// percent of one CPU: two threads waiting a whole second each are 200.
+type Blame struct {
+	Source string `json:"source"` // BlameMeasured or BlameEstimated
+	// Why says why a run's blame was estimated: the probe is off, or
+	// cannot run here.
+	Why     string   `json:"why,omitempty"`
+	WaitPct float64  `json:"wait_pct"`
+	Behind  []Behind `json:"behind"` // the largest first
+	// RunDelayPct is, measured only, the measured threads' waits that
+	// ended (the thread ran), counted in full as schedstat counts its run
+	// delay: WaitPct charges a wait tick by tick as it goes, so the two
+	// differ by the waits under way at the tick's ends. The truth check
+	// compares this one with schedstat.
+	RunDelayPct *float64 `json:"run_delay_pct,omitempty"`
+	// RunDelaySpreadPct is how far RunDelayPct may be from schedstat's
+	// because the two were not read at the same instant: the probe's
+	// growth while the sampler read schedstat (long when the sampler
+	// itself waited for a CPU meanwhile), at both ends of the tick.
+	RunDelaySpreadPct *float64 `json:"run_delay_spread_pct,omitempty"`
+	// DroppedEvents counts the scheduler events the probe could not count
+	// (a map full, a run of the program skipped): 0 when estimated.
+	DroppedEvents int64 `json:"dropped_events"`
+	// UnseenSwitches counts context switches the kernel did not trace
+	// (the task leaving a CPU was not the last one seen arriving), each
+	// made up for as well as the probe can; 0 when estimated.
+	UnseenSwitches int64 `json:"unseen_switches,omitempty"`
+	// ProbeCPUPct is the CPU the probe itself used in the kernel, in
+	// percent of one CPU, where the kernel counts it (sysctl
+	// kernel.bpf_stats_enabled=1); nil elsewhere, and when estimated.
+	ProbeCPUPct *float64 `json:"probe_cpu_pct,omitempty"`
+	// OthersByCPU is the wait behind other processes on each CPU, measured
+	// only: where the neighbours were in the way, which core to free.
+	OthersByCPU []CPUWait `json:"others_by_cpu,omitempty"`
+	// Schedstat is the truth check of a measured run: the measured
+	// threads' run delay from schedstat over the same ticks.
+	Schedstat *TruthCheck `json:"schedstat,omitempty"`
+	// Waiters are the busiest processes tare check watched, each with
+	// whom it waited behind.
+	Waiters []Waiter `json:"waiters,omitempty"`
+}
+
+// Behind is the wait spent behind one owner: a process by its command
+// (every process of that name, short-lived ones included), or the system
+// under test, tare, kernel threads, or nobody (wake-up).
+type Behind struct {
+	Owner   string  `json:"owner"`
+	Name    string  `json:"name"` // its command; "" for the rest of the other processes, and for wake-up
+	PIDs    []int   `json:"pids"` // sorted, at most MaxBlamePIDs
+	WaitPct float64 `json:"wait_pct"`
+}
+
+// MaxBlamePIDs bounds the pids a Behind lists: a burst of short-lived
+// processes is named by its command, not by its thousand pids.
+const MaxBlamePIDs = 16
+
+// CPUWait is a wait on one CPU.
+type CPUWait struct {
+	CPU     int     `json:"cpu"`
+	WaitPct float64 `json:"wait_pct"`
+}
+
+// TruthCheck compares the probe's run delay (Blame.RunDelayPct) with
+// schedstat's of the same threads, tick by tick.
+type TruthCheck struct {
+	WaitPct      float64 `json:"wait_pct"`        // schedstat's run delay, over the ticks both measured
+	ProbeWaitPct float64 `json:"probe_wait_pct"`  // the probe's, over the same ticks
+	Ticks        int     `json:"ticks"`           // ticks both measured
+	Disagreed    int     `json:"disagreed_ticks"` // ticks whose two figures differ by more than TruthTolerance
+}
+
+// Waiter is one process tare check watched, and whom it waited behind.
+type Waiter struct {
+	Name    string   `json:"name"`
+	PIDs    []int    `json:"pids"`
+	WaitPct float64  `json:"wait_pct"`
+	Behind  []Behind `json:"behind"`
+}
+
+// TruthTolerance is how far the probe's run delay may be from schedstat's
+// in a tick: 5 %, or 1 ms of the tick, whichever is more, beyond the
+// spread of when the two were read (Blame.RunDelaySpreadPct).
+func TruthTolerance(schedstatPct, tickSeconds float64) float64 {
+	return max(0.05*schedstatPct, 0.1/max(tickSeconds, 1e-3))
+}
+
+// Disagrees reports whether the tick's run delay as the probe measured it
+// and as schedstat did differ by more than TruthTolerance; false when
+// either is missing.
+func (h *HostSample) Disagrees() bool {
+	if h.Blame == nil || h.Blame.RunDelayPct == nil || h.RunDelay == nil {
+		return false
+	}
+	spread := 0.0
+	if s := h.Blame.RunDelaySpreadPct; s != nil {
+		spread = *s
+	}
+	return math.Abs(*h.Blame.RunDelayPct-*h.RunDelay) > spread+TruthTolerance(*h.RunDelay, h.End.Sub(h.Start).Seconds())
+}
+
+// Others is the wait behind other processes, in percent of one CPU.
+func (b *Blame) Others() float64 {
+	sum := 0.0
+	for _, w := range b.Behind {
+		if w.Owner == OwnerOther {
+			sum += w.WaitPct
+		}
+	}
+	return sum
+}
+
+// BlameOf is the tick's blame: measured when the probe counted it, else
+// estimated from the ledger; nil when neither run delay nor the ledger
+// was measured.
+func (h *HostSample) BlameOf() *Blame {
+	if h.Blame != nil {
+		return h.Blame
+	}
+	return h.EstimatedBlame()
+}
+
+// EstimatedBlame splits the tick's run delay as NeighbourWait does: the
+// neighbours' part over the busiest other processes in proportion to
+// their CPU (the rest, and the unattributed time, as other processes
+// unnamed), the remainder between the system under test and tare in
+// proportion to theirs. Nil when run delay or the ledger was not measured.
+func (h *HostSample) EstimatedBlame() *Blame {
+	if h.RunDelay == nil || h.CPUBy == nil {
+		return nil
+	}
+	by := h.CPUBy
+	b := &Blame{Source: BlameEstimated, WaitPct: *h.RunDelay}
+	nw := *h.estimatedNeighbourWait()
+	if n := by.Neighbours(); nw > 0 && n > 0 {
+		named := 0.0
+		for _, p := range by.TopOthers {
+			b.add(OwnerOther, p.Name, p.PID, nw*p.CPUPct/n)
+			named += nw * p.CPUPct / n
+		}
+		if rest := nw - named; rest > 0 {
+			b.add(OwnerOther, "", 0, rest)
+		}
+	}
+	own := *h.RunDelay - nw
+	switch sut, tare := by.SystemUnderTest, by.Tare; {
+	case own <= 0:
+	case sut+tare > 0:
+		b.add(OwnerSUT, "", 0, own*sut/(sut+tare))
+		b.add(OwnerTare, "", 0, own*tare/(sut+tare))
+	case h.SUTRunDelay != nil:
+		b.add(OwnerSUT, "", 0, own)
+	default:
+		b.add(OwnerTare, "", 0, own)
+	}
+	b.Sort()
+	return b
+}
+
+// add adds pct of wait behind owner and name (and pid, unless 0).
+func (b *Blame) add(owner, name string, pid int, pct float64) {
+	if pct <= 0 {
+		return
+	}
+	i := slices.IndexFunc(b.Behind, func(w Behind) bool { return w.Owner == owner && w.Name == name })
+	if i < 0 {
+		b.Behind = append(b.Behind, Behind{Owner: owner, Name: name, PIDs: []int{}})
+		i = len(b.Behind) - 1
+	}
+	w := &b.Behind[i]
+	w.WaitPct += pct
+	if pid > 0 {
+		w.PIDs = AddPID(w.PIDs, pid)
+	}
+}
+
+// AddPID adds pid to the sorted pids, unless it is there or MaxBlamePIDs
+// are.
+func AddPID(pids []int, pid int) []int {
+	i, found := slices.BinarySearch(pids, pid)
+	if found || len(pids) >= MaxBlamePIDs {
+		return pids
+	}
+	return slices.Insert(pids, i, pid)
+}
+
+// Sort puts the largest wait first (then by owner and name, so that the
+// order never depends on a map's).
+func (b *Blame) Sort() {
+	slices.SortFunc(b.Behind, func(x, y Behind) int {
+		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.Owner, y.Owner), cmp.Compare(x.Name, y.Name))
+	})
+}
+
+// Who names a process owner the way the verdict and the summary do:
+// "`sh` (pid 7)", "`sh` (pids 7, 9)", with "…" when the pids were cut at
+// MaxBlamePIDs.
+func (w Behind) Who() string {
+	ids := make([]string, len(w.PIDs))
+	for i, p := range w.PIDs {
+		ids[i] = strconv.Itoa(p)
+	}
+	switch {
+	case len(ids) == 0:
+		return fmt.Sprintf("`%s`", w.Name)
+	case len(ids) == 1:
+		return fmt.Sprintf("`%s` (pid %s)", w.Name, ids[0])
+	case len(ids) >= MaxBlamePIDs:
+		return fmt.Sprintf("`%s` (pids %s, …)", w.Name, strings.Join(ids, ", "))
+	}
+	return fmt.Sprintf("`%s` (pids %s)", w.Name, strings.Join(ids, ", "))
+}

@@ -1,0 +1,403 @@
+package host
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/schedprobe"
+)
+
+// The probe's groups of waiters: the system under test's threads, tare's,
+// and for tare check (Config.WatchBusiest) the busiest other processes,
+// one group each.
+const (
+	groupSUT     = 0
+	groupTare    = 1
+	groupBusiest = 2
+)
+
+// DefaultWatchBusiest is how many of the busiest other processes tare
+// check has the probe watch (Config.WatchBusiest): each is shown with
+// whom it waited behind.
+const DefaultWatchBusiest = 3
+
+// maxNamed is how many named owners (other processes, kernel threads) a
+// tick's blame keeps; the rest are summed, unnamed, under their owner.
+const maxNamed = 8
+
+// blamer hands the scheduler probe the watched processes at every reading
+// and turns what it counted into each sample's Blame. Without a probe it
+// does nothing, and why says why.
+type blamer struct {
+	probe *schedprobe.Probe
+	why   string
+
+	// pending is what the probe counted since the last sample that was
+	// made: a reading whose sample fails leaves it for the next one.
+	pending schedprobe.Counts
+	charges map[chargeKey]int // index in pending.Charges
+
+	measured map[int]schedprobe.Watch  // the system under test's and tare's processes, at the last reading
+	spare    map[int]schedprobe.Watch  // the one before: the two swap
+	watch    map[int]schedprobe.Watch  // scratch: what apply hands the probe
+	busiest  int                       // how many of the busiest other processes to watch (tare check)
+	waiters  map[int]tare.ProcessShare // group → the busiest process it watches
+	failed   bool                      // a Read failed since the last sample
+
+	// fresh counts the samples whose run delay is not compared with
+	// schedstat's since the measured processes changed: the one that
+	// ends at the change (schedstat's run delay of a process seen for the
+	// first time counts waits from before), and the one that starts at
+	// it (the probe did not see the waits already under way).
+	fresh int
+
+	// ended are the probe's waits that ended, cumulative, at the moment
+	// the sampler read schedstat's of the same group (around): the truth
+	// check compares the two. runDelay is their growth since the last
+	// sample. half is half the probe's growth while schedstat was read,
+	// how far the two may be apart because of when each was read, and
+	// spread the sum of that at both ends of the sample.
+	ended, runDelay, half [2]time.Duration
+	spread                time.Duration
+}
+
+// chargeKey is a charge's identity: the waiters' group and the holder.
+type chargeKey struct {
+	group int
+	kind  schedprobe.Kind
+	hgrp  int
+	tgid  int
+}
+
+// newBlamer opens the probe when cfg asks for it. A probe that cannot run
+// here is no error: blame is estimated, and why says so.
+func newBlamer(cfg Config) *blamer {
+	b := &blamer{
+		charges:  map[chargeKey]int{},
+		measured: map[int]schedprobe.Watch{},
+		spare:    map[int]schedprobe.Watch{},
+		watch:    map[int]schedprobe.Watch{},
+		waiters:  map[int]tare.ProcessShare{},
+		busiest:  min(cfg.WatchBusiest, schedprobe.Groups-groupBusiest),
+	}
+	switch {
+	case !cfg.SchedProbe:
+		b.why = "the scheduler probe is off"
+		return b
+	case cfg.ProcRoot != DefaultProcRoot:
+		b.why = "the scheduler probe watches the live /proc only, not " + cfg.ProcRoot
+		return b
+	}
+	p, err := schedprobe.Open()
+	if err != nil {
+		b.why = err.Error()
+		return b
+	}
+	b.probe = p
+	return b
+}
+
+// around runs read, the sampler's reading of schedstat's run delay of
+// group's threads (groupSUT or groupTare), between two readings of the
+// probe's ended waits of the group, and takes their midpoint as the
+// probe's figure at the same moment: a sampler that waits for a CPU while
+// it reads does not show as disagreement.
+func (b *blamer) around(group int, read func() bool) bool {
+	if b.probe == nil {
+		return read()
+	}
+	before, err := b.probe.Waited()
+	ok := read()
+	after, err2 := b.probe.Waited()
+	if err != nil || err2 != nil {
+		b.failed = true
+		return ok
+	}
+	half := (after[group] - before[group]) / 2
+	mid := before[group] + half
+	b.runDelay[group] += mid - b.ended[group]
+	b.ended[group] = mid
+	b.spread += half + b.half[group]
+	b.half[group] = half
+	return ok
+}
+
+// read takes what the probe counted since the last reading, then hands it
+// the processes to watch from now: the system under test's (and what they
+// fork), tare's (and what its trees fork), and the busiest others chosen
+// at the last sample.
+func (b *blamer) read(m *members, tarePIDs []int) error {
+	if b.probe == nil {
+		return nil
+	}
+	c, err := b.probe.Read()
+	if err != nil {
+		b.failed = true
+		return err
+	}
+	b.add(c)
+	clear(b.spare)
+	for pid := range m.tare {
+		b.spare[pid] = schedprobe.Watch{Group: groupTare, Inherit: !slices.Contains(tarePIDs, pid)}
+	}
+	for pid := range m.sut {
+		b.spare[pid] = schedprobe.Watch{Group: groupSUT, Inherit: true}
+	}
+	if !maps.Equal(b.spare, b.measured) {
+		b.fresh = 2
+	}
+	b.measured, b.spare = b.spare, b.measured
+	return b.apply()
+}
+
+// apply hands the probe the measured processes and the busiest ones.
+func (b *blamer) apply() error {
+	clear(b.watch)
+	for g, p := range b.waiters {
+		b.watch[p.PID] = schedprobe.Watch{Group: g}
+	}
+	for pid, w := range b.measured {
+		b.watch[pid] = w // a busiest process that is measured too is measured
+	}
+	return b.probe.Watch(b.watch)
+}
+
+// add folds c into pending; its ended waits are around's to count.
+func (b *blamer) add(c schedprobe.Counts) {
+	p := &b.pending
+	for _, ch := range c.Charges {
+		k := chargeKey{ch.Group, ch.Holder.Kind, ch.Holder.Group, ch.Holder.TGID}
+		if i, ok := b.charges[k]; ok {
+			p.Charges[i].Wait += ch.Wait
+			p.Charges[i].Holder.Comm = ch.Holder.Comm
+			continue
+		}
+		b.charges[k] = len(p.Charges)
+		p.Charges = append(p.Charges, ch)
+	}
+	if len(p.OthersByCPU) < len(c.OthersByCPU) {
+		p.OthersByCPU = append(p.OthersByCPU, make([]time.Duration, len(c.OthersByCPU)-len(p.OthersByCPU))...)
+	}
+	for i, d := range c.OthersByCPU {
+		p.OthersByCPU[i] += d
+	}
+	p.Lost += c.Lost
+	p.Unseen += c.Unseen
+	p.Runtime += c.Runtime
+	p.RuntimeCounted = c.RuntimeCounted
+	p.Anomalies += c.Anomalies
+}
+
+// begin drops what was counted: a sample starts from now. No sample
+// ends here, so a change of the measured processes now leaves only the
+// sample that starts here uncompared.
+func (b *blamer) begin() {
+	b.reset()
+	b.fresh = min(b.fresh, 1)
+}
+
+// reset drops what was counted: the next sample starts from now.
+func (b *blamer) reset() {
+	b.pending = schedprobe.Counts{Charges: b.pending.Charges[:0], OthersByCPU: b.pending.OthersByCPU[:0]}
+	clear(b.charges)
+	b.failed = false
+	b.runDelay = [2]time.Duration{}
+	b.spread = 0
+}
+
+// take returns the blame of a sample of length tick, from what was counted
+// since the last one, and chooses the busiest processes to watch next from
+// its ledger. Nil without a probe, or when a read of it failed in the tick.
+// gone says a measured thread exited in the tick: then, as when the
+// measured processes changed, its run delay is not compared with
+// schedstat's (RunDelayPct nil), which cannot read a thread that is gone,
+// nor knew a new process before.
+func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool) (*tare.Blame, error) {
+	if b.probe == nil {
+		return nil, nil
+	}
+	defer b.reset()
+	var blame *tare.Blame
+	if !b.failed && tick > 0 {
+		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
+		blame = blameOf(&b.pending, tick, b.waiters)
+		blame.RunDelaySpreadPct = tare.Float(100 * b.spread.Seconds() / tick.Seconds())
+		if gone || b.fresh > 0 {
+			blame.RunDelayPct, blame.RunDelaySpreadPct = nil, nil
+		}
+	}
+	b.fresh = max(b.fresh-1, 0)
+	if b.chooseBusiest(by) {
+		return blame, b.apply()
+	}
+	return blame, nil
+}
+
+// chooseBusiest keeps watching the busiest processes that still are, and
+// gives the groups of those that are not to the new ones. It reports
+// whether the choice changed.
+func (b *blamer) chooseBusiest(by *tare.CPUBy) bool {
+	if b.busiest == 0 || by == nil {
+		return false
+	}
+	top := by.TopOthers[:min(len(by.TopOthers), b.busiest)]
+	next := make(map[int]tare.ProcessShare, len(top))
+	var fresh []tare.ProcessShare
+	for _, p := range top {
+		g := -1
+		for group, w := range b.waiters {
+			if w.PID == p.PID {
+				g = group
+			}
+		}
+		if g < 0 {
+			fresh = append(fresh, p)
+			continue
+		}
+		next[g] = p
+	}
+	for g := groupBusiest; g < groupBusiest+b.busiest && len(fresh) > 0; g++ {
+		if _, used := next[g]; !used {
+			next[g], fresh = fresh[0], fresh[1:]
+		}
+	}
+	changed := len(next) != len(b.waiters)
+	for g, p := range next {
+		changed = changed || b.waiters[g].PID != p.PID
+	}
+	b.waiters = next
+	return changed
+}
+
+// blameOf turns a tick's counts into its Blame, in percent of one CPU:
+// the waits of the system under test's and tare's threads by owner, and
+// those of each watched busiest process (waiters: group → process).
+func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare) *tare.Blame {
+	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / tick.Seconds() }
+	b := &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, DroppedEvents: int64(c.Lost), UnseenSwitches: int64(c.Unseen)}
+	byGroup := map[int]*tare.Blame{}
+	for _, ch := range c.Charges {
+		owner, name := ownerOf(ch.Holder)
+		into := b
+		if ch.Group >= groupBusiest {
+			if _, ok := waiters[ch.Group]; !ok {
+				continue // a group given up: the last waits of its old process
+			}
+			if into = byGroup[ch.Group]; into == nil {
+				into = &tare.Blame{}
+				byGroup[ch.Group] = into
+			}
+		}
+		p := pct(ch.Wait)
+		into.WaitPct += p
+		addBehind(into, owner, name, ch.Holder.TGID, p)
+	}
+	fold(b)
+	b.RunDelayPct = tare.Float(pct(c.Waited[groupSUT] + c.Waited[groupTare]))
+	if c.RuntimeCounted {
+		b.ProbeCPUPct = tare.Float(pct(c.Runtime))
+	}
+	for cpu, d := range c.OthersByCPU {
+		if d > 0 {
+			b.OthersByCPU = append(b.OthersByCPU, tare.CPUWait{CPU: cpu, WaitPct: pct(d)})
+		}
+	}
+	for g, w := range waiters {
+		wb := byGroup[g]
+		if wb == nil {
+			wb = &tare.Blame{}
+		}
+		fold(wb)
+		b.Waiters = append(b.Waiters, tare.Waiter{Name: w.Name, PIDs: []int{w.PID}, WaitPct: wb.WaitPct, Behind: wb.Behind})
+	}
+	slices.SortFunc(b.Waiters, func(x, y tare.Waiter) int {
+		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.PIDs[0], y.PIDs[0]))
+	})
+	return b
+}
+
+// ownerOf says whom a holder of the CPU stands for in a Blame.
+func ownerOf(h schedprobe.Holder) (owner, name string) {
+	switch {
+	case h.Kind == schedprobe.Idle:
+		return tare.OwnerWakeup, ""
+	case h.Kind == schedprobe.Kernel:
+		return tare.OwnerKernel, h.Comm
+	case h.Kind == schedprobe.Watched && h.Group == groupSUT:
+		return tare.OwnerSUT, h.Comm
+	case h.Kind == schedprobe.Watched && h.Group == groupTare:
+		return tare.OwnerTare, h.Comm
+	}
+	return tare.OwnerOther, h.Comm // a busiest process tare check watches is another process all the same
+}
+
+// addBehind adds pct behind owner's process pid of that name.
+func addBehind(b *tare.Blame, owner, name string, pid int, pct float64) {
+	i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == owner && w.Name == name })
+	if i < 0 {
+		b.Behind = append(b.Behind, tare.Behind{Owner: owner, Name: name, PIDs: []int{}})
+		i = len(b.Behind) - 1
+	}
+	b.Behind[i].WaitPct += pct
+	if pid > 0 {
+		b.Behind[i].PIDs = tare.AddPID(b.Behind[i].PIDs, pid)
+	}
+}
+
+// fold sorts b's owners, the largest first, and sums the named ones (other
+// processes, kernel threads) past maxNamed into their owner, unnamed.
+func fold(b *tare.Blame) {
+	b.Sort()
+	named := 0
+	var kept []tare.Behind
+	var rest []tare.Behind
+	for _, w := range b.Behind {
+		if w.Name == "" || w.Owner == tare.OwnerSUT || w.Owner == tare.OwnerTare {
+			kept = append(kept, w)
+			continue
+		}
+		if named++; named <= maxNamed {
+			kept = append(kept, w)
+			continue
+		}
+		rest = append(rest, w)
+	}
+	b.Behind = kept
+	for _, w := range rest {
+		addBehind(b, w.Owner, "", 0, w.WaitPct)
+	}
+	b.Sort()
+	if b.Behind == nil {
+		b.Behind = []tare.Behind{}
+	}
+}
+
+// close detaches the probe.
+func (b *blamer) close() error {
+	if b.probe == nil {
+		return nil
+	}
+	err := b.probe.Close()
+	b.probe = nil
+	if err != nil {
+		return fmt.Errorf("close the scheduler probe: %w", err)
+	}
+	return nil
+}
+
+// threadsGone reports whether a thread of the measured processes read at
+// prev was not there at cur: it exited, and its last waits with it.
+func threadsGone(prev, cur *reading) bool {
+	for _, p := range []struct{ before, now map[int]uint64 }{{prev.SUT, cur.SUT}, {prev.Tare, cur.Tare}} {
+		for tid := range p.before {
+			if _, ok := p.now[tid]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+package host
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/schedprobe"
+)
+
+func TestBlameOf(t *testing.T) {
+	ms := time.Millisecond
+	holder := func(k schedprobe.Kind, group, tgid int, comm string) schedprobe.Holder {
+		return schedprobe.Holder{Kind: k, Group: group, TGID: tgid, Comm: comm}
+	}
+	c := &schedprobe.Counts{
+		Charges: []schedprobe.Charge{
+			{Group: groupSUT, Holder: holder(schedprobe.Other, 0, 7, "sh"), Wait: 300 * ms},
+			{Group: groupTare, Holder: holder(schedprobe.Other, 0, 9, "sh"), Wait: 100 * ms},
+			{Group: groupSUT, Holder: holder(schedprobe.Watched, groupSUT, 5120, "app"), Wait: 50 * ms},
+			{Group: groupSUT, Holder: holder(schedprobe.Watched, groupTare, 5000, "tare"), Wait: 20 * ms},
+			{Group: groupSUT, Holder: holder(schedprobe.Kernel, 0, 14, "ksoftirqd/0"), Wait: 5 * ms},
+			{Group: groupSUT, Holder: holder(schedprobe.Idle, 0, 0, "swapper/0"), Wait: 2 * ms},
+			// tare check's busiest process, waiting behind the hog too.
+			{Group: groupBusiest, Holder: holder(schedprobe.Other, 0, 7, "sh"), Wait: 400 * ms},
+			// a group no process holds any more: left out.
+			{Group: groupBusiest + 1, Holder: holder(schedprobe.Other, 0, 7, "sh"), Wait: 900 * ms},
+		},
+		OthersByCPU: []time.Duration{700 * ms, 0},
+		Waited:      [schedprobe.Groups]time.Duration{470 * ms, 30 * ms, 400 * ms},
+		Lost:        3,
+	}
+	waiters := map[int]tare.ProcessShare{groupBusiest: {Name: "batch", PID: 4121, CPUPct: 30}}
+	got := blameOf(c, time.Second, waiters)
+	want := &tare.Blame{Source: tare.BlameMeasured, WaitPct: 47.7, RunDelayPct: tare.Float(50), DroppedEvents: 3,
+		Behind: []tare.Behind{
+			{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7, 9}, WaitPct: 40},
+			{Owner: tare.OwnerSUT, Name: "app", PIDs: []int{5120}, WaitPct: 5},
+			{Owner: tare.OwnerTare, Name: "tare", PIDs: []int{5000}, WaitPct: 2},
+			{Owner: tare.OwnerKernel, Name: "ksoftirqd/0", PIDs: []int{14}, WaitPct: 0.5},
+			{Owner: tare.OwnerWakeup, Name: "", PIDs: []int{}, WaitPct: 0.2},
+		},
+		OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 70}},
+		Waiters: []tare.Waiter{{Name: "batch", PIDs: []int{4121}, WaitPct: 40,
+			Behind: []tare.Behind{{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7}, WaitPct: 40}}}},
+	}
+	round(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("blameOf =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// round rounds b's shares to 1e-9, as float sums leave them.
+func round(b *tare.Blame) {
+	r := func(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+	b.WaitPct = r(b.WaitPct)
+	for i := range b.Behind {
+		b.Behind[i].WaitPct = r(b.Behind[i].WaitPct)
+	}
+	for i := range b.Waiters {
+		b.Waiters[i].WaitPct = r(b.Waiters[i].WaitPct)
+		for j := range b.Waiters[i].Behind {
+			b.Waiters[i].Behind[j].WaitPct = r(b.Waiters[i].Behind[j].WaitPct)
+		}
+	}
+}
+
+// TestBlameFold: past the eighth named owner, other processes and kernel
+// threads are summed, unnamed, under their owner; the system under test's
+// and tare's processes stay named.
+func TestBlameFold(t *testing.T) {
+	var c schedprobe.Counts
+	for i := range 12 {
+		c.Charges = append(c.Charges, schedprobe.Charge{Holder: schedprobe.Holder{Kind: schedprobe.Other, TGID: 100 + i, Comm: fmt.Sprintf("job%02d", i)},
+			Wait: time.Duration(20-i) * time.Millisecond})
+	}
+	c.Charges = append(c.Charges, schedprobe.Charge{Holder: schedprobe.Holder{Kind: schedprobe.Watched, Group: groupSUT, TGID: 5, Comm: "app"}, Wait: time.Millisecond})
+	b := blameOf(&c, time.Second, nil)
+	var named []string
+	rest := 0.0
+	for _, w := range b.Behind {
+		switch {
+		case w.Owner == tare.OwnerOther && w.Name == "":
+			rest = w.WaitPct
+		default:
+			named = append(named, w.Name)
+		}
+	}
+	wantNamed := []string{"job00", "job01", "job02", "job03", "job04", "job05", "job06", "job07", "app"}
+	if !reflect.DeepEqual(named, wantNamed) || math.Abs(rest-(12+11+10+9)/10.0) > 1e-9 {
+		t.Errorf("named %v and the rest %.2f%%, want %v and 4.2%%", named, rest, wantNamed)
+	}
+}
+
+// TestSamplerBlame: as root on a kernel with BTF, a sampler with the
+// scheduler probe measures the blame of each tick: a service pinned to CPU
+// 0 with a hog on CPU 0 waits behind the hog (named, by pid), and each
+// tick's run delay by the probe agrees with schedstat's (the truth check),
+// from the second tick on.
+func TestSamplerBlame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real interference for seconds: skipped with -short")
+	}
+	if err := schedprobe.Expected(); err != nil {
+		t.Skip(err)
+	}
+	interfere.Exclusive(t)
+	svc := interfere.Busy(t, interfere.Pinned(0)...)
+	hog := interfere.Busy(t, interfere.Pinned(0)...)
+	s, err := NewSampler(Config{Tick: 500 * time.Millisecond, SUT: []int{svc.Process.Pid}, Tare: []int{os.Getpid()}, SchedProbe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if why := s.BlameWhy(); why != "" {
+		t.Fatalf("the probe did not run as root with BTF: %s", why)
+	}
+	for i, hs := range samplesOf(t, s, 4) {
+		b := hs.Blame
+		if b == nil || b.Source != tare.BlameMeasured || hs.RunDelay == nil {
+			t.Fatalf("tick %d: blame %+v, run delay %v; want both measured (warnings %v)", i, b, hs.RunDelay, s.Warnings())
+		}
+		// The first tick after the probe began to watch is not compared:
+		// it did not see the waits already under way.
+		if (b.RunDelayPct == nil) != (i == 0) {
+			t.Fatalf("tick %d: the probe's run delay %v; want it compared after the first tick", i, fmtPtr(b.RunDelayPct))
+		}
+		if i == 0 {
+			continue
+		}
+		t.Logf("tick %d: waited %.1f%%, run delay %.1f%% by the probe, %.1f%% by schedstat (sut %v tare %v); behind %+v", i, b.WaitPct, *b.RunDelayPct, *hs.RunDelay, fmtPtr(hs.SUTRunDelay), fmtPtr(hs.TareRunDelay), b.Behind)
+		if hs.Disagrees() {
+			t.Errorf("tick %d: the probe's run delay %.2f%% disagrees with schedstat's %.2f%%", i, *b.RunDelayPct, *hs.RunDelay)
+		}
+		at := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return slices.Contains(w.PIDs, hog.Process.Pid) })
+		// About half of CPU 0 on a quiet machine; a busy one's other
+		// processes take their part.
+		if at < 0 || b.Behind[at].Owner != tare.OwnerOther || b.Behind[at].Name != "sh" || b.Behind[at].WaitPct < 1 {
+			t.Errorf("tick %d: the hog (sh, pid %d) not waited behind: %+v", i, hog.Process.Pid, b.Behind)
+		}
+	}
+}

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+//
+// The scheduler probe: for the threads of the watched processes, the time
+// each waited for a CPU (from becoming runnable, by a wake-up or by being
+// preempted, to running) and who held that CPU meanwhile.
+//
+// Each CPU keeps, per group of waiters, the count k of watched threads
+// waiting on it and the sum S of max(since, last switch) over them, where
+// since is when the thread reached this CPU's queue. At every switch on
+// the CPU the task leaving it (it held the CPU since the last switch) is
+// charged
+//
+//	k·now − S
+//
+// which is each waiter's wait since the later of its arrival and the last
+// switch, and then S = k·now. A waiter that starts running leaves k; one
+// that the load balancer moves is charged up to the move on its old CPU
+// (to whoever holds it) and joins the new one's inbox, which that CPU folds
+// in at its next switch: the new CPU's run queue is not locked by the
+// mover, so the inbox is the only part of a CPU's state another CPU
+// changes without holding it (atomically). A wake-up happens under the
+// lock of the run queue it lands on, so it changes that CPU's state
+// directly.
+//
+// The idle task as the holder is wake-up latency: nobody was in the way.
+
+#include "kernel.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+// GROUPS is how many groups of waiters the counts keep apart (the system
+// under test, tare, the busiest processes of tare check); a power of two,
+// so that a group masked with GROUPS-1 is a bound the verifier accepts.
+#define GROUPS 8
+#define COMM_LEN 16
+
+enum holder_kind {
+	HOLDER_OTHER = 0,   // a process nobody watches
+	HOLDER_WATCHED = 1, // a watched process (holder_group says whose)
+	HOLDER_KERNEL = 2,  // a kernel thread
+	HOLDER_IDLE = 3,    // the idle task: wake-up latency
+};
+
+enum counter {
+	LOST_CHARGES = 0, // the charges map was full
+	LOST_WAITERS = 1, // the waiters map was full
+	ANOMALIES = 2,    // a waiter found where the counts did not expect it
+	UNSEEN = 3,       // a switch the tracepoint did not report (the task leaving was not the last one in)
+	COUNTERS = 4,
+};
+
+struct watch {
+	__u8 group;   // the group its threads wait in
+	__u8 inherit; // the processes it forks are watched too, in the same group
+	__u8 forked;  // added here at a fork, not by the loader
+	__u8 pad;
+};
+
+struct waiter {
+	__u64 queued; // when it became runnable
+	__u64 since;  // when it reached the queue of cpu
+	__u32 cpu;
+	__u32 group;
+};
+
+struct cpu_state {
+	__u64 last;         // the last switch on this CPU
+	__u64 curr;         // the task it switched to (struct task_struct *): the holder until the next
+	__s64 k[GROUPS];    // watched threads waiting on this CPU
+	__s64 s[GROUPS];    // the sum of max(since, last) over them
+	__s64 in_k[GROUPS]; // waiters moved here since the last switch (other CPUs add, atomically)
+	__s64 in_s[GROUPS]; // the sum of the times they were moved
+	__u64 other_ns;     // wait charged to other processes on this CPU
+	__u64 switches;     // switches seen on this CPU
+};
+
+struct charge_key {
+	__u32 tgid; // the holder's process; 0 for the idle task
+	__u8 group; // the waiters' group
+	__u8 kind;  // enum holder_kind
+	__u8 holder_group;
+	__u8 pad;
+};
+
+struct charge {
+	__u64 wait_ns;
+	char comm[COMM_LEN]; // the holder's process's command at its latest charge
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); // tgid
+	__type(value, struct watch);
+} watched SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); // thread id
+	__type(value, struct waiter);
+} waiters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); // the loader sets the number of possible CPUs
+	__type(key, __u32);
+	__type(value, struct cpu_state);
+} cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct charge_key);
+	__type(value, struct charge);
+} charges SEC(".maps");
+
+// The waits that ended (the thread ran), in full, by group: counted when
+// schedstat counts its run delay, so that the two can be compared tick by
+// tick. One entry, read in one lookup.
+struct waits {
+	__u64 ns[GROUPS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct waits);
+} waited SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		(*v)++;
+}
+
+static __always_inline struct cpu_state *cpu_of(__u32 cpu)
+{
+	return bpf_map_lookup_elem(&cpus, &cpu);
+}
+
+static __always_inline __u32 task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	struct task_struct___old *o = (void *)t;
+	return BPF_CORE_READ(o, cpu);
+}
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	struct task_struct___old *o = (void *)t;
+	return BPF_CORE_READ(o, state);
+}
+
+// charge adds ns of wait of group's threads on the CPU of st to holder,
+// thread pid of process tgid.
+static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, struct cpu_state *st)
+{
+	if (ns <= 0)
+		return;
+	struct charge_key key = {.group = group};
+	if (pid == 0) {
+		key.kind = HOLDER_IDLE;
+	} else {
+		key.tgid = tgid;
+		struct watch *w = bpf_map_lookup_elem(&watched, &key.tgid);
+		if (w) {
+			key.kind = HOLDER_WATCHED;
+			key.holder_group = w->group;
+		} else if (BPF_CORE_READ(holder, flags) & PF_KTHREAD) {
+			key.kind = HOLDER_KERNEL;
+		} else {
+			key.kind = HOLDER_OTHER;
+			__sync_fetch_and_add(&st->other_ns, ns);
+		}
+	}
+	struct charge *c = bpf_map_lookup_elem(&charges, &key);
+	if (!c) {
+		struct charge fresh = {.wait_ns = ns};
+		BPF_CORE_READ_STR_INTO(&fresh.comm, holder, group_leader, comm);
+		if (bpf_map_update_elem(&charges, &key, &fresh, BPF_NOEXIST) == 0)
+			return;
+		c = bpf_map_lookup_elem(&charges, &key); // made meanwhile on another CPU
+		if (!c) {
+			count(LOST_CHARGES);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&c->wait_ns, ns);
+	// The command as of the latest charge: a child forked as `sh` that
+	// then exec'd `awk` is named `awk`, what it ran most of its life.
+	BPF_CORE_READ_STR_INTO(&c->comm, holder, group_leader, comm);
+}
+
+// forget takes a waiter out of the counts of a CPU whose run queue this
+// program does not hold, through its inbox. Its share of that CPU's S is
+// taken as its since, which is right unless a switch came between: then
+// one charge there is off by that much.
+static __always_inline void forget(struct waiter *w)
+{
+	struct cpu_state *o = cpu_of(w->cpu);
+	__u32 g = w->group & (GROUPS - 1);
+	count(ANOMALIES);
+	if (!o)
+		return;
+	__sync_fetch_and_add(&o->in_k[g], -1);
+	__sync_fetch_and_add(&o->in_s[g], -(__s64)w->since);
+}
+
+// start_wait counts thread pid of group as waiting on cpu from now; the
+// caller holds that CPU's run queue.
+static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct cpu_state *st, __u64 now)
+{
+	struct waiter *old = bpf_map_lookup_elem(&waiters, &pid);
+	if (old) {
+		forget(old); // it ran, or moved, unseen
+		bpf_map_delete_elem(&waiters, &pid);
+	}
+	__u32 g = group & (GROUPS - 1);
+	struct waiter w = {.queued = now, .since = now, .cpu = cpu, .group = g};
+	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
+		count(LOST_WAITERS);
+		return;
+	}
+	st->k[g]++;
+	st->s[g] += now;
+}
+
+// end_wait ends the wait of thread pid (w) at at, on cpu, whose state st
+// this program holds: the wait counts in full (waited), and the thread
+// leaves the counts of its CPU, where its share of S is max(since, last).
+static __always_inline void end_wait(struct waiter *w, __u32 pid, __u32 cpu, struct cpu_state *st, __u64 at)
+{
+	__u32 g = w->group & (GROUPS - 1), zero = 0;
+	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
+	if (done && at > w->queued)
+		__sync_fetch_and_add(&done->ns[g], at - w->queued);
+	if (w->cpu == cpu) {
+		st->k[g]--;
+		st->s[g] -= w->since > st->last ? w->since : st->last;
+	} else {
+		forget(w);
+	}
+	bpf_map_delete_elem(&waiters, &pid);
+}
+
+SEC("raw_tp/sched_switch")
+int on_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (void *)ctx[1];
+	struct task_struct *next = (void *)ctx[2];
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_state *st = cpu_of(cpu);
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	st->switches++;
+	// prev is the task running this: its ids without reading its memory.
+	__u64 prev_ids = bpf_get_current_pid_tgid();
+	__u32 prev_pid = (__u32)prev_ids, prev_tgid = prev_ids >> 32;
+
+	// Some switches are never traced (on this project's Firecracker
+	// guest, every switch away from its agent's threads): then prev took
+	// the CPU unseen, at a moment between the last switch seen and now.
+	// If it was waiting, its wait is taken to end at the last switch seen,
+	// and nothing of the moment is charged to it.
+	if (st->curr && st->curr != (__u64)prev) {
+		count(UNSEEN);
+		__u32 ppid = prev_pid;
+		struct waiter *pw = bpf_map_lookup_elem(&waiters, &ppid);
+		if (pw)
+			end_wait(pw, ppid, cpu, st, pw->since > st->last ? pw->since : st->last);
+	}
+
+	for (int g = 0; g < GROUPS; g++) {
+		if (st->in_k[g] || st->in_s[g]) {
+			st->k[g] += __sync_lock_test_and_set(&st->in_k[g], 0);
+			st->s[g] += __sync_lock_test_and_set(&st->in_s[g], 0);
+		}
+		__s64 k = st->k[g];
+		if (k <= 0) {
+			if (k < 0)
+				count(ANOMALIES);
+			st->k[g] = 0;
+			st->s[g] = 0;
+			continue;
+		}
+		__s64 owed = k * (__s64)now - st->s[g];
+		__s64 most = k * (__s64)(now - st->last); // a move's inbox time may precede last by a moment
+		if (owed > most)
+			owed = most;
+		charge(prev, prev_pid, prev_tgid, g, owed, st);
+		st->s[g] = k * (__s64)now;
+	}
+	st->last = now;
+	st->curr = (__u64)next;
+
+	// The thread that runs now stops waiting.
+	__u32 pid = BPF_CORE_READ(next, pid);
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+	if (w)
+		end_wait(w, pid, cpu, st, now);
+
+	// The thread that leaves while still runnable (preempted, or it
+	// yielded) starts waiting.
+	if (prev_pid != 0 && task_state(prev) == TASK_RUNNING) {
+		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
+		if (wt)
+			start_wait(prev_pid, wt->group, cpu, st, now);
+	}
+	return 0;
+}
+
+static __always_inline int wakeup(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct watch *wt = bpf_map_lookup_elem(&watched, &tgid);
+	if (!wt)
+		return 0;
+	if (BPF_CORE_READ(p, on_cpu))
+		return 0; // woken before it left its CPU: it never stopped running
+	__u32 pid = BPF_CORE_READ(p, pid);
+	if (bpf_map_lookup_elem(&waiters, &pid))
+		return 0; // waiting already
+	__u32 cpu = task_cpu(p);
+	struct cpu_state *st = cpu_of(cpu);
+	if (!st)
+		return 0;
+	start_wait(pid, wt->group, cpu, st, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int on_wakeup(__u64 *ctx)
+{
+	return wakeup((void *)ctx[0]);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int on_wakeup_new(__u64 *ctx)
+{
+	return wakeup((void *)ctx[0]);
+}
+
+// on_migrate follows a waiting thread that the scheduler moves to another
+// CPU. The mover holds the old CPU's run queue, not the new one's.
+SEC("raw_tp/sched_migrate_task")
+int on_migrate(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 dest = (__u32)ctx[1];
+	__u32 pid = BPF_CORE_READ(p, pid);
+	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+	if (!w || w->cpu == dest)
+		return 0;
+	struct cpu_state *dst = cpu_of(dest);
+	if (!dst)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 g = w->group & (GROUPS - 1);
+	struct cpu_state *src = cpu_of(w->cpu);
+	if (src && task_cpu(p) == w->cpu) {
+		__u64 from = w->since > src->last ? w->since : src->last;
+		struct task_struct *holder = (void *)src->curr;
+		charge(holder, BPF_CORE_READ(holder, pid), BPF_CORE_READ(holder, tgid), g, (__s64)(now - from), src);
+		src->k[g]--;
+		src->s[g] -= from;
+	} else {
+		forget(w);
+	}
+	w->cpu = dest;
+	w->since = now;
+	__sync_fetch_and_add(&dst->in_k[g], 1);
+	__sync_fetch_and_add(&dst->in_s[g], now);
+	return 0;
+}
+
+// on_fork watches the processes a watched process forks, from their
+// first wake-up, when it inherits: a short-lived child of the system under
+// test is the system under test, though it is gone before the loader
+// looks again.
+SEC("raw_tp/sched_process_fork")
+int on_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (void *)ctx[0];
+	struct task_struct *child = (void *)ctx[1];
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid == ctgid)
+		return 0; // a thread: its process is watched already
+	struct watch *w = bpf_map_lookup_elem(&watched, &ptgid);
+	if (!w || !w->inherit)
+		return 0;
+	struct watch c = *w;
+	c.forked = 1;
+	bpf_map_update_elem(&watched, &ctgid, &c, BPF_NOEXIST);
+	return 0;
+}
+
+// GPL-compatible, as the kernel requires of a program that reads its
+// memory (bpf_probe_read_kernel); this source is also offered under MIT.
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

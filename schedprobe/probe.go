@@ -1,0 +1,424 @@
+// Package schedprobe is the scheduler probe: an eBPF program on the
+// scheduler's switch, wake-up, migration and fork tracepoints that counts,
+// for the threads of the watched processes, how long each waited for a CPU
+// (from becoming runnable, or being preempted, to running) and who held
+// that CPU meanwhile: which process (its tgid and command, short-lived ones
+// included), a watched process, a kernel thread, or nobody (the idle task:
+// wake-up latency). It is how tare measures blame rather than estimate it
+// (docs/verdict.md).
+//
+// It needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF
+// (/sys/kernel/btf/vmlinux) and BPF atomics (5.12 or later); Open says
+// which is missing. The program is built from bpf/probe.bpf.c by go generate
+// (bpf2go, with clang and libbpf-dev) and committed, so go build needs no
+// C compiler. This package is the only importer of github.com/cilium/ebpf.
+//
+// The counts live in maps read every tick: nothing is lost to a full
+// buffer at any switch rate. What is lost (a map full, a run of the
+// program skipped) is counted, and Read returns it.
+//
+// The package also holds tare's other eBPF program, the connection tracer
+// of the system under test's process graph (connect.go).
+package schedprobe
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Groups is how many groups of waiters the probe keeps apart: a watched
+// process's threads wait in the group Watch gave it.
+const Groups = 8
+
+// Kind is what held a CPU while a watched thread waited for it.
+type Kind uint8
+
+// The kinds of holder, as bpf/probe.bpf.c's enum holder_kind.
+const (
+	Other   Kind = iota // a process nobody watches
+	Watched             // a watched process, of Holder.Group
+	Kernel              // a kernel thread
+	Idle                // the idle task: wake-up latency, nobody in the way
+)
+
+// Holder is who held a CPU.
+type Holder struct {
+	Kind  Kind
+	Group int    // the holder's own group, when Kind is Watched
+	TGID  int    // its process; 0 for Idle
+	Comm  string // its process's command (the thread group leader's comm)
+}
+
+// Charge is wait of a group's threads behind one holder.
+type Charge struct {
+	Group  int // the waiters' group
+	Holder Holder
+	Wait   time.Duration
+}
+
+// Counts are what the probe counted between two Reads.
+type Counts struct {
+	Charges []Charge
+	// OthersByCPU is the wait behind Other holders on each CPU, indexed by
+	// CPU number: where the neighbours were in the way.
+	OthersByCPU []time.Duration
+	// Waited is the waits that ended (the thread ran), by group, in full:
+	// what schedstat's run delay counts, when it counts it.
+	Waited [Groups]time.Duration
+	// Lost counts events not counted: a map full, a run of the program
+	// skipped because another was running on its CPU.
+	Lost uint64
+	// Unseen counts switches the kernel did not trace: the task leaving a
+	// CPU was not the last one the probe saw arrive. (On the Firecracker
+	// guests tare is developed on, no switch away from the guest agent's
+	// threads is traced.) The probe makes up for each as best it can: the
+	// task that took the CPU unseen stopped waiting at the last switch
+	// seen.
+	Unseen uint64
+	// Switches counts the context switches seen.
+	Switches uint64
+	// Runtime is the CPU the probe's programs ran for, in the kernel, on
+	// the switches and wake-ups of every task; counted only while the
+	// kernel counts BPF run time (sysctl kernel.bpf_stats_enabled=1), and
+	// RuntimeCounted says whether it did.
+	Runtime        time.Duration
+	RuntimeCounted bool
+	// Anomalies counts waiters found where the counts did not expect them
+	// (a move the probe did not see); each may misplace one charge.
+	Anomalies uint64
+}
+
+// Watch is how a process's threads are watched.
+type Watch struct {
+	Group int // the group its threads wait in, 0 to Groups-1
+	// Inherit watches the processes it forks too, in the same group, from
+	// their first wake-up: a short-lived child is gone before the next
+	// Watch could name it.
+	Inherit bool
+}
+
+// Probe is the loaded and attached program. Its methods must not be
+// called concurrently.
+type Probe struct {
+	objs  probeObjects
+	links []link.Link
+
+	charges  map[probeChargeKey]seen // the counters at the last Read
+	others   []uint64                // per CPU
+	switches []uint64                // per CPU
+	waited   [Groups]time.Duration
+	counters [4]uint64
+	misses   uint64
+	runtime  time.Duration
+	watching map[uint32]probeWatch // what Watch put in the watched map
+}
+
+// seen is a charge counter at the last Read, and how many Reads in a row
+// found it unchanged: after idleReads the entry is deleted, so the map
+// holds only the holders of the last seconds.
+type seen struct {
+	ns   uint64
+	idle int
+}
+
+const idleReads = 2
+
+// ErrUnavailable is wrapped by every error of Open: the probe cannot run
+// here, and the error says why.
+var ErrUnavailable = errors.New("scheduler probe unavailable")
+
+// Expected says why the probe is not expected to load here: not root, or
+// a kernel without BTF; nil where Open should succeed, and a failure of it
+// is a fault. Tests that need the probe skip with its reason.
+func Expected() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: not root (the probe needs root, or CAP_BPF and CAP_PERFMON)", ErrUnavailable)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %w)", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Open loads the program and attaches it to the scheduler's tracepoints.
+// Every error wraps ErrUnavailable and says what is missing: root (or
+// CAP_BPF and CAP_PERFMON), a kernel with BTF, BPF atomics.
+func Open() (*Probe, error) {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return nil, fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %w)", ErrUnavailable, err)
+	}
+	// Before Linux 5.11 BPF memory counts against RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("%w: raise the locked-memory limit: %w", ErrUnavailable, err)
+	}
+	spec, err := loadProbe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	spec.Maps[probeMapCpus].MaxEntries = uint32(ncpu)
+	p := &Probe{
+		charges:  map[probeChargeKey]seen{},
+		others:   make([]uint64, ncpu),
+		switches: make([]uint64, ncpu),
+		watching: map[uint32]probeWatch{},
+	}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, fmt.Errorf("%w: load the eBPF program: %w", ErrUnavailable, explain(err))
+	}
+	for name, prog := range map[string]*ebpf.Program{
+		"sched_switch":       p.objs.OnSwitch,
+		"sched_wakeup":       p.objs.OnWakeup,
+		"sched_wakeup_new":   p.objs.OnWakeupNew,
+		"sched_migrate_task": p.objs.OnMigrate,
+		"sched_process_fork": p.objs.OnFork,
+	} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("%w: attach to the %s tracepoint: %w", ErrUnavailable, name, explain(err))
+		}
+		p.links = append(p.links, l)
+	}
+	// The counters start at zero, but a first Read sets the baseline all
+	// the same: the deltas of every Read are since the one before.
+	if _, err := p.Read(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return p, nil
+}
+
+// explain adds what a permission error means here.
+func explain(err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) && os.Geteuid() != 0 {
+		return fmt.Errorf("%w (tare needs root, or CAP_BPF and CAP_PERFMON, to read the scheduler's events)", err)
+	}
+	return err
+}
+
+// Close detaches the program and frees its maps.
+func (p *Probe) Close() error {
+	var errs []error
+	for _, l := range p.links {
+		errs = append(errs, l.Close())
+	}
+	p.links = nil
+	errs = append(errs, p.objs.Close())
+	return errors.Join(errs...)
+}
+
+// Watch makes procs (tgid → how) the watched processes, in place of the
+// previous set. A thread already waiting keeps its group until it runs.
+// The children the program added on its own (Watch.Inherit) stay while
+// they live, until a Watch names them or they exit.
+func (p *Probe) Watch(procs map[int]Watch) error {
+	var errs []error
+	for tgid, w := range procs {
+		if w.Group < 0 || w.Group >= Groups {
+			return fmt.Errorf("watch process %d in group %d: want 0 to %d", tgid, w.Group, Groups-1)
+		}
+		v := probeWatch{Group: uint8(w.Group)}
+		if w.Inherit {
+			v.Inherit = 1
+		}
+		key := uint32(tgid)
+		if old, ok := p.watching[key]; ok && old == v {
+			continue
+		}
+		if err := p.objs.Watched.Put(key, v); err != nil {
+			errs = append(errs, fmt.Errorf("watch process %d: %w", tgid, err))
+			continue
+		}
+		p.watching[key] = v
+	}
+	for key := range p.watching {
+		if _, ok := procs[int(key)]; !ok {
+			if err := p.objs.Watched.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, fmt.Errorf("stop watching process %d: %w", key, err))
+			}
+			delete(p.watching, key)
+		}
+	}
+	// Children the program watched at their fork: kept while they live.
+	var (
+		key   uint32
+		value probeWatch
+		gone  []uint32
+	)
+	it := p.objs.Watched.Iterate()
+	for it.Next(&key, &value) {
+		if _, ok := p.watching[key]; !ok && !alive(int(key)) {
+			gone = append(gone, key)
+		}
+	}
+	if err := it.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("list the watched processes: %w", err))
+	}
+	for _, key := range gone {
+		if err := p.objs.Watched.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("stop watching process %d: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Waited returns the waits that ended since Open, in full, by group: what
+// schedstat's run delay counts, when it counts it. It is one lookup, for a
+// caller to read right beside schedstat.
+func (p *Probe) Waited() ([Groups]time.Duration, error) {
+	var w probeWaits
+	var out [Groups]time.Duration
+	if err := p.objs.Waited.Lookup(uint32(0), &w); err != nil {
+		return out, fmt.Errorf("read the scheduler probe's waits: %w", err)
+	}
+	for g, ns := range w.Ns {
+		out[g] = time.Duration(ns)
+	}
+	return out, nil
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// Read returns what the probe counted since the previous Read (or Open).
+func (p *Probe) Read() (Counts, error) {
+	var c Counts
+	waited, err := p.Waited()
+	if err != nil {
+		return Counts{}, err
+	}
+	for g, d := range waited {
+		c.Waited[g] = d - p.waited[g]
+		p.waited[g] = d
+	}
+	var (
+		key   probeChargeKey
+		value probeCharge
+		idle  []probeChargeKey
+	)
+	live := make(map[probeChargeKey]bool, len(p.charges))
+	it := p.objs.Charges.Iterate()
+	for it.Next(&key, &value) {
+		live[key] = true
+		before, ok := p.charges[key]
+		d := value.WaitNs - before.ns
+		switch {
+		case !ok:
+			d = value.WaitNs
+		case value.WaitNs < before.ns: // made again since: a new counter
+			d = value.WaitNs
+		}
+		now := seen{ns: value.WaitNs}
+		if d == 0 {
+			now.idle = before.idle + 1
+			if now.idle >= idleReads {
+				idle = append(idle, key)
+			}
+		} else {
+			c.Charges = append(c.Charges, Charge{
+				Group:  int(key.Group),
+				Holder: holderOf(key, value.Comm),
+				Wait:   time.Duration(d),
+			})
+		}
+		p.charges[key] = now
+	}
+	if err := it.Err(); err != nil {
+		return Counts{}, fmt.Errorf("read the scheduler probe's charges: %w", err)
+	}
+	for k := range p.charges {
+		if !live[k] {
+			delete(p.charges, k)
+		}
+	}
+	// A holder in nobody's way for a while is forgotten, so that the map
+	// keeps only the recent ones; if it is in the way again, its counter
+	// starts again from 0. An increment racing the delete is lost: it
+	// would need a holder idle for two ticks to be charged in the
+	// microsecond between.
+	for _, k := range idle {
+		if err := p.objs.Charges.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return Counts{}, fmt.Errorf("forget an idle holder: %w", err)
+		}
+		delete(p.charges, k)
+	}
+
+	c.OthersByCPU = make([]time.Duration, len(p.others))
+	for cpu := range p.others {
+		var st probeCpuState
+		if err := p.objs.Cpus.Lookup(uint32(cpu), &st); err != nil {
+			return Counts{}, fmt.Errorf("read the scheduler probe's CPU %d: %w", cpu, err)
+		}
+		c.OthersByCPU[cpu] = time.Duration(st.OtherNs - p.others[cpu])
+		p.others[cpu] = st.OtherNs
+		c.Switches += st.Switches - p.switches[cpu]
+		p.switches[cpu] = st.Switches
+	}
+	var counters [len(p.counters)]uint64
+	for i := range counters {
+		var perCPU []uint64
+		if err := p.objs.Counters.Lookup(uint32(i), &perCPU); err != nil {
+			return Counts{}, fmt.Errorf("read the scheduler probe's counters: %w", err)
+		}
+		for _, v := range perCPU {
+			counters[i] += v
+		}
+	}
+	c.Lost = counters[0] - p.counters[0] + counters[1] - p.counters[1]
+	c.Unseen = counters[3] - p.counters[3]
+	c.Anomalies = counters[2] - p.counters[2]
+
+	p.counters = counters
+	var (
+		misses  uint64
+		runtime time.Duration
+	)
+	for _, prog := range []*ebpf.Program{p.objs.OnSwitch, p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnMigrate, p.objs.OnFork} {
+		st, err := prog.Stats()
+		if err != nil {
+			return Counts{}, fmt.Errorf("read the scheduler probe's skipped runs: %w", err)
+		}
+		misses += st.RecursionMisses
+		runtime += st.Runtime
+	}
+	c.Lost += misses - p.misses
+	p.misses = misses
+	if b, err := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); err == nil && string(bytes.TrimSpace(b)) == "1" {
+		c.Runtime, c.RuntimeCounted = runtime-p.runtime, true
+	}
+	p.runtime = runtime
+	slices.SortFunc(c.Charges, func(a, b Charge) int { return cmp.Compare(b.Wait, a.Wait) })
+	return c, nil
+}
+
+func holderOf(k probeChargeKey, comm [16]int8) Holder {
+	b := make([]byte, 0, len(comm))
+	for _, ch := range comm {
+		b = append(b, byte(ch))
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	h := Holder{Kind: Kind(k.Kind), TGID: int(k.Tgid), Comm: string(b)}
+	if h.Kind == Watched {
+		h.Group = int(k.HolderGroup)
+	}
+	return h
+}
