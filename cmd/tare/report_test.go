@@ -47,10 +47,10 @@ func TestReport(t *testing.T) {
 		runs   int
 		charts int // charts of the first run
 	}{
-		{"stored run by prefix", []string{s.Run.ID[:13]}, 1, 5}, // with the whose-CPU chart
+		{"stored run by prefix", []string{s.Run.ID[:13]}, 1, 6}, // with the whose-CPU and waited-behind-whom charts
 		{"summary file", []string{summary}, 1, 1},
 		{"records file", []string{records}, 1, 4},
-		{"three at once", []string{s.Run.ID, summary, records}, 3, 5},
+		{"three at once", []string{s.Run.ID, summary, records}, 3, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
