@@ -201,15 +201,6 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		cur:       newReading(),
 	}
 	s.members.excluded = excluder(cfg.Exclude)
-	// The kernel's own word on the connections the system under test
-	// opens, where tare may load eBPF; a look at the socket tables
-	// otherwise.
-	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
-		if c, err := schedprobe.OpenConnects(); err == nil {
-			s.connects = c
-			s.graph.drain = c.Drain
-		}
-	}
 	if !onProcfs(cfg.ProcRoot) {
 		s.procs.maxHeld = 0
 	}
@@ -238,6 +229,16 @@ func NewSampler(cfg Config) (*Sampler, error) {
 		}
 	}
 	s.blame = newBlamer(cfg)
+	// The kernel's own word on the connections the system under test
+	// opens, where tare may load eBPF; a look at the socket tables
+	// otherwise. Opened after every check that can fail, so that none
+	// leaves it loaded.
+	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
+		if c, err := schedprobe.OpenConnects(); err == nil {
+			s.connects = c
+			s.graph.drain = c.Drain
+		}
+	}
 	if err := s.begin(cfg.Now()); err != nil {
 		s.Close()
 		return nil, err
