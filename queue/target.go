@@ -403,8 +403,12 @@ func fill(res *tare.Result, o outcome) {
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
 	// worker clock → broker clock → generator clock, unless the shift is
-	// no larger than the measurements' error.
-	if shift := r.ClockOffset - o.localOffset; r.ClockOffset != 0 && shift.Abs() > max(o.localRTT, time.Millisecond) {
+	// no larger than the measurements' error: each offset is off by up to
+	// its round trip, and the worker's round trip is not reported, so it
+	// is taken as ours (both sides of a worker on this host measured a
+	// loaded machine's ms-long round trips, and a 1.1 ms shift made a
+	// job start before it was enqueued).
+	if shift := r.ClockOffset - o.localOffset; r.ClockOffset != 0 && shift.Abs() > max(2*o.localRTT, 2*time.Millisecond) {
 		res.Started = r.Start.Add(shift)
 		if !r.FirstToken.IsZero() {
 			res.FirstByte = r.FirstToken.Add(shift)

@@ -459,9 +459,10 @@ func enqueueRaw(t *testing.T, b Broker, j Job) {
 
 // TestFillMovesWorkerStamps: a worker's stamps are moved onto the
 // generator's clock by the difference of the two offsets against the
-// broker, unless that difference is within the measurements' error (the
-// generator's round trip, and a millisecond): a worker on this host shares
-// its clock, and moving it by the noise would give negative queue waits.
+// broker, unless that difference is within the measurements' error (twice
+// the generator's round trip, for the worker's unreported one, and two
+// milliseconds): a worker on this host shares its clock, and moving it by
+// the noise would give negative queue waits.
 func TestFillMovesWorkerStamps(t *testing.T) {
 	start := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -472,6 +473,8 @@ func TestFillMovesWorkerStamps(t *testing.T) {
 		{"another host's clock", 5 * time.Millisecond, 0, 100 * time.Microsecond, 5 * time.Millisecond},
 		{"behind, too", -3 * time.Millisecond, time.Millisecond, 200 * time.Microsecond, -4 * time.Millisecond},
 		{"within a millisecond", 600 * time.Microsecond, 0, 80 * time.Microsecond, 0},
+		{"within two milliseconds, as on a loaded host", 1100 * time.Microsecond, 0, 300 * time.Microsecond, 0},
+		{"within twice the round trip", 3 * time.Millisecond, 0, 2 * time.Millisecond, 0},
 		{"within the round trip", 2500 * time.Microsecond, 500 * time.Microsecond, 3 * time.Millisecond, 0},
 		{"no offset reported", 0, 4 * time.Millisecond, 100 * time.Microsecond, 0},
 	}
