@@ -130,8 +130,17 @@ func TestCancelStopsArrivalsAndDrains(t *testing.T) {
 			res.Err = "canceled"
 		}
 	})
+	cancelOnceStarted(t, slow, &started)
+}
+
+// cancelOnceStarted runs target at 1,000 arrivals a second (a million at
+// most), cancels once 5 requests have started (counted in started), and
+// checks that the arrivals stopped and that every request still out was
+// cancelled after the 50 ms drain.
+func cancelOnceStarted(t *testing.T, target tare.Target, started *atomic.Int64) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := New(slow, Config{Drain: 50 * time.Millisecond})
+	r := New(target, Config{Drain: 50 * time.Millisecond})
 	go func() {
 		for started.Load() < 5 {
 			time.Sleep(time.Millisecond)
@@ -143,7 +152,7 @@ func TestCancelStopsArrivalsAndDrains(t *testing.T) {
 		t.Fatalf("got %d results: arrivals did not stop on cancel", len(results))
 	}
 	for _, res := range results {
-		if res.Err != "canceled" {
+		if res.Err != tare.KindCanceled {
 			t.Fatalf("seq %d: err %q, want canceled after the drain", res.Seq, res.Err)
 		}
 	}

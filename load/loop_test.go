@@ -209,23 +209,7 @@ func TestLoopCancelStopsArrivalsAndDrains(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	r := New(tg, Config{Drain: 50 * time.Millisecond})
-	go func() {
-		for started.Load() < 5 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
-	results, _ := collect(t, r, ctx, &constant{gap: time.Millisecond, n: 1_000_000})
-	if len(results) >= 1_000_000 || len(results) < 5 {
-		t.Fatalf("got %d results: arrivals did not stop on cancel", len(results))
-	}
-	for _, res := range results {
-		if res.Err != tare.KindCanceled {
-			t.Fatalf("seq %d: err %q, want canceled after the drain", res.Seq, res.Err)
-		}
-	}
+	cancelOnceStarted(t, tg, &started)
 }
 
 // TestLoopCancelAfterLastArrivalDrains: as on goroutines, a cancel after
