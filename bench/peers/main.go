@@ -41,6 +41,7 @@ var (
 	conns     = flag.Int("c", 64, "connections (workers, in-flight cap) every tool may use")
 	memory    = flag.Bool("memory", true, "also measure tare's peak RSS over 1,000,000 requests")
 	rounds    = flag.Int("rounds", 3, "fixed-rate runs of each tool, taking turns; the table shows their medians")
+	twoCores  = flag.Bool("two", true, "also the highest rate of tare --engines 2 against wrk -t2, both on CPUs 0 and 1")
 )
 
 const (
@@ -103,6 +104,9 @@ func main() {
 		floorTool("go-epoll", goFloor, url, "the same loop in Go outside Go's poller (own epoll, locked thread)", "-epoll"))
 	order, results := measure(tools)
 	printTable(order, results)
+	if wrk != "" && *twoCores {
+		twoEngines(tare, wrk, url)
+	}
 	sampler()
 	if *memory {
 		flatMemory(tare, url)
@@ -112,7 +116,12 @@ func main() {
 // run runs a command pinned to CPU 0 and returns its output and the CPU
 // (user + system) it used.
 func run(name string, args ...string) ([]byte, time.Duration) {
-	cmd := exec.Command("taskset", append([]string{"-c", "0", name}, args...)...)
+	return runOn("0", name, args...)
+}
+
+// runOn runs a command pinned to cpus (a taskset list).
+func runOn(cpus, name string, args ...string) ([]byte, time.Duration) {
+	cmd := exec.Command("taskset", append([]string{"-c", cpus, name}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -354,6 +363,34 @@ func printTable(order []string, r map[string]figures) {
 	if db, alone := r["tare+db"], r["tare"]; alone.cpuPer10k > 0 && db.cpuPer10k > 0 {
 		fmt.Printf("%-20s %22s %22s %22s\n", "tare+db vs tare", ratio(db.maxRate, alone.maxRate), ratio(db.cpuPer10k, alone.cpuPer10k), ratio(db.lagP99MS, alone.lagP99MS))
 	}
+}
+
+// twoEngines compares the highest rate of two engines with wrk's two
+// threads, -rounds times in turn, each on both CPUs. The server stays on
+// CPU 1: with two CPUs there is none of its own left, so each generator
+// shares CPU 1 with it alike.
+func twoEngines(tare, wrk, url string) {
+	secs := strconv.Itoa(int(maxFor.Seconds()))
+	var ours, theirs, ratios []float64
+	for range *rounds {
+		out, _ := runOn("0,1", tare, "run", "--url", url, "--rate", "200000/s", "--duration", secs+"s", "--engines", "2",
+			"--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
+		t := summary(out)["rate"].(map[string]any)["achieved_per_s"].(float64)
+		out, _ = runOn("0,1", wrk, "-t2", "-c"+strconv.Itoa(*conns), "-d"+secs+"s", url)
+		w := grab(out, `Requests/sec:\s+([0-9.]+)`)
+		ours, theirs, ratios = append(ours, t), append(theirs, w), append(ratios, t/w)
+	}
+	fmt.Printf("\ntwo engines on CPUs 0,1 (server on CPU 1), highest rate over %s, %d rounds in turn:\n", *maxFor, *rounds)
+	fmt.Printf("  tare --engines 2 %s/s, wrk -t2 %s/s, ratio per round %s, median %.2f\n",
+		join(ours, "%.0f"), join(theirs, "%.0f"), join(ratios, "%.2f"), median(slices.Clone(ratios)))
+}
+
+func join(v []float64, format string) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(s, " ")
 }
 
 // sampler reports the host sampler's cost per reading, from its benchmark.
