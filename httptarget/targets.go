@@ -363,6 +363,33 @@ func (m *Mix) Close() {
 	}
 }
 
+// Protocols counts the connections of the requests' HTTP/2 targets by
+// what each spoke (Target.Protocols); nil when none speaks HTTP/2.
+func (m *Mix) Protocols() map[string]int {
+	var out map[string]int
+	for _, t := range m.targets {
+		for proto, n := range t.Protocols() {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[proto] += n
+		}
+	}
+	return out
+}
+
+// Notes are every request's Target.Notes.
+func (m *Mix) Notes() []string {
+	var out []string
+	for _, t := range m.targets {
+		out = append(out, t.Notes()...)
+	}
+	return out
+}
+
+// Targets are the requests' targets, by index.
+func (m *Mix) Targets() []*Target { return m.targets }
+
 // String names the file and how many requests it mixes.
 func (m *Mix) String() string {
 	how := "by weight"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,6 +57,10 @@ type Config struct {
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
+	// TLS is the configuration of an https:// endpoint's connections,
+	// cloned (tlsclient builds it from --cacert, --cert, --key,
+	// --servername and --insecure); nil means the system's CAs.
+	TLS *tls.Config
 }
 
 // Client sends chat completions to one endpoint. It is safe for concurrent
@@ -114,7 +119,7 @@ func New(cfg Config) (*Client, error) {
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
 		secret:    &secret{header: http.Header{}},
-		http:      &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
+		http:      &http.Client{Transport: newTransport(cfg.TLS), CheckRedirect: noRedirects},
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -160,9 +165,14 @@ func parseEndpoint(raw string) (*url.URL, error) {
 
 // newTransport is tuned for a load generator: many idle connections per
 // host, so an open loop does not churn TCP connections, and no transparent
-// gzip, which would buffer an event stream.
-func newTransport() *http.Transport {
+// gzip, which would buffer an event stream. tlsConfig, when not nil, is
+// cloned for https://.
+func newTransport(tlsConfig *tls.Config) *http.Transport {
+	if tlsConfig != nil {
+		tlsConfig = tlsConfig.Clone()
+	}
 	return &http.Transport{
+		TLSClientConfig:       tlsConfig,
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
@@ -186,6 +196,16 @@ func (c *Client) String() string {
 // Format prints String for every verb, %#v and %+v included, so a Client
 // formatted by accident cannot show its credentials.
 func (c *Client) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, c.String()) }
+
+// Addr is the endpoint's scheme and host:port, the port defaulted: where
+// the connections go (without a proxy).
+func (c *Client) Addr() (scheme, addr string) {
+	port := c.endpoint.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[c.endpoint.Scheme]
+	}
+	return c.endpoint.Scheme, net.JoinHostPort(c.endpoint.Hostname(), port)
+}
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
