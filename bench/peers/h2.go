@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +135,7 @@ func h2loadTool(h2load, url, dir string) tool {
 		name:    "h2load",
 		highest: func() float64 { return math.NaN() },
 		fixed: func() (float64, float64) {
+			os.Remove(logFile) // h2load appends to it
 			out, cpu := run(h2load, "--timing-script-file="+script, "-c", "1", "-m", strconv.Itoa(*conns), "--log-file="+logFile, url)
 			if !strings.Contains(string(out), fmt.Sprintf("%d succeeded", *fixedJobs)) {
 				log.Fatalf("h2load did not succeed %d requests:\n%s", *fixedJobs, out)
@@ -145,21 +147,27 @@ func h2loadTool(h2load, url, dir string) tool {
 }
 
 // h2loadLagP99 is the send-lag p99 of an h2load log: each line's first
-// field is the request's start in microseconds since the epoch, in
-// script order.
+// field is a request's start in microseconds since the epoch. The lines
+// are in the order the responses ended; one client sends in script
+// order, so the starts sorted are the script's requests in turn.
 func h2loadLagP99(path string) float64 {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		log.Fatalf("h2load log: %v", err)
 	}
-	gap := 1e6 / float64(*fixedRate)
-	var lags []float64
-	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	var starts []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		start, err := strconv.ParseFloat(strings.Fields(line)[0], 64)
 		if err != nil {
 			log.Fatalf("h2load log line %q: %v", line, err)
 		}
-		lags = append(lags, start-float64(i)*gap)
+		starts = append(starts, start)
+	}
+	slices.Sort(starts)
+	gap := 1e6 / float64(*fixedRate)
+	lags := make([]float64, len(starts))
+	for i, start := range starts {
+		lags[i] = start - float64(i)*gap
 	}
 	t0 := lags[0]
 	for _, l := range lags {
