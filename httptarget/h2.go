@@ -82,8 +82,9 @@ type h2pool struct {
 // pool's mu.
 type h2conn struct {
 	cc     *http.ClientConn
-	active int  // streams tare holds on it, reserved or running
-	gone   bool // going away (a GOAWAY cost a request): no new stream on it
+	proto  string // what it speaks: ProtoH2 or ProtoH2C
+	active int    // streams tare holds on it, reserved or running
+	gone   bool   // going away (a GOAWAY cost a request): no new stream on it
 }
 
 // opening is a connection being opened, and how many more of the
@@ -295,7 +296,7 @@ func (p *h2pool) openLocked(ctx context.Context) (*h2conn, error) {
 		cc.Close()
 		return nil, err
 	}
-	c := &h2conn{cc: cc, active: 1}
+	c := &h2conn{cc: cc, proto: proto, active: 1}
 	p.conns = append(p.conns, c)
 	return c, nil
 }
@@ -370,11 +371,25 @@ func (p *h2pool) signalLocked() {
 	}
 }
 
-// Protocols counts the connections opened by what each spoke.
+// Protocols counts the connections by what each spoke: those open at
+// the last resetProtocols, and those opened since.
 func (p *h2pool) Protocols() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.protocols)
+}
+
+// resetProtocols starts the count again from the connections open now,
+// for a new window of load on the same target (a sweep's step, a
+// protocol's window).
+func (p *h2pool) resetProtocols() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.protocols)
+	p.refused = 0
+	for _, c := range p.conns {
+		p.protocols[c.proto]++
+	}
 }
 
 // notes say what the summary must not leave out: connections on which

@@ -138,6 +138,13 @@ func TestHTTP2(t *testing.T) {
 			if notes := tg.Notes(); notes != nil {
 				t.Errorf("notes %q; want none", notes)
 			}
+			// A new window on the same target counts the connection
+			// still open, once.
+			tg.ResetProtocols()
+			run(t.Context(), tg, load.Config{}, 3, 2*time.Millisecond)
+			if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
+				t.Errorf("protocols after ResetProtocols and 3 more requests %v; want {%s: 1}", got, tt.proto)
+			}
 		})
 	}
 }

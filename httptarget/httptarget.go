@@ -301,13 +301,22 @@ func (t *Target) Close() {
 
 // Protocols counts the connections of an HTTP/2 target by what each
 // spoke: "h2" (ALPN), "h2c" (prior knowledge), or what a server chose
-// instead of h2 ("http/1.1"), those connections closed unused. nil for an
-// HTTP/1.1 target.
+// instead of h2 ("http/1.1"), those connections closed unused; since the
+// target was made, or since ResetProtocols, counting those open then.
+// nil for an HTTP/1.1 target.
 func (t *Target) Protocols() map[string]int {
 	if t.h2 == nil {
 		return nil
 	}
 	return t.h2.Protocols()
+}
+
+// ResetProtocols starts Protocols' count again, from the connections
+// open now: a new window of load on the same target begins.
+func (t *Target) ResetProtocols() {
+	if t.h2 != nil {
+		t.h2.resetProtocols()
+	}
 }
 
 // Notes are what a summary of the run must say beside the figures: the

@@ -378,6 +378,13 @@ func (m *Mix) Protocols() map[string]int {
 	return out
 }
 
+// ResetProtocols is every request's Target.ResetProtocols.
+func (m *Mix) ResetProtocols() {
+	for _, t := range m.targets {
+		t.ResetProtocols()
+	}
+}
+
 // Notes are every request's Target.Notes.
 func (m *Mix) Notes() []string {
 	var out []string

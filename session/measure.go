@@ -90,6 +90,9 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	// 2. The arrivals, fired by the engine at their scheduled times.
 	sched := &lastOffset{Process: cfg.Schedule}
 	results := make(chan tare.Result, 1024)
+	if r, ok := cfg.Target.(interface{ ResetProtocols() }); ok {
+		r.ResetProtocols() // count this window's connections (a sweep's steps share the target)
+	}
 	engine := load.New(cfg.Target, cfg.Engine)
 	usage := make(chan load.Usage, 1)
 	go func() { usage <- engine.Run(ctx, start, sched, results) }()

@@ -1,15 +1,13 @@
 package main
 
-// The HTTP/2 row: tare --http2 against h2load (Debian's nghttp2-client)
-// and against Go's own HTTP/2 client behind a plain open-loop pacer, each
-// on CPU 0 at the fixed rate, against one HTTP/2-over-TLS server of its
-// own (Go's net/http, with a certificate its CA signs, made at start) on
-// CPU 1. The server and the Go client are this program run again, told
-// which by the environment (h2Role), so the row needs no other file.
+// The HTTP/2 row: tare --http2 against h2load (Debian's nghttp2-client),
+// each on CPU 0 at the fixed rate, against one HTTP/2-over-TLS server of
+// its own (Go's net/http, with a certificate of a CA it makes at start)
+// on CPU 1. The server is this program run again, told so by the
+// environment (h2Role), so the row needs no other file.
 
 import (
 	"bufio"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +15,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -27,28 +26,37 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
 // h2Role, in the environment, runs this program as the row's server
 // ("server DIR": its CA's certificate written to DIR/ca.pem, its address
-// printed) or as the Go client ("client URL CAFILE RATE JOBS").
+// printed); "row" measures the HTTP/2 row alone, the flags as for the
+// whole table:
+//
+//	TARE_PEERS_H2=row go run ./bench/peers -rounds 3
 const h2Role = "TARE_PEERS_H2"
 
 func init() {
 	role := strings.Fields(os.Getenv(h2Role))
 	switch {
+	case len(role) == 1 && role[0] == "row":
+		log.SetFlags(0)
+		log.SetPrefix("peers: ")
+		flag.Parse()
+		dir, err := os.MkdirTemp("", "tare-peers")
+		if err != nil {
+			log.Fatal(err)
+		}
+		h2Row(build(dir, "tare", "./cmd/tare"), dir)
+		os.RemoveAll(dir)
+		os.Exit(0)
 	case len(role) == 2 && role[0] == "server":
 		h2Server(role[1])
-		os.Exit(0)
-	case len(role) == 5 && role[0] == "client":
-		rate, _ := strconv.Atoi(role[3])
-		jobs, _ := strconv.Atoi(role[4])
-		goH2Client(role[1], role[2], rate, jobs)
 		os.Exit(0)
 	}
 }
@@ -90,6 +98,9 @@ func h2Row(tare, dir string) {
 			if p, _ := s["generator"].(map[string]any)["protocols"].(map[string]any); p["h2"] == nil || len(p) != 1 {
 				log.Fatalf("tare --http2 spoke %v, not h2 alone", p)
 			}
+			if d := s["requests"].(map[string]any)["dropped"].(float64); d > 0 {
+				log.Printf("tare --http2: %.0f arrivals dropped at --max-inflight %d (connections %v)", d, *conns, s["generator"].(map[string]any)["protocols"])
+			}
 			return perTenK(cpu), s["send_lag_ms"].(map[string]any)["p99"].(float64)
 		},
 		note: "--http2, --max-inflight " + strconv.Itoa(*conns),
@@ -97,59 +108,43 @@ func h2Row(tare, dir string) {
 	if h2load := debTool("h2load", "nghttp2-client"); h2load != "" {
 		tools = append(tools, h2loadTool(h2load, url, dir))
 	}
-	tools = append(tools, tool{
-		name:    "go-h2",
-		highest: func() float64 { return math.NaN() },
-		fixed: func() (float64, float64) {
-			cmd := exec.Command("taskset", "-c", "0", self)
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=client %s %s %d %d", h2Role, url, ca, *fixedRate, *fixedJobs))
-			out, err := cmd.Output()
-			if err != nil {
-				log.Fatalf("go-h2: %v", err)
-			}
-			return perTenK(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()), grab(out, `lag_p99_ms ([0-9.]+)`)
-		},
-		note: "Go's net/http HTTP/2 client, a goroutine per request from a sleeping pacer",
-	})
 	fmt.Printf("\nHTTP/2 over TLS (Go net/http h2 server on CPU 1), %d/s × %d, medians of %d rounds:\n", *fixedRate, *fixedJobs, *rounds)
 	order, results := measure(tools)
 	printTable(order, results)
 }
 
-// h2loadTool runs h2load on one connection (-c 1, up to -m streams) on a
-// timing script of the fixed rate: an open loop whose every request has
-// its time. Its log gives each request's start, from which the send lag
-// is taken as vegeta's is (vegetaLagP99): against the schedule started at
-// the earliest start minus its offset.
+// h2loadTool runs h2load on one connection (-c 1, up to -m streams) at
+// the fixed rate (--rps; its --timing-script-file, a time for every
+// request, fell behind here: 10,000 requests of a 5 s script took 16 s).
+// Its log gives each request's start, from which the send lag is taken
+// as vegeta's is (vegetaLagP99): against the schedule started at the
+// earliest start minus its offset. --rps sends what is due on a timer's
+// ticks, so its lag shows those ticks.
 func h2loadTool(h2load, url, dir string) tool {
-	script := filepath.Join(dir, "h2load-script.tsv")
-	var b strings.Builder
-	for i := range *fixedJobs {
-		fmt.Fprintf(&b, "%.3f\t%s\n", float64(i)*1000/float64(*fixedRate), url)
-	}
-	if err := os.WriteFile(script, []byte(b.String()), 0o644); err != nil {
-		log.Fatal(err)
-	}
 	logFile := filepath.Join(dir, "h2load.log")
 	return tool{
 		name:    "h2load",
 		highest: func() float64 { return math.NaN() },
 		fixed: func() (float64, float64) {
 			os.Remove(logFile) // h2load appends to it
-			out, cpu := run(h2load, "--timing-script-file="+script, "-c", "1", "-m", strconv.Itoa(*conns), "--log-file="+logFile, url)
+			out, cpu := run(h2load, "--rps="+strconv.Itoa(*fixedRate), "-n", strconv.Itoa(*fixedJobs), "-c", "1", "-m", strconv.Itoa(*conns),
+				"--log-file="+logFile, url)
 			if !strings.Contains(string(out), fmt.Sprintf("%d succeeded", *fixedJobs)) {
 				log.Fatalf("h2load did not succeed %d requests:\n%s", *fixedJobs, out)
 			}
+			if m := regexp.MustCompile(`finished in [^,]*`).Find(out); m != nil {
+				log.Printf("h2load: %s (the schedule lasts %s)", m, time.Duration(*fixedJobs)*time.Second/time.Duration(*fixedRate))
+			}
 			return perTenK(cpu), h2loadLagP99(logFile)
 		},
-		note: "-c 1 -m " + strconv.Itoa(*conns) + ", a timing script at the fixed rate",
+		note: "-c 1 -m " + strconv.Itoa(*conns) + " --rps at the fixed rate",
 	}
 }
 
 // h2loadLagP99 is the send-lag p99 of an h2load log: each line's first
 // field is a request's start in microseconds since the epoch. The lines
-// are in the order the responses ended; one client sends in script
-// order, so the starts sorted are the script's requests in turn.
+// are in the order the responses ended; one client sends its requests in
+// turn, so the starts sorted are the schedule's requests in turn.
 func h2loadLagP99(path string) float64 {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -215,45 +210,4 @@ func h2Server(dir string) {
 	}
 	fmt.Println(ln.Addr())
 	log.Fatal(srv.ServeTLS(ln, "", ""))
-}
-
-// goH2Client sends jobs GETs to url at rate, each at its scheduled time on
-// a goroutine of its own, over Go's HTTP/2 client, and prints the send
-// lag's p99.
-func goH2Client(url, caFile string, rate, jobs int) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		log.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	protos := new(http.Protocols)
-	protos.SetHTTP2(true)
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: protos}}
-	ctx := context.Background()
-	lags := make([]float64, jobs)
-	var wg sync.WaitGroup
-	start := time.Now()
-	gap := time.Second / time.Duration(rate)
-	for i := range jobs {
-		at := start.Add(time.Duration(i) * gap)
-		time.Sleep(time.Until(at))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lags[i] = float64(time.Since(at)) / 1e6
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				log.Fatalf("go-h2: %v", err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.ProtoMajor != 2 {
-				log.Fatalf("go-h2 spoke %s", resp.Proto)
-			}
-		}()
-	}
-	wg.Wait()
-	fmt.Printf("lag_p99_ms %.3f\n", percentile(lags, 0.99))
 }
