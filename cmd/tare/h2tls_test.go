@@ -166,6 +166,28 @@ func TestRunHTTP2(t *testing.T) {
 		})
 	}
 
+	t.Run("targets", func(t *testing.T) {
+		// Each request of a targets file keeps its own connections: two
+		// requests, two h2 connections, both probed and counted.
+		srv, seen := protoServer(t, p, true, true, false)
+		file := filepath.Join(t.TempDir(), "targets.http")
+		if err := os.WriteFile(file, []byte("GET "+srv.URL+"/a\n\nPOST "+srv.URL+"/b\n@"+p.caFile+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := tareCmd(t, "run", "--targets", file, "--http2", "--cacert", p.caFile, "--rate", "100/s", "--jobs", "20",
+			"--arrival", "constant", "--quiet", "--json", "--no-store")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		s := summaryOf(t, stdout)
+		if s.Requests.OK != 20 || seen()["HTTP/2.0 alpn=h2"] != 20 {
+			t.Errorf("requests %+v, the server saw %v; want 20 over h2", s.Requests, seen())
+		}
+		if got := s.Generator.Protocols; len(got) != 1 || got["h2"] != 2 {
+			t.Errorf("generator.protocols %v; want h2 2, a connection per request of the file", got)
+		}
+	})
+
 	t.Run("text", func(t *testing.T) {
 		srv, _ := protoServer(t, p, true, true, false)
 		code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--http2", "--cacert", p.caFile, "--rate", "100/s", "--jobs", "10", "--quiet", "--no-store")
