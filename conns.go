@@ -54,11 +54,12 @@ func (c *ConnCounter) Close(atEnd bool) {
 	}
 }
 
-// Reuse counts a request sent on a connection that had carried one.
-func (c *ConnCounter) Reuse() { c.reused.Add(1) }
+// Reuse counts n requests sent on a connection that had carried one
+// (an event loop adds its own count now and then, not one at a time).
+func (c *ConnCounter) Reuse(n int64) { c.reused.Add(n) }
 
-// Wait counts a request that waited for a connection at the limit.
-func (c *ConnCounter) Wait() { c.waited.Add(1) }
+// Wait counts n requests that waited for a connection at the limit.
+func (c *ConnCounter) Wait(n int64) { c.waited.Add(n) }
 
 // ResetPeak starts the high-water mark again from the connections open
 // now: at the start of a run.

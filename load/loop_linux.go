@@ -41,6 +41,10 @@ type engine struct {
 	eps            []*endpoint
 	conns          []*conn // by descriptor
 	counter        *tare.ConnCounter
+	// reused and waited are counted here and added to counter at each
+	// flush: an atomic add per request, shared by the engines' threads,
+	// would move its cache line between their cores at every request.
+	reused, waited int64
 	rbuf, wbuf     []byte
 	spare          []*request // finished requests, reused
 
@@ -366,6 +370,11 @@ func (e *engine) record(res tare.Result) {
 // flush hands the results recorded to out: in bursts, so the consumer
 // wakes once for many results, not once per request.
 func (e *engine) flush() {
+	if e.reused > 0 || e.waited > 0 {
+		e.counter.Reuse(e.reused)
+		e.counter.Wait(e.waited)
+		e.reused, e.waited = 0, 0
+	}
 	for i := range e.results {
 		e.out <- e.results[i]
 	}
@@ -430,7 +439,7 @@ func (e *engine) assign(req *request) {
 		e.connect(p, req)
 		return
 	}
-	e.counter.Wait()
+	e.waited++
 	p.waiting = append(p.waiting, req)
 }
 
@@ -529,7 +538,7 @@ func (e *engine) send(c *conn, req *request) {
 	c.req, req.conn = req, c
 	req.res.Conn = c.id
 	if c.served > 0 {
-		e.counter.Reuse()
+		e.reused++
 	}
 	e.wbuf = req.codec.Request(e.wbuf[:0])
 	n, err := rawio.Write(c.fd, e.wbuf)

@@ -74,7 +74,7 @@ func (r *Request) Trace(ctx context.Context, c *tare.ConnCounter) context.Contex
 		}
 		r.ID, r.conn = k.id, k
 		if k.used.Swap(true) {
-			c.Reuse()
+			c.Reuse(1)
 		}
 	}})
 }
