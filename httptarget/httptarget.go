@@ -159,9 +159,12 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 		header.Del("Host")
 	}
 
-	tr, counter := newTransport(cfg, maxConns)
+	var tr *http.Transport
+	var counter *tare.ConnCounter
 	if shared != nil {
 		tr, counter = shared.transport, shared.counter
+	} else {
+		tr, counter = newTransport(cfg, maxConns)
 	}
 	t := &Target{
 		maxConns:  maxConns,
