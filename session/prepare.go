@@ -190,7 +190,7 @@ func (t *TargetSpec) checkConnections() error {
 	if t.Queue != "" && t.URL == "" && t.Model == "" && t.Targets == "" {
 		switch {
 		case t.UnixSocket != "":
-			return tare.Errorf(tare.EINVALID, "--unix-socket is for --url, --targets and --model: a --queue names its Redis in its URL (redis+unix://… is not supported either); drop --unix-socket")
+			return tare.Errorf(tare.EINVALID, "--unix-socket is for --url, --targets and --model: a --queue names its Redis in its URL; drop --unix-socket")
 		case t.Connections > 0:
 			return tare.Errorf(tare.EINVALID, "--connections is for --url, --targets and --model: a --queue target keeps one Redis connection pool of its own; drop --connections")
 		}
