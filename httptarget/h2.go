@@ -59,11 +59,72 @@ const expectedStreams = 100
 // protocol than h2.
 var errNoH2 = errors.New("the server chose another protocol than h2 by ALPN")
 
+// h2pools are the HTTP/2 pools of targets that share a transport (the
+// requests of a targets file share their connections): one per server.
+type h2pools struct {
+	mu    sync.Mutex // guards pools
+	pools map[string]*h2pool
+}
+
+// pool is the pool of scheme://addr, made on first use.
+func (s *h2pools) pool(tr *http.Transport, counter *tare.ConnCounter, scheme, addr string, maxConns, maxStreams int) *h2pool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := scheme + "://" + addr
+	if p := s.pools[key]; p != nil {
+		return p
+	}
+	if s.pools == nil {
+		s.pools = map[string]*h2pool{}
+	}
+	p := newH2Pool(tr, counter, scheme, addr, maxConns, maxStreams)
+	s.pools[key] = p
+	return p
+}
+
+// each calls f with every pool, in the order of their servers.
+func (s *h2pools) each(f func(*h2pool)) {
+	s.mu.Lock()
+	keys := slices.Sorted(maps.Keys(s.pools))
+	pools := make([]*h2pool, len(keys))
+	for i, k := range keys {
+		pools[i] = s.pools[k]
+	}
+	s.mu.Unlock()
+	for _, p := range pools {
+		f(p)
+	}
+}
+
+// protocols sums every pool's Protocols; nil when there is no pool.
+func (s *h2pools) protocols() map[string]int {
+	var out map[string]int
+	s.each(func(p *h2pool) {
+		for proto, n := range p.Protocols() {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[proto] += n
+		}
+	})
+	return out
+}
+
+func (s *h2pools) resetProtocols() { s.each((*h2pool).resetProtocols) }
+func (s *h2pools) close()          { s.each((*h2pool).close) }
+
+func (s *h2pools) notes() []string {
+	var out []string
+	s.each(func(p *h2pool) { out = append(out, p.notes()...) })
+	return out
+}
+
 // h2pool is the HTTP/2 connections to one server; it is the Target's
 // http.RoundTripper, redirects to another server going to fallback.
 type h2pool struct {
 	tr         *http.Transport   // opens connections (NewClientConn): dial, TLS, ALPN, HTTP/2's framing
 	fallback   http.RoundTripper // a request to another server: a redirect followed
+	counter    *tare.ConnCounter // the target's: connections opened and closed (by the dialer), requests that waited
 	scheme     string            // "https" (h2) or "http" (h2c)
 	addr       string            // host:port
 	maxConns   int
@@ -82,9 +143,10 @@ type h2pool struct {
 // pool's mu.
 type h2conn struct {
 	cc     *http.ClientConn
-	proto  string // what it speaks: ProtoH2 or ProtoH2C
-	active int    // streams tare holds on it, reserved or running
-	gone   bool   // going away (a GOAWAY cost a request): no new stream on it
+	nc     net.Conn // the connection under cc, as dialled (and counted)
+	proto  string   // what it speaks: ProtoH2 or ProtoH2C
+	active int      // streams tare holds on it, reserved or running
+	gone   bool     // going away (a GOAWAY cost a request): no new stream on it
 }
 
 // opening is a connection being opened, and how many more of the
@@ -95,7 +157,7 @@ type opening struct{ left int }
 // (each on another connection than the last).
 const maxAttempts = 5
 
-func newH2Pool(tr *http.Transport, scheme, addr string, maxConns, maxStreams int) *h2pool {
+func newH2Pool(tr *http.Transport, counter *tare.ConnCounter, scheme, addr string, maxConns, maxStreams int) *h2pool {
 	// The pool opens its connections with a transport of their own,
 	// without MaxConnsPerHost (the pool caps them): Go 1.26 counts a
 	// ClientConn's close against that cap though its open was not, and
@@ -103,7 +165,15 @@ func newH2Pool(tr *http.Transport, scheme, addr string, maxConns, maxStreams int
 	// "connCount underflow".
 	opener := tr.Clone()
 	opener.MaxConnsPerHost = 0
-	return &h2pool{tr: opener, fallback: tr, scheme: scheme, addr: addr, maxConns: maxConns, maxStreams: maxStreams,
+	dial := opener.DialContext
+	opener.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if slot, ok := ctx.Value(dialedKey{}).(*net.Conn); ok && err == nil {
+			*slot = nc
+		}
+		return nc, err
+	}
+	return &h2pool{tr: opener, fallback: tr, counter: counter, scheme: scheme, addr: addr, maxConns: maxConns, maxStreams: maxStreams,
 		protocols: map[string]int{}}
 }
 
@@ -123,6 +193,11 @@ func (p *h2pool) RoundTrip(req *http.Request) (*http.Response, error) {
 				req.Body.Close() // RoundTripper's contract, on errors too
 			}
 			return nil, err
+		}
+		if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.GotConn != nil && c.nc != nil {
+			// What net/http's pool tells of the connection a request is
+			// sent on, for the target's counts (reuse, Result.Conn).
+			trace.GotConn(httptrace.GotConnInfo{Conn: c.nc})
 		}
 		resp, err := c.cc.RoundTrip(req)
 		if err != nil {
@@ -191,6 +266,7 @@ func (b *streamBody) Close() error {
 func (p *h2pool) acquire(ctx context.Context) (*h2conn, error) {
 	p.mu.Lock()
 	var joined *opening // the connection being opened this request waits for
+	waited := false     // counted as waiting for a connection at the limit
 	for {
 		if c := p.reserveLocked(); c != nil {
 			if joined != nil && slices.Contains(p.opening, joined) {
@@ -209,6 +285,10 @@ func (p *h2pool) acquire(ctx context.Context) (*h2conn, error) {
 			// be on its way.
 		case len(p.conns)+len(p.opening) < p.maxConns:
 			return p.openLocked(ctx)
+		case !waited:
+			// Every connection the cap allows is open and full.
+			waited = true
+			p.counter.Wait(1)
 		}
 		if err := p.waitLocked(ctx); err != nil {
 			if joined != nil && slices.Contains(p.opening, joined) {
@@ -273,7 +353,7 @@ func (p *h2pool) openLocked(ctx context.Context) (*h2conn, error) {
 	p.opening = append(p.opening, o)
 	p.mu.Unlock()
 
-	cc, proto, err := p.dial(ctx)
+	cc, nc, proto, err := p.dial(ctx)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -296,14 +376,16 @@ func (p *h2pool) openLocked(ctx context.Context) (*h2conn, error) {
 		cc.Close()
 		return nil, err
 	}
-	c := &h2conn{cc: cc, proto: proto, active: 1}
+	c := &h2conn{cc: cc, nc: nc, proto: proto, active: 1}
 	p.conns = append(p.conns, c)
 	return c, nil
 }
 
 // dial opens one connection and says what it speaks: ALPN's choice over
 // TLS ("http/1.1" when the server chose none), "h2c" in cleartext.
-func (p *h2pool) dial(ctx context.Context) (*http.ClientConn, string, error) {
+func (p *h2pool) dial(ctx context.Context) (*http.ClientConn, net.Conn, string, error) {
+	var nc net.Conn
+	ctx = context.WithValue(ctx, dialedKey{}, &nc)
 	proto := ProtoH2C
 	if p.scheme == "https" {
 		proto = ""
@@ -318,10 +400,14 @@ func (p *h2pool) dial(ctx context.Context) (*http.ClientConn, string, error) {
 	}
 	cc, err := p.tr.NewClientConn(ctx, p.scheme, p.addr)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return cc, proto, nil
+	return cc, nc, proto, nil
 }
+
+// dialedKey is the context key of where the pool's dialer puts the
+// connection it dialled: the one the target's counter counts.
+type dialedKey struct{}
 
 // release gives a stream back; its connection becomes the one taken
 // first, or is dropped when it will take no more. gone says the stream
@@ -430,16 +516,20 @@ var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00
 // h2cWait bounds ProbeH2C's wait for the server's first frame.
 const h2cWait = 2 * time.Second
 
-// ProbeH2C checks that the server at addr (host:port) speaks HTTP/2 in
-// cleartext by prior knowledge: it sends the connection preface and
-// reads the server's first frame, which must be SETTINGS, and closes the
-// connection before any request. reached is false when no connection
-// could be made (the run will measure that); err says what the server
-// answered instead.
-func ProbeH2C(ctx context.Context, addr string) (reached bool, err error) {
+// ProbeH2C checks that the server at addr (host:port; through the Unix
+// socket unix instead when it is not "") speaks HTTP/2 in cleartext by
+// prior knowledge: it sends the connection preface and reads the server's
+// first frame, which must be SETTINGS, and closes the connection before
+// any request. reached is false when no connection could be made (the
+// run will measure that); err says what the server answered instead.
+func ProbeH2C(ctx context.Context, addr, unix string) (reached bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, h2cWait)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	network := "tcp"
+	if unix != "" {
+		network, addr = "unix", unix
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 	if err != nil {
 		return false, nil
 	}

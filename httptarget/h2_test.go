@@ -285,10 +285,10 @@ func TestHTTP2Options(t *testing.T) {
 func TestProbeH2C(t *testing.T) {
 	h2c := newH2Server(t, false, true, nil)
 	h1 := newH2Server(t, false, false, nil)
-	if reached, err := ProbeH2C(t.Context(), strings.TrimPrefix(h2c.URL, "http://")); !reached || err != nil {
+	if reached, err := ProbeH2C(t.Context(), strings.TrimPrefix(h2c.URL, "http://"), ""); !reached || err != nil {
 		t.Errorf("h2c server: reached %v, %v; want reached, no error", reached, err)
 	}
-	reached, err := ProbeH2C(t.Context(), strings.TrimPrefix(h1.URL, "http://"))
+	reached, err := ProbeH2C(t.Context(), strings.TrimPrefix(h1.URL, "http://"), "")
 	if !reached || err == nil || !strings.Contains(err.Error(), "HTTP/1") {
 		t.Errorf("HTTP/1.1 server: reached %v, %v; want an error saying it answered with HTTP/1", reached, err)
 	}

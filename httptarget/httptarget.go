@@ -1,8 +1,10 @@
 // Package httptarget is tare's plain HTTP target: it sends one configured
 // request per arrival and records what happened in a tare.Result.
 //
-// Connections are kept alive and reused, up to Config.MaxConns per host,
-// so the load measures the server rather than TCP and TLS handshakes. The
+// Connections are kept alive and reused, the one idle last first, up to
+// Config.MaxConns per server (a host and port, or the Unix socket of
+// Config.UnixSocket), so the load measures the server rather than TCP and
+// TLS handshakes; they are counted in a tare.ConnCounter (Conns). The
 // response body is read to the end and discarded, which both times the whole
 // response and lets the connection go back to the pool. Compression is left
 // to the user's headers: the target never adds Accept-Encoding, so BytesIn
@@ -36,6 +38,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/netconn"
 )
 
 // DefaultTimeout bounds one request, from send to the last body byte, when
@@ -56,7 +59,12 @@ type Config struct {
 	Body     []byte        // sent with every request
 	Timeout  time.Duration // per request, from send to the last body byte; default DefaultTimeout
 	Insecure bool          // skip TLS certificate verification
-	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
+	MaxConns int           // connections per server open at once at most, kept alive for reuse; default DefaultMaxConns
+
+	// UnixSocket is the path of a Unix-domain socket every connection
+	// goes to, as curl's --unix-socket: the URL's host is then only the
+	// Host header (and TLS's server name), and no proxy is used.
+	UnixSocket string
 
 	// Redirects is how many redirects one request follows at most:
 	// DefaultRedirects when 0; NoRedirects follows none.
@@ -93,10 +101,13 @@ const userAgent = "tare"
 type Target struct {
 	wire      *wireRequest // plain http:// without a proxy, for load's event loop; nil otherwise
 	maxConns  int
+	unix      string
+	counter   *tare.ConnCounter // the transport's connections, and the loop's
 	client    *http.Client
 	transport *http.Transport
 	rt        http.RoundTripper // transport, or h2 for HTTP/2
-	h2        *h2pool           // HTTP/2's own connections; nil for HTTP/1.1
+	h2        *h2pool           // HTTP/2's own connections to the URL's server; nil for HTTP/1.1
+	h2s       *h2pools          // the HTTP/2 pools of the targets that share transport
 	tmpl      *http.Request     // method, URL, header and host; copied per request, never sent
 	body      []byte
 	timeout   time.Duration
@@ -104,11 +115,18 @@ type Target struct {
 	name      string
 }
 
-var _ tare.Target = (*Target)(nil)
+var (
+	_ tare.Target      = (*Target)(nil)
+	_ tare.ConnCounted = (*Target)(nil)
+)
 
 // New checks cfg and returns its Target. Bad input is a *tare.Error with
 // code tare.EINVALID naming the value and what would be accepted.
-func New(cfg Config) (*Target, error) {
+func New(cfg Config) (*Target, error) { return newTargetOn(cfg, nil) }
+
+// newTargetOn is New, on shared's transport and counter when it is not nil
+// (the requests of a targets file share their connections).
+func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 	u, err := parseURL(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -163,32 +181,22 @@ func New(cfg Config) (*Target, error) {
 		header.Del("Host")
 	}
 
-	tlsConfig := &tls.Config{InsecureSkipVerify: cfg.Insecure} // the user's explicit choice (--insecure)
-	if cfg.TLS != nil {
-		tlsConfig = cfg.TLS.Clone()
-	}
-	tr := &http.Transport{
-		Proxy:       http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
-		// The default of two idle connections per host would close and
-		// redial most connections under concurrency.
-		MaxIdleConns:          maxConns,
-		MaxIdleConnsPerHost:   maxConns,
-		MaxConnsPerHost:       maxConns,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		TLSClientConfig:       tlsConfig,
-		Protocols:             protocols(cfg),
-	}
-	if cfg.H2C {
-		tr.Proxy = nil // prior knowledge speaks to the server itself
+	var tr *http.Transport
+	var counter *tare.ConnCounter
+	var h2s *h2pools
+	if shared != nil {
+		tr, counter, h2s = shared.transport, shared.counter, shared.h2s
+	} else {
+		tr, counter = newTransport(cfg, maxConns)
+		h2s = &h2pools{}
 	}
 	t := &Target{
 		maxConns:  maxConns,
+		unix:      cfg.UnixSocket,
+		counter:   counter,
 		transport: tr,
 		rt:        tr,
+		h2s:       h2s,
 		tmpl:      tmpl,
 		body:      cfg.Body,
 		timeout:   timeout,
@@ -196,14 +204,16 @@ func New(cfg Config) (*Target, error) {
 		name:      method + " " + redactURL(u),
 	}
 	if cfg.HTTP2 || cfg.H2C {
-		t.h2 = newH2Pool(tr, u.Scheme, hostPort(u), maxConns, cfg.MaxStreams)
+		t.h2 = h2s.pool(tr, counter, u.Scheme, hostPort(u), maxConns, cfg.MaxStreams)
 		t.rt = t.h2
 	}
 	t.client = &http.Client{Transport: t.rt, CheckRedirect: t.checkRedirect}
-	if t.h2 == nil && u.Scheme == "http" && !cfg.NetHTTP {
-		if proxy, _ := tr.Proxy(tmpl); proxy == nil {
-			t.wire = newWireRequest(tmpl, cfg.Body)
-		}
+	var proxy *url.URL
+	if tr.Proxy != nil {
+		proxy, _ = tr.Proxy(tmpl)
+	}
+	if u.Scheme == "http" && proxy == nil && !cfg.NetHTTP && t.h2 == nil {
+		t.wire = newWireRequest(tmpl, cfg.Body)
 	}
 	return t, nil
 }
@@ -243,6 +253,44 @@ func protocols(cfg Config) *http.Protocols {
 	}
 	return p
 }
+
+// newTransport is net/http's pool for cfg, and the counter of its
+// connections. net/http takes the connection idle last first too, and
+// MaxConnsPerHost counts a connection from its dial to its close, so at
+// most maxConns are open to one server at once.
+func newTransport(cfg Config, maxConns int) (*http.Transport, *tare.ConnCounter) {
+	counter := new(tare.ConnCounter)
+	proxy := http.ProxyFromEnvironment
+	switch {
+	case cfg.UnixSocket != "":
+		proxy = nil // every connection goes to the socket, as with curl
+	case cfg.H2C:
+		proxy = nil // prior knowledge speaks to the server itself
+	}
+	tlsConfig := &tls.Config{InsecureSkipVerify: cfg.Insecure} // the user's explicit choice (--insecure)
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
+	}
+	return &http.Transport{
+		Proxy:       proxy,
+		DialContext: netconn.Dialer(&net.Dialer{KeepAlive: 30 * time.Second}, cfg.UnixSocket, counter),
+		// The default of two idle connections per host would close and
+		// redial most connections under concurrency.
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		MaxConnsPerHost:       maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		TLSClientConfig:       tlsConfig,
+		Protocols:             protocols(cfg),
+	}, counter
+}
+
+// Conns counts the target's connections, net/http's and load's event
+// loop's alike.
+func (t *Target) Conns() *tare.ConnCounter { return t.counter }
 
 // parseURL accepts an absolute http or https URL with a host.
 func parseURL(s string) (*url.URL, error) {
@@ -290,13 +338,12 @@ func parseMethod(m string, hasBody bool) (string, error) {
 func (t *Target) String() string { return t.name }
 
 // Close closes net/http's idle connections (load's event loop closes its
-// own when a run ends). Requests in flight are unaffected, but for
+// own when a run ends), and HTTP/2's, those of the targets that share
+// its connections too. Requests in flight are unaffected, but for
 // HTTP/2's, whose connections close under them.
 func (t *Target) Close() {
 	t.transport.CloseIdleConnections()
-	if t.h2 != nil {
-		t.h2.close()
-	}
+	t.h2s.close()
 }
 
 // Protocols counts the connections of an HTTP/2 target by what each
@@ -328,8 +375,8 @@ func (t *Target) Notes() []string {
 	return t.h2.notes()
 }
 
-// Addr is the URL's scheme and host:port, the port defaulted: where the
-// connections go (without a proxy).
+// Addr is the URL's scheme and host:port, the port defaulted: the server
+// the connections go to (through Config.UnixSocket when it is set).
 func (t *Target) Addr() (scheme, addr string) { return t.tmpl.URL.Scheme, hostPort(t.tmpl.URL) }
 
 // Do sends one request through net/http and records it in res; res.Sent
@@ -353,7 +400,8 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, sent.Add(t.timeout))
 	defer cancel()
-	req = req.WithContext(reqCtx)
+	var onConn netconn.Request
+	req = req.WithContext(onConn.Trace(reqCtx, t.counter))
 	var body *requestBody
 	if len(data) > 0 {
 		body = newRequestBody(data)
@@ -384,7 +432,11 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 		}
 		res.BytesIn, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if resp.Close {
+			onConn.Closing()
+		}
 	}
+	res.Conn = onConn.ID
 	res.Done = time.Now()
 	if body != nil {
 		res.BytesOut += body.sent.Load()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/netconn"
 )
 
 // Defaults used when a Config field is zero.
@@ -57,6 +58,13 @@ type Config struct {
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
+	// UnixSocket is the path of a Unix-domain socket every connection
+	// goes to, as curl's --unix-socket: URL's host is then only the Host
+	// header, and no proxy is used.
+	UnixSocket string
+	// MaxConns is how many connections are open at once at most; further
+	// calls wait for one. 0: no limit.
+	MaxConns int
 	// TLS is the configuration of an https:// endpoint's connections,
 	// cloned (tlsclient builds it from --cacert, --cert, --key,
 	// --servername and --insecure); nil means the system's CAs.
@@ -82,9 +90,13 @@ type Client struct {
 	// value, or to a struct holding one, can reveal the key.
 	secret *secret
 	http   *http.Client
+	conns  *tare.ConnCounter
 }
 
-var _ tare.Target = (*Client)(nil)
+var (
+	_ tare.Target      = (*Client)(nil)
+	_ tare.ConnCounted = (*Client)(nil)
+)
 
 // secret is what must never be printed.
 type secret struct {
@@ -107,7 +119,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, tare.Errorf(tare.EINVALID, "max tokens %d: want 0 (server default) or more", cfg.MaxTokens)
 	case cfg.Timeout < 0:
 		return nil, tare.Errorf(tare.EINVALID, "model timeout %v: want 0 (default %v) or more", cfg.Timeout, DefaultTimeout)
+	case cfg.MaxConns < 0:
+		return nil, tare.Errorf(tare.EINVALID, "max connections %d: want 0 (no limit) or more", cfg.MaxConns)
 	}
+	conns := new(tare.ConnCounter)
 	c := &Client{
 		endpoint:  endpoint,
 		model:     cfg.Model,
@@ -119,7 +134,8 @@ func New(cfg Config) (*Client, error) {
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
 		secret:    &secret{header: http.Header{}},
-		http:      &http.Client{Transport: newTransport(cfg.TLS), CheckRedirect: noRedirects},
+		http:      &http.Client{Transport: newTransport(cfg, conns), CheckRedirect: noRedirects},
+		conns:     conns,
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -165,18 +181,24 @@ func parseEndpoint(raw string) (*url.URL, error) {
 
 // newTransport is tuned for a load generator: many idle connections per
 // host, so an open loop does not churn TCP connections, and no transparent
-// gzip, which would buffer an event stream. tlsConfig, when not nil, is
+// gzip, which would buffer an event stream. cfg.TLS, when not nil, is
 // cloned for https://.
-func newTransport(tlsConfig *tls.Config) *http.Transport {
-	if tlsConfig != nil {
-		tlsConfig = tlsConfig.Clone()
+func newTransport(cfg Config, conns *tare.ConnCounter) *http.Transport {
+	proxy := http.ProxyFromEnvironment
+	if cfg.UnixSocket != "" {
+		proxy = nil // every connection goes to the socket, as with curl
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
 	}
 	return &http.Transport{
 		TLSClientConfig:       tlsConfig,
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                 proxy,
+		DialContext:           netconn.Dialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, cfg.UnixSocket, conns),
 		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   1024,
+		MaxIdleConnsPerHost:   cmp.Or(cfg.MaxConns, 1024),
+		MaxConnsPerHost:       cfg.MaxConns, // net/http: 0 is no limit
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
@@ -209,6 +231,9 @@ func (c *Client) Addr() (scheme, addr string) {
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Conns counts the client's connections.
+func (c *Client) Conns() *tare.ConnCounter { return c.conns }
 
 // Request varies one completion from the client's Config.
 type Request struct {
@@ -280,6 +305,7 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	res.OutputTokens = r.OutputTokens
 	res.TokenSource = r.TokenSource
 	res.PromptTokens, res.PromptTokenSource = r.PromptTokens, r.PromptSource
+	res.Conn = r.Conn
 }
 
 // Call performs one completion and measures it. It never returns an error:
@@ -297,7 +323,8 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret}
-	hreq, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
+	var onConn netconn.Request
+	hreq, err := http.NewRequestWithContext(onConn.Trace(callCtx, c.conns), http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return m.fail(tare.KindOther, "build request: "+err.Error())
 	}
@@ -320,10 +347,16 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	m.r.Sent = time.Now()
 	m.r.BytesOut = int64(len(body))
 	resp, err := c.http.Do(hreq)
+	m.r.Conn = onConn.ID
 	if err != nil {
 		return m.transportFail("send", err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		resp.Body.Close()
+		if resp.Close {
+			onConn.Closing()
+		}
+	}()
 	m.r.Status = resp.StatusCode
 	in := &countingReader{r: resp.Body}
 	switch ct := strings.ToLower(resp.Header.Get("Content-Type")); {

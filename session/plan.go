@@ -63,7 +63,7 @@ func ReadPlan(path string) (*Plan, error) {
 		switch dir := filepath.Dir(abs); {
 		case field.Flag == "body" && strings.HasPrefix(v, "@") && !filepath.IsAbs(v[1:]):
 			v = "@" + filepath.Join(dir, v[1:])
-		case slices.Contains([]string{"targets", "prompts", "cacert", "cert", "key"}, field.Flag) && v != "" && !filepath.IsAbs(v):
+		case slices.Contains([]string{"targets", "prompts", "unix-socket", "cacert", "cert", "key"}, field.Flag) && v != "" && !filepath.IsAbs(v):
 			v = filepath.Join(dir, v)
 		}
 		if err := field.Set(v); err != nil {

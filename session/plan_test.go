@@ -86,12 +86,14 @@ func TestPlanConfigRedacts(t *testing.T) {
 }
 
 // TestPlanFilesBesideThePlan: a plan's targets, prompts, CA, certificate
-// and key files, like its @body, are read from the plan's directory, not
-// from where tare runs.
+// and key files and its Unix socket, like its @body, are read from the
+// plan's directory, not from where tare runs; connections, servername,
+// http2 and max-streams are plan keys too.
 func TestPlanFilesBesideThePlan(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nrate: 1/s\ncacert: ca.pem\ncert: certs/client.pem\nkey: /abs/client.key\nservername: api.internal\nhttp2: true\nmax-streams: 8\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nunix-socket: run/app.sock\nconnections: 4\nrate: 1/s\n"+
+		"cacert: ca.pem\ncert: certs/client.pem\nkey: /abs/client.key\nservername: api.internal\nhttp2: true\nmax-streams: 8\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pl, err := ReadPlan(path)
@@ -109,6 +111,12 @@ func TestPlanFilesBesideThePlan(t *testing.T) {
 	}
 	if tg := pl.Spec.Target; tg.ServerName != "api.internal" || !tg.HTTP2 || tg.MaxStreams != 8 {
 		t.Errorf("servername %q, http2 %v, max-streams %d; want the plan's", tg.ServerName, tg.HTTP2, tg.MaxStreams)
+	}
+	if got := pl.Spec.Target.UnixSocket; got != filepath.Join(dir, "run", "app.sock") {
+		t.Errorf("unix-socket %q; want it beside the plan", got)
+	}
+	if got := pl.Spec.Target.Connections; got != 4 {
+		t.Errorf("connections %d; want 4", got)
 	}
 }
 

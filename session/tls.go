@@ -49,7 +49,7 @@ func endpoints(target tare.Target) []addresser {
 
 // checkSecure refuses TLS and HTTP/2 options the target cannot use, and
 // then probes, before any load, every server the load will connect to
-// directly: its certificate against the CAs, the client certificate
+// directly (or through --unix-socket): its certificate against the CAs, the client certificate
 // against it, and HTTP/2 where it was asked for (a server that chose
 // HTTP/1.1 by ALPN is refused here, so that no run claims h2 it did not
 // get). A server that cannot be reached is left for the run to measure.
@@ -82,14 +82,14 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 		seen[scheme+"://"+addr] = true
 		switch {
 		case scheme == "https":
-			if proxied(scheme, addr) {
+			if t.UnixSocket == "" && proxied(scheme, addr) {
 				continue // the proxy is where the connections go
 			}
 			var alpn []string
 			if t.HTTP2 || isModel {
 				alpn = []string{httptarget.ProtoH2, httptarget.ProtoHTTP1} // as the load's connections offer them
 			}
-			hs, err := settings.Probe(ctx, cfg, addr, alpn)
+			hs, err := settings.Probe(ctx, cfg, addr, t.UnixSocket, alpn)
 			if err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 				return tare.Errorf(tare.EINVALID, "--http2: the server at %s chose %s, not h2: it does not speak HTTP/2 over TLS there; drop --http2 to load it over HTTP/1.1, or turn HTTP/2 on in the server", addr, chose)
 			}
 		case t.H2C:
-			if _, err := httptarget.ProbeH2C(ctx, addr); err != nil {
+			if _, err := httptarget.ProbeH2C(ctx, addr, t.UnixSocket); err != nil {
 				return tare.Errorf(tare.EINVALID, "--h2c: the server at %s does not speak HTTP/2 in cleartext by prior knowledge: %v; drop --h2c to load it over HTTP/1.1", addr, err)
 			}
 		}

@@ -35,19 +35,24 @@ type Handshake struct {
 	Protocol string
 }
 
-// Probe makes one TLS connection to addr (host:port) as the load's
-// connections will, with cfg and alpn offered, and closes it before any
-// request. A certificate the client would reject, or a client certificate
-// the server rejects, is a *tare.Error (EINVALID) naming the server, the
-// flags and files of s, and what would be right.
-func (s Settings) Probe(ctx context.Context, cfg *tls.Config, addr string, alpn []string) (Handshake, error) {
+// Probe makes one TLS connection to addr (host:port; through the Unix
+// socket unix instead when it is not "", addr then naming the server) as
+// the load's connections will, with cfg and alpn offered, and closes it
+// before any request. A certificate the client would reject, or a client
+// certificate the server rejects, is a *tare.Error (EINVALID) naming the
+// server, the flags and files of s, and what would be right.
+func (s Settings) Probe(ctx context.Context, cfg *tls.Config, addr, unix string, alpn []string) (Handshake, error) {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return Handshake{}, tare.Errorf(tare.EINVALID, "address %q: want host:port", addr)
 	}
-	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	network, dial := "tcp", addr
+	if unix != "" {
+		network, dial = "unix", unix
+	}
+	raw, err := (&net.Dialer{}).DialContext(ctx, network, dial)
 	if err != nil {
 		return Handshake{}, nil
 	}

@@ -91,7 +91,7 @@ func TestProbe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hs, err := tt.s.Probe(context.Background(), cfg, tt.addr, tt.alpn)
+			hs, err := tt.s.Probe(context.Background(), cfg, tt.addr, "", tt.alpn)
 			if tt.want == nil {
 				if err != nil || hs.Reached != tt.reached || hs.Protocol != tt.proto {
 					t.Fatalf("probe %+v, %v; want reached %v, protocol %q", hs, err, tt.reached, tt.proto)

@@ -167,8 +167,8 @@ func TestRunHTTP2(t *testing.T) {
 	}
 
 	t.Run("targets", func(t *testing.T) {
-		// Each request of a targets file keeps its own connections: two
-		// requests, two h2 connections, both probed and counted.
+		// The requests of a targets file share their connections: two
+		// requests to one server, one h2 connection.
 		srv, seen := protoServer(t, p, true, true, false)
 		file := filepath.Join(t.TempDir(), "targets.http")
 		if err := os.WriteFile(file, []byte("GET "+srv.URL+"/a\n\nPOST "+srv.URL+"/b\n@"+p.caFile+"\n"), 0o644); err != nil {
@@ -183,8 +183,11 @@ func TestRunHTTP2(t *testing.T) {
 		if s.Requests.OK != 20 || seen()["HTTP/2.0 alpn=h2"] != 20 {
 			t.Errorf("requests %+v, the server saw %v; want 20 over h2", s.Requests, seen())
 		}
-		if got := s.Generator.Protocols; len(got) != 1 || got["h2"] != 2 {
-			t.Errorf("generator.protocols %v; want h2 2, a connection per request of the file", got)
+		if got := s.Generator.Protocols; len(got) != 1 || got["h2"] != 1 {
+			t.Errorf("generator.protocols %v; want h2 1, the file's requests sharing it", got)
+		}
+		if u := s.Generator.ConnectionUse; u == nil || u.Opened != 1 || u.Reused != 19 {
+			t.Errorf("connection_use %+v; want 1 opened, 19 reused", u)
 		}
 	})
 
