@@ -100,10 +100,10 @@ func (s *h2pools) each(f func(*h2pool)) {
 func (s *h2pools) protocols() map[string]int {
 	var out map[string]int
 	s.each(func(p *h2pool) {
+		if out == nil {
+			out = map[string]int{}
+		}
 		for proto, n := range p.Protocols() {
-			if out == nil {
-				out = map[string]int{}
-			}
 			out[proto] += n
 		}
 	})

@@ -299,3 +299,41 @@ func TestProbeH2C(t *testing.T) {
 		t.Errorf("the probe made requests of the h2c server: %v", protos)
 	}
 }
+
+// TestHTTP2ConnectionLimit: at the target's connection limit, with every
+// connection at its stream cap, a request waits for a stream to end, and
+// is counted as having waited; the target's counter counts the
+// connections HTTP/2 opened and the requests that reused one.
+func TestHTTP2ConnectionLimit(t *testing.T) {
+	hold := make(chan struct{})
+	srv := newH2Server(t, true, true, hold)
+	tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, TLS: srv.tlsTo(), MaxConns: 1, MaxStreams: 1})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	results := make(chan tare.Result, 3)
+	for range 3 {
+		go func() {
+			res := tare.Result{Sent: time.Now()}
+			tg.Do(ctx, &res)
+			results <- res
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); tg.Conns().Stats().Waited < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("counter %+v: want 2 requests waiting for the one connection", tg.Conns().Stats())
+		}
+	}
+	close(hold)
+	conns := map[uint64]bool{}
+	for range 3 {
+		res := <-results
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("status %d, error %q", res.Status, res.Err)
+		}
+		conns[res.Conn] = true
+	}
+	st := tg.Conns().Stats()
+	if _, streams, _ := srv.seen(); len(streams) != 1 || st.Opened != 1 || st.Reused != 2 || st.Waited != 2 || len(conns) != 1 || conns[0] {
+		t.Errorf("server connections %v, counter %+v, result connections %v; want one connection, numbered, reused twice, 2 waits", streams, st, conns)
+	}
+}

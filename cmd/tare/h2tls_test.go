@@ -186,8 +186,8 @@ func TestRunHTTP2(t *testing.T) {
 		if got := s.Generator.Protocols; len(got) != 1 || got["h2"] != 1 {
 			t.Errorf("generator.protocols %v; want h2 1, the file's requests sharing it", got)
 		}
-		if u := s.Generator.ConnectionUse; u == nil || u.Opened != 1 || u.Reused != 19 {
-			t.Errorf("connection_use %+v; want 1 opened, 19 reused", u)
+		if u := s.Generator.ConnectionUse; u == nil || u.Opened != 1 || u.Reused != 19 || u.Waited == nil || *u.Waited != 0 {
+			t.Errorf("connection_use %+v; want 1 opened, 19 reused, 0 waited (counted)", u)
 		}
 	})
 
