@@ -321,7 +321,7 @@ func (b *BullMQ) brokerTime(id string) time.Time {
 
 // bullJobFields are the fields of a job's hash read for its state, in
 // order.
-var bullJobFields = []string{"processedOn", "finishedOn", "ats", "pb", "failedReason", "stacktrace", "returnvalue"}
+var bullJobFields = []string{"processedOn", "finishedOn", "ats", "pb", "failedReason", "stacktrace", "returnvalue", "timestamp"}
 
 // bullJob is what a job's hash says of its state; ok is false when there
 // is no hash.
@@ -343,11 +343,9 @@ func parseBullJob(v []any) bullJob {
 		}
 		return time.Time{}
 	}
-	j := bullJob{processedOn: ms(0), finishedOn: ms(1), worker: field(3), failedReason: field(4), stacktrace: field(5), completed: v[6] != nil}
+	// timestamp is set with the job: a hash without it is none.
+	j := bullJob{ok: v[7] != nil, processedOn: ms(0), finishedOn: ms(1), worker: field(3), failedReason: field(4), stacktrace: field(5), completed: v[6] != nil}
 	j.attempts, _ = strconv.Atoi(field(2))
-	for _, x := range v {
-		j.ok = j.ok || x != nil
-	}
 	return j
 }
 

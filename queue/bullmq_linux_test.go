@@ -47,11 +47,20 @@ func (rig bullRig) url(name string) string {
 	return fmt.Sprintf("bullmq+redis://127.0.0.1:%d/0?queue=agents&name=%s", rig.redis.Port, name)
 }
 
+// testJobData is the test jobs' data: the worker returns their seq.
+const testJobData = `{"seq": "{{seq}}", "prompt": "job {{id}}"}`
+
 // open opens the rig's queue for job name with the test jobs' data, as a
 // Target whose jobs time out after timeout, and waits for a worker.
 func (rig bullRig) open(t *testing.T, name string, timeout time.Duration) (*Target, *BullMQ) {
 	t.Helper()
-	data, err := ParseJobData(`{"seq": "{{seq}}", "prompt": "job {{id}}"}`, "")
+	return rig.openWith(t, name, testJobData, timeout)
+}
+
+// openWith is open with the jobs' data given, --job-args.
+func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Duration) (*Target, *BullMQ) {
+	t.Helper()
+	data, err := ParseJobData(jobData, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +241,9 @@ func TestBullMQFaults(t *testing.T) {
 		rig := newBullRig(t)
 		o := testservice.BullMQOptions{LockDuration: 2 * time.Second}
 		w := rig.start(t, o)
-		tg, _ := rig.open(t, "answer", 6*time.Second)
+		// 80 ms a job, a job every 50 ms: the worker holds one or two
+		// when it is killed.
+		tg, _ := rig.openWith(t, "answer", `{"seq": "{{seq}}", "sleep_ms": 80}`, 6*time.Second)
 		restarted := false
 		results := drive(t, tg, 80, 20, func(at time.Duration) {
 			switch {
@@ -253,6 +264,9 @@ func TestBullMQFaults(t *testing.T) {
 		t.Logf("outcomes %v, %d ok after a second delivery, stats %+v, notes %q", k, redelivered, tg.Stats(), tg.Notes())
 		if k[""] == 0 || k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
 			t.Errorf("outcomes %v: want some ok, the rest timed out or failed with the worker", k)
+		}
+		if redelivered+k[KindTimeout]+k[KindTaskFailed] == 0 {
+			t.Errorf("outcomes %v, none delivered twice: want the jobs the killed worker held run again, or counted lost", k)
 		}
 	})
 	t.Run("redis restarted", func(t *testing.T) {

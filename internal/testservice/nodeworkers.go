@@ -49,7 +49,8 @@ type BullMQOptions struct {
 
 // BullMQWorker starts a Node BullMQ worker (testdata/bullmq/worker.js,
 // concurrency 2) on the Redis at redisURL: job name "answer" calls the
-// model at modelURL and returns {seq, tokens}; "boom" throws a TypeError;
+// model at modelURL (after sleeping the job's data.sleep_ms, when set) and
+// returns {seq, tokens}; "boom" throws a TypeError;
 // any other name throws Error("unknown job name …").
 func BullMQWorker(t testing.TB, redisURL, modelURL string, o BullMQOptions) *Worker {
 	t.Helper()

@@ -1,9 +1,10 @@
 'use strict';
 // A BullMQ worker of the kind users run, for tare's tests (queue,
 // cmd/tare): its processor dispatches on the job's name. "answer" calls
-// the simulated model ($TARE_TEST_MODEL) with the job's prompt and returns
-// {seq, tokens}; "boom" throws a TypeError; any other name throws, as a
-// processor does with a job it does not handle.
+// the simulated model ($TARE_TEST_MODEL) with the job's prompt (after
+// sleeping its sleep_ms, when it has one) and returns {seq, tokens}; "boom"
+// throws a TypeError; any other name throws, as a processor does with a
+// job it does not handle.
 const { Worker } = require('bullmq');
 
 const env = process.env;
@@ -23,7 +24,10 @@ async function complete(prompt) {
 }
 
 const handlers = {
-  answer: async job => ({ seq: job.data.seq, tokens: await complete(job.data.prompt || 'hello') }),
+  answer: async job => {
+    if (job.data.sleep_ms) await new Promise(resolve => setTimeout(resolve, job.data.sleep_ms));
+    return { seq: job.data.seq, tokens: await complete(job.data.prompt || 'hello') };
+  },
   boom: async job => { throw new TypeError(`boom ${job.data.seq}`); },
 };
 
