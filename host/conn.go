@@ -32,26 +32,25 @@ func ConnectionPIDs(procRoot string, conns []TCPConn) (map[TCPConn][]int, error)
 	if err != nil {
 		return nil, fmt.Errorf("find %d connections' processes: %w", len(conns), err)
 	}
-	want := map[TCPConn]TCPConn{} // unmapped ends → as asked
-	anyPeer := map[netip.AddrPort]TCPConn{}
+	want := map[TCPConn][]TCPConn{} // unmapped ends → as asked
+	anyPeer := map[netip.AddrPort][]TCPConn{}
 	for _, c := range conns {
 		u := TCPConn{unmapped(c.Local), unmapped(c.Remote)}
 		if c.Remote.IsValid() {
-			want[u] = c
+			want[u] = append(want[u], c)
 		} else {
-			anyPeer[u.Local] = c
+			anyPeer[u.Local] = append(anyPeer[u.Local], c)
 		}
 	}
-	byInode := map[uint64]TCPConn{}
+	byInode := map[uint64][]TCPConn{} // a socket may answer several of conns
 	for _, s := range socks {
-		if s.Inode == 0 {
+		if s.Inode == 0 || s.State == tcpListen {
 			continue
 		}
 		local := unmapped(s.Local)
-		if c, ok := want[TCPConn{local, unmapped(s.Remote)}]; ok {
-			byInode[s.Inode] = c
-		} else if c, ok := anyPeer[local]; ok && s.State != tcpListen {
-			byInode[s.Inode] = c
+		cs := slices.Concat(want[TCPConn{local, unmapped(s.Remote)}], anyPeer[local])
+		if len(cs) > 0 {
+			byInode[s.Inode] = cs
 		}
 	}
 	out := map[TCPConn][]int{}
@@ -69,8 +68,10 @@ func ConnectionPIDs(procRoot string, conns []TCPConn) (map[TCPConn][]int, error)
 			continue
 		}
 		fds.sockets(procRoot, pid, func(ino uint64) bool {
-			if c, ok := byInode[ino]; ok && !slices.Contains(out[c], pid) {
-				out[c] = append(out[c], pid)
+			for _, c := range byInode[ino] {
+				if !slices.Contains(out[c], pid) {
+					out[c] = append(out[c], pid)
+				}
 			}
 			return true
 		})

@@ -42,6 +42,7 @@ func TestConnectionPIDs(t *testing.T) {
 			want: map[TCPConn][]int{client4: {303, 307}, server4: {300}, client6: {306}}},
 		{name: "IPv4 in IPv6 is IPv4", conns: []TCPConn{mapped}, want: map[TCPConn][]int{mapped: {303, 307}}},
 		{name: "any peer", conns: []TCPConn{anyPeer}, want: map[TCPConn][]int{anyPeer: {303, 307}}},
+		{name: "one socket asked for twice", conns: []TCPConn{client4, anyPeer}, want: map[TCPConn][]int{client4: {303, 307}, anyPeer: {303, 307}}},
 		{name: "a listener is no connection", conns: []TCPConn{listener}, want: map[TCPConn][]int{}},
 		{name: "another peer", conns: []TCPConn{wrongPeer}, want: map[TCPConn][]int{}},
 		{name: "none asked", conns: nil},
