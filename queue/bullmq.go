@@ -53,6 +53,8 @@ type BullMQ struct {
 	adding      map[string]bool   // jobs whose add has not returned yet: no hash to miss
 	missing     map[string]int    // pending jobs whose hash the last polls did not find, by id: polls in a row
 	fromEvents  int64             // results whose stamps came from the events stream: the worker removed the job
+	early       int64             // jobs whose processedOn was before tare added them (startFromHash)
+	earlyMax    time.Duration     // by how much at most
 	stalled     int64             // stalled events of this Source's jobs: a worker died or blocked holding them
 	failed      int64             // failed jobs
 	reasons     map[string]int    // failedReason → jobs, the first bullReasonsKept reasons
@@ -434,16 +436,36 @@ func (b *BullMQ) finishFromHash(id string, j bullJob) {
 
 // startFromHash takes a job's start, processedOn, and its attempts from
 // its hash.
+//
+// processedOn is the worker's Date.now() taken as it begins the call that
+// takes the job, in whole milliseconds (floored). A worker ending a job
+// takes the next in the same call (moveToFinished fetches it), so a job
+// tare added while that call was on its way gets a processedOn before it
+// was added, by up to the worker's round trip to Redis. Such a job started
+// when Redis moved it: at its active event, when tare read that, and no
+// earlier than its add.
 func (b *BullMQ) startFromHash(id string, j bullJob) {
 	if j.processedOn.IsZero() {
 		return
 	}
+	start := j.processedOn
 	b.pending.mu.Lock()
 	if p, ok := b.pending.jobs[id]; ok {
 		p.deliveries = j.attempts
+		if sent := p.job.Enqueued; start.Before(sent) {
+			early := sent.Sub(start)
+			start = sent
+			if !p.started.IsZero() && !p.exact && p.started.After(sent) {
+				start = p.started
+			}
+			b.mu.Lock()
+			b.early++
+			b.earlyMax = max(b.earlyMax, early)
+			b.mu.Unlock()
+		}
 	}
 	b.pending.mu.Unlock()
-	b.pending.start(id, b.notBeforeEnqueue(id, j.processedOn), j.worker, true)
+	b.pending.start(id, start, j.worker, true)
 }
 
 // notBeforeEnqueue is t, a start of job id in whole milliseconds
@@ -463,6 +485,11 @@ func (b *BullMQ) notBeforeEnqueue(id string, t time.Time) time.Time {
 // bullStalledReason is the failedReason BullMQ gives a job that stalled
 // more often than the worker's maxStalledCount.
 const bullStalledReason = "job stalled more than allowable limit"
+
+// bullEarlyNoted is how far before its add a job's processedOn may fall
+// before Notes says the worker's clock may be behind: a worker's round
+// trip to Redis, on a loaded host.
+const bullEarlyNoted = 50 * time.Millisecond
 
 // bullReasonsKept bounds the distinct failure reasons Notes tells.
 const bullReasonsKept = 3
@@ -646,6 +673,9 @@ func (b *BullMQ) Notes() []string {
 	}
 	if b.fromEvents > 0 {
 		notes = append(notes, fmt.Sprintf("%d BullMQ jobs were removed by the worker as they finished (removeOnComplete, removeOnFail), so their start and end are the times Redis logged their events, not the worker's processedOn and finishedOn", b.fromEvents))
+	}
+	if b.earlyMax > bullEarlyNoted {
+		notes = append(notes, fmt.Sprintf("%d BullMQ jobs had a processedOn before tare added them, by up to %s: more than a worker's round trip to Redis explains, so the worker's clock may be behind tare's (their start is taken as their add)", b.early, b.earlyMax.Round(time.Millisecond)))
 	}
 	if b.stalled > 0 {
 		notes = append(notes, fmt.Sprintf("BullMQ found tare's jobs stalled %d times (a worker died, or blocked its event loop past lockDuration, holding them) and gave them to a worker again", b.stalled))

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -144,5 +145,47 @@ func TestErrorClass(t *testing.T) {
 		if got := errorClass(tt.stacktrace); got != tt.want {
 			t.Errorf("%s: errorClass(%q) = %q, want %q", tt.name, tt.stacktrace, got, tt.want)
 		}
+	}
+}
+
+// TestBullMQStartBeforeAdd: a processedOn before the job's add (the
+// worker took it in the call that ended its last job, stamped as that
+// call began) gives way to the job's active event, or its add; one far
+// before the add is noted as the worker's clock.
+func TestBullMQStartBeforeAdd(t *testing.T) {
+	sent := time.Date(2026, 12, 2, 9, 0, 0, 700_000, time.UTC) // 0.7 ms into a millisecond
+	ms := func(d time.Duration) time.Time { return sent.Add(d).Truncate(time.Millisecond) }
+	tests := []struct {
+		name              string
+		active, processed time.Time // the active event (zero: not read), processedOn
+		done              time.Time
+		want              time.Time
+		noted             bool
+	}{
+		{name: "after the add", processed: ms(3 * time.Millisecond), done: ms(20 * time.Millisecond), want: ms(3 * time.Millisecond)},
+		{name: "in the add's millisecond", processed: ms(0), done: ms(20 * time.Millisecond), want: sent},
+		{name: "fetched by the last job's end, event read", active: ms(2 * time.Millisecond), processed: ms(-6 * time.Millisecond), done: ms(20 * time.Millisecond), want: ms(2 * time.Millisecond)},
+		{name: "fetched by the last job's end, no event", processed: ms(-6 * time.Millisecond), done: ms(20 * time.Millisecond), want: sent},
+		{name: "a clock far behind", processed: ms(-400 * time.Millisecond), done: ms(-380 * time.Millisecond), want: sent, noted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &BullMQ{pending: newPendingJobs(), reasons: map[string]int{}}
+			b.pending.add("tare-r-0", Job{ID: "0", RunID: "r", Enqueued: sent})
+			if !tt.active.IsZero() {
+				b.pending.start("tare-r-0", b.notBeforeEnqueue("tare-r-0", tt.active), "", false)
+			}
+			b.finishFromHash("tare-r-0", bullJob{ok: true, processedOn: tt.processed, finishedOn: tt.done, attempts: 1, completed: true})
+			out := b.pending.take(context.Background(), 1, 0)
+			if len(out) != 1 {
+				t.Fatalf("results %+v, want one", out)
+			}
+			if r := out[0]; !r.Start.Equal(tt.want) || r.Done.Before(r.Start) || !r.OK() {
+				t.Errorf("start %v, done %v, status %q: want start %v, done not before it", r.Start, r.Done, r.Status, tt.want)
+			}
+			if noted := strings.Contains(strings.Join(b.Notes(), "\n"), "clock may be behind"); noted != tt.noted {
+				t.Errorf("notes %q: noted %v, want %v", b.Notes(), noted, tt.noted)
+			}
+		})
 	}
 }
