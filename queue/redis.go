@@ -122,12 +122,14 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, queue string) (*Re
 func DiscardClientLogs() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // RedactURL returns rawURL with any password replaced by "xxxxx", for
-// messages.
+// messages, and the credentials in its query (a URL there, as Celery's
+// backend=, with a password of its own) removed as tare.RedactText does.
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
 	}
+	u.RawQuery = tare.RedactText(u.RawQuery)
 	return u.Redacted()
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -139,7 +140,7 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		if t.WaitWorkers < 0 {
 			return nil, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
 		}
-		args, err := queue.ParseJobArgs(t.JobArgs, t.JobKwargs)
+		args, err := queue.ParseJobArgsFor(t.Queue, t.JobArgs, t.JobKwargs)
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +343,7 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 	if err != nil || p.SUTFoundBy != "" {
 		return err
 	}
+	LocateWorkers(p.Sampling.ProcRoot, ws)
 	hostname, _ := os.Hostname()
 	for _, w := range ws {
 		if w.Host == hostname && w.PID > 0 && w.PID != os.Getpid() {
@@ -354,6 +356,42 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 		p.SUTFoundBy = fmt.Sprintf("workers registered on queue %q from this host", p.Queue.Queue())
 	}
 	return nil
+}
+
+// LocateWorkers fills in the pid and host name of the workers that
+// register none (BullMQ's) but hold their connection to the broker from
+// this host: the process holding that TCP connection under procRoot
+// (host.DefaultProcRoot when ""), the lowest pid when several share it (a
+// parent and the children it forked). Workers it cannot find keep pid 0.
+func LocateWorkers(procRoot string, ws []queue.WorkerInfo) {
+	var conns []host.TCPConn
+	at := map[int]host.TCPConn{}
+	for i, w := range ws {
+		if w.PID != 0 || w.ClientAddr == "" {
+			continue
+		}
+		local, err := netip.ParseAddrPort(w.ClientAddr)
+		if err != nil {
+			continue // a Unix socket's client, or not an address
+		}
+		c := host.TCPConn{Local: local}
+		c.Remote, _ = netip.ParseAddrPort(w.ServerAddr) // none before Redis 6.2: any peer
+		conns = append(conns, c)
+		at[i] = c
+	}
+	if len(conns) == 0 {
+		return
+	}
+	found, err := host.ConnectionPIDs(cmp.Or(procRoot, host.DefaultProcRoot), conns)
+	if err != nil {
+		return // not found, as when the worker runs elsewhere
+	}
+	hostname, _ := os.Hostname()
+	for i, c := range at {
+		if pids := found[c]; len(pids) > 0 {
+			ws[i].PID, ws[i].Host = pids[0], hostname
+		}
+	}
 }
 
 func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress io.Writer) ([]queue.WorkerInfo, error) {

@@ -35,6 +35,10 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
       --job-args '["{{prompt}}"]' --job-kwargs '{"n": "{{seq}}"}' --rate 5/s --jobs 200
   tare run --queue 'rq+redis://127.0.0.1:6379/0?queue=default&func=tasks.answer' --job-args '["{{seq}}"]'
 
+  # the BullMQ worker you already run, unchanged (docs/bullmq.md)
+  tare run --queue 'bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer' \
+      --job-args '{"prompt": "{{prompt}}", "n": "{{seq}}"}' --rate 5/s --jobs 200
+
   # an app server on a Unix socket, as curl --unix-socket (Host: localhost);
   # its listeners (gunicorn's master and workers) are the system under test
   tare run --unix-socket /run/gunicorn.sock --url http://localhost/health --rate 100/s --jobs 1000
@@ -83,7 +87,8 @@ the neighbour is named. docs/verdict.md has every rule.
 speak:
   ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + `
 A queue's workers on this host (registered with tare, heartbeats of Celery,
-registrations of RQ) are the system under test.
+registrations of RQ, BullMQ's by their named connections to Redis) are the
+system under test.
 
 https:// is HTTP/1.1 unless --http2 (h2, chosen by ALPN; --h2c for HTTP/2
 in cleartext by prior knowledge), which multiplexes the requests on each
