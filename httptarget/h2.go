@@ -36,7 +36,12 @@ import (
 //     recently idle), as the event loop takes its connections;
 //   - the protocol each connection negotiated is known and counted, and a
 //     connection on which a TLS server chose HTTP/1.1 carries no request:
-//     it is closed, and the request fails as tare.KindNoH2.
+//     it is closed, and the request fails as tare.KindNoH2;
+//   - the connections count in the target's tare.ConnCounter as net/http's
+//     do: opened and closed by the transport's dialer, a request on one
+//     that carried another counted reused (through the request's trace,
+//     which also numbers Result.Conn), and a request that waits at the
+//     connection limit (Config.MaxConns: --connections) counted waiting.
 //
 // Latency is the engine's: from the scheduled time, the wait for a
 // stream or a connection included.
@@ -337,8 +342,7 @@ func (p *h2pool) joinLocked(o **opening) bool {
 func (p *h2pool) dropLocked(i int) {
 	p.conns[i].cc.Close() // closes the socket; it does not wait for the peer
 	p.conns = slices.Delete(p.conns, i, i+1)
-	// A connection counter's place: a connection closed (by the server's
-	// GOAWAY or its end, noticed here).
+	// The counter counts the close: its connection is the dialer's.
 }
 
 // openLocked opens a connection for the caller, with one stream held on
@@ -370,8 +374,8 @@ func (p *h2pool) openLocked(ctx context.Context) (*h2conn, error) {
 		p.refused++
 		return nil, errNoH2
 	}
-	// A connection counter's place: a connection opened (and, in
-	// reserveLocked, each stream taken on an open one is a reuse).
+	// The dialer counted the connection opened; RoundTrip tells the
+	// request's trace which connection each stream is on.
 	if err := cc.Reserve(); err != nil {
 		cc.Close()
 		return nil, err
