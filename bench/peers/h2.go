@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -70,6 +71,9 @@ func h2Row(tare, dir string) {
 	}
 	server := exec.Command("taskset", "-c", "1", self)
 	server.Env = append(os.Environ(), h2Role+"=server "+dir)
+	// Gone with this program, even when a failed run ends it (log.Fatalf
+	// runs no deferred kill).
+	server.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, _ := server.StdoutPipe()
 	server.Stderr = os.Stderr
 	if err := server.Start(); err != nil {
