@@ -29,6 +29,7 @@ const (
 	KindUnreachable = "unreachable" // no route to the host or network
 	KindConnect     = "connect"     // any other failure to connect
 	KindOther       = "other"       // any other transport failure
+	KindNoH2        = "no h2"       // HTTP/2 was asked for (--http2) and the server chose another protocol by ALPN: the request was not sent
 
 	// A redirect that was not followed: the 3xx is the response recorded.
 	KindRedirectLimit = "redirect limit"      // more redirects in a row than allowed (--redirects)

@@ -138,6 +138,11 @@ type Generator struct {
 	Engine      string `json:"engine,omitempty"`
 	Engines     int    `json:"engines,omitempty"`
 	Connections int    `json:"connections,omitempty"`
+	// Protocols counts the connections an HTTP/2 target (--http2, --h2c)
+	// opened by what each spoke: "h2" (chosen by ALPN), "h2c" (prior
+	// knowledge), or what a server chose instead of h2 ("http/1.1"),
+	// such connections closed unused. Left out for other targets.
+	Protocols map[string]int `json:"protocols,omitempty"`
 	// ConnectionUse is what the run did with its connections, for a
 	// target that counts them (--url, --targets, --model); left out for
 	// the others.

@@ -28,6 +28,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -76,6 +77,21 @@ type Config struct {
 	// NetHTTP sends plain http:// through net/http too, instead of load's event
 	// loop: for a server the loop's HTTP/1.1 cannot talk to.
 	NetHTTP bool
+
+	// TLS is the configuration of https:// connections, cloned for each
+	// (tlsclient builds it from --cacert, --cert, --key, --servername and
+	// --insecure); nil means the system's CAs, verified unless Insecure.
+	TLS *tls.Config
+	// HTTP2 speaks HTTP/2 to an https:// URL, chosen by ALPN; a connection
+	// on which the server chose HTTP/1.1 carries no request (h2.go).
+	// Without it or H2C, requests are HTTP/1.1.
+	HTTP2 bool
+	// H2C speaks HTTP/2 in cleartext to an http:// URL, by prior knowledge
+	// (no upgrade), directly (no proxy).
+	H2C bool
+	// MaxStreams caps the streams in flight on one HTTP/2 connection; 0
+	// leaves the cap to the server (its SETTINGS_MAX_CONCURRENT_STREAMS).
+	MaxStreams int
 }
 
 // userAgent is sent when the user's headers name none.
@@ -89,7 +105,10 @@ type Target struct {
 	counter   *tare.ConnCounter // the transport's connections, and the loop's
 	client    *http.Client
 	transport *http.Transport
-	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
+	rt        http.RoundTripper // transport, or h2 for HTTP/2
+	h2        *h2pool           // HTTP/2's own connections to the URL's server; nil for HTTP/1.1
+	h2s       *h2pools          // the HTTP/2 pools of the targets that share transport
+	tmpl      *http.Request     // method, URL, header and host; copied per request, never sent
 	body      []byte
 	timeout   time.Duration
 	redirects redirects
@@ -147,6 +166,9 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 	if cfg.Redirects < NoRedirects {
 		return nil, tare.Errorf(tare.EINVALID, "redirects must be 0 or more, like %d; got %d", DefaultRedirects, cfg.Redirects)
 	}
+	if err := checkProtocol(cfg, u); err != nil {
+		return nil, err
+	}
 
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", userAgent)
@@ -161,31 +183,75 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 
 	var tr *http.Transport
 	var counter *tare.ConnCounter
+	var h2s *h2pools
 	if shared != nil {
-		tr, counter = shared.transport, shared.counter
+		tr, counter, h2s = shared.transport, shared.counter, shared.h2s
 	} else {
 		tr, counter = newTransport(cfg, maxConns)
+		h2s = &h2pools{}
 	}
 	t := &Target{
 		maxConns:  maxConns,
 		unix:      cfg.UnixSocket,
 		counter:   counter,
 		transport: tr,
+		rt:        tr,
+		h2s:       h2s,
 		tmpl:      tmpl,
 		body:      cfg.Body,
 		timeout:   timeout,
 		redirects: newRedirects(u, cfg.Redirects, cfg.CrossHost),
 		name:      method + " " + redactURL(u),
 	}
-	t.client = &http.Client{Transport: tr, CheckRedirect: t.checkRedirect}
+	if cfg.HTTP2 || cfg.H2C {
+		t.h2 = h2s.pool(tr, counter, u.Scheme, hostPort(u), maxConns, cfg.MaxStreams)
+		t.rt = t.h2
+	}
+	t.client = &http.Client{Transport: t.rt, CheckRedirect: t.checkRedirect}
 	var proxy *url.URL
 	if tr.Proxy != nil {
 		proxy, _ = tr.Proxy(tmpl)
 	}
-	if u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
+	if u.Scheme == "http" && proxy == nil && !cfg.NetHTTP && t.h2 == nil {
 		t.wire = newWireRequest(tmpl, cfg.Body)
 	}
 	return t, nil
+}
+
+// checkProtocol refuses HTTP/2 options that cannot apply to u.
+func checkProtocol(cfg Config, u *url.URL) error {
+	switch {
+	case cfg.HTTP2 && cfg.H2C:
+		return tare.Errorf(tare.EINVALID, "--http2 is HTTP/2 over TLS for https:// and --h2c HTTP/2 in cleartext for http://: give one")
+	case cfg.HTTP2 && u.Scheme != "https":
+		return tare.Errorf(tare.EINVALID, "--http2 is HTTP/2 over TLS, chosen by ALPN, for an https:// URL; got %q: for HTTP/2 in cleartext give --h2c", redactURL(u))
+	case cfg.H2C && u.Scheme != "http":
+		return tare.Errorf(tare.EINVALID, "--h2c is HTTP/2 in cleartext, for an http:// URL; got %q: for HTTP/2 over TLS give --http2", redactURL(u))
+	case cfg.MaxStreams < 0:
+		return tare.Errorf(tare.EINVALID, "--max-streams must be 0 (the server's limit) or more, like 100; got %d", cfg.MaxStreams)
+	case cfg.MaxStreams > 0 && !cfg.HTTP2 && !cfg.H2C:
+		return tare.Errorf(tare.EINVALID, "--max-streams caps the streams of an HTTP/2 connection: give --http2 (https://) or --h2c (http://) with it")
+	}
+	return nil
+}
+
+// protocols is what the transport may speak: HTTP/1.1 unless HTTP/2 was
+// asked for. With HTTP2, TLS offers h2 and http/1.1 by ALPN, so that a
+// server without h2 says so by choosing http/1.1 (which h2.go refuses)
+// rather than by failing the handshake.
+func protocols(cfg Config) *http.Protocols {
+	p := new(http.Protocols)
+	switch {
+	case cfg.HTTP2:
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+	case cfg.H2C:
+		p.SetUnencryptedHTTP2(true)
+		p.SetHTTP2(true) // a redirect to https://
+	default:
+		p.SetHTTP1(true)
+	}
+	return p
 }
 
 // newTransport is net/http's pool for cfg, and the counter of its
@@ -195,8 +261,15 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 func newTransport(cfg Config, maxConns int) (*http.Transport, *tare.ConnCounter) {
 	counter := new(tare.ConnCounter)
 	proxy := http.ProxyFromEnvironment
-	if cfg.UnixSocket != "" {
+	switch {
+	case cfg.UnixSocket != "":
 		proxy = nil // every connection goes to the socket, as with curl
+	case cfg.H2C:
+		proxy = nil // prior knowledge speaks to the server itself
+	}
+	tlsConfig := &tls.Config{InsecureSkipVerify: cfg.Insecure} // the user's explicit choice (--insecure)
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
 	}
 	return &http.Transport{
 		Proxy:       proxy,
@@ -210,8 +283,8 @@ func newTransport(cfg Config, maxConns int) (*http.Transport, *tare.ConnCounter)
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
-		ForceAttemptHTTP2:     true,
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
+		TLSClientConfig:       tlsConfig,
+		Protocols:             protocols(cfg),
 	}, counter
 }
 
@@ -265,8 +338,46 @@ func parseMethod(m string, hasBody bool) (string, error) {
 func (t *Target) String() string { return t.name }
 
 // Close closes net/http's idle connections (load's event loop closes its
-// own when a run ends). Requests in flight are unaffected.
-func (t *Target) Close() { t.transport.CloseIdleConnections() }
+// own when a run ends), and HTTP/2's, those of the targets that share
+// its connections too. Requests in flight are unaffected, but for
+// HTTP/2's, whose connections close under them.
+func (t *Target) Close() {
+	t.transport.CloseIdleConnections()
+	t.h2s.close()
+}
+
+// Protocols counts the connections of an HTTP/2 target by what each
+// spoke: "h2" (ALPN), "h2c" (prior knowledge), or what a server chose
+// instead of h2 ("http/1.1"), those connections closed unused; since the
+// target was made, or since ResetProtocols, counting those open then.
+// nil for an HTTP/1.1 target.
+func (t *Target) Protocols() map[string]int {
+	if t.h2 == nil {
+		return nil
+	}
+	return t.h2.Protocols()
+}
+
+// ResetProtocols starts Protocols' count again, from the connections
+// open now: a new window of load on the same target begins.
+func (t *Target) ResetProtocols() {
+	if t.h2 != nil {
+		t.h2.resetProtocols()
+	}
+}
+
+// Notes are what a summary of the run must say beside the figures: the
+// connections on which the server would not speak h2.
+func (t *Target) Notes() []string {
+	if t.h2 == nil {
+		return nil
+	}
+	return t.h2.notes()
+}
+
+// Addr is the URL's scheme and host:port, the port defaulted: the server
+// the connections go to (through Config.UnixSocket when it is set).
+func (t *Target) Addr() (scheme, addr string) { return t.tmpl.URL.Scheme, hostPort(t.tmpl.URL) }
 
 // Do sends one request through net/http and records it in res; res.Sent
 // is already set. (Plain http:// under load goes through load's event loop
@@ -300,7 +411,7 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 	}
 	client := t.client
 	if before > 0 {
-		client = &http.Client{Transport: t.transport, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+		client = &http.Client{Transport: t.rt, CheckRedirect: func(next *http.Request, via []*http.Request) error {
 			if ok, _ := t.redirects.follow(before+len(via)-1, next.URL); !ok {
 				return http.ErrUseLastResponse
 			}
@@ -335,6 +446,8 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 		res.Err = tare.KindCanceled
 	case err != nil && reqCtx.Err() != nil:
 		res.Err = tare.KindTimeout
+	case errors.Is(err, errNoH2):
+		res.Err = tare.KindNoH2
 	case err != nil:
 		res.Err = tare.ErrorKind(err)
 	default:

@@ -380,6 +380,34 @@ func (m *Mix) Conns() *tare.ConnCounter {
 	return m.targets[0].counter
 }
 
+// Protocols counts the connections of the file's HTTP/2 requests by what
+// each spoke (Target.Protocols), every server's once; nil when none
+// speaks HTTP/2.
+func (m *Mix) Protocols() map[string]int {
+	if len(m.targets) == 0 {
+		return nil
+	}
+	return m.targets[0].h2s.protocols()
+}
+
+// ResetProtocols is Target.ResetProtocols, for every server's pool.
+func (m *Mix) ResetProtocols() {
+	if len(m.targets) > 0 {
+		m.targets[0].h2s.resetProtocols()
+	}
+}
+
+// Notes are Target.Notes, for every server's pool.
+func (m *Mix) Notes() []string {
+	if len(m.targets) == 0 {
+		return nil
+	}
+	return m.targets[0].h2s.notes()
+}
+
+// Targets are the requests' targets, by index.
+func (m *Mix) Targets() []*Target { return m.targets }
+
 // String names the file and how many requests it mixes.
 func (m *Mix) String() string {
 	how := "by weight"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,6 +65,10 @@ type Config struct {
 	// MaxConns is how many connections are open at once at most; further
 	// calls wait for one. 0: no limit.
 	MaxConns int
+	// TLS is the configuration of an https:// endpoint's connections,
+	// cloned (tlsclient builds it from --cacert, --cert, --key,
+	// --servername and --insecure); nil means the system's CAs.
+	TLS *tls.Config
 }
 
 // Client sends chat completions to one endpoint. It is safe for concurrent
@@ -176,13 +181,19 @@ func parseEndpoint(raw string) (*url.URL, error) {
 
 // newTransport is tuned for a load generator: many idle connections per
 // host, so an open loop does not churn TCP connections, and no transparent
-// gzip, which would buffer an event stream.
+// gzip, which would buffer an event stream. cfg.TLS, when not nil, is
+// cloned for https://.
 func newTransport(cfg Config, conns *tare.ConnCounter) *http.Transport {
 	proxy := http.ProxyFromEnvironment
 	if cfg.UnixSocket != "" {
 		proxy = nil // every connection goes to the socket, as with curl
 	}
+	var tlsConfig *tls.Config
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
+	}
 	return &http.Transport{
+		TLSClientConfig:       tlsConfig,
 		Proxy:                 proxy,
 		DialContext:           netconn.Dialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, cfg.UnixSocket, conns),
 		ForceAttemptHTTP2:     true,
@@ -207,6 +218,16 @@ func (c *Client) String() string {
 // Format prints String for every verb, %#v and %+v included, so a Client
 // formatted by accident cannot show its credentials.
 func (c *Client) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, c.String()) }
+
+// Addr is the endpoint's scheme and host:port, the port defaulted: where
+// the connections go (without a proxy).
+func (c *Client) Addr() (scheme, addr string) {
+	port := c.endpoint.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[c.endpoint.Scheme]
+	}
+	return c.endpoint.Scheme, net.JoinHostPort(c.endpoint.Hostname(), port)
+}
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }

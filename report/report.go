@@ -421,13 +421,18 @@ func connectionsText(g tare.Generator, sep string) string {
 }
 
 // engineText says what sent the load, after sep: "event loop ×2, 12
-// connections at most" or "goroutines"; "" when the summary does not say.
+// connections at most" or "goroutines", and what HTTP/2's connections
+// spoke ("connections h2 4"); "" when the summary does not say.
 func engineText(g tare.Generator, sep string) string {
+	protocols := ""
+	if len(g.Protocols) > 0 {
+		protocols = sep + "connections " + tally(g.Protocols, ", ")
+	}
 	switch {
 	case g.Engine == "":
-		return ""
+		return protocols
 	case g.Engines > 0:
-		return fmt.Sprintf("%s%s ×%d, %d connections at most", sep, g.Engine, g.Engines, g.Connections)
+		return fmt.Sprintf("%s%s ×%d, %d connections at most%s", sep, g.Engine, g.Engines, g.Connections, protocols)
 	}
-	return sep + g.Engine
+	return sep + g.Engine + protocols
 }

@@ -239,6 +239,36 @@ func TestRedirectsShown(t *testing.T) {
 	}
 }
 
+// TestProtocolsShown: an HTTP/2 run's connections by protocol are on the
+// generator's line of the text, in the HTML's figures and in the JSON.
+func TestProtocolsShown(t *testing.T) {
+	s, ticks := fixture([]float64{0, 0, 0}, tare.Float(0.3))
+	s.Generator.Engine = "goroutines"
+	s.Generator.Protocols = map[string]int{"h2": 3, "http/1.1": 1}
+	var buf bytes.Buffer
+	if err := Text(&buf, s, ticks...); err != nil {
+		t.Fatal(err)
+	}
+	want := "goroutines   connections h2 3, http/1.1 1"
+	if !bytes.Contains(buf.Bytes(), []byte(want)) {
+		t.Errorf("text summary lacks %q:\n%s", want, buf.Bytes())
+	}
+	buf.Reset()
+	if err := JSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(`"protocols": {`)) || !bytes.Contains(buf.Bytes(), []byte(`"h2": 3`)) {
+		t.Errorf("summary json lacks generator.protocols:\n%s", buf.Bytes())
+	}
+	found := false
+	for _, f := range figures(s) {
+		found = found || strings.Contains(f.Value, "connections h2 3")
+	}
+	if !found {
+		t.Errorf("html figures lack the connections' protocols: %+v", figures(s))
+	}
+}
+
 // TestTextQueue: a queue run's text says what the generator saw of the
 // queue beside the results (issue 20, defects 3 and 5): the service line
 // is the worker's own time, and redeliveries, results that matched no job,

@@ -90,6 +90,9 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	// 2. The arrivals, fired by the engine at their scheduled times.
 	sched := &lastOffset{Process: cfg.Schedule}
 	results := make(chan tare.Result, 1024)
+	if r, ok := cfg.Target.(interface{ ResetProtocols() }); ok {
+		r.ResetProtocols() // count this window's connections (a sweep's steps share the target)
+	}
 	var conns *tare.ConnCounter
 	var connsBefore tare.ConnStats
 	if c, ok := cfg.Target.(tare.ConnCounted); ok {
@@ -174,7 +177,9 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 		s.Generator.Engines, s.Generator.Connections = u.Engines, u.Workers
 	}
 	if conns != nil {
-		s.Generator.ConnectionUse = connectionUse(conns.Stats().Sub(connsBefore), cfg.Connections, u.Engine, rec)
+		h2, _ := cfg.Target.(interface{ Protocols() map[string]int })
+		http2 := h2 != nil && h2.Protocols() != nil
+		s.Generator.ConnectionUse = connectionUse(conns.Stats().Sub(connsBefore), cfg.Connections, u.Engine == load.EngineLoop || http2, rec)
 		s.Generator.Connections = int(conns.Stats().Peak)
 	}
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
@@ -205,15 +210,15 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 // connectionUse is what the run did with its connections: st, counted by
 // the target (and the event loops) over the run, with the limit (0:
 // none), and the connections in use per tick that rec counted.
-func connectionUse(st tare.ConnStats, limit int, engine string, rec *stats.Recorder) *tare.ConnectionUse {
+func connectionUse(st tare.ConnStats, limit int, countsWaits bool, rec *stats.Recorder) *tare.ConnectionUse {
 	u := &tare.ConnectionUse{Opened: int(st.Opened), Reused: int(st.Reused), Closed: int(st.Closed),
 		TickMS: float64(rec.Config().Tick) / float64(time.Millisecond), InUsePerTick: rec.ConnsPerTick()}
 	if limit > 0 {
 		u.Limit = tare.Int(limit)
 	}
-	// Only the event loops count the requests that wait for a connection;
-	// net/http's pool does not say.
-	if engine == load.EngineLoop {
+	// The event loops and HTTP/2's own connections count the requests that
+	// wait for a connection; net/http's pool does not say.
+	if countsWaits {
 		u.Waited = tare.Int(int(st.Waited))
 	}
 	return u

@@ -28,8 +28,8 @@ type Plan struct {
 // ReadPlan reads the plan file at path into a Spec: every setting sets the
 // field its key names, and every error names the plan's line and key; a
 // retired key is ignored, and said in Warnings. A
-// relative @file body, targets file or prompts file is read from the
-// plan's directory, wherever tare runs from (cron starts it in $HOME).
+// relative @file body, targets, prompts, CA, certificate or key file is
+// read from the plan's directory, wherever tare runs from (cron starts it in $HOME).
 func ReadPlan(path string) (*Plan, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -63,7 +63,7 @@ func ReadPlan(path string) (*Plan, error) {
 		switch dir := filepath.Dir(abs); {
 		case field.Flag == "body" && strings.HasPrefix(v, "@") && !filepath.IsAbs(v[1:]):
 			v = "@" + filepath.Join(dir, v[1:])
-		case (field.Flag == "targets" || field.Flag == "prompts" || field.Flag == "unix-socket") && v != "" && !filepath.IsAbs(v):
+		case slices.Contains([]string{"targets", "prompts", "unix-socket", "cacert", "cert", "key"}, field.Flag) && v != "" && !filepath.IsAbs(v):
 			v = filepath.Join(dir, v)
 		}
 		if err := field.Set(v); err != nil {

@@ -85,13 +85,15 @@ func TestPlanConfigRedacts(t *testing.T) {
 	}
 }
 
-// TestPlanFilesBesideThePlan: a plan's targets and prompts files and its
-// Unix socket, like its @body, are read from the plan's directory, not
-// from where tare runs; connections is a plan key too.
+// TestPlanFilesBesideThePlan: a plan's targets, prompts, CA, certificate
+// and key files and its Unix socket, like its @body, are read from the
+// plan's directory, not from where tare runs; connections, servername,
+// http2 and max-streams are plan keys too.
 func TestPlanFilesBesideThePlan(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nunix-socket: run/app.sock\nconnections: 4\nrate: 1/s\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nunix-socket: run/app.sock\nconnections: 4\nrate: 1/s\n"+
+		"cacert: ca.pem\ncert: certs/client.pem\nkey: /abs/client.key\nservername: api.internal\nhttp2: true\nmax-streams: 8\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pl, err := ReadPlan(path)
@@ -103,6 +105,12 @@ func TestPlanFilesBesideThePlan(t *testing.T) {
 	}
 	if got := pl.Spec.Target.Prompts; got != "/abs/prompts.jsonl" {
 		t.Errorf("prompts %q; want the absolute path kept", got)
+	}
+	if tg := pl.Spec.Target; tg.CACert != filepath.Join(dir, "ca.pem") || tg.Cert != filepath.Join(dir, "certs", "client.pem") || tg.Key != "/abs/client.key" {
+		t.Errorf("cacert %q, cert %q, key %q; want the relative ones beside the plan", tg.CACert, tg.Cert, tg.Key)
+	}
+	if tg := pl.Spec.Target; tg.ServerName != "api.internal" || !tg.HTTP2 || tg.MaxStreams != 8 {
+		t.Errorf("servername %q, http2 %v, max-streams %d; want the plan's", tg.ServerName, tg.HTTP2, tg.MaxStreams)
 	}
 	if got := pl.Spec.Target.UnixSocket; got != filepath.Join(dir, "run", "app.sock") {
 		t.Errorf("unix-socket %q; want it beside the plan", got)

@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -92,8 +93,25 @@ func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Pr
 	if err != nil {
 		return nil, err
 	}
+	tlsConfig, err := t.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	p, err := buildTarget(ctx, t, command, l, header, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkSecure(ctx, p.Target, tlsConfig); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildTarget builds the target the settings name.
+func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec, header http.Header, tlsConfig *tls.Config) (*Prepared, error) {
 	if t.Targets != "" {
-		return buildMix(t, header, l)
+		return buildMix(t, header, l, tlsConfig)
 	}
 	if t.TargetsOrder {
 		return nil, tare.Errorf(tare.EINVALID, "--targets-order needs --targets FILE")
@@ -134,14 +152,15 @@ func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Pr
 	case t.Model != "":
 		c, err := openai.New(openai.Config{URL: t.Model, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
 			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: ps,
-			UnixSocket: t.UnixSocket, MaxConns: int(t.Connections)})
+			UnixSocket: t.UnixSocket, MaxConns: int(t.Connections), TLS: tlsConfig})
 		if err != nil {
 			return nil, Flagged(err, "model")
 		}
 		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
 	case t.URL != "":
 		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
-			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
+			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
+			TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams}
 		if t.Redirects == 0 {
 			cfg.Redirects = httptarget.NoRedirects
 		}
@@ -160,7 +179,7 @@ func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Pr
 }
 
 // buildMix is the mix of a targets file's requests.
-func buildMix(t *TargetSpec, header http.Header, l *LoadSpec) (*Prepared, error) {
+func buildMix(t *TargetSpec, header http.Header, l *LoadSpec, tlsConfig *tls.Config) (*Prepared, error) {
 	switch {
 	case t.URL != "" || t.Model != "" || t.Queue != "":
 		return nil, tare.Errorf(tare.EINVALID, "--targets names the requests: drop --url, --model and --queue")
@@ -174,7 +193,7 @@ func buildMix(t *TargetSpec, header http.Header, l *LoadSpec) (*Prepared, error)
 		return nil, Flagged(err, "targets")
 	}
 	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l), UnixSocket: t.UnixSocket,
-		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
+		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost, TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams}
 	if t.Redirects == 0 {
 		base.Redirects = httptarget.NoRedirects
 	}

@@ -215,6 +215,14 @@ type TargetSpec struct {
 	Timeout  time.Duration
 	Insecure bool
 	NetHTTP  bool
+	// The TLS options of every https:// target (tlsclient.Settings): the
+	// CAs to trust, the client certificate and its key, the server name.
+	CACert, Cert, Key, ServerName string
+	// HTTP2 (https://, by ALPN) and H2C (http://, by prior knowledge)
+	// speak HTTP/2 to --url and --targets; MaxStreams caps the streams of
+	// each connection (0: the server's limit).
+	HTTP2, H2C bool
+	MaxStreams int
 	// Redirects followed per request (0: none), and whether one may lead
 	// to another host.
 	Redirects int
@@ -273,6 +281,13 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "body", Key: "body", Value: &t.Body, Usage: "request body: inline text, or @path to read a file"},
 		{Flag: "timeout", Key: "timeout", Value: &t.Timeout, Usage: "per-request timeout (for --model, the whole completion)"},
 		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
+		{Flag: "cacert", Key: "cacert", Value: &t.CACert, Usage: "a PEM file of the CAs to trust for https:// (a private CA) instead of the system's; checked at start with one handshake with each server, before any load"},
+		{Flag: "cert", Key: "cert", Value: &t.Cert, Usage: "a PEM file of the client certificate to present to https:// servers (mTLS), its chain after it; its key in --key or in the same file"},
+		{Flag: "key", Key: "key", Value: &t.Key, Usage: "a PEM file of --cert's private key (unencrypted: PKCS #8, RSA or EC)"},
+		{Flag: "servername", Key: "servername", Value: &t.ServerName, Usage: "the server name sent in TLS (SNI) and checked against the server's certificate, when the URL's host is not it (an IP address, a tunnel)"},
+		{Flag: "http2", Key: "http2", Value: &t.HTTP2, Usage: "speak HTTP/2 to an https:// --url or --targets, chosen by ALPN, requests multiplexed on each connection; a server that chooses http/1.1 is refused at start, and a connection it answers so later carries nothing (error \"no h2\"); the summary counts connections by protocol. Without it https:// is HTTP/1.1"},
+		{Flag: "h2c", Key: "h2c", Value: &t.H2C, Usage: "speak HTTP/2 in cleartext to an http:// --url or --targets, by prior knowledge (no upgrade, no proxy); checked at start"},
+		{Flag: "max-streams", Key: "max-streams", Value: &t.MaxStreams, Usage: "with --http2 or --h2c, streams in flight on one connection at most: another connection opens only when every open one is full, the one a stream last ended on taken first (0: the server's limit)"},
 		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
 		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
 		{Flag: "unix-socket", Key: "unix-socket", Value: &t.UnixSocket, Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},

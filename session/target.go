@@ -19,10 +19,20 @@ func nameJobs(t tare.Target, runID string) {
 	}
 }
 
-// finishTarget adds to s what a target saw besides its results: for a
-// queue, its figures (redeliveries, results that match no job, the oldest
+// finishTarget adds to s what a target saw besides its results: for
+// HTTP/2, the protocol of its connections; for a queue, its figures (redeliveries, results that match no job, the oldest
 // pending job, the workers) and the warnings the verdict should say.
 func finishTarget(s *tare.Summary, t tare.Target) {
+	if h, ok := t.(interface {
+		Protocols() map[string]int
+		Notes() []string
+	}); ok {
+		// An HTTP target: what its connections spoke, and what the
+		// summary must not leave out about it (a server that would not
+		// speak h2).
+		s.Generator.Protocols = h.Protocols()
+		s.Verdict.Warnings = append(s.Verdict.Warnings, h.Notes()...)
+	}
 	q, ok := t.(*queue.Target)
 	if !ok {
 		return

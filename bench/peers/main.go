@@ -107,6 +107,7 @@ func main() {
 	if wrk != "" && *twoCores {
 		twoEngines(tare, wrk, url)
 	}
+	h2Row(tare, dir)
 	sampler()
 	if *memory {
 		flatMemory(tare, url)

@@ -19,6 +19,10 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --url https://api.example.test/orders -X POST -H 'Content-Type: application/json' \
       --body @order.json --rate 50/s --arrival constant --duration 10m
 
+  # HTTP/2 over TLS (ALPN), to a service behind a private CA that asks for a client certificate
+  tare run --url https://127.0.0.1:8443/ --http2 --cacert ca.pem --cert client.pem --key client.key \
+      --servername api.internal --rate 500/s --duration 1m
+
   # a model endpoint: TTFT, TPOT and goodput against a per-request SLO
   tare run --model http://127.0.0.1:8089/v1 --rate 2/s --jobs 100 --max-tokens 64 --slo 'ttft<=500ms,e2e<=5s'
 
@@ -85,6 +89,15 @@ speak:
 A queue's workers on this host (registered with tare, heartbeats of Celery,
 registrations of RQ, BullMQ's by their named connections to Redis) are the
 system under test.
+
+https:// is HTTP/1.1 unless --http2 (h2, chosen by ALPN; --h2c for HTTP/2
+in cleartext by prior knowledge), which multiplexes the requests on each
+connection, --max-streams at most each; the summary counts the connections
+by the protocol they spoke. --cacert, --cert, --key and --servername set TLS
+for every https:// target, a model's too. Before any load, one handshake
+with each server checks its certificate, the client certificate and, with
+--http2, that the server chose h2: a mismatch exits 2, naming the file or
+flag to change.
 
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
