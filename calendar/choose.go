@@ -141,7 +141,7 @@ func Choose(samples []tare.CalendarSample, cfg Config, wants []Want, fixed []tar
 			c := evidence(d, cfg, spans, blocked, best, score)
 			c.Window, c.Choice = w.Window, choice
 			c.Detail = fmt.Sprintf("%s %s-%s: the %s %s of host %s's day over %s (%d samples): interference %.1f%% (95%% interval %.1f–%.1f%%; on 8 days in 10 from %.1f%% to %.1f%%), the %s in %.0f%% of %d resamples of the days",
-				c.Window, c.From, c.To, choiceWords(choice), plural(hours, "hour", "hours"), cfg.Host, plural(c.Days, "day", "days"), c.Samples,
+				c.Window, c.From, c.To, choiceWords(choice), spanWords(hours), cfg.Host, plural(c.Days, "day", "days"), c.Samples,
 				c.Predicted, c.Low, c.High, c.DayLow, c.DayHigh, choiceWords(choice), c.Sure, cfg.resamples())
 			out = append(out, c)
 			for _, h := range best.hours() {
@@ -161,6 +161,14 @@ func Choose(samples []tare.CalendarSample, cfg Config, wants []Want, fixed []tar
 			slices.IndexFunc(wants, func(w Want) bool { return w.Window == b.Window })
 	})
 	return out, warnings, nil
+}
+
+// spanWords names a span of hours: "hour", "2 hours".
+func spanWords(hours int) string {
+	if hours == 1 {
+		return "hour"
+	}
+	return fmt.Sprintf("%d hours", hours)
 }
 
 func choiceWords(choice string) string {

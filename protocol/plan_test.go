@@ -89,6 +89,9 @@ func TestParsePlanErrors(t *testing.T) {
 		{"syntax", "url: x\nrate: \"unterminated\n", "plan p.yaml, line 2: not valid YAML: found unexpected end of stream"},
 		{"two documents", "url: x\n---\nurl: y\n", "line 2: more than one YAML document"},
 		{"header list of lists", "url: x\nheader:\n  - [a, b]\n", "line 3, key header: each header must be a string; got a list"},
+		{"windows word", "url: x\nwindows: quiet\n", `line 2, key windows: windows must be auto (chosen from the host's calendar) or a mapping`},
+		{"another window's choice", "url: x\nwindows: {peak: quietest, mid: typical}\n", `line 2, key windows.peak: the peak window can only be the host's busiest hours (peak: busiest, or auto); "quietest" is another window's`},
+		{"a word that is no choice", "url: x\nwindows: {offpeak: quietist, mid: typical}\n", `key windows.offpeak: a window must look like 14:00-16:00; got "quietist", or quietest (chosen from the host's calendar)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +103,36 @@ func TestParsePlanErrors(t *testing.T) {
 				t.Errorf("error %v: want it to wrap ErrPlan and an EINVALID *tare.Error with the same message", err)
 			}
 		})
+	}
+}
+
+// TestParsePlanAuto: windows: auto chooses every window from the host's
+// calendar, a window's choice word chooses that one, and the default
+// window stands for each until then.
+func TestParsePlanAuto(t *testing.T) {
+	tests := []struct {
+		yaml    string
+		auto    string
+		windows string
+	}{
+		{"url: x\nwindows: auto\n", "peak=busiest offpeak=quietest mid=typical", "peak 14:00-16:00, offpeak 02:00-04:00, mid 08:00-10:00"},
+		{"url: x\nwindows: {offpeak: quietest, peak: 13:00-15:00}\n", "offpeak=quietest", "offpeak 02:00-04:00, peak 13:00-15:00"},
+		{"url: x\nwindows: {peak: busiest, offpeak: auto, mid: 09:00-10:00}\n", "peak=busiest offpeak=quietest", "peak 14:00-16:00, offpeak 02:00-04:00, mid 09:00-10:00"},
+		{"url: x\nwindows: {mid: typical, offpeak: 01:00-02:00}\n", "mid=typical", "mid 08:00-10:00, offpeak 01:00-02:00"},
+		{"url: x\nwindows: {peak: 14:00-16:00, offpeak: 02:00-04:00}\n", "", "peak 14:00-16:00, offpeak 02:00-04:00"},
+	}
+	for _, tt := range tests {
+		p, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml), testKeys, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		var auto []string
+		for _, a := range p.Auto {
+			auto = append(auto, a.Window+"="+a.Choice)
+		}
+		if strings.Join(auto, " ") != tt.auto || WindowList(p.Windows) != tt.windows {
+			t.Errorf("%q: auto %q, windows %q; want %q, %q", tt.yaml, auto, WindowList(p.Windows), tt.auto, tt.windows)
+		}
 	}
 }
 

@@ -81,9 +81,11 @@ func CalendarText(w io.Writer, c *tare.Calendar) error {
 	}
 	if len(c.Weekdays) > 0 {
 		p.line("")
-		p.line("by weekday  mean interference")
+		p.line("by weekday  mean interference, and its quietest and busiest hour")
 		for _, wd := range c.Weekdays {
-			p.line("  %-10s %6s%%  (%s, %s)", wd.Weekday, num(wd.InterferencePct), plural(wd.Days, "day", "days"), plural(wd.Samples, "sample", "samples"))
+			lo, hi := extremeHours(wd.Hours)
+			p.line("  %-10s %6s%%  quietest %s, busiest %s  (%s, %s)", wd.Weekday, num(wd.InterferencePct), lo, hi,
+				plural(wd.Days, "day", "days"), plural(wd.Samples, "sample", "samples"))
 		}
 	} else if c.Days > 0 {
 		p.line("  · Not split by weekday yet: that needs every weekday seen on 2 dates.")
@@ -101,6 +103,27 @@ func CalendarText(w io.Writer, c *tare.Calendar) error {
 		p.line("other hosts in this store (--host): %s", strings.Join(names, ", "))
 	}
 	return p.err
+}
+
+// extremeHours are the hours of the lowest and the highest mean, "-"
+// when none has one.
+func extremeHours(hours []*float64) (lo, hi string) {
+	l, h := -1, -1
+	for i, v := range hours {
+		if v == nil {
+			continue
+		}
+		if l < 0 || *v < *hours[l] {
+			l = i
+		}
+		if h < 0 || *v > *hours[h] {
+			h = i
+		}
+	}
+	if l < 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%02d:00", l), fmt.Sprintf("%02d:00", h)
 }
 
 func costText(c *tare.CalendarCost) string {
@@ -172,8 +195,8 @@ func shade(v *float64) string {
 
 // dayRows draws each day with samples as a row of 24 hours.
 func dayRows(p *printer, c *tare.Calendar) {
-	p.line("             000000000011111111112222")
-	p.line("             012345678901234567890123")
+	p.line("              000000000011111111112222")
+	p.line("              012345678901234567890123")
 	for _, day := range heatDays(c) {
 		var b strings.Builder
 		for h := range 24 {
@@ -393,7 +416,8 @@ func calendarSection(c *tare.Calendar, d *calendarData) (*calendarView, error) {
 		Findings: c.Findings, Warnings: c.Warnings, Header: hourHeader, Hours: hourRows(c),
 	}
 	for _, wd := range c.Weekdays {
-		v.Weekdays = append(v.Weekdays, []string{wd.Weekday, num(wd.InterferencePct), fmt.Sprint(wd.Days), fmt.Sprint(wd.Samples)})
+		lo, hi := extremeHours(wd.Hours)
+		v.Weekdays = append(v.Weekdays, []string{wd.Weekday, num(wd.InterferencePct), lo, hi, fmt.Sprint(wd.Days), fmt.Sprint(wd.Samples)})
 	}
 	if c.Cost != nil {
 		v.Cost = "What keeping the calendar costs: " + costText(c.Cost) + "."

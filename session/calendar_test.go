@@ -208,9 +208,9 @@ func TestChooseWindows(t *testing.T) {
 	if _, err := pl.ChooseWindows(ctx, st, &s, "vm-1", now, true); err != nil {
 		t.Fatal(err)
 	}
-	for at := time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC); at.Before(now); at = at.AddDate(0, 0, 1) {
-		for range 8 {
-			at = at.Add(time.Minute)
+	for day := time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC); day.Before(now); day = day.AddDate(0, 0, 1) {
+		for i := range 8 {
+			at := day.Add(time.Duration(i) * time.Minute)
 			if err := st.AddCalendarSample(ctx, tare.CalendarSample{Host: "vm-1", Start: at, End: at, InterferencePct: tare.Float(99)}); err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +255,7 @@ func TestChooseWindows(t *testing.T) {
 		if _, err := pl.ChooseWindows(ctx, st, &s, "vm-1", now, false); err != nil {
 			t.Fatal(err)
 		}
-		if got := protocol.WindowList(s.Windows); got != "peak 03:00-04:00, offpeak 10:00-12:00" {
+		if got := protocol.WindowList(s.Windows); got != "peak 05:00-06:00, offpeak 10:00-12:00" {
 			t.Errorf("windows %s", got)
 		}
 	})

@@ -116,7 +116,9 @@ func TestCheckEvery(t *testing.T) {
 }
 
 // TestCheckRecordNamesAHog: a CPU hog running beside tare check --record
-// is in the stored sample, by name, with its share of the host's CPU.
+// is in the stored sample, by name, with its share of the host's CPU
+// (among the five busiest: on a machine shared with builds it need not be
+// the first).
 func TestCheckRecordNamesAHog(t *testing.T) {
 	interfere.Exclusive(t)
 	hog := interfere.Busy(t)
@@ -137,7 +139,7 @@ func TestCheckRecordNamesAHog(t *testing.T) {
 			hogPct = p.CPUPct
 		}
 	}
-	if hogPct < 5 || *s.InterferencePct < hogPct || !strings.Contains(stdout, "busiest: sh ") {
+	if hogPct < 5 || *s.InterferencePct < hogPct || !strings.Contains(stdout, "busiest: ") {
 		t.Errorf("the hog (pid %d) at %.1f%% of the host's CPU, interference %.1f%%; want it named, at 5%% or more:\n%s\n%+v",
 			hog.Process.Pid, hogPct, *s.InterferencePct, stdout, s.TopOthers)
 	}
@@ -263,7 +265,7 @@ func TestProtocolWindowsAuto(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"# from the calendar: peak 03:00-04:00: the busiest hour of host vm-auto's day over 8 days",
+	for _, want := range []string{"# from the calendar: peak 03:00-04:00: the busiest hour of host vm-auto's day over 8 days (32 samples)",
 		"# from the calendar: offpeak 11:00-12:00: the quietest hour", "\n0 3 * * * ", "--window peak", "\n0 11 * * * "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("cron lacks %q:\n%s", want, stdout)
@@ -395,7 +397,8 @@ func TestKubernetesCalendarPods(t *testing.T) {
 		cmds, errs = append(cmds, c), append(errs, &stderr)
 	}
 	for i, c := range cmds {
-		if err := c.Wait(); err != nil {
+		// Wait reports the context's end; the exit status is what counts.
+		if err := c.Wait(); c.ProcessState == nil || c.ProcessState.ExitCode() != 0 {
 			t.Errorf("pod of %s: %v: %s", nodes[i], err, errs[i])
 		}
 	}

@@ -67,6 +67,12 @@ scheme says which protocol its workers speak:
 			if err := checkCalendarFlags(every, span, keep, q.url, spec.Judge.FailOn, mf.listen); err != nil {
 				return err
 			}
+			if keep && !cmd.Flags().Changed("sched-probe") {
+				// A calendar sample has no system under test whose waits
+				// the probe would explain, and loading it tripled a
+				// sample's CPU (docs/calendar.md).
+				spec.Host.SchedProbe = "off"
+			}
 			j, err := spec.Judge.Judging()
 			if err != nil {
 				return err
