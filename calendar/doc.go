@@ -25,6 +25,12 @@
 //     the hours ranked again each time. The quietest hour's "sure" is the
 //     share of resamples in which it came out quietest; its interval, the
 //     2.5th and 97.5th percentiles of its mean over the resamples.
+//   - Whether the hours differ at all is a permutation test, not the
+//     extremes' intervals: the quietest and the busiest of 24 hours are
+//     always apart by some chance amount (the winner's curse), so each
+//     day's hours are shuffled among themselves, which is what "the hour
+//     makes no difference" allows, and the spread between the lowest and
+//     the highest hour mean is set against the observed one.
 //   - MinDays (5) days are needed before hours are ranked at all. From n
 //     days a bootstrap can draw C(2n−1, n) different samples: 35 from 4
 //     days, 126 from 5. A 95 % interval cuts 2.5 % from each tail, which
