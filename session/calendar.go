@@ -33,7 +33,8 @@ type Keeper struct {
 	Wait func(ctx context.Context, until time.Time) error
 	// OnSample is told of each sample stored; OnError of each that could
 	// not be (the keeper carries on: a store that is down for a while
-	// costs those samples, not the calendar).
+	// costs those samples, not the calendar). With Once, a sample that
+	// could not be stored is Loop's error instead.
 	OnSample func(tare.CalendarSample)
 	OnError  func(tare.CalendarSample, error)
 	// Once stops the keeper after one sample (tare check --record, what a
@@ -73,6 +74,9 @@ func (k *Keeper) Loop(ctx context.Context) error {
 		}
 		c := calendar.Sample(host, &s, &cost)
 		if err := k.Store.AddCalendarSample(ctx, c); err != nil {
+			if k.Once {
+				return err // the one sample asked for is lost: the command failed
+			}
 			if k.OnError != nil {
 				k.OnError(c, err)
 			}
