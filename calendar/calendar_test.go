@@ -3,6 +3,7 @@ package calendar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -301,6 +302,22 @@ func TestChooseTooFewDays(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// TestChooseNoSpan: a load longer than any span sampled on enough days
+// leaves nothing to choose, and says so.
+func TestChooseNoSpan(t *testing.T) {
+	// Samples from 08:00 to 17:00 only: no 10-hour span was sampled.
+	var day []tare.CalendarSample
+	for _, s := range (host{days: 6, seed: 9, level: busyAt3}).samples() {
+		if h := s.Start.Hour(); h >= 8 && h < 17 {
+			day = append(day, s)
+		}
+	}
+	_, _, err := Choose(day, cfg(28), []Want{{"peak", tare.ChoiceBusiest}}, nil, 10*time.Hour)
+	if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(fmt.Sprint(err), "no 10 hours of host vm-1's day was sampled") {
+		t.Errorf("error %v", err)
 	}
 }
 

@@ -119,6 +119,9 @@ func Choose(samples []tare.CalendarSample, cfg Config, wants []Want, fixed []tar
 			spans = append(spans, s)
 		}
 	}
+	if len(spans) == 0 {
+		return nil, nil, tare.Errorf(tare.EINVALID, "windows from the calendar: no %s of host %s's day was sampled on %d days or more", spanWords(hours), cfg.Host, MinDays)
+	}
 	var medians []float64
 	for _, s := range spans {
 		medians = append(medians, s.mean(d, nil))

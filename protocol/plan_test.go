@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,7 @@ func FuzzParsePlan(f *testing.F) {
 		string(seed), "", "url: x\n", "url: x\nwindows: {peak: 23:00-01:00, offpeak: 02:00-04:00}\n",
 		"url: &a x\nlabel: *a\n", "- a\n- b\n", "url: x\ndays: 366\ntz: UTC\n", "{url: [x]}", "url: x\n---\n", "url: !!binary aGk=\n",
 		"a: &a [*a]\n", "url: x\nsweep: {from: 1/s, to: 2/s}\n", "url: x\nthresholds: {divergence: 1e3}\n",
+		"url: x\nwindows: auto\n", "url: x\nwindows: {offpeak: quietest, peak: busiest, mid: 08:00-10:00}\n",
 	} {
 		f.Add(s)
 	}
@@ -197,6 +199,11 @@ func FuzzParsePlan(f *testing.F) {
 		for _, w := range p.Windows {
 			if Length(w) <= 0 || Length(w) >= 24*time.Hour {
 				t.Fatalf("window %+v has length %v", w, Length(w))
+			}
+		}
+		for _, a := range p.Auto {
+			if autoChoice[a.Window] != a.Choice || !slices.ContainsFunc(p.Windows, func(w tare.Window) bool { return w.Name == a.Window }) {
+				t.Fatalf("auto window %+v: not one of the plan's windows, or a choice it cannot make", a)
 			}
 		}
 		for _, st := range p.Settings {
