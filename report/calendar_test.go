@@ -122,3 +122,32 @@ func TestHeatColor(t *testing.T) {
 		t.Error("6% and 9% have one colour: the scale does not interpolate")
 	}
 }
+
+// TestComparisonSaysWhetherAsPredicted: the comparison of windows chosen
+// from the calendar says of each, as text and on the page, whether it
+// measured as predicted.
+func TestComparisonSaysWhetherAsPredicted(t *testing.T) {
+	no, yes := false, true
+	checks := []tare.WindowCheck{
+		{WindowChoice: tare.WindowChoice{Window: "peak", Host: "vm-1"}, Measured: tare.Float(3), AsPredicted: &no,
+			Verdict: "peak (03:00-04:00, the calendar's busiest): measured 3.0% interference, quieter than predicted"},
+		{WindowChoice: tare.WindowChoice{Window: "offpeak", Host: "vm-1"}, Measured: tare.Float(1), AsPredicted: &yes,
+			Verdict: "offpeak (11:00-12:00, the calendar's quietest): measured 1.0% interference, as quiet as predicted"},
+	}
+	var buf bytes.Buffer
+	if err := CompareText(&buf, &tare.Comparison{Calendar: checks}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"calendar  the windows chosen from host vm-1's calendar, as measured", "  ✗ peak (03:00-04:00", "  ✓ offpeak (11:00-12:00"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+	c := htmlComparison(t)
+	cmp := ComparisonOf(&tare.Comparison{Calendar: checks}, nil)
+	c.Calendar = cmp.Calendar
+	html := string(render(t, Page{Comparison: c}))
+	if !strings.Contains(html, "Windows from the host's calendar") || !strings.Contains(html, "quieter than predicted") {
+		t.Error("the page does not say whether the windows were as predicted")
+	}
+}
