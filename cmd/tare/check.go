@@ -96,7 +96,7 @@ scheme says which protocol its workers speak:
 			if err != nil {
 				return err
 			}
-			sutBy, err := spec.Host.FindSUT(&cfg, "")
+			sutBy, err := spec.Host.FindSUT(&cfg, "", "")
 			if err != nil {
 				return err
 			}
