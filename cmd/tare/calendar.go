@@ -25,15 +25,14 @@ import (
 )
 
 // checkCalendarFlags refuses what does not go with keeping a calendar
-// (keep: --every or --record), before anything is sampled.
-func checkCalendarFlags(every, span time.Duration, keep bool, db, queueURL, failOn, metricsListen string) error {
+// (keep: --every or --record), before anything is sampled. --db without
+// them is not refused: $TARE_DB sets it too, for every command.
+func checkCalendarFlags(every, span time.Duration, keep bool, queueURL, failOn, metricsListen string) error {
 	switch {
 	case every < 0:
 		return tare.Errorf(tare.EINVALID, "--every must be a positive duration, like 5m; got %s", every)
 	case every > 0 && every <= span:
 		return tare.Errorf(tare.EINVALID, "--every %s must be longer than --for %s: each sample needs its slot, like --every 5m --for 10s", every, span)
-	case !keep && db != "":
-		return tare.Errorf(tare.EINVALID, "--db is where the host's calendar is kept: give --every (like --every 5m) or --record with it; a check alone stores nothing")
 	case !keep:
 		return nil
 	case queueURL != "":
@@ -241,7 +240,7 @@ divide one of them: 1m to 30m (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30) or
 			if span <= 0 {
 				return tare.Errorf(tare.EINVALID, "--for must be a positive duration, like 10s; got %s", span)
 			}
-			if err := checkCalendarFlags(every, span, true, "", "", "", ""); err != nil {
+			if err := checkCalendarFlags(every, span, true, "", "", ""); err != nil {
 				return err
 			}
 			when, err := cronEvery(every)

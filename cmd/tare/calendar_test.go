@@ -235,7 +235,6 @@ func TestCheckCalendarBadInput(t *testing.T) {
 		{[]string{"check", "--every", "-1m", "--db", db}, "--every must be a positive duration"},
 		{[]string{"check", "--every", "5m", "--fail-on", "polluted", "--db", db}, "--fail-on judges one check"},
 		{[]string{"check", "--record", "--queue", "redis://127.0.0.1:1/0", "--db", db}, "--queue checks a queue before a run"},
-		{[]string{"check", "--db", db}, "--db is where the host's calendar is kept: give --every"},
 		{[]string{"check", "cron", "--every", "7m"}, "--every 7m0s cannot be a crontab line"},
 		{[]string{"check", "cron", "--every", "90m"}, "cannot be a crontab line"},
 		{[]string{"check", "history", "--days", "0", "--db", db}, "--days must be from 1 to 366"},

@@ -64,7 +64,7 @@ scheme says which protocol its workers speak:
 				return tare.Errorf(tare.EINVALID, "--for must be a positive duration, like 10s; got %s", span)
 			}
 			keep := every != 0 || record
-			if err := checkCalendarFlags(every, span, keep, sf.db, q.url, spec.Judge.FailOn, mf.listen); err != nil {
+			if err := checkCalendarFlags(every, span, keep, q.url, spec.Judge.FailOn, mf.listen); err != nil {
 				return err
 			}
 			if keep && !cmd.Flags().Changed("sched-probe") {
