@@ -43,6 +43,10 @@ type Comparison struct {
 	// the quietest window measured: neighbours, steal, throttling, the
 	// generator's lateness, the system under test's CPU per request.
 	Changes []WindowChange `json:"changes,omitempty"`
+	// Calendar says, of each window chosen from the host's calendar
+	// (windows: auto), whether it measured as quiet or as busy as the
+	// calendar predicted.
+	Calendar []WindowCheck `json:"calendar,omitempty"`
 }
 
 // ComparedRun is one run's figures in a comparison.

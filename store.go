@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Store keeps runs, their ticks and their raw records. Writes stream while
-// a run goes, so a run killed mid-way is readable and marked interrupted.
+// Store keeps runs, their ticks and their raw records, and the hosts'
+// calendars. Writes stream while a run goes, so a run killed mid-way is
+// readable and marked interrupted.
 type Store interface {
 	// CreateRun records a new run with status running. The run's ID must be
 	// set and unique.
@@ -40,6 +41,9 @@ type Store interface {
 	DeleteRun(ctx context.Context, runID string) error
 	// Close releases the store.
 	Close() error
+
+	// The store keeps the hosts' calendars too.
+	CalendarStore
 }
 
 // RunFilter selects runs; zero fields match everything.

@@ -27,6 +27,16 @@ const (
 	envKubernetes   = "KUBERNETES_SERVICE_HOST"
 )
 
+// Hostname is the name tare records for this host, as a run's Env does:
+// $TARE_HOSTNAME (in a pod, the node's), else the kernel's host name.
+func Hostname() string {
+	name := cmp.Or(os.Getenv(EnvHostname), readLine("/proc/sys/kernel/hostname"))
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return name
+}
+
 // readEnv describes the machine once per run. Anything it cannot read is
 // left empty (or nil): the environment is context for the figures, never a
 // reason to refuse to measure.

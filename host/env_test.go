@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"testing"
 
 	"github.com/prometheus/procfs"
@@ -82,5 +83,22 @@ func TestHostProcesses(t *testing.T) {
 	}
 	if v := hostProcesses("/proc"); v == nil {
 		t.Errorf("this machine's /proc: unknown, want true or false")
+	}
+}
+
+// TestHostname: the host's name is $TARE_HOSTNAME when set (a pod's node),
+// else the kernel's, as a run's Env records it.
+func TestHostname(t *testing.T) {
+	t.Setenv(EnvHostname, "node-7")
+	if got := Hostname(); got != "node-7" {
+		t.Errorf("with %s=node-7: %q", EnvHostname, got)
+	}
+	t.Setenv(EnvHostname, "")
+	want, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name here:", err)
+	}
+	if got := Hostname(); got != want {
+		t.Errorf("Hostname() = %q, want the kernel's %q", got, want)
 	}
 }

@@ -17,16 +17,8 @@ import (
 // systemd's cron read; Debian's cron does not, and runs the lines in the
 // system's zone.
 func (s Schedule) Cron(args []string, log string) []string {
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = shellQuote(a)
-	}
 	command := func(window string) string {
-		c := strings.Join(quoted, " ") + " --window " + window
-		if log != "" {
-			c += " >> " + shellQuote(log) + " 2>&1"
-		}
-		return c
+		return CronCommand(append(args[:len(args):len(args)], "--window", window), log)
 	}
 	var spans []string
 	for _, w := range s.Windows {
@@ -45,6 +37,20 @@ func (s Schedule) Cron(args []string, log string) []string {
 		lines = append(lines, fmt.Sprintf("%d %d * * * %s", int(w.From%time.Hour/time.Minute), int(w.From/time.Hour), command(w.Name)))
 	}
 	return lines
+}
+
+// CronCommand is the command of a crontab line: args, each quoted for the
+// shell when it needs it, its output appended to log (none when "").
+func CronCommand(args []string, log string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	c := strings.Join(quoted, " ")
+	if log != "" {
+		c += " >> " + shellQuote(log) + " 2>&1"
+	}
+	return c
 }
 
 func plural(n int, one, many string) string {

@@ -38,6 +38,8 @@ const MaxPlanSize = 1 << 20
 //	slo: p95<=2s
 //	thresholds: {steal: 10, divergence: 30}
 //	windows: {peak: 14:00-16:00, offpeak: 02:00-04:00, mid: 08:00-10:00}
+//	# or windows: auto, or offpeak: quietest, peak: busiest, mid: typical:
+//	# chosen from the calendar of the host (tare check --every)
 //	days: 3
 //	tz: Europe/Paris
 //	sweep: {from: 1/s, to: 40/s, step: 4/s}   # a capacity sweep per window
@@ -59,9 +61,13 @@ type Plan struct {
 	Sweep bool
 
 	Windows []tare.Window
-	Days    int            // 1 unless the plan says
-	TZ      string         // as written; "" for the local zone
-	Loc     *time.Location // the zone; time.Local unless the plan says
+	// Auto are the windows to choose from the host's calendar (windows:
+	// auto, offpeak: quietest); until they are chosen, the default window
+	// of that name stands for each in Windows.
+	Auto []Auto
+	Days int            // 1 unless the plan says
+	TZ   string         // as written; "" for the local zone
+	Loc  *time.Location // the zone; time.Local unless the plan says
 	// DivergencePct is the protocol verdict's threshold (thresholds:
 	// divergence); 0 for the default.
 	DivergencePct float64
@@ -301,9 +307,33 @@ func (p *Plan) thresholds(v *yaml.Node) error {
 	})
 }
 
+// Auto is a window the plan chooses from the host's calendar rather than
+// by the clock: windows: auto, or offpeak: quietest.
+type Auto struct {
+	Window string // peak, offpeak or mid
+	Choice string // tare.ChoiceBusiest, ChoiceQuietest or ChoiceTypical
+}
+
+// autoChoice is the one calendar choice each window may make: the
+// protocol's peak is the host's busiest hours, its off-peak the quietest,
+// its mid the most typical.
+var autoChoice = map[string]string{
+	tare.WindowPeak:    tare.ChoiceBusiest,
+	tare.WindowOffpeak: tare.ChoiceQuietest,
+	tare.WindowMid:     tare.ChoiceTypical,
+}
+
 func (p *Plan) windows(v *yaml.Node) error {
+	if v.Kind == yaml.ScalarNode && v.Value == "auto" {
+		// Every window from the calendar, in the default order.
+		for _, w := range DefaultWindows() {
+			p.Windows = append(p.Windows, w)
+			p.Auto = append(p.Auto, Auto{Window: w.Name, Choice: autoChoice[w.Name]})
+		}
+		return nil
+	}
 	if v.Kind != yaml.MappingNode {
-		return p.Errorf("windows", nil, "windows must be a mapping like {peak: 14:00-16:00, offpeak: 02:00-04:00, mid: 08:00-10:00}; got %s", kindName(v))
+		return p.Errorf("windows", nil, "windows must be auto (chosen from the host's calendar) or a mapping like {peak: 14:00-16:00, offpeak: 02:00-04:00, mid: 08:00-10:00}; got %s", kindName(v))
 	}
 	err := eachKey(p, v, "windows", func(name string, wv *yaml.Node) error {
 		key := "windows." + name
@@ -315,8 +345,17 @@ func (p *Plan) windows(v *yaml.Node) error {
 		if err != nil {
 			return err
 		}
+		if want := autoChoice[name]; span == want || span == "auto" {
+			// Chosen from the calendar; the default stands in until then.
+			p.Windows = append(p.Windows, w)
+			p.Auto = append(p.Auto, Auto{Window: name, Choice: want})
+			return nil
+		}
+		if _, isChoice := choiceWindow(span); isChoice {
+			return p.Errorf(key, nil, "the %s window can only be the host's %s hours (%s: %s, or auto); %q is another window's", name, autoChoice[name], name, autoChoice[name], span)
+		}
 		if w.From, w.To, err = ParseSpan(span); err != nil {
-			return p.Errorf(key, err, "%v", err)
+			return p.Errorf(key, err, "%v, or %s (chosen from the host's calendar)", err, autoChoice[name])
 		}
 		p.Windows = append(p.Windows, w)
 		return nil
@@ -328,6 +367,16 @@ func (p *Plan) windows(v *yaml.Node) error {
 		return p.Errorf("windows", nil, "give at least two windows to compare; got %d", len(p.Windows))
 	}
 	return nil
+}
+
+// choiceWindow is the window a calendar choice word belongs to.
+func choiceWindow(word string) (string, bool) {
+	for w, c := range autoChoice {
+		if c == word {
+			return w, true
+		}
+	}
+	return "", false
 }
 
 // addSettings adds a scalar's value, or a list's when list is true, as

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,9 @@ func TestParsePlanErrors(t *testing.T) {
 		{"syntax", "url: x\nrate: \"unterminated\n", "plan p.yaml, line 2: not valid YAML: found unexpected end of stream"},
 		{"two documents", "url: x\n---\nurl: y\n", "line 2: more than one YAML document"},
 		{"header list of lists", "url: x\nheader:\n  - [a, b]\n", "line 3, key header: each header must be a string; got a list"},
+		{"windows word", "url: x\nwindows: quiet\n", `line 2, key windows: windows must be auto (chosen from the host's calendar) or a mapping`},
+		{"another window's choice", "url: x\nwindows: {peak: quietest, mid: typical}\n", `line 2, key windows.peak: the peak window can only be the host's busiest hours (peak: busiest, or auto); "quietest" is another window's`},
+		{"a word that is no choice", "url: x\nwindows: {offpeak: quietist, mid: typical}\n", `key windows.offpeak: a window must look like 14:00-16:00; got "quietist", or quietest (chosen from the host's calendar)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +104,36 @@ func TestParsePlanErrors(t *testing.T) {
 				t.Errorf("error %v: want it to wrap ErrPlan and an EINVALID *tare.Error with the same message", err)
 			}
 		})
+	}
+}
+
+// TestParsePlanAuto: windows: auto chooses every window from the host's
+// calendar, a window's choice word chooses that one, and the default
+// window stands for each until then.
+func TestParsePlanAuto(t *testing.T) {
+	tests := []struct {
+		yaml    string
+		auto    string
+		windows string
+	}{
+		{"url: x\nwindows: auto\n", "peak=busiest offpeak=quietest mid=typical", "peak 14:00-16:00, offpeak 02:00-04:00, mid 08:00-10:00"},
+		{"url: x\nwindows: {offpeak: quietest, peak: 13:00-15:00}\n", "offpeak=quietest", "offpeak 02:00-04:00, peak 13:00-15:00"},
+		{"url: x\nwindows: {peak: busiest, offpeak: auto, mid: 09:00-10:00}\n", "peak=busiest offpeak=quietest", "peak 14:00-16:00, offpeak 02:00-04:00, mid 09:00-10:00"},
+		{"url: x\nwindows: {mid: typical, offpeak: 01:00-02:00}\n", "mid=typical", "mid 08:00-10:00, offpeak 01:00-02:00"},
+		{"url: x\nwindows: {peak: 14:00-16:00, offpeak: 02:00-04:00}\n", "", "peak 14:00-16:00, offpeak 02:00-04:00"},
+	}
+	for _, tt := range tests {
+		p, err := ParsePlan("p.yaml", strings.NewReader(tt.yaml), testKeys, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		var auto []string
+		for _, a := range p.Auto {
+			auto = append(auto, a.Window+"="+a.Choice)
+		}
+		if strings.Join(auto, " ") != tt.auto || WindowList(p.Windows) != tt.windows {
+			t.Errorf("%q: auto %q, windows %q; want %q, %q", tt.yaml, auto, WindowList(p.Windows), tt.auto, tt.windows)
+		}
 	}
 }
 
@@ -147,6 +181,7 @@ func FuzzParsePlan(f *testing.F) {
 		string(seed), "", "url: x\n", "url: x\nwindows: {peak: 23:00-01:00, offpeak: 02:00-04:00}\n",
 		"url: &a x\nlabel: *a\n", "- a\n- b\n", "url: x\ndays: 366\ntz: UTC\n", "{url: [x]}", "url: x\n---\n", "url: !!binary aGk=\n",
 		"a: &a [*a]\n", "url: x\nsweep: {from: 1/s, to: 2/s}\n", "url: x\nthresholds: {divergence: 1e3}\n",
+		"url: x\nwindows: auto\n", "url: x\nwindows: {offpeak: quietest, peak: busiest, mid: 08:00-10:00}\n",
 	} {
 		f.Add(s)
 	}
@@ -164,6 +199,11 @@ func FuzzParsePlan(f *testing.F) {
 		for _, w := range p.Windows {
 			if Length(w) <= 0 || Length(w) >= 24*time.Hour {
 				t.Fatalf("window %+v has length %v", w, Length(w))
+			}
+		}
+		for _, a := range p.Auto {
+			if autoChoice[a.Window] != a.Choice || !slices.ContainsFunc(p.Windows, func(w tare.Window) bool { return w.Name == a.Window }) {
+				t.Fatalf("auto window %+v: not one of the plan's windows, or a choice it cannot make", a)
 			}
 		}
 		for _, st := range p.Settings {

@@ -218,6 +218,10 @@ const (
 	ConfigTZ        = "protocol.tz"
 	ConfigSeed      = "protocol.seed"
 	ConfigRunLength = "protocol.run_length"
+	// ConfigCalendar holds the windows chosen from the host's calendar,
+	// with their evidence (JSON []tare.WindowChoice); absent when the plan
+	// gave every window as times.
+	ConfigCalendar = "protocol.calendar"
 )
 
 // Config records the schedule in a run's configuration, so that the

@@ -78,6 +78,7 @@ const inspect = `(() => {
   const expected = [];
   for (const r of data.runs) for (const c of r.charts) expected.push(c.id);
   if (data.comparison) for (const c of data.comparison.charts) expected.push(c.id);
+  if (data.calendar) for (const c of data.calendar.charts) expected.push(c.id);
   const charts = [...document.querySelectorAll('svg.plot')].map(s => {
     const b = s.getBoundingClientRect();
     return {id: s.id.replace(/^svg-/, ''), width: b.width, height: b.height,
@@ -118,6 +119,7 @@ func TestBrowser(t *testing.T) {
 		{"compare", Page{Comparison: cmp, Runs: windows}, []string{"peak", "offpeak", "mid"}},
 		{"escapes", Page{Runs: []*Run{labelled}, Title: evil}, []string{evil}},
 		{"long", Page{Runs: []*Run{long}}, []string{"long"}},
+		{"calendar", Page{Calendar: calendarFixture(t)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,7 @@ const (
 	kindBars       = "bars"       // one horizontal bar per category
 	kindRange      = "range"      // capacity bars with the gap between best and worst marked
 	kindXY         = "xy"         // x and y both data, points joined by lines
+	kindHeat       = "heatmap"    // a value per row and column, as colour (Heat)
 )
 
 // chartData is one chart: what the page draws and what its data part
@@ -49,6 +50,7 @@ type chartData struct {
 	Stages []stageMark `json:"stages,omitempty"`
 	Bars   []barData   `json:"bars,omitempty"`
 	Gap    *gapData    `json:"gap,omitempty"`
+	Heat   *heatData   `json:"heat,omitempty"`
 	// Points is how many points the longest series had before it was
 	// folded into its envelope; 0 when nothing was folded.
 	Points int     `json:"downsampled_from,omitempty"`
@@ -191,6 +193,10 @@ func (c *chartData) draw(dc draw.Canvas) {
 	dc.Fill(dc.Rectangle.Path())
 	c.drawHeader(dc)
 	body := draw.Crop(dc, 4, -6, 2, -c.header())
+	if c.Heat != nil {
+		c.drawHeat(body)
+		return
+	}
 
 	p := plot.New()
 	p.BackgroundColor = nil
@@ -250,6 +256,9 @@ type legendEntry struct {
 }
 
 func (c *chartData) legend() []legendEntry {
+	if c.Heat != nil {
+		return c.heatLegend()
+	}
 	var out []legendEntry
 	for _, s := range c.Series {
 		sty := lineStyle(s)

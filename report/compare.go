@@ -62,6 +62,7 @@ func CompareText(w io.Writer, c *tare.Comparison) error {
 		}
 	}
 	changesText(p, c.Changes)
+	calendarChecksText(p, c.Calendar)
 
 	v := c.Verdict
 	p.line("")

@@ -22,6 +22,7 @@ type pageData struct {
 	Title      string          `json:"title"`
 	Runs       []runData       `json:"runs"`
 	Comparison *comparisonData `json:"comparison,omitempty"`
+	Calendar   *calendarData   `json:"calendar,omitempty"`
 }
 
 type runData struct {

@@ -21,8 +21,11 @@ type Page struct {
 	// Comparison is drawn above the runs when set. Several runs without a
 	// comparison still get their latency distributions overlaid.
 	Comparison *Comparison
-	Generated  time.Time // printed in the footer; zero leaves it out
-	Version    string    // tare's version, printed in the footer
+	// Calendar is a host's calendar (tare check history), drawn first
+	// when set: its heatmap, day by hour, and its hours.
+	Calendar  *tare.Calendar
+	Generated time.Time // printed in the footer; zero leaves it out
+	Version   string    // tare's version, printed in the footer
 }
 
 //go:embed html.tmpl
@@ -86,6 +89,7 @@ type pageView struct {
 	Data       template.JS
 	Overview   []overviewRow
 	Comparison *compareView
+	Calendar   *calendarView
 	Runs       []runView
 	Footer     string
 }
@@ -100,6 +104,7 @@ type compareView struct {
 	Advice   []string
 	Findings []string
 	Changes  []string
+	Calendar []string
 	Charts   []chartView
 	Header   []string   // the windows, for the divergence table
 	Rows     [][]string // metric, value per window, divergence
@@ -183,6 +188,14 @@ func build(p Page) (*pageData, *pageView, error) {
 		}
 		view.Comparison = cv
 	}
+	if p.Calendar != nil {
+		data.Calendar = &calendarData{Calendar: p.Calendar, Charts: calendarCharts(p.Calendar)}
+		cv, err := calendarSection(p.Calendar, data.Calendar)
+		if err != nil {
+			return nil, nil, err
+		}
+		view.Calendar = cv
+	}
 	var foot []string
 	if p.Version != "" {
 		foot = append(foot, "tare "+p.Version)
@@ -197,6 +210,8 @@ func build(p Page) (*pageData, *pageView, error) {
 
 func defaultTitle(p Page) string {
 	switch {
+	case p.Calendar != nil && len(p.Runs) == 0:
+		return "tare calendar · host " + p.Calendar.Host
 	case p.Comparison != nil:
 		return fmt.Sprintf("tare report · comparison of %d windows", len(p.Comparison.Windows))
 	case len(p.Runs) == 1:
@@ -458,7 +473,7 @@ func overview(id string, r *Run) overviewRow {
 }
 
 func compareSection(c *Comparison, d *comparisonData) (*compareView, error) {
-	v := &compareView{Headline: c.Headline, Advice: c.Advice, Findings: c.Findings, Changes: c.Changes, Class: "clean"}
+	v := &compareView{Headline: c.Headline, Advice: c.Advice, Findings: c.Findings, Changes: c.Changes, Calendar: c.Calendar, Class: "clean"}
 	switch {
 	case c.Diverged:
 		v.Class = "polluted"

@@ -24,6 +24,9 @@ type Comparison struct {
 	// expected one; Changes, what differed in their whose-CPU ledgers.
 	Findings []string
 	Changes  []string
+	// Calendar says, of each window chosen from the host's calendar,
+	// whether it measured as the calendar predicted.
+	Calendar []string
 
 	Windows []Window // in the order the page shows them
 
@@ -98,6 +101,9 @@ func ComparisonOf(c *tare.Comparison, runs []*Run) *Comparison {
 		for _, it := range ch.Items {
 			out.Changes = append(out.Changes, ch.Window+": "+it.Detail)
 		}
+	}
+	for _, wc := range c.Calendar {
+		out.Calendar = append(out.Calendar, wc.Verdict)
 	}
 	status := map[string]string{}
 	for _, m := range c.Verdict.Metrics {

@@ -22,7 +22,11 @@
 //
 // Load reads a stored run back, its shards merged and its sweep steps
 // judged again; Compare and LoadWindows are what tare compare and the
-// protocol judge across runs; Records re-summarises raw records files.
+// protocol judge across runs (Compare also sets each window chosen from a
+// host's calendar against what it measured); Records re-summarises raw
+// records files. A Keeper keeps a host's calendar (tare check --every):
+// an Observe-based sample every so often, stored; Plan.ChooseWindows
+// takes a plan's windows: auto from it.
 //
 // A cancelled context stops the arrivals and yields a summary marked
 // interrupted: nothing measured is lost. A store that fails mid-run does

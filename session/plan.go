@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,7 +23,10 @@ type Plan struct {
 	Path  string     // absolute
 	Spec  *Spec      // the load, from tare run's defaults
 	Sweep *SweepSpec // nil: one load per window
-	given map[string]bool
+	// Chosen are the windows ChooseWindows chose from the host's
+	// calendar, with their evidence.
+	Chosen []tare.WindowChoice
+	given  map[string]bool
 }
 
 // ReadPlan reads the plan file at path into a Spec: every setting sets the
@@ -86,7 +90,8 @@ func ReadPlan(path string) (*Plan, error) {
 
 // Schedule is the plan's schedule, with the protocol id, the time zone
 // and the days the command line gives instead of the plan's ("" and 0:
-// the plan's own).
+// the plan's own). Windows to choose from the calendar (windows: auto)
+// are the defaults until ChooseWindows sets them.
 func (pl *Plan) Schedule(id, tz string, days int) (protocol.Schedule, error) {
 	id = cmp.Or(id, pl.ID)
 	if !protocol.ValidID(id) {
@@ -105,7 +110,10 @@ func (pl *Plan) Schedule(id, tz string, days int) (protocol.Schedule, error) {
 	case days < 1 || days > protocol.MaxDays:
 		return protocol.Schedule{}, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, days)
 	}
-	s := protocol.Schedule{Protocol: id, Windows: pl.Windows, Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: pl.runLength()}
+	s := protocol.Schedule{Protocol: id, Windows: slices.Clone(pl.Windows), Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: pl.runLength()}
+	if len(pl.Auto) > 0 {
+		return s, nil // validated once ChooseWindows has set the windows
+	}
 	return s, s.Validate()
 }
 
@@ -128,6 +136,10 @@ func (pl *Plan) runLength() time.Duration {
 func (pl *Plan) SlotRun(s protocol.Schedule, slot protocol.Slot, dry bool) tare.Run {
 	extra := s.Config()
 	extra["protocol.plan"] = pl.Path
+	if len(pl.Chosen) > 0 {
+		b, _ := json.Marshal(pl.Chosen) // plain fields: it cannot fail
+		extra[protocol.ConfigCalendar] = string(b)
+	}
 	label := cmp.Or(pl.Spec.Load.Label, pl.ID)
 	if dry {
 		extra["protocol.dry_run"] = "true"

@@ -22,6 +22,7 @@ func Compare(inputs []stats.CompareInput, sweeps []tare.SweepCapacity, rules jud
 		summaries[i] = inputs[i].Summary
 	}
 	judge.Protocol(&c, summaries, rules)
+	c.Calendar = calendarChecks(inputs)
 	return &c
 }
 

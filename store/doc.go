@@ -14,7 +14,9 @@
 // nanoseconds since the Unix epoch (the monotonic reading a tare.Result
 // carries is lost in storage), a zero time.Time is absent (NULL in a
 // column), and times read back are in UTC. Child rows point at the run's
-// integer key, not at its 36-byte id.
+// integer key, not at its 36-byte id. The hosts' calendars are apart from
+// the runs: one row per sample in calendar_samples, keyed by host, and the
+// windows each protocol chose from a calendar in protocol_windows.
 // The schema is versioned by embedded migrations applied on open.
 //
 // # Writes stream

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/protocol"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
@@ -41,6 +42,16 @@ takes), the SLO, the thresholds, the windows, the days and the time zone:
   days: 1
   tz: Europe/Paris
   sweep: {from: 1/s, to: 40/s, step: 4/s}   # optional: a capacity sweep per window
+
+With windows: auto the windows come from this host's calendar instead
+(tare check --every keeps it, tare check history shows it): off-peak in
+its quietest hours, peak in its busiest, mid in its most typical, each the
+load's length rounded up to whole hours. offpeak: quietest, peak: busiest
+or mid: typical chooses one and leaves the others to the clock. A protocol
+chooses once, the first time it needs its windows, and keeps them; every
+run records them with the calendar's evidence, and the comparison says
+whether each window measured as quiet (or as busy) as predicted. With
+fewer than 5 days in the calendar it refuses: too few days to tell.
 
 Every window is stored as a run with the protocol id (the plan's id:, or
 its file name) and the window's name, so tare protocol run survives a
@@ -99,6 +110,28 @@ func loadPlan(ctx context.Context, path string, over planFlags, stderr io.Writer
 	return lp, nil
 }
 
+// chooseWindows chooses the windows the plan takes from the host's
+// calendar (windows: auto), or reads back those its protocol chose, and
+// says so on stderr unless quiet; it returns them as crontab comments.
+func (lp *loadedPlan) chooseWindows(ctx context.Context, st tare.Store, keep, quiet bool, stderr io.Writer) ([]string, error) {
+	warnings, err := lp.ChooseWindows(ctx, st, &lp.schedule, host.Hostname(), time.Now(), keep)
+	if err != nil {
+		return nil, err
+	}
+	var comments []string
+	for _, c := range lp.Chosen {
+		comments = append(comments, "# from the calendar: "+c.Detail)
+		if !quiet {
+			fmt.Fprintf(stderr, "tare protocol %s: from the calendar: %s\n", lp.schedule.Protocol, c.Detail)
+		}
+	}
+	for _, w := range warnings {
+		comments = append(comments, "# warning: "+w)
+		fmt.Fprintf(stderr, "tare protocol %s: warning: %s\n", lp.schedule.Protocol, w)
+	}
+	return comments, nil
+}
+
 func newProtocolRunCmd() *cobra.Command {
 	var (
 		over   planFlags
@@ -153,6 +186,9 @@ exits: what the lines of tare protocol cron do.`,
 				return err
 			}
 			defer st.Close()
+			if _, err := lp.chooseWindows(cmd.Context(), st, !now, quiet, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: quiet, metrics: &mf}
 			if now {
 				return pr.dryRun(cmd.Context())
@@ -331,6 +367,17 @@ The output of each run is appended to --log.`,
 				return err
 			}
 			lp.prep.Release()
+			var chosen []string
+			if len(lp.Auto) > 0 {
+				st, err := sf.open(cmd.Context())
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				if chosen, err = lp.chooseWindows(cmd.Context(), st, true, true, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				exe = "tare"
@@ -347,7 +394,7 @@ The output of each run is appended to --log.`,
 			if log == "" {
 				log = filepath.Join(filepath.Dir(lp.Path), lp.schedule.Protocol+".log")
 			}
-			for _, line := range lp.schedule.Cron(run, log) {
+			for _, line := range append(chosen, lp.schedule.Cron(run, log)...) {
 				if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
 					return err
 				}

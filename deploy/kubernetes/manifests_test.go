@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +34,7 @@ import (
 type manifests struct {
 	job       batchv1.Job
 	workers   appsv1.Deployment
+	calendar  appsv1.DaemonSet
 	settings  corev1.ConfigMap
 	namespace corev1.Namespace
 	docs      [][]byte // every rendered resource, as YAML
@@ -72,6 +74,8 @@ func render(t *testing.T) manifests {
 			strict(t, what, doc, &m.job)
 		case "Deployment":
 			strict(t, what, doc, &m.workers)
+		case "DaemonSet":
+			strict(t, what, doc, &m.calendar)
 		case "ConfigMap":
 			strict(t, what, doc, &m.settings)
 		case "Namespace":
@@ -80,7 +84,7 @@ func render(t *testing.T) manifests {
 			t.Errorf("%s: a kind these tests do not check", what)
 		}
 	}
-	for _, kind := range []string{"Job", "Deployment", "ConfigMap", "Namespace"} {
+	for _, kind := range []string{"Job", "Deployment", "DaemonSet", "ConfigMap", "Namespace"} {
 		if seen[kind] != 1 {
 			t.Errorf("%d %s rendered, want 1", seen[kind], kind)
 		}
@@ -94,6 +98,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for name, out := range map[string]any{
 		"generators.yaml":    &batchv1.Job{},
 		"workers.yaml":       &appsv1.Deployment{},
+		"calendar.yaml":      &appsv1.DaemonSet{},
 		"namespace.yaml":     &corev1.Namespace{},
 		"kustomization.yaml": &types.Kustomization{},
 	} {
@@ -291,6 +296,65 @@ func TestWorkers(t *testing.T) {
 	wired(t, c, m.settings)
 }
 
+// TestCalendar: the DaemonSet keeps each node's calendar: tare check
+// --every with the node's name as the host, into the shared store from
+// the Secret, the node's process table in view, no CPU limit to throttle
+// the sampler, locked down and wired as the others.
+func TestCalendar(t *testing.T) {
+	m := render(t)
+	ds, pod := m.calendar, m.calendar.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers: want one tare container", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	env := envOf(c)
+	if len(c.Args) == 0 || c.Args[0] != "check" {
+		t.Fatalf("args %q, want tare check", c.Args)
+	}
+	for flag, key := range map[string]string{"--every": "TARE_CALENDAR_EVERY", "--for": "TARE_CALENDAR_FOR"} {
+		if v, _ := arg(c, flag); v != "$("+key+")" {
+			t.Errorf("%s=%q, want $(%s)", flag, v, key)
+		}
+		if _, ok := m.settings.Data[key]; !ok {
+			t.Errorf("the kustomization's settings have no %s", key)
+		}
+	}
+	every, err1 := time.ParseDuration(m.settings.Data["TARE_CALENDAR_EVERY"])
+	span, err2 := time.ParseDuration(m.settings.Data["TARE_CALENDAR_FOR"])
+	if err1 != nil || err2 != nil || span <= 0 || every <= span {
+		t.Errorf("TARE_CALENDAR_EVERY %q, TARE_CALENDAR_FOR %q: want durations, every longer than for (%v, %v)",
+			m.settings.Data["TARE_CALENDAR_EVERY"], m.settings.Data["TARE_CALENDAR_FOR"], err1, err2)
+	}
+	if fp := fieldPath(env["TARE_HOSTNAME"]); fp != "spec.nodeName" {
+		t.Errorf("TARE_HOSTNAME from %q, want spec.nodeName: the calendar is the node's", fp)
+	}
+	if r := env["TARE_DB"].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Key != "db" {
+		t.Errorf("TARE_DB from %+v: the calendars go to the Secret's db, the store the runs share", r)
+	}
+	if !pod.HostPID {
+		t.Error("hostPID is not set: the samples could not name the node's processes")
+	}
+	if pod.HostNetwork || pod.HostIPC || len(pod.Volumes) != 0 {
+		t.Errorf("hostNetwork %v, hostIPC %v, volumes %+v: the calendar needs none", pod.HostNetwork, pod.HostIPC, pod.Volumes)
+	}
+	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Errorf("a CPU limit (%s): its quota would throttle the sampler, and the calendar would record that", lim.String())
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %+v: want a CPU request and a memory limit", c.Resources)
+	}
+	for k, v := range ds.Spec.Selector.MatchLabels {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("the selector's %s=%s is not on the pods", k, v)
+		}
+	}
+	if ds.Spec.Template.Labels["app.kubernetes.io/component"] == "generator" {
+		t.Error("the calendar pods carry the generators' label: the generators' anti-affinity would keep them off their nodes")
+	}
+	lockedDown(t, pod, c)
+	wired(t, c, m.settings)
+}
+
 // guaranteed: requests equal limits for CPU and memory, the Guaranteed QoS
 // class, in which the kubelet neither squeezes nor evicts the pod first.
 func guaranteed(t *testing.T, c corev1.Container) {
@@ -424,7 +488,9 @@ func TestPodsGolden(t *testing.T) {
 		Settings  map[string]string `json:"settings"`
 		Generator podCommand        `json:"generator"`
 		Worker    podCommand        `json:"worker"`
-	}{m.settings.Data, cmdOf(m.job.Spec.Template.Spec.Containers[0]), cmdOf(m.workers.Spec.Template.Spec.Containers[0])}
+		Calendar  podCommand        `json:"calendar"`
+	}{m.settings.Data, cmdOf(m.job.Spec.Template.Spec.Containers[0]), cmdOf(m.workers.Spec.Template.Spec.Containers[0]),
+		cmdOf(m.calendar.Spec.Template.Spec.Containers[0])}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
