@@ -95,11 +95,11 @@ func TestBatchRoundTrip(t *testing.T) {
 
 // TestBatchStoresEveryField: the record with every field set leaves none
 // zero, so a field added to tare.Result fails here until the batch stores
-// it.
+// it, or notStored says why it need not.
 func TestBatchStoresEveryField(t *testing.T) {
 	r := reflect.ValueOf(everyField)
 	for i := range r.NumField() {
-		if name := r.Type().Field(i).Name; r.Field(i).IsZero() {
+		if name := r.Type().Field(i).Name; r.Field(i).IsZero() && notStored[name] == "" {
 			t.Errorf("tare.Result.%s is zero in everyField: set it, and store it in the batch", name)
 		}
 	}
@@ -107,6 +107,11 @@ func TestBatchStoresEveryField(t *testing.T) {
 	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], everyField) {
 		t.Fatalf("decoded %+v, %v; want %+v", got, err, everyField)
 	}
+}
+
+// notStored are the fields of tare.Result a batch leaves out, and why.
+var notStored = map[string]string{
+	"Conn": "the connections' counts are the summary's (generator.connection_use); a number per record would cost a varint for a figure no report reads",
 }
 
 // everyField is a record with every field of tare.Result set.
