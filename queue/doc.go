@@ -20,10 +20,11 @@
 //
 // A Target loads any Source: a Broker, with tare's own protocol, or the
 // queue of a job framework users already run, whose workers it loads
-// unchanged: Celery (task messages, protocol 2, JSON, read back from the
-// Redis result backend) and RQ (jobs, JSON serializer, read back from
-// their hashes). OpenSource picks one by the URL's scheme (redis://,
-// celery+redis://, rq+redis://); docs/celery.md and docs/rq.md give what
+// unchanged: Celery (task messages, protocol 2, JSON, on Redis or on
+// RabbitMQ through package rabbitmq, read back from the Redis result
+// backend) and RQ (jobs, JSON serializer, read back from their hashes).
+// OpenSource picks one by the URL's scheme (redis://, celery+redis://,
+// celery+amqp://, rq+redis://); docs/celery.md and docs/rq.md give what
 // each writes and reads.
 //
 // The package is tare's one owner of Redis, so two more uses of the server

@@ -19,28 +19,31 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/rabbitmq"
 )
 
 // The protocols a --queue URL can speak, chosen by its scheme as database
 // URLs choose their driver.
 const (
 	ProtocolTare   = "tare"   // redis://, rediss://: tare's own job protocol (docs/job-protocol.md)
-	ProtocolCelery = "celery" // celery+redis://: Celery task messages (docs/celery.md)
+	ProtocolCelery = "celery" // celery+redis://, celery+amqp://: Celery task messages (docs/celery.md)
 	ProtocolRQ     = "rq"     // rq+redis://: RQ jobs (docs/rq.md)
 )
 
 // URLForms explains the --queue URL forms, for help texts and errors.
 const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours)
 celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON)
+celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0 (Celery on RabbitMQ, states from the Redis result backend)
 rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)`
 
 // ProtocolOf names the protocol rawURL speaks by its scheme: "celery" for
-// celery+redis:// (or celery+rediss://), "rq" for rq+redis://, and "tare"
-// for anything else, which OpenRedis then checks.
+// celery+redis:// and celery+amqp:// (or celery+rediss://,
+// celery+amqps://), "rq" for rq+redis://, and "tare" for anything else,
+// which OpenRedis then checks.
 func ProtocolOf(rawURL string) string {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	switch strings.ToLower(scheme) {
-	case "celery+redis", "celery+rediss":
+	case "celery+redis", "celery+rediss", "celery+amqp", "celery+amqps":
 		return ProtocolCelery
 	case "rq+redis", "rq+rediss":
 		return ProtocolRQ
@@ -62,7 +65,20 @@ const (
 	KindTaskFailed = "task failed"
 	// KindRevoked: the job was revoked (Celery), stopped or canceled (RQ).
 	KindRevoked = "task revoked"
+	// KindUnconfirmed: the broker did not confirm the job's message (an
+	// AMQP nack, or the connection closed before the confirm): it may or
+	// may not be in the queue, so it is neither waited for nor counted as
+	// never sent.
+	KindUnconfirmed = "publish not confirmed"
+	// KindUnroutable: the broker had no queue to put the job's message in
+	// (AMQP: the queue does not exist, and returned the message).
+	KindUnroutable = "no such queue"
 )
+
+// ErrUnconfirmed is what Source.Enqueue returns, wrapped, when the broker
+// did not confirm the job's message; the Target counts the job
+// KindUnconfirmed.
+var ErrUnconfirmed = errors.New("publish not confirmed by the broker")
 
 // raisedKind is the kind of a job whose task raised exception type exc.
 func raisedKind(exc string) string {
@@ -83,15 +99,20 @@ type FrameworkConfig struct {
 	Timeout time.Duration
 }
 
-// frameworkURL is a parsed celery+redis:// or rq+redis:// URL.
+// frameworkURL is a parsed celery+redis://, celery+amqp:// or rq+redis://
+// URL.
 type frameworkURL struct {
 	protocol string
-	redis    string // the broker's redis:// URL, without tare's parameters
+	redis    string // the broker's redis:// URL, without tare's parameters; "" for an AMQP broker
+	amqp     string // the broker's amqp:// URL, without tare's parameters; "" for a Redis broker
 	backend  string // Celery's result backend, a redis:// URL; redis when not given
 	queue    string
 	task     string // Celery's task name, RQ's function
-	db       int
+	db       int    // the Redis broker's database
 }
+
+// broker is the broker's URL, without tare's parameters.
+func (f frameworkURL) broker() string { return cmp.Or(f.redis, f.amqp) }
 
 // taskRE is a Python dotted name: what Celery task names and RQ function
 // paths are in practice.
@@ -118,9 +139,14 @@ func validTask(s string) bool {
 // EINVALID, naming what is wrong and the form that is right, with any
 // password redacted.
 func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
+	scheme, _, _ := strings.Cut(strings.ToLower(rawURL), "://")
+	amqpBroker := p == ProtocolCelery && (scheme == "celery+amqp" || scheme == "celery+amqps")
 	param, form := "task", "celery+redis://HOST:6379/0?queue=celery&task=tasks.answer"
-	if p == ProtocolRQ {
+	switch {
+	case p == ProtocolRQ:
 		param, form = "func", "rq+redis://HOST:6379/0?queue=default&func=tasks.answer"
+	case amqpBroker:
+		form = "celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0"
 	}
 	bad := func(format string, a ...any) error {
 		return tare.Errorf(tare.EINVALID, "queue URL %q: %s: want %s", RedactURL(rawURL), fmt.Sprintf(format, a...), form)
@@ -150,8 +176,11 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	case !nameRE.MatchString(f.queue):
 		return frameworkURL{}, bad("queue=%q: want 1 to 64 letters, digits, '.', '_' or '-'", f.queue)
 	}
-	_, scheme, _ := strings.Cut(u.Scheme, "+")
+	_, scheme, _ = strings.Cut(u.Scheme, "+")
 	u.Scheme, u.RawQuery = scheme, q.Encode()
+	if amqpBroker {
+		return parseAMQPBroker(f, u.String(), bad)
+	}
 	f.redis = u.String()
 	opt, err := parseURL(f.redis)
 	if err != nil {
@@ -161,6 +190,28 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	if f.backend == "" {
 		f.backend = f.redis
 	} else if _, err := parseURL(f.backend); err != nil {
+		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))
+	}
+	return f, nil
+}
+
+// parseAMQPBroker completes f, a Celery queue on the AMQP broker at
+// broker: its result backend must be a Redis, named (tare reads the
+// tasks' states there; RabbitMQ holds none).
+func parseAMQPBroker(f frameworkURL, broker string, bad func(string, ...any) error) (frameworkURL, error) {
+	if _, _, err := rabbitmq.ParseURL(broker); err != nil {
+		return frameworkURL{}, bad("%v", err)
+	}
+	f.amqp = broker
+	backend, _, _ := strings.Cut(strings.ToLower(f.backend), "://")
+	switch backend {
+	case "":
+		return frameworkURL{}, bad("no backend: give backend=redis://HOST:6379/0, the worker's result_backend, where tare reads each task's state")
+	case "redis", "rediss":
+	default:
+		return frameworkURL{}, bad("backend=%s: tare reads task states from a Redis result backend only (the worker's result_backend = \"redis://…\"); rpc:// and the others are not supported", RedactURL(f.backend))
+	}
+	if _, err := parseURL(f.backend); err != nil {
 		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))
 	}
 	return f, nil
@@ -515,12 +566,14 @@ func readEpoch(ctx context.Context, rdb redis.UniversalClient, key string) (stri
 	return t, nil
 }
 
-// Cleanup removes, from the Celery or RQ queue rawURL names, what tare's
-// runs put there (jobs whose id starts "tare-", their results and
-// registry entries, tare's own keys beside the queue, and the queue's
+// CleanupFramework removes, from the Celery or RQ queue rawURL names,
+// what tare's runs put there (jobs whose id starts "tare-", their results
+// and registry entries, tare's own keys beside the queue, and the queue's
 // registration when tare created it) and nothing else, and returns what
 // it removed, sorted: key names, and "LIST entry …" for entries taken
-// out of lists and sets. It never stops the workers: they are the user's.
+// out of lists and sets. On an AMQP broker it removes no message: tare's
+// expire by themselves (see Celery). It never stops the workers: they are
+// the user's.
 func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	p := ProtocolOf(rawURL)
 	if p == ProtocolTare {
@@ -530,14 +583,14 @@ func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p == ProtocolCelery {
+		return cleanupCelery(ctx, f, rawURL)
+	}
 	rdb, err := dialFramework(ctx, f, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	defer rdb.Close()
-	if p == ProtocolCelery {
-		return cleanupCelery(ctx, rdb, f)
-	}
 	return cleanupRQ(ctx, rdb, f)
 }
 

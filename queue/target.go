@@ -116,6 +116,7 @@ type TargetStats struct {
 	Foreign     int64 // results of other runs on the same queue, skipped
 	Unfinished  int64 // jobs recorded KindUnfinished
 	Unavailable int64 // jobs recorded KindUnavailable
+	Unconfirmed int64 // jobs recorded KindUnconfirmed: the broker did not confirm their message
 	Timeouts    int64 // jobs recorded KindTimeout
 	Skewed      int64 // results stamped outside [enqueue, receipt]: the worker's clock disagrees
 	ReadErrors  int64 // failed reads of the results (the queue was unreachable)
@@ -330,8 +331,11 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 	}
 	if err := t.b.Enqueue(ctx, job); err != nil {
 		kind := KindUnavailable
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			kind = endKind(parent)
+		case errors.Is(err, ErrUnconfirmed):
+			kind = KindUnconfirmed
 		}
 		if t.giveUp(seq, w, kind) {
 			res.Err = kind
@@ -390,6 +394,8 @@ func (t *Target) settle(seq uint64, kind string) {
 		t.stats.Unavailable++
 	case KindTimeout:
 		t.stats.Timeouts++
+	case KindUnconfirmed:
+		t.stats.Unconfirmed++
 	}
 }
 
