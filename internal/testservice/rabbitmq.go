@@ -134,13 +134,15 @@ func (r *PrivateRabbitMQ) Start(t testing.TB) {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", rabbitmqServer, err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	started := time.Now()
+	deadline := started.Add(90 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: r.URL(), Name: "tare test"})
 		cancel()
 		if err == nil {
 			c.Close()
+			t.Logf("the private RabbitMQ on port %d took connections %v after its start", r.Port, time.Since(started).Round(100*time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
