@@ -203,13 +203,14 @@ func parseAMQPBroker(f frameworkURL, broker string, bad func(string, ...any) err
 		return frameworkURL{}, bad("%v", err)
 	}
 	f.amqp = broker
-	backend, _, _ := strings.Cut(strings.ToLower(f.backend), "://")
-	switch backend {
-	case "":
+	scheme, _, found := strings.Cut(strings.ToLower(f.backend), "://")
+	switch {
+	case f.backend == "":
 		return frameworkURL{}, bad("no backend: give backend=redis://HOST:6379/0, the worker's result_backend, where tare reads each task's state")
-	case "redis", "rediss":
-	default:
-		return frameworkURL{}, bad("backend=%s: tare reads task states from a Redis result backend only (the worker's result_backend = \"redis://…\"); rpc:// and the others are not supported", RedactURL(f.backend))
+	case !found || strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+') }):
+		return frameworkURL{}, bad("backend: want a URL, redis://HOST:6379/0 (the worker's result_backend)") // not repeated: a password, perhaps
+	case scheme != "redis" && scheme != "rediss":
+		return frameworkURL{}, bad("backend=%s://…: tare reads task states from a Redis result backend only (the worker's result_backend = \"redis://…\"); rpc:// and the others are not supported", scheme)
 	}
 	if _, err := parseURL(f.backend); err != nil {
 		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))

@@ -56,6 +56,7 @@ func TestParseFrameworkURL(t *testing.T) {
 		{name: "amqp with rpc backend", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://", protocol: ProtocolCelery, err: "rpc:// and the others are not supported"},
 		{name: "amqp bad port", url: "celery+amqp://u:s3cret@rabbit:99999/?task=t.a&backend=redis://h/0", protocol: ProtocolCelery, err: "want celery+amqp://USER:PASSWORD@HOST:5672/VHOST"},
 		{name: "amqp bad backend", url: "celery+amqp://rabbit/?task=t.a&backend=redis://h:x/0", protocol: ProtocolCelery, err: "backend:"},
+		{name: "backend password redacted", url: "celery+amqp://rabbit/?task=a%20b&backend=redis://:s3cret@h/0", protocol: ProtocolCelery, err: "backend=redis://:redacted@h/0"},
 		{name: "amqp no task", url: "celery+amqp://rabbit/?backend=redis://h/0", protocol: ProtocolCelery, err: `task="": give the task name`},
 	}
 	for _, tt := range tests {

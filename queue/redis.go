@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -122,13 +123,35 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, queue string) (*Re
 func DiscardClientLogs() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // RedactURL returns rawURL with any password replaced by "xxxxx", for
-// messages.
+// messages, and the credentials in its query's values (a Celery URL's
+// backend=redis://:password@…) redacted too.
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
 	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "(unparsable query)"
+		} else if shown := tare.RedactText(queryText(q)); shown != queryText(q) {
+			u.RawQuery = shown
+		}
+	}
 	return u.Redacted()
+}
+
+// queryText is q unescaped, in order, for a message: the way a user wrote
+// it, so RedactText finds the URLs in its values.
+func queryText(q url.Values) string {
+	keys := slices.Sorted(maps.Keys(q))
+	var parts []string
+	for _, k := range keys {
+		for _, v := range q[k] {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, "&")
 }
 
 // Queue returns the queue's name.

@@ -62,7 +62,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"run rq url with a bad queue", []string{"run", "--queue", "rq+redis://127.0.0.1:6379/0?queue=a:b&func=tasks.answer"}, `queue="a:b"`},
 		{"run celery url with a password", []string{"run", "--queue", "celery+redis://u:s3cret@127.0.0.1:6379/0?task=x y"}, `celery+redis://u:xxxxx@`},
 		{"run celery amqp url without a backend", []string{"run", "--queue", "celery+amqp://u:s3cret@127.0.0.1:5672/?task=tasks.answer"}, `no backend: give backend=redis://HOST:6379/0`},
-		{"run celery amqp url with an rpc backend", []string{"run", "--queue", "celery+amqp://127.0.0.1/?task=tasks.answer&backend=rpc://"}, `backend=rpc://: tare reads task states from a Redis result backend only`},
+		{"run celery amqp url with an rpc backend", []string{"run", "--queue", "celery+amqp://127.0.0.1/?task=tasks.answer&backend=rpc://"}, `backend=rpc://…: tare reads task states from a Redis result backend only`},
 		{"run celery amqp url with a bad port", []string{"run", "--queue", "celery+amqp://u:s3cret@127.0.0.1:99999/?task=tasks.answer&backend=redis://127.0.0.1:6379/0"}, `port 99999: want 1 to 65535`},
 		{"run celery amqp url without a task", []string{"run", "--queue", "celery+amqp://127.0.0.1/?backend=redis://127.0.0.1:6379/0"}, `task="": give the task name the worker runs`},
 		{"run job args not a list", []string{"run", "--queue", "rq+redis://127.0.0.1:6379/0?func=tasks.answer", "--job-args", `{"a": 1}`}, "--job-args"},
