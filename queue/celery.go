@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -429,6 +430,49 @@ func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	}
 	sortWorkers(out)
 	return out, nil
+}
+
+// taskAsker is a broker through which the workers can be asked which
+// tasks they register (AMQP); tare does not ask through Redis.
+type taskAsker interface {
+	registered(ctx context.Context, want int, wait time.Duration) (map[string][]string, error)
+}
+
+// askWait bounds how long CheckTask waits for the workers' answers.
+const askWait = 2 * time.Second
+
+// CheckTask asks the workers which tasks they register (Celery's remote
+// control, as `celery inspect registered`) and returns a *tare.Error with
+// code EINVALID when some answered and none registers the task: a run
+// would only fail every job as "unknown task". It returns nil when one
+// does, when none answered in time (a worker started without remote
+// control), and on a Redis broker, where tare does not ask.
+func (c *Celery) CheckTask(ctx context.Context) error {
+	a, ok := c.broker.(taskAsker)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	want := len(c.workers)
+	c.mu.Unlock()
+	reg, err := a.registered(ctx, want, askWait)
+	if err != nil || len(reg) == 0 {
+		return nil // not known: the jobs will say
+	}
+	var all []string
+	for _, tasks := range reg {
+		if slices.Contains(tasks, c.f.task) {
+			return nil
+		}
+		all = append(all, tasks...)
+	}
+	slices.Sort(all)
+	names := strings.Join(slices.Compact(all), ", ")
+	if names == "" {
+		names = "no task"
+	}
+	return tare.Errorf(tare.EINVALID, "unknown task %q: the Celery %s of queue %q that answered register %s; give task= one of them, as the worker lists it under [tasks]",
+		c.f.task, map[bool]string{true: "worker", false: "workers"}[len(reg) == 1], c.f.queue, names)
 }
 
 // WorkerHint says how to start a Celery worker on the queue.

@@ -2,9 +2,13 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/rabbitmq"
@@ -78,3 +82,50 @@ func (b *celeryAMQP) serving(ctx context.Context) (bool, error) {
 }
 
 func (b *celeryAMQP) close() error { return b.conn.Close() }
+
+// The names of Celery's remote control (kombu's pidbox) on an AMQP
+// broker: what `celery inspect` uses.
+const (
+	celeryPidbox      = "celery.pidbox"       // fanout: every worker's control queue is bound to it
+	celeryPidboxReply = "reply.celery.pidbox" // direct, non-durable: the answers, by the asker's routing key
+)
+
+// registered asks every worker of the virtual host which tasks it
+// registers, as `celery inspect registered` does, and returns the task
+// names by worker, once want workers answered or wait is over.
+func (b *celeryAMQP) registered(ctx context.Context, want int, wait time.Duration) (map[string][]string, error) {
+	ticket, replyKey := uuid.NewString(), uuid.NewString()
+	body, err := json.Marshal(map[string]any{
+		"method": "registered", "arguments": map[string]any{"taskinfoitems": []string{}},
+		"destination": nil, "pattern": nil, "matcher": nil,
+		"ticket": ticket, "reply_to": map[string]any{"exchange": celeryPidboxReply, "routing_key": replyKey},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A worker ignores a request whose expires (unix seconds) has passed.
+	expires := float64(time.Now().Add(wait).UnixNano()) / 1e9
+	replies, err := b.conn.Gather(ctx, celeryPidbox, "", rabbitmq.Message{Body: body, ContentType: "application/json", ContentEncoding: "utf-8",
+		Headers: map[string]any{"clock": 0, "expires": expires}}, rabbitmq.ReplyTo{Exchange: celeryPidboxReply, Key: replyKey}, want, wait)
+	out := map[string][]string{}
+	for _, r := range replies {
+		if t, _ := r.Headers["ticket"].(string); t != ticket {
+			continue
+		}
+		var answer map[string]json.RawMessage // {worker: [task, …]}, or {worker: {"error": …}}
+		if json.Unmarshal(r.Body, &answer) != nil {
+			continue
+		}
+		for worker, raw := range answer {
+			var tasks []string
+			if json.Unmarshal(raw, &tasks) != nil {
+				continue
+			}
+			for _, t := range tasks {
+				name, _, _ := strings.Cut(t, " ") // "tasks.answer [rate_limit=10/s]"
+				out[worker] = append(out[worker], name)
+			}
+		}
+	}
+	return out, err
+}

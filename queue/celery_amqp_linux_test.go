@@ -162,3 +162,25 @@ func TestCeleryAMQPBadURL(t *testing.T) {
 		t.Errorf("error %v: want EUNAVAILABLE naming the broker, password hidden", err)
 	}
 }
+
+// TestCeleryAMQPCheckTask: before the load, the workers are asked which
+// tasks they register: a task none of them knows is an error (exit 2)
+// naming the ones they do; a task they know passes.
+func TestCeleryAMQPCheckTask(t *testing.T) {
+	rig := celeryAMQPRig(t, false)
+	rig.start(t)
+	ctx := testContext(t)
+	for _, tt := range []struct{ task, err string }{
+		{"tasks.answer", ""},
+		{"tasks.nope", `unknown task "tasks.nope": the Celery worker of queue`},
+	} {
+		tg, _ := rig.open(t, tt.task, 10*time.Second)
+		err := tg.CheckTask(ctx)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v, want no error", tt.task, err)
+		case tt.err != "" && (tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "tasks.answer, tasks.boom")):
+			t.Errorf("%s: %v, want EINVALID with %q, naming tasks.answer and tasks.boom", tt.task, err, tt.err)
+		}
+	}
+}

@@ -236,8 +236,9 @@ func OpenSource(ctx context.Context, rawURL, name string, fw FrameworkConfig) (S
 // Probe opens the queue rawURL names (as OpenSource) and waits up to wait
 // for a worker, for a pre-flight check: it returns a line naming the
 // queue and its workers, or an error saying what is wrong (a bad URL, a
-// server that does not answer: EINVALID, EUNAVAILABLE) or how to start a
-// worker when none showed (EUNAVAILABLE).
+// task the workers said they do not know: EINVALID; a server that does
+// not answer: EUNAVAILABLE) or how to start a worker when none showed
+// (EUNAVAILABLE).
 func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string, error) {
 	src, err := OpenSource(ctx, rawURL, name, FrameworkConfig{})
 	if err != nil {
@@ -251,6 +252,11 @@ func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string
 			return "", tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", src.Queue(), RedactURL(rawURL), err)
 		}
 		if len(ws) > 0 {
+			if c, ok := src.(taskChecker); ok {
+				if err := c.CheckTask(ctx); err != nil {
+					return "", err
+				}
+			}
 			names := make([]string, len(ws))
 			for i, w := range ws {
 				names[i] = fmt.Sprintf("%s (pid %d on %s)", w.Name, w.PID, w.Host)

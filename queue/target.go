@@ -239,6 +239,17 @@ func (t *Target) WorkerHint() string {
 	return ""
 }
 
+// CheckTask checks, where the queue's framework can tell, that its
+// workers know the task the jobs name: a *tare.Error with code EINVALID
+// when they answered and do not; nil otherwise (and for tare's own
+// protocol).
+func (t *Target) CheckTask(ctx context.Context) error {
+	if c, ok := t.b.(taskChecker); ok {
+		return c.CheckTask(ctx)
+	}
+	return nil
+}
+
 // Stats returns the counters so far.
 func (t *Target) Stats() TargetStats {
 	t.mu.Lock()

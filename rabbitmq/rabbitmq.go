@@ -324,21 +324,7 @@ func (c *Conn) Publish(ctx context.Context, exchange, key string, m Message) err
 		}
 		return fmt.Errorf("publish to %q: %w", key, down)
 	}
-	msg := amqp.Publishing{
-		Headers:         table(m.Headers),
-		ContentType:     m.ContentType,
-		ContentEncoding: m.ContentEncoding,
-		CorrelationId:   m.CorrelationID,
-		Priority:        m.Priority,
-		Body:            m.Body,
-	}
-	if m.Persistent {
-		msg.DeliveryMode = amqp.Persistent
-	}
-	if m.TTL > 0 {
-		msg.Expiration = strconv.FormatInt(max(m.TTL.Milliseconds(), 1), 10)
-	}
-	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
+	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, m.publishing())
 	if err != nil {
 		var ae *amqp.Error
 		switch {
@@ -357,6 +343,100 @@ func (c *Conn) Publish(ctx context.Context, exchange, key string, m Message) err
 		return fmt.Errorf("publish to %q: %w", key, ErrUnconfirmed)
 	}
 	return nil
+}
+
+func (m Message) publishing() amqp.Publishing {
+	msg := amqp.Publishing{
+		Headers:         table(m.Headers),
+		ContentType:     m.ContentType,
+		ContentEncoding: m.ContentEncoding,
+		CorrelationId:   m.CorrelationID,
+		Priority:        m.Priority,
+		Body:            m.Body,
+	}
+	if m.Persistent {
+		msg.DeliveryMode = amqp.Persistent
+	}
+	if m.TTL > 0 {
+		msg.Expiration = strconv.FormatInt(max(m.TTL.Milliseconds(), 1), 10)
+	}
+	return msg
+}
+
+// ReplyTo is where the answers to a Gather's message come back: a direct
+// exchange, declared non-durable or durable as the answering side
+// declares it (declaring it otherwise is an error), and the routing key
+// they carry.
+type ReplyTo struct {
+	Exchange string
+	Durable  bool
+	Key      string
+}
+
+// Reply is one answer Gather collected.
+type Reply struct {
+	Headers map[string]any
+	Body    []byte
+}
+
+// Gather publishes m to exchange with routing key key, not confirmed, on
+// a channel of its own (so an exchange that does not exist fails this
+// call alone), and collects the answers that come back to to, on a queue
+// of its own, until it has want of them (0 for no limit) or wait is over.
+// A request nobody answers returns no reply and no error.
+func (c *Conn) Gather(ctx context.Context, exchange, key string, m Message, to ReplyTo, want int, wait time.Duration) ([]Reply, error) {
+	c.mu.Lock()
+	conn, down := c.conn, c.down
+	c.mu.Unlock()
+	if conn == nil {
+		if down == nil {
+			down = ErrUnavailable
+		}
+		return nil, fmt.Errorf("ask through exchange %q: %w", exchange, down)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("ask through exchange %q: open a channel: %w", exchange, err)
+	}
+	defer ch.Close()
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	if err := ch.ExchangeDeclare(to.Exchange, "direct", to.Durable, false, false, false, nil); err != nil {
+		return nil, fmt.Errorf("declare reply exchange %q: %w", to.Exchange, err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err == nil {
+		err = ch.QueueBind(q.Name, to.Key, to.Exchange, false, nil)
+	}
+	var answers <-chan amqp.Delivery
+	if err == nil {
+		answers, err = ch.Consume(q.Name, "", true, true, false, false, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("a queue for the replies on exchange %q: %w", to.Exchange, err)
+	}
+	if err := ch.PublishWithContext(ctx, exchange, key, false, false, m.publishing()); err != nil {
+		return nil, fmt.Errorf("ask through exchange %q: %w", exchange, err)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var out []Reply
+	for want <= 0 || len(out) < want {
+		select {
+		case d, ok := <-answers:
+			if !ok { // the channel closed: the broker refused the publish
+				if e := <-closed; e != nil {
+					return out, fmt.Errorf("ask through exchange %q: %w", exchange, e)
+				}
+				return out, fmt.Errorf("ask through exchange %q: %w", exchange, ErrUnavailable)
+			}
+			out = append(out, Reply{Headers: d.Headers, Body: d.Body})
+		case <-timer.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
 }
 
 // table is m as an AMQP field table, its nested maps tables too.

@@ -127,3 +127,26 @@ func noWorker(t *testing.T, cases []struct{ url, want string }) {
 		}
 	}
 }
+
+// TestRunCeleryAMQPUnknownTask: a task the workers of a Celery queue on
+// RabbitMQ do not register is an error (exit 2) before any load, naming
+// the tasks they do; tare check says so too.
+func TestRunCeleryAMQPUnknownTask(t *testing.T) {
+	testservice.NeedPython(t, "celery")
+	broker := testservice.RabbitMQ(t)
+	r := testservice.NewPrivateRedis(t)
+	q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+	testservice.DeleteQueueAtEnd(t, broker, q)
+	testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: r.URL(), Queue: q, TrackStarted: true})
+	u := "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.nope"}, "backend": {r.URL()}}.Encode()
+	for _, args := range [][]string{
+		{"run", "--queue", u, "--jobs", "5", "--wait-workers", "30s", "--quiet", "--no-store"},
+		{"check", "--for", "200ms", "--tick", "100ms", "--quiet", "--queue", u},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		if code := exitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), `unknown task "tasks.nope"`) || !strings.Contains(errb.String(), "tasks.answer, tasks.boom") {
+			t.Errorf("tare %s with an unknown task: exit %d, stderr %q: want 2, naming the task and those the worker knows", args[0], code, errb.String())
+		}
+	}
+}
