@@ -19,7 +19,7 @@ func TestProtocolOf(t *testing.T) {
 		"rq+redis://h:6379/0?func=tasks.answer":      ProtocolRQ,
 		"rq+rediss://h/0":                            ProtocolRQ,
 		"celery+amqp://guest@h//?task=tasks.answer":  ProtocolCelery,
-		"Celery+AMQPS://h/vh?task=tasks.answer":       ProtocolCelery,
+		"Celery+AMQPS://h/vh?task=tasks.answer":      ProtocolCelery,
 		"celery://h":                                 ProtocolTare, // OpenRedis rejects it, naming the forms
 		"":                                           ProtocolTare,
 	} {

@@ -36,4 +36,6 @@ type hinter interface{ WorkerHint() string }
 
 // taskChecker is a Source that can check, before the load, that its
 // workers know the task its jobs name (see Celery.CheckTask).
-type taskChecker interface{ CheckTask(ctx context.Context) error }
+type taskChecker interface {
+	CheckTask(ctx context.Context) error
+}

@@ -103,7 +103,9 @@ func freePort(t testing.TB) int {
 }
 
 // URL is the node's amqp:// URL, virtual host "/", as the default user.
-func (r *PrivateRabbitMQ) URL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", r.Port) }
+func (r *PrivateRabbitMQ) URL() string {
+	return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", r.Port)
+}
 
 // Start boots the node, on its data of any run before, and waits until it
 // takes an AMQP connection.
