@@ -47,8 +47,7 @@ type engine struct {
 
 	next      arrival // the next arrival claimed from the feed
 	hasNext   bool
-	armedFor  time.Time // the arrival the timer is armed for; zero: disarmed
-	fired     bool      // the timer expired since it was last set
+	armedFor  time.Time // the arrival the timer was last armed for (it may have fired)
 	saturated bool      // an arrival found every slot taken
 	freedAt   time.Time // when a slot came free after saturated: arrivals before it were dropped
 
@@ -118,8 +117,10 @@ func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoi
 		e.close()
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	for _, fd := range []int{e.tfd, e.efd} {
-		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+	// The timerfd edge-triggered: each expiry wakes the loop once, and
+	// none needs reading or disarming (armTimer).
+	for fd, events := range map[int]uint32{e.tfd: unix.EPOLLIN | unix.EPOLLET, e.efd: unix.EPOLLIN} {
+		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)}); err != nil {
 			e.close()
 			return nil, os.NewSyscallError("epoll_ctl", err)
 		}
@@ -224,8 +225,7 @@ func (e *engine) run() {
 		}
 		for _, ev := range e.events[:n] {
 			switch fd := int(ev.Fd); fd {
-			case e.tfd:
-				e.fired = true
+			case e.tfd: // an arrival's time: arrivals fires it
 			case e.efd:
 				var b [8]byte
 				rawio.Read(e.efd, b[:])
@@ -241,7 +241,7 @@ func (e *engine) run() {
 			e.flush()
 		}
 	}
-	if e.armedFor != (time.Time{}) || e.fired {
+	if e.armedFor.After(time.Now()) {
 		rawio.SetTimer(e.tfd, 0)
 	}
 	e.flush()
@@ -275,23 +275,23 @@ func (e *engine) arrivals(now time.Time) {
 	}
 }
 
-// armTimer sets the timerfd for the next arrival, or disarms it while
-// every slot is taken (a completion or the saturated poll wakes the loop
-// then) and when there is none. Setting it also clears an expiry.
+// armTimer sets the timerfd for the next arrival when it is still to
+// come. One already due needs none: the loop does not wait then (waitFor
+// is 0). While every slot is taken, or no arrival is left, a timer armed
+// before is left to fire once for nothing rather than disarmed: at the
+// highest rates disarming cost a system call a request, and on a
+// paravirtualised guest each one pays for enabling interrupts again. The
+// timerfd is edge-triggered, so an expiry never needs clearing either.
 func (e *engine) armTimer(now time.Time) {
-	want := time.Time{}
-	if e.hasNext && e.inFlight < e.cap {
-		want = e.next.scheduled
-	}
-	if want == e.armedFor && !e.fired {
+	if !e.hasNext || e.inFlight >= e.cap {
 		return
 	}
-	d := time.Duration(0)
-	if !want.IsZero() {
-		d = max(want.Sub(now), 1)
+	want := e.next.scheduled
+	if !want.After(now) || want == e.armedFor {
+		return
 	}
-	rawio.SetTimer(e.tfd, d)
-	e.armedFor, e.fired = want, false
+	rawio.SetTimer(e.tfd, want.Sub(now))
+	e.armedFor = want
 }
 
 // waitFor is how long epoll_wait may wait, in milliseconds: until the
@@ -785,6 +785,8 @@ func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, 
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			restore := shortSlice()
+			defer restore()
 			e.run()
 		})
 	}
@@ -815,6 +817,29 @@ func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, 
 	close(out)
 	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.connsPeak.Load()),
 		Engine: EngineLoop, Engines: len(engines)}, true
+}
+
+// loopSlice is the time slice a loop's thread asks the scheduler for.
+const loopSlice = 100 * time.Microsecond
+
+// shortSlice asks the scheduler for a short slice for this thread (EEVDF's
+// custom slice, Linux 6.12 and later; older kernels ignore it): a loop
+// woken by its timer then has an earlier deadline than the thread of
+// tare's own that is running (the results' consumer, the sampler), and
+// takes the CPU from it rather than waiting out that thread's slice,
+// which is what a send's lag was when tare shares one CPU. It returns the
+// function that puts the thread's slice back, as the thread is reused.
+func shortSlice() func() {
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil || old.Policy != unix.SCHED_NORMAL {
+		return func() {}
+	}
+	attr := *old
+	attr.Runtime = uint64(loopSlice)
+	if unix.SchedSetAttr(0, &attr, 0) != nil {
+		return func() {}
+	}
+	return func() { unix.SchedSetAttr(0, old, 0) }
 }
 
 func boolInt(b bool) int {
