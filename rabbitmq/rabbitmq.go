@@ -467,7 +467,9 @@ func field(v any) any {
 
 // Inspect reads queue's state with a passive declare: whether it exists,
 // its ready messages and its consumers. It fails while the connection is
-// down.
+// down, and returns ctx's error if ctx ends before the broker answers (a
+// broker that stopped answering is found dead by the heartbeats, which
+// then end the declare).
 func (c *Conn) Inspect(ctx context.Context, queue string) (QueueState, error) {
 	if err := ctx.Err(); err != nil {
 		return QueueState{}, err
@@ -481,6 +483,24 @@ func (c *Conn) Inspect(ctx context.Context, queue string) (QueueState, error) {
 		}
 		return QueueState{}, fmt.Errorf("inspect queue %q: %w", queue, down)
 	}
+	type answer struct {
+		st  QueueState
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		st, err := c.inspect(conn, queue)
+		done <- answer{st, err}
+	}()
+	select {
+	case a := <-done:
+		return a.st, a.err
+	case <-ctx.Done():
+		return QueueState{}, ctx.Err()
+	}
+}
+
+func (c *Conn) inspect(conn *amqp.Connection, queue string) (QueueState, error) {
 	c.peekMu.Lock()
 	defer c.peekMu.Unlock() // a declare waits for its reply: one at a time
 	if c.peek == nil || c.peek.IsClosed() {
