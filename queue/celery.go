@@ -443,20 +443,31 @@ const askWait = 2 * time.Second
 
 // CheckTask asks the workers which tasks they register (Celery's remote
 // control, as `celery inspect registered`) and returns a *tare.Error with
-// code EINVALID when some answered and none registers the task: a run
-// would only fail every job as "unknown task". It returns nil when one
-// does, when none answered in time (a worker started without remote
-// control), and on a Redis broker, where tare does not ask.
+// code EINVALID when every worker whose heartbeat is current answered and
+// none registers the task: a run would only fail every job as "unknown
+// task". It returns nil when one does; when one did not answer in time (a
+// solo pool busy with a task, a worker started without remote control),
+// as that one may know the task; and on a Redis broker, where tare does
+// not ask.
 func (c *Celery) CheckTask(ctx context.Context) error {
 	a, ok := c.broker.(taskAsker)
 	if !ok {
 		return nil
 	}
+	now := time.Now()
 	c.mu.Lock()
-	want := len(c.workers)
+	live := 0
+	for _, w := range c.workers {
+		if !now.After(w.expires) {
+			live++
+		}
+	}
 	c.mu.Unlock()
-	reg, err := a.registered(ctx, want, askWait)
-	if err != nil || len(reg) == 0 {
+	if live == 0 {
+		return nil
+	}
+	reg, err := a.registered(ctx, live, askWait)
+	if err != nil || len(reg) < live {
 		return nil // not known: the jobs will say
 	}
 	var all []string
