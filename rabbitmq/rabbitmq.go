@@ -1,8 +1,8 @@
 // Package rabbitmq is tare's client of an AMQP 0-9-1 broker (RabbitMQ):
 // it publishes messages with publisher confirms, reads a queue's depth and
-// consumers with a passive declare, and hands over the messages of an
-// exchange it subscribes to, and it keeps doing so across the broker's
-// restarts. It is the only importer of github.com/rabbitmq/amqp091-go;
+// consumers with a passive declare, hands over the messages of an
+// exchange it subscribes to, and gathers the answers to a request (Gather),
+// and it keeps doing so across the broker's restarts. It is the only importer of github.com/rabbitmq/amqp091-go;
 // package queue speaks Celery's protocol over it (docs/celery.md).
 //
 // A message is published once: while the connection is down, or when the
@@ -153,9 +153,13 @@ func redactErr(err error, raw string) string {
 // Dial connects to the broker, subscribes, and keeps the connection up
 // until Close. A broker that does not answer, or refuses the login or the
 // virtual host, is an error; after that, an outage is not: Publish and
-// Inspect fail while it lasts.
+// Inspect fail while it lasts. The dial and the handshake take 5 s at
+// most; ctx only keeps Dial from starting once it has ended.
 func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if _, _, err := ParseURL(cfg.URL); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c := &Conn{cfg: cfg}
