@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
@@ -36,7 +37,8 @@ import (
 // turn on).
 type Celery struct {
 	broker  celeryBroker
-	backend *redis.Client
+	backend *redis.Client // nil with rpc://
+	inbox   string        // with rpc://, the queue the task states come back to
 	f       frameworkURL
 	fw      FrameworkConfig
 	origin  string
@@ -91,28 +93,34 @@ func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery
 	host, _ := os.Hostname()
 	c := &Celery{f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
 		epoch: epochKeeper{key: "tare:celery:" + f.queue + ":epoch"}, pending: newPendingJobs(), workers: map[string]celeryWorker{}}
+	if f.rpc() {
+		c.inbox = "tare.reply." + uuid.NewString()
+	}
 	if f.amqp != "" {
-		c.broker, err = openCeleryAMQP(ctx, f, rawURL, c.origin, c.onEvent, c.onReturn)
+		c.broker, err = openCeleryAMQP(ctx, f, rawURL, c.origin, c.inbox, c.onEvent, c.onReturn, c.onReply)
 	} else {
 		c.broker, err = openCeleryRedis(ctx, f, rawURL, c.onEvent)
 	}
 	if err != nil {
 		return nil, err
 	}
+	lctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if f.rpc() {
+		return c, nil
+	}
 	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
 	c.backend = redis.NewClient(opt)
 	if err := c.backend.Ping(ctx).Err(); err != nil {
-		c.closeClients()
+		c.Close()
 		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
 	}
 	states := c.backend.PSubscribe(ctx, celeryMetaPrefix+jobIDPrefix+"*")
 	if _, err := states.Receive(ctx); err != nil { // the subscription's confirmation
 		states.Close()
-		c.closeClients()
+		c.Close()
 		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to task states: %w", f.queue, err)
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
 	c.wg.Add(1)
 	go listen(lctx, &c.wg, states, func(m *redis.Message, at time.Time) {
 		c.apply(strings.TrimPrefix(m.Channel, celeryMetaPrefix), []byte(m.Payload), at, true)
@@ -295,8 +303,10 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	if err != nil {
 		return err
 	}
-	if err := c.epoch.ensure(ctx, c.backend); err != nil {
-		return fmt.Errorf("publish celery task %q: %w", id, err)
+	if c.backend != nil {
+		if err := c.epoch.ensure(ctx, c.backend); err != nil {
+			return fmt.Errorf("publish celery task %q: %w", id, err)
+		}
 	}
 	c.pending.add(id, job)
 	if err := c.broker.publish(ctx, msg); err != nil {
@@ -305,6 +315,11 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	}
 	return nil
 }
+
+// onReply takes a task state sent back to the inbox (rpc://): the same
+// state as the Redis backend stores, without date_done, so the moment tare
+// receives it stands for its time.
+func (c *Celery) onReply(id string, body []byte, at time.Time) { c.apply(id, body, at, true) }
 
 // onReturn fails the job whose message the broker returned, having no
 // queue to put it in.
@@ -321,6 +336,7 @@ type celeryTask struct {
 	queue   string
 	headers map[string]any
 	body    []byte
+	replyTo string // where an rpc:// backend sends the task's states; "" for none
 	// expiry is how long the message may wait in the queue (the job
 	// timeout; 0 for no limit): an AMQP broker drops it after that.
 	expiry time.Duration
@@ -342,7 +358,7 @@ func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued 
 	}
 	argsRepr, _ := json.Marshal(args)
 	kwargsRepr, _ := json.Marshal(kwargs)
-	return celeryTask{id: id, queue: c.f.queue, body: body, expiry: c.fw.Timeout, headers: map[string]any{
+	return celeryTask{id: id, queue: c.f.queue, body: body, expiry: c.fw.Timeout, replyTo: c.inbox, headers: map[string]any{
 		"lang": "py", "task": c.f.task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
 		"shadow": nil, "eta": nil, "expires": expires, "retries": 0, "timelimit": []any{nil, nil},
 		"argsrepr": string(argsRepr), "kwargsrepr": string(kwargsRepr), "origin": c.origin,
@@ -357,14 +373,16 @@ const pollEvery = time.Second
 // Results checks the epoch, then waits up to block for final states. The
 // cursor is unused: each job's final state is handed over once.
 func (c *Celery) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error) {
-	if err := c.epoch.check(ctx, c.backend, c.f.queue); err != nil {
-		if errors.Is(err, ErrLost) {
-			c.pending.lose()
+	if c.backend != nil {
+		if err := c.epoch.check(ctx, c.backend, c.f.queue); err != nil {
+			if errors.Is(err, ErrLost) {
+				c.pending.lose()
+			}
+			return nil, cursor, err
 		}
-		return nil, cursor, err
-	}
-	if err := c.poll(ctx); err != nil {
-		return nil, cursor, err
+		if err := c.poll(ctx); err != nil {
+			return nil, cursor, err
+		}
 	}
 	return c.pending.take(ctx, limit, min(block, pollEvery)), cursor, nil
 }
@@ -404,8 +422,14 @@ func (c *Celery) Depth(ctx context.Context) (Depth, error) {
 	return d, nil
 }
 
-// Time is the result backend's clock.
-func (c *Celery) Time(ctx context.Context) (time.Time, error) { return c.backend.Time(ctx).Result() }
+// Time is the result backend's clock; with rpc://, this host's (AMQP
+// has no clock to read).
+func (c *Celery) Time(ctx context.Context) (time.Time, error) {
+	if c.backend == nil {
+		return time.Now(), nil
+	}
+	return c.backend.Time(ctx).Result()
+}
 
 // Workers lists the workers whose heartbeats are current: every Celery
 // worker on this Redis database or AMQP virtual host, whichever queues it
@@ -496,11 +520,15 @@ func (c *Celery) WorkerHint() string {
 func (c *Celery) Notes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.unstarted == 0 {
-		return nil
+	var notes []string
+	if c.f.rpc() && c.unstarted+c.started > 0 {
+		notes = append(notes, "with the rpc:// result backend each Celery job's end is when tare received its final state (the reply carries no date_done): service and end-to-end include the reply's trip through RabbitMQ")
 	}
-	return []string{fmt.Sprintf("%d of %d Celery jobs had no STARTED state, so their queue wait is unknown (null) and their service counts from the enqueue: set task_track_started = True in the worker's configuration (app.conf.task_track_started = True) to measure both",
-		c.unstarted, c.unstarted+c.started)}
+	if c.unstarted == 0 {
+		return notes
+	}
+	return append(notes, fmt.Sprintf("%d of %d Celery jobs had no STARTED state, so their queue wait is unknown (null) and their service counts from the enqueue: set task_track_started = True in the worker's configuration (app.conf.task_track_started = True) to measure both",
+		c.unstarted, c.unstarted+c.started))
 }
 
 // Close stops listening and closes the connections.
@@ -524,6 +552,9 @@ func (c *Celery) closeClients() error {
 // some out and leave the others, and tare's expire by themselves (the
 // job timeout is their AMQP expiration).
 func cleanupCelery(ctx context.Context, f frameworkURL, rawURL string) ([]string, error) {
+	if f.rpc() {
+		return nil, nil // the replies went to a queue gone with tare's connection
+	}
 	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
 	backend := redis.NewClient(opt)
 	defer backend.Close()

@@ -34,10 +34,18 @@ const (
 )
 
 // openCeleryAMQP connects to the AMQP broker of f, as origin, and hands
-// each worker event's body to onEvent, and the task id of each message
-// the broker returned (no queue took it) to onReturn, until close.
-func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin string, onEvent func([]byte, time.Time), onReturn func(string)) (*celeryAMQP, error) {
+// each worker event's body to onEvent, the task id of each message the
+// broker returned (no queue took it) to onReturn, and, when inbox is not
+// "", each task state sent back to that queue (rpc://) to onReply, until
+// close.
+func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin, inbox string, onEvent func([]byte, time.Time), onReturn func(string),
+	onReply func(string, []byte, time.Time)) (*celeryAMQP, error) {
+	var in *rabbitmq.Inbox
+	if inbox != "" {
+		in = &rabbitmq.Inbox{Queue: inbox, On: onReply}
+	}
 	conn, err := rabbitmq.Dial(ctx, rabbitmq.Config{
+		Inbox: in,
 		URL:  f.amqp,
 		Name: "tare " + origin,
 		Subscribe: &rabbitmq.Subscription{
@@ -59,7 +67,7 @@ func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin string, 
 func (b *celeryAMQP) publish(ctx context.Context, m celeryTask) error {
 	err := b.conn.Publish(ctx, "", m.queue, rabbitmq.Message{
 		Body: m.body, ContentType: "application/json", ContentEncoding: "utf-8",
-		Headers: m.headers, CorrelationID: m.id, Persistent: true, TTL: m.expiry,
+		Headers: m.headers, CorrelationID: m.id, ReplyTo: m.replyTo, Persistent: true, TTL: m.expiry,
 	})
 	if errors.Is(err, rabbitmq.ErrUnconfirmed) {
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)

@@ -184,3 +184,46 @@ func TestCeleryAMQPCheckTask(t *testing.T) {
 		}
 	}
 }
+
+// TestCeleryAMQPRPC: a worker whose result backend is rpc:// sends each
+// task's states back as messages to the queue the task message names, a
+// queue of tare's own: 100 jobs at 20/s all ok, with a queue wait and a
+// service, each result matched to its job by its id; a task that raises
+// and an unknown task fail with their kinds; the notes say where the
+// ends come from.
+func TestCeleryAMQPRPC(t *testing.T) {
+	rig := celeryAMQPRigWith(t, false, true)
+	rig.start(t)
+	tg, _ := rig.open(t, "tasks.answer", 30*time.Second)
+	const jobs = 100
+	results := drive(t, tg, jobs, 20, nil)
+	if k := kinds(results); k[""] != jobs {
+		t.Fatalf("outcomes %v: want all %d ok", k, jobs)
+	}
+	noService := 0
+	for seq, r := range results {
+		switch {
+		case r.Started.IsZero():
+			t.Fatalf("job %d: no start time, so no queue wait", seq)
+		case r.QueueWait() < 0 || r.Service() < 0:
+			t.Fatalf("job %d: queue wait %v, service %v: want both measured", seq, r.QueueWait(), r.Service())
+		case r.Service() == 0:
+			noService++
+		}
+	}
+	if noService > jobs/20 {
+		t.Errorf("%d of %d jobs with a service of 0: want at most %d", noService, jobs, jobs/20)
+	}
+	if st := tg.Stats(); st.Matched != jobs || st.Duplicates != 0 || st.Unknown != 0 || st.Late != 0 {
+		t.Errorf("stats %+v: want %d matched, nothing else", st, jobs)
+	}
+	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "rpc://") {
+		t.Errorf("notes %q: want them to say the ends are when tare received the replies", notes)
+	}
+	for task, want := range map[string]string{"tasks.boom": "task raised ValueError", "tasks.nope": KindUnknownTask} {
+		tg, _ := rig.open(t, task, 10*time.Second)
+		if k := kinds(drive(t, tg, 5, 20, nil)); k[want] != 5 {
+			t.Errorf("%s: outcomes %v, want all 5 %q", task, k, want)
+		}
+	}
+}

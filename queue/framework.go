@@ -114,6 +114,10 @@ type frameworkURL struct {
 // broker is the broker's URL, without tare's parameters.
 func (f frameworkURL) broker() string { return cmp.Or(f.redis, f.amqp) }
 
+// rpc reports whether the result backend is rpc://: task states sent back
+// as messages to the queue the task message names (AMQP only).
+func (f frameworkURL) rpc() bool { return f.backend == "rpc://" }
+
 // taskRE is a Python dotted name: what Celery task names and RQ function
 // paths are in practice.
 func validTask(s string) bool {
@@ -196,8 +200,8 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 }
 
 // parseAMQPBroker completes f, a Celery queue on the AMQP broker at
-// broker: its result backend must be a Redis, named (tare reads the
-// tasks' states there; RabbitMQ holds none).
+// broker: its result backend must be named (RabbitMQ holds no task
+// state), a Redis, or rpc:// (the states sent back as messages).
 func parseAMQPBroker(f frameworkURL, broker string, bad func(string, ...any) error) (frameworkURL, error) {
 	if _, _, err := rabbitmq.ParseURL(broker); err != nil {
 		return frameworkURL{}, bad("%v", err)
@@ -206,11 +210,16 @@ func parseAMQPBroker(f frameworkURL, broker string, bad func(string, ...any) err
 	scheme, _, found := strings.Cut(strings.ToLower(f.backend), "://")
 	switch {
 	case f.backend == "":
-		return frameworkURL{}, bad("no backend: give backend=redis://HOST:6379/0, the worker's result_backend, where tare reads each task's state")
+		return frameworkURL{}, bad("no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://, where tare reads each task's state")
 	case !found || strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+') }):
 		return frameworkURL{}, bad("backend: want a URL, redis://HOST:6379/0 (the worker's result_backend)") // not repeated: a password, perhaps
+	case scheme == "rpc":
+		if f.backend != "rpc://" {
+			return frameworkURL{}, bad("backend: want rpc://, nothing after it (the replies come to tare's own queue)")
+		}
+		return f, nil
 	case scheme != "redis" && scheme != "rediss":
-		return frameworkURL{}, bad("backend=%s://…: tare reads task states from a Redis result backend only (the worker's result_backend = \"redis://…\"); rpc:// and the others are not supported", scheme)
+		return frameworkURL{}, bad("backend=%s://…: tare reads task states from a Redis result backend (the worker's result_backend = \"redis://…\") or from rpc:// replies; the others are not supported", scheme)
 	}
 	if _, err := parseURL(f.backend); err != nil {
 		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))

@@ -82,6 +82,12 @@ func celeryRig(t *testing.T, trackStarted bool) frameworkRig {
 // celeryAMQPRig is Celery on RabbitMQ, its results in a private Redis:
 // the shared RabbitMQ, or a node of the test's own when restartable.
 func celeryAMQPRig(t *testing.T, restartable bool) frameworkRig {
+	return celeryAMQPRigWith(t, restartable, false)
+}
+
+// celeryAMQPRigWith is celeryAMQPRig, its results sent back as messages
+// (the rpc:// backend) when rpc.
+func celeryAMQPRigWith(t *testing.T, restartable, rpc bool) frameworkRig {
 	testservice.NeedPython(t, "celery")
 	var broker string
 	var node *testservice.PrivateRabbitMQ
@@ -97,12 +103,16 @@ func celeryAMQPRig(t *testing.T, restartable bool) frameworkRig {
 	if node == nil {
 		testservice.DeleteQueueAtEnd(t, broker, q)
 	}
+	backend := r.URL()
+	if rpc {
+		backend = "rpc://"
+	}
 	rig := frameworkRig{redis: r, model: model,
 		start: func(t *testing.T) *testservice.PyWorker {
-			return testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: r.URL(), Model: model, Queue: q, TrackStarted: true})
+			return testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: backend, Model: model, Queue: q, TrackStarted: true})
 		},
 		url: func(task string) string {
-			return "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {task}, "backend": {r.URL()}}.Encode()
+			return "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {task}, "backend": {backend}}.Encode()
 		}}
 	if node != nil {
 		rig.restart = func(t *testing.T) {

@@ -59,6 +59,18 @@ type Config struct {
 	// message the broker returned because no queue could take it
 	// (Publish sets the mandatory flag).
 	Returned func(correlationID string)
+	// Inbox, when not nil, is a queue of the connection's own whose
+	// messages it hands over: the replies to what it publishes.
+	Inbox *Inbox
+}
+
+// Inbox is a queue of the connection's own, by name (exclusive: gone with
+// the connection, declared again after each reconnect; what was sent to it
+// meanwhile is lost), whose messages go to On, from one goroutine, with
+// their correlation id.
+type Inbox struct {
+	Queue string
+	On    func(correlationID string, body []byte, at time.Time)
 }
 
 // Subscription is an exchange the connection listens to: it binds a queue
@@ -86,7 +98,8 @@ type Message struct {
 	ContentEncoding string
 	Headers         map[string]any // AMQP field table: nil, bool, numbers, string, []byte, time.Time, []any, map[string]any
 	CorrelationID   string
-	Persistent      bool  // delivery mode 2: kept across a broker restart in a durable queue
+	ReplyTo         string // the queue its answer goes to (an Inbox)
+	Persistent      bool   // delivery mode 2: kept across a broker restart in a durable queue
 	Priority        uint8 // 0 to 9
 	// TTL, when positive, is the message's expiration: the broker drops it
 	// unconsumed after that long in the queue.
@@ -225,7 +238,34 @@ func (c *Conn) setup(conn *amqp.Connection) (*amqp.Channel, error) {
 			return nil, err
 		}
 	}
+	if in := c.cfg.Inbox; in != nil {
+		if err := c.receive(conn, in); err != nil {
+			return nil, err
+		}
+	}
 	return pub, nil
+}
+
+func (c *Conn) receive(conn *amqp.Connection, in *Inbox) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open a channel: %w", err)
+	}
+	if _, err := ch.QueueDeclare(in.Queue, false, true, true, false, nil); err != nil {
+		return fmt.Errorf("declare queue %q: %w", in.Queue, err)
+	}
+	msgs, err := ch.Consume(in.Queue, "", true, true, false, false, nil)
+	if err != nil {
+		return fmt.Errorf("consume from queue %q: %w", in.Queue, err)
+	}
+	c.wg.Add(1)
+	go func() { // ends when the channel closes
+		defer c.wg.Done()
+		for m := range msgs {
+			in.On(m.CorrelationId, m.Body, time.Now())
+		}
+	}()
+	return nil
 }
 
 func (c *Conn) subscribe(conn *amqp.Connection, s *Subscription) error {
@@ -355,6 +395,7 @@ func (m Message) publishing() amqp.Publishing {
 		ContentType:     m.ContentType,
 		ContentEncoding: m.ContentEncoding,
 		CorrelationId:   m.CorrelationID,
+		ReplyTo:         m.ReplyTo,
 		Priority:        m.Priority,
 		Body:            m.Body,
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/tare-dev/tare/modelsim"
 )
 
-// TestRunFrameworkQueues: tare run --queue with a Celery (on Redis and on
-// RabbitMQ) and an RQ URL, against real workers of Debian's python3-celery
+// TestRunFrameworkQueues: tare run --queue with a Celery (on Redis, on
+// RabbitMQ with a Redis result backend and with rpc://) and an RQ URL, against real workers of Debian's python3-celery
 // and python3-rq whose task calls the simulated model: every job ok, queue
 // wait measured, the worker found as the system under test, tare check
 // naming it, and cleanup removing what the run left.
@@ -37,6 +37,13 @@ func TestRunFrameworkQueues(t *testing.T) {
 			testservice.DeleteQueueAtEnd(t, broker, q)
 			w := testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: r.URL(), Model: m, Queue: q, TrackStarted: true})
 			return w, "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
+		}},
+		{"celery+amqp+rpc", "celery", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
+			broker := testservice.RabbitMQ(t)
+			q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+			testservice.DeleteQueueAtEnd(t, broker, q)
+			w := testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: "rpc://", Model: m, Queue: q, TrackStarted: true})
+			return w, "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {"rpc://"}}.Encode()
 		}},
 		{"rq", "rq", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
 			return testservice.RQWorker(t, r.URL(), m), fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", r.Port)
