@@ -46,8 +46,8 @@ func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin, inbox s
 	}
 	conn, err := rabbitmq.Dial(ctx, rabbitmq.Config{
 		Inbox: in,
-		URL:  f.amqp,
-		Name: "tare " + origin,
+		URL:   f.amqp,
+		Name:  "tare " + origin,
 		Subscribe: &rabbitmq.Subscription{
 			Exchange: celeryEventExchange, Kind: "topic", Keys: []string{"worker.#", "task.started"}, TTL: celeryEventTTL,
 			On: func(_ string, body []byte, at time.Time) { onEvent(body, at) },

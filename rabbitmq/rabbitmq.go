@@ -100,7 +100,7 @@ type Message struct {
 	CorrelationID   string
 	ReplyTo         string // the queue its answer goes to (an Inbox)
 	Persistent      bool   // delivery mode 2: kept across a broker restart in a durable queue
-	Priority        uint8 // 0 to 9
+	Priority        uint8  // 0 to 9
 	// TTL, when positive, is the message's expiration: the broker drops it
 	// unconsumed after that long in the queue.
 	TTL time.Duration
