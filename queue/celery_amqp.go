@@ -45,14 +45,14 @@ func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin, inbox s
 		in = &rabbitmq.Inbox{Queue: inbox, On: onReply}
 	}
 	conn, err := rabbitmq.Dial(ctx, rabbitmq.Config{
-		Inbox: in,
-		URL:   f.amqp,
-		Name:  "tare " + origin,
+		URL:  f.amqp,
+		Name: "tare " + origin,
 		Subscribe: &rabbitmq.Subscription{
 			Exchange: celeryEventExchange, Kind: "topic", Keys: []string{"worker.#", "task.started"}, TTL: celeryEventTTL,
 			On: func(_ string, body []byte, at time.Time) { onEvent(body, at) },
 		},
 		Returned: onReturn,
+		Inbox:    in,
 	})
 	if err != nil {
 		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery broker at %s: %w", RedactURL(rawURL), err)
