@@ -33,7 +33,7 @@ const (
 // URLForms explains the --queue URL forms, for help texts and errors.
 const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours)
 celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON)
-celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0 (Celery on RabbitMQ, states from the Redis result backend)
+celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0 (Celery on RabbitMQ; backend: the worker's result_backend, redis:// or rpc://)
 rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)`
 
 // ProtocolOf names the protocol rawURL speaks by its scheme: "celery" for
