@@ -46,6 +46,10 @@ type Result struct {
 	// TargetIndex is which request of a targets file the arrival took
 	// (httptarget.Mix), from 0; 0 when there was one request.
 	TargetIndex int
+	// Conn is the connection the request was last sent on, numbered by
+	// the target's ConnCounter from 1; 0 when it was sent on none (a
+	// connect that failed) or its target does not count them. Not stored.
+	Conn uint64
 
 	// Model calls only.
 	OutputTokens int    // generated tokens

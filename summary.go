@@ -138,6 +138,31 @@ type Generator struct {
 	Engine      string `json:"engine,omitempty"`
 	Engines     int    `json:"engines,omitempty"`
 	Connections int    `json:"connections,omitempty"`
+	// ConnectionUse is what the run did with its connections, for a
+	// target that counts them (--url, --targets, --model); left out for
+	// the others.
+	ConnectionUse *ConnectionUse `json:"connection_use,omitempty"`
+}
+
+// ConnectionUse is a run's connections to its target.
+type ConnectionUse struct {
+	// Limit is --connections, the most open at once; nil when none was
+	// given (requests in flight are the limit then).
+	Limit  *int `json:"limit"`
+	Opened int  `json:"opened"` // connections established
+	Reused int  `json:"reused"` // requests sent on a connection that had carried one before
+	// Closed counts the connections closed while the run went on (the
+	// server closed them, an error or a timeout cut them); the others
+	// were still open when it ended.
+	Closed int `json:"closed"`
+	// Waited counts the requests that waited for a connection at the
+	// limit; nil where it is not counted (net/http's pool).
+	Waited *int `json:"waited"`
+	// InUsePerTick is, per tick of the timeline (TickMS long, from the
+	// start of the figures), how many connections carried a request at
+	// some moment of it (from its send to its end).
+	TickMS       float64 `json:"tick_ms"`
+	InUsePerTick []int   `json:"in_use_per_tick"`
 }
 
 // QueueSummary are the figures of a queue target. Besides the wait and the

@@ -24,8 +24,14 @@ type Wire interface {
 
 // Endpoint is one request a Wire target sends, and the server it goes to.
 type Endpoint struct {
-	Addr     string        // host:port, resolved once when the run starts
-	MaxConns int           // connections open at once at most; further requests wait for one
+	Addr string // host:port, resolved once when the run starts
+	// Unix is the path of a Unix-domain socket every connection goes to
+	// instead of Addr (curl's --unix-socket); "" for TCP to Addr.
+	Unix string
+	// MaxConns is how many connections to the endpoint's server (Addr or
+	// Unix, shared by the endpoints that name the same one) are open at
+	// once at most; further requests wait for one. 0: no limit.
+	MaxConns int
 	Timeout  time.Duration // one request, from its send to its end, redirects included
 	NewCodec func() Codec  // a codec for one request at a time, reused request after request
 }

@@ -425,6 +425,10 @@ type unixSocket struct {
 	State uint8  // TCP_LISTEN (10) for a listening socket
 	Name  string // the path it is bound to ("@name" for the abstract namespace); "" for none
 	Peer  uint64 // the socket at the other end of a connected one; 0 for none
+	// FileIno and FileDev are the file a socket is bound to (its inode,
+	// and its device as the kernel's dev_t); 0 unless asked for.
+	FileIno uint64
+	FileDev uint32
 }
 
 // unixCallees finds where the system under test's new Unix-domain stream

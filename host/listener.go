@@ -51,34 +51,46 @@ func readlinkat(dir int, name, buf []byte) (int, error) {
 // https://man7.org/linux/man-pages/man5/proc_pid_net_tcp.5.html and
 // https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html.
 func ListenerPIDs(procRoot string, port int) ([]int, error) {
+	socks, err := readNetTCP(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("listening sockets on port %d: %w", port, err)
+	}
 	inodes := map[uint64]bool{}
+	for _, s := range socks {
+		if s.State == tcpListen && int(s.Local.Port()) == port && s.Inode != 0 {
+			inodes[s.Inode] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return nil, nil
+	}
+	return socketOwners(procRoot, inodes), nil
+}
+
+// readNetTCP returns the sockets of procRoot/net/tcp and
+// procRoot/net/tcp6; an error only when neither can be read (a host
+// without IPv6 has no tcp6), naming both faults.
+func readNetTCP(procRoot string) ([]tcpSocket, error) {
 	var socks []tcpSocket
 	var errs []error
 	for _, name := range []string{"tcp", "tcp6"} {
 		p := filepath.Join(procRoot, "net", name)
 		b, err := os.ReadFile(p)
 		if err == nil {
-			if socks, err = parseNetTCP(b, socks[:0]); err != nil {
+			n := len(socks)
+			if socks, err = parseNetTCP(b, socks); err != nil {
+				socks = socks[:n]
 				err = fmt.Errorf("%s: %w", p, err)
 			}
 		}
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		for _, s := range socks {
-			if s.State == tcpListen && int(s.Local.Port()) == port && s.Inode != 0 {
-				inodes[s.Inode] = true
-			}
 		}
 	}
 	if len(errs) == 2 {
-		return nil, fmt.Errorf("listening sockets on port %d: %w", port, errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
-	if len(inodes) == 0 {
-		return nil, nil
-	}
-	return socketOwners(procRoot, inodes), nil
+	return socks, nil
 }
 
 // tcpListen is TCP_LISTEN in the st column (include/net/tcp_states.h).

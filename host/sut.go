@@ -47,6 +47,23 @@ func FindService(procRoot, rawURL string) (pids []int, how string, err error) {
 	return pids, fmt.Sprintf("listening socket of %s:%d", h, n), nil
 }
 
+// FindUnixService finds the system under test of a target reached
+// through the Unix socket at path: the processes that hold it listening.
+// It returns none, and says why in how, when no visible process does.
+func FindUnixService(procRoot, path string) (pids []int, how string, err error) {
+	if procRoot == "" {
+		procRoot = DefaultProcRoot
+	}
+	pids, err = UnixListenerPIDs(procRoot, path)
+	if err != nil {
+		return nil, "", fmt.Errorf("find the process listening on unix %s: %w", path, err)
+	}
+	if len(pids) == 0 {
+		return nil, fmt.Sprintf("not found: no visible process listens on unix %s", path), nil
+	}
+	return pids, "listening socket of unix " + path, nil
+}
+
 // CgroupPIDs returns the processes in a cgroup, named as Config.Cgroup
 // names it.
 func CgroupPIDs(cgroupRoot, cgroup string) ([]int, error) {

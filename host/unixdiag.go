@@ -15,13 +15,17 @@ import (
 // (sock_diag(7): a NETLINK_SOCK_DIAG dump of AF_UNIX with UDIAG_SHOW_NAME
 // and UDIAG_SHOW_PEER): /proc/net/unix has the names but not who is
 // connected to whom.
-func unixSockets() ([]unixSocket, error) {
+func unixSockets() ([]unixSocket, error) { return listUnix(udiagShowName | udiagShowPeer) }
+
+// listUnix is a sock_diag dump of the Unix sockets with the attributes
+// show asks for (UDIAG_SHOW_*).
+func listUnix(show uint32) ([]unixSocket, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return nil, fmt.Errorf("list unix sockets: sock_diag socket: %w", err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Sendto(fd, unixDiagRequest(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := unix.Sendto(fd, unixDiagRequest(show), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, fmt.Errorf("list unix sockets: send the sock_diag request: %w", err)
 	}
 	var out []unixSocket
@@ -44,17 +48,20 @@ func unixSockets() ([]unixSocket, error) {
 // The sock_diag constants of include/uapi/linux/unix_diag.h.
 const (
 	udiagShowName = 0x01 // UDIAG_SHOW_NAME
+	udiagShowVFS  = 0x02 // UDIAG_SHOW_VFS
 	udiagShowPeer = 0x04 // UDIAG_SHOW_PEER
 	unixDiagName  = 0    // UNIX_DIAG_NAME attribute
+	unixDiagVFS   = 1    // UNIX_DIAG_VFS attribute
 	unixDiagPeer  = 2    // UNIX_DIAG_PEER attribute
 )
 
 // unixDiagRequest is a netlink header and a struct unix_diag_req asking
-// for every Unix socket in every state, with its name and its peer:
+// for every Unix socket in every state, with what show asks for (its
+// name, its peer, its file):
 //
 //	nlmsghdr   len u32 | type u16 | flags u16 | seq u32 | pid u32
 //	unix_diag_req  family u8 | protocol u8 | pad u16 | states u32 | ino u32 | show u32 | cookie [2]u32
-func unixDiagRequest() []byte {
+func unixDiagRequest(show uint32) []byte {
 	b := make([]byte, unix.NLMSG_HDRLEN+24)
 	ne := binary.NativeEndian
 	ne.PutUint32(b[0:], uint32(len(b)))
@@ -64,7 +71,7 @@ func unixDiagRequest() []byte {
 	r := b[unix.NLMSG_HDRLEN:]
 	r[0] = unix.AF_UNIX
 	ne.PutUint32(r[4:], ^uint32(0)) // every state
-	ne.PutUint32(r[12:], udiagShowName|udiagShowPeer)
+	ne.PutUint32(r[12:], show)
 	return b
 }
 
@@ -72,7 +79,8 @@ func unixDiagRequest() []byte {
 // dst and reports whether the dump is done. Each message is a struct
 // unix_diag_msg (family u8 | type u8 | state u8 | pad u8 | ino u32 |
 // cookie [2]u32) followed by attributes (len u16 | type u16 | value,
-// padded to 4 bytes).
+// padded to 4 bytes); UNIX_DIAG_VFS's value is the bound file's inode and
+// device (ino u32 | dev u32, the kernel's own dev_t: major << 20 | minor).
 func parseUnixDiag(b []byte, dst []unixSocket) ([]unixSocket, bool, error) {
 	msgs, err := syscall.ParseNetlinkMessage(b)
 	if err != nil {
@@ -107,6 +115,8 @@ func parseUnixDiag(b []byte, dst []unixSocket) ([]unixSocket, bool, error) {
 				u.Name = unixName(string(v))
 			case typ == unixDiagPeer && len(v) >= 4:
 				u.Peer = uint64(ne.Uint32(v))
+			case typ == unixDiagVFS && len(v) >= 8:
+				u.FileIno, u.FileDev = uint64(ne.Uint32(v)), ne.Uint32(v[4:])
 			}
 			a = a[min((n+3)&^3, len(a)):]
 		}
@@ -123,4 +133,44 @@ func unixName(name string) string {
 		return "@" + name[1:]
 	}
 	return name
+}
+
+// UnixListenerPIDs returns the processes that hold the listening
+// Unix-domain socket bound at path, sorted: the socket whose bound file is
+// path's file (its inode and device, as sock_diag's UNIX_DIAG_VFS gives
+// them: a server may have bound it by a relative path or through a
+// symbolic link), matched against the socket:[inode] links in
+// procRoot/<pid>/fd. Empty (nil error) when no visible process holds it;
+// an error when path cannot be read or the sockets cannot be listed.
+//
+// It is how tare finds the system under test of a target it reaches
+// through --unix-socket. It sees the sockets of tare's own network
+// namespace (a socket file shared into a container is bound in the
+// container's), and, as ListenerPIDs, other users' descriptors only as
+// root or with CAP_SYS_PTRACE.
+func UnixListenerPIDs(procRoot, path string) ([]int, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, fmt.Errorf("unix socket %s: %w", path, err)
+	}
+	socks, err := listUnix(udiagShowName | udiagShowVFS)
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[uint64]bool{}
+	for _, u := range socks {
+		if u.State == tcpListen && u.FileIno == st.Ino && sameDev(u.FileDev, st.Dev) {
+			inodes[u.Inode] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return nil, nil
+	}
+	return socketOwners(procRoot, inodes), nil
+}
+
+// sameDev says whether the kernel's dev_t kdev (major << 20 | minor, what
+// sock_diag reports) is the device stat(2) encodes as dev.
+func sameDev(kdev uint32, dev uint64) bool {
+	return kdev>>20 == unix.Major(dev) && kdev&(1<<20-1) == unix.Minor(dev)
 }

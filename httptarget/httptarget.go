@@ -1,8 +1,10 @@
 // Package httptarget is tare's plain HTTP target: it sends one configured
 // request per arrival and records what happened in a tare.Result.
 //
-// Connections are kept alive and reused, up to Config.MaxConns per host,
-// so the load measures the server rather than TCP and TLS handshakes. The
+// Connections are kept alive and reused, the one idle last first, up to
+// Config.MaxConns per server (a host and port, or the Unix socket of
+// Config.UnixSocket), so the load measures the server rather than TCP and
+// TLS handshakes; they are counted in a tare.ConnCounter (Conns). The
 // response body is read to the end and discarded, which both times the whole
 // response and lets the connection go back to the pool. Compression is left
 // to the user's headers: the target never adds Accept-Encoding, so BytesIn
@@ -35,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/netconn"
 )
 
 // DefaultTimeout bounds one request, from send to the last body byte, when
@@ -55,7 +58,12 @@ type Config struct {
 	Body     []byte        // sent with every request
 	Timeout  time.Duration // per request, from send to the last body byte; default DefaultTimeout
 	Insecure bool          // skip TLS certificate verification
-	MaxConns int           // connections per host, kept alive for reuse; default DefaultMaxConns
+	MaxConns int           // connections per server open at once at most, kept alive for reuse; default DefaultMaxConns
+
+	// UnixSocket is the path of a Unix-domain socket every connection
+	// goes to, as curl's --unix-socket: the URL's host is then only the
+	// Host header (and TLS's server name), and no proxy is used.
+	UnixSocket string
 
 	// Redirects is how many redirects one request follows at most:
 	// DefaultRedirects when 0; NoRedirects follows none.
@@ -77,6 +85,8 @@ const userAgent = "tare"
 type Target struct {
 	wire      *wireRequest // plain http:// without a proxy, for load's event loop; nil otherwise
 	maxConns  int
+	unix      string
+	counter   *tare.ConnCounter // the transport's connections, and the loop's
 	client    *http.Client
 	transport *http.Transport
 	tmpl      *http.Request // method, URL, header and host; copied per request, never sent
@@ -86,11 +96,18 @@ type Target struct {
 	name      string
 }
 
-var _ tare.Target = (*Target)(nil)
+var (
+	_ tare.Target      = (*Target)(nil)
+	_ tare.ConnCounted = (*Target)(nil)
+)
 
 // New checks cfg and returns its Target. Bad input is a *tare.Error with
 // code tare.EINVALID naming the value and what would be accepted.
-func New(cfg Config) (*Target, error) {
+func New(cfg Config) (*Target, error) { return newTargetOn(cfg, nil) }
+
+// newTargetOn is New, on shared's transport and counter when it is not nil
+// (the requests of a targets file share their connections).
+func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 	u, err := parseURL(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -142,9 +159,48 @@ func New(cfg Config) (*Target, error) {
 		header.Del("Host")
 	}
 
-	tr := &http.Transport{
-		Proxy:       http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+	var tr *http.Transport
+	var counter *tare.ConnCounter
+	if shared != nil {
+		tr, counter = shared.transport, shared.counter
+	} else {
+		tr, counter = newTransport(cfg, maxConns)
+	}
+	t := &Target{
+		maxConns:  maxConns,
+		unix:      cfg.UnixSocket,
+		counter:   counter,
+		transport: tr,
+		tmpl:      tmpl,
+		body:      cfg.Body,
+		timeout:   timeout,
+		redirects: newRedirects(u, cfg.Redirects, cfg.CrossHost),
+		name:      method + " " + redactURL(u),
+	}
+	t.client = &http.Client{Transport: tr, CheckRedirect: t.checkRedirect}
+	var proxy *url.URL
+	if tr.Proxy != nil {
+		proxy, _ = tr.Proxy(tmpl)
+	}
+	if u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
+		t.wire = newWireRequest(tmpl, cfg.Body)
+	}
+	return t, nil
+}
+
+// newTransport is net/http's pool for cfg, and the counter of its
+// connections. net/http takes the connection idle last first too, and
+// MaxConnsPerHost counts a connection from its dial to its close, so at
+// most maxConns are open to one server at once.
+func newTransport(cfg Config, maxConns int) (*http.Transport, *tare.ConnCounter) {
+	counter := new(tare.ConnCounter)
+	proxy := http.ProxyFromEnvironment
+	if cfg.UnixSocket != "" {
+		proxy = nil // every connection goes to the socket, as with curl
+	}
+	return &http.Transport{
+		Proxy:       proxy,
+		DialContext: netconn.Dialer(&net.Dialer{KeepAlive: 30 * time.Second}, cfg.UnixSocket, counter),
 		// The default of two idle connections per host would close and
 		// redial most connections under concurrency.
 		MaxIdleConns:          maxConns,
@@ -156,22 +212,12 @@ func New(cfg Config) (*Target, error) {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     true,
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure}, // the user's explicit choice (--insecure)
-	}
-	t := &Target{
-		maxConns:  maxConns,
-		transport: tr,
-		tmpl:      tmpl,
-		body:      cfg.Body,
-		timeout:   timeout,
-		redirects: newRedirects(u, cfg.Redirects, cfg.CrossHost),
-		name:      method + " " + redactURL(u),
-	}
-	t.client = &http.Client{Transport: tr, CheckRedirect: t.checkRedirect}
-	if proxy, _ := tr.Proxy(tmpl); u.Scheme == "http" && proxy == nil && !cfg.NetHTTP {
-		t.wire = newWireRequest(tmpl, cfg.Body)
-	}
-	return t, nil
+	}, counter
 }
+
+// Conns counts the target's connections, net/http's and load's event
+// loop's alike.
+func (t *Target) Conns() *tare.ConnCounter { return t.counter }
 
 // parseURL accepts an absolute http or https URL with a host.
 func parseURL(s string) (*url.URL, error) {
@@ -243,7 +289,8 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, sent.Add(t.timeout))
 	defer cancel()
-	req = req.WithContext(reqCtx)
+	var onConn netconn.Request
+	req = req.WithContext(onConn.Trace(reqCtx, t.counter))
 	var body *requestBody
 	if len(data) > 0 {
 		body = newRequestBody(data)
@@ -274,7 +321,11 @@ func (t *Target) send(ctx context.Context, res *tare.Result, req *http.Request, 
 		}
 		res.BytesIn, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if resp.Close {
+			onConn.Closing()
+		}
 	}
+	res.Conn = onConn.ID
 	res.Done = time.Now()
 	if body != nil {
 		res.BytesOut += body.sent.Load()

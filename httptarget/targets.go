@@ -289,12 +289,17 @@ type Mix struct {
 	file    string
 }
 
-var _ tare.Target = (*Mix)(nil)
+var (
+	_ tare.Target      = (*Mix)(nil)
+	_ tare.ConnCounted = (*Mix)(nil)
+)
 
 // NewMix builds a Target per request, each from base (timeout, redirects,
 // TLS, connections; base's header goes with every request, the request's
 // own header winning) with the request's method, URL, header and body. A
-// request the Target refuses is an error naming its line.
+// request the Target refuses is an error naming its line. The requests
+// share one pool of connections: those to one server take each other's
+// idle ones, and base's MaxConns bounds each server's, not each request's.
 func NewMix(file string, reqs []Request, base Config, inOrder bool, seed uint64) (*Mix, error) {
 	m := &Mix{inOrder: inOrder, seed: seed, file: file}
 	var total float64
@@ -312,7 +317,11 @@ func NewMix(file string, reqs []Request, base Config, inOrder bool, seed uint64)
 		for name, values := range r.Header {
 			cfg.Header[name] = values
 		}
-		t, err := New(cfg)
+		var shared *Target
+		if len(m.targets) > 0 {
+			shared = m.targets[0]
+		}
+		t, err := newTargetOn(cfg, shared)
 		if err != nil {
 			m.Close()
 			return nil, tare.Errorf(tare.EINVALID, "targets file %q, line %d: %s", file, r.Line, tare.ErrorMessage(err))
@@ -356,11 +365,19 @@ func (m *Mix) Do(ctx context.Context, res *tare.Result) {
 	m.targets[i].Do(ctx, res)
 }
 
-// Close releases every request's connections.
+// Close releases the requests' connections.
 func (m *Mix) Close() {
-	for _, t := range m.targets {
-		t.Close()
+	if len(m.targets) > 0 {
+		m.targets[0].Close()
 	}
+}
+
+// Conns counts the connections of every request of the file.
+func (m *Mix) Conns() *tare.ConnCounter {
+	if len(m.targets) == 0 {
+		return new(tare.ConnCounter)
+	}
+	return m.targets[0].counter
 }
 
 // String names the file and how many requests it mixes.

@@ -32,7 +32,7 @@ func (t *Target) Endpoints() []tare.Endpoint {
 	if t.wire == nil {
 		return nil
 	}
-	return []tare.Endpoint{{Addr: hostPort(t.tmpl.URL), MaxConns: t.maxConns, Timeout: t.timeout,
+	return []tare.Endpoint{{Addr: hostPort(t.tmpl.URL), Unix: t.unix, MaxConns: t.maxConns, Timeout: t.timeout,
 		NewCodec: func() tare.Codec { return &codec{t: t} }}}
 }
 

@@ -80,8 +80,9 @@ type Runner struct {
 	saturated atomic.Bool  // the pacer waits on freed
 	freed     chan struct{}
 
-	// The event loops' connections: open now, and the most open at once.
-	conns, connsPeak atomic.Int64
+	// counter counts the connections: the target's own (tare.ConnCounted),
+	// which its net/http pool counts into too, or the Runner's.
+	counter *tare.ConnCounter
 	// Requests the loops handed to goroutines (tare.StepElsewhere), which
 	// send their results to out themselves, under reqCtx.
 	handoffs sync.WaitGroup
@@ -101,14 +102,18 @@ func New(target tare.Target, cfg Config) *Runner {
 		cfg.Engines = DefaultEngines()
 	}
 	cfg.Engines = min(cfg.Engines, cfg.MaxInFlight)
-	return &Runner{target: target, cfg: cfg, freed: make(chan struct{}, 1)}
+	counter := new(tare.ConnCounter)
+	if c, ok := target.(tare.ConnCounted); ok {
+		counter = c.Conns()
+	}
+	return &Runner{target: target, cfg: cfg, freed: make(chan struct{}, 1), counter: counter}
 }
 
 // Usage is what the generator itself cost.
 type Usage struct {
 	Wall    time.Duration // from start to the last result
 	CPU     time.Duration // user + system time of this process over the run
-	Workers int           // worker goroutines started, or the loops' connections open at most (the in-flight high-water mark)
+	Workers int           // worker goroutines started, or the loops' connections open at once at most
 	Engine  string        // EngineLoop or EngineGoroutines: what served the target
 	Engines int           // event loops, when Engine is EngineLoop
 }
@@ -124,25 +129,14 @@ func (u Usage) CPUPct() float64 {
 // Progress is a live view of the engine for a progress line.
 type Progress struct {
 	Sent, Done, Dropped, InFlight int64
-	Conns                         int64 // the event loops' connections open; 0 on goroutines
+	Conns                         int64 // connections open, for a target that counts them; else 0
 }
 
 // Progress returns the engine's counters; it is safe to call concurrently
 // with Run.
 func (r *Runner) Progress() Progress {
 	s, d := r.sent.Load(), r.done.Load()
-	return Progress{Sent: s, Done: d, Dropped: r.dropped.Load(), InFlight: s - d, Conns: r.conns.Load()}
-}
-
-// opened counts a connection an event loop opened.
-func (r *Runner) opened() {
-	n := r.conns.Add(1)
-	for {
-		peak := r.connsPeak.Load()
-		if n <= peak || r.connsPeak.CompareAndSwap(peak, n) {
-			return
-		}
-	}
+	return Progress{Sent: s, Done: d, Dropped: r.dropped.Load(), InFlight: s - d, Conns: r.counter.Stats().Open}
 }
 
 // handoff runs the rest of a request an event loop cannot make on a
@@ -198,6 +192,7 @@ type arrival struct {
 // their own context is cancelled, whether ctx ends during the arrivals or
 // after the last one. Run blocks until out is closed.
 func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result) Usage {
+	r.counter.ResetPeak()
 	if wire, ok := r.target.(tare.Wire); ok {
 		if eps := wire.Endpoints(); len(eps) > 0 {
 			if u, ok := r.runLoops(ctx, start, sched, out, wire, eps); ok {

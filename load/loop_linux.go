@@ -25,7 +25,8 @@ import (
 // of Go's poller: the runtime's scheduler never sees the wait.
 //
 //	epoll_wait ─┬─ timerfd: an arrival is due ─▶ a connection (the idle one
-//	            │                                 used last, or a new one) ─▶ write
+//	            │                                 used last, or a new one, or a
+//	            │                                 wait for one at the limit) ─▶ write
 //	            ├─ socket readable ─▶ read ─▶ Codec.Parse ─▶ result, connection idle
 //	            └─ eventfd: the run stopped (arrivals) or was cut short (requests)
 type engine struct {
@@ -39,6 +40,11 @@ type engine struct {
 	events         []unix.EpollEvent
 	eps            []*endpoint
 	conns          []*conn // by descriptor
+	counter        *tare.ConnCounter
+	// reused and waited are counted here and added to counter at each
+	// flush: an atomic add per request, shared by the engines' threads,
+	// would move its cache line between their cores at every request.
+	reused, waited int64
 	rbuf, wbuf     []byte
 	spare          []*request // finished requests, reused
 
@@ -59,28 +65,39 @@ type engine struct {
 	wakeMu      sync.Mutex // guards efd against wake after close
 }
 
-// endpoint is one Endpoint's connections in one engine.
+// endpoint is one Endpoint in one engine: its codecs, and the pool of
+// connections to its server.
 type endpoint struct {
 	tare.Endpoint
-	index   int
+	index  int
+	pool   *pool
+	codecs []tare.Codec
+}
+
+// pool is the connections to one server (an address, or a Unix socket) in
+// one engine, shared by the endpoints that name it: a targets file's
+// requests to one server take each other's idle connections, and the
+// limit is on the server's connections, not each request's.
+type pool struct {
 	addrs   []unix.Sockaddr // resolved when the run starts
 	addr    int             // the address connections go to
 	dnsErr  error           // the address did not resolve: every request fails with it
 	idle    []*conn         // a stack: the connection idle last is taken first
-	open    int
-	waiting []*request // at MaxConns: requests waiting for a connection
-	codecs  []tare.Codec
+	open    int             // connections open or connecting
+	max     int             // this engine's share of the limit; 0: none
+	waiting []*request      // at max: requests waiting for a connection, first come first served
 }
 
 type conn struct {
 	fd         int
-	ep         *endpoint
+	id         uint64 // the counter's number for it, once established; 0 before
+	pool       *pool
 	req        *request // nil while idle
 	served     int      // requests this connection completed
 	out        []byte   // what a write left for the descriptor to take
 	connecting bool
 	tries      int // addresses tried by this connection's connect
-	idleAt     int // index in ep.idle while idle, else -1
+	idleAt     int // index in pool.idle while idle, else -1
 }
 
 type request struct {
@@ -101,10 +118,11 @@ const (
 )
 
 // newEngine makes the engine's epoll, timerfd and eventfd, and resolves
-// the endpoints' addresses.
-func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoint, f *feed, out chan<- tare.Result, cap int) (*engine, error) {
+// the addresses of the endpoints' servers, each with its share of their
+// connection limit (limits: the server's key → its share).
+func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoint, limits map[string]int, f *feed, out chan<- tare.Result, cap int) (*engine, error) {
 	e := &engine{r: r, wire: wire, feed: f, out: out, cap: max(cap, 1), epfd: -1, tfd: -1, efd: -1,
-		events: make([]unix.EpollEvent, 128), rbuf: make([]byte, readBuffer)}
+		events: make([]unix.EpollEvent, 128), rbuf: make([]byte, readBuffer), counter: r.counter}
 	var err error
 	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -125,12 +143,30 @@ func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoi
 			return nil, os.NewSyscallError("epoll_ctl", err)
 		}
 	}
+	pools := map[string]*pool{}
 	for i, ep := range eps {
-		p := &endpoint{Endpoint: ep, index: i}
-		p.addrs, p.dnsErr = resolve(ctx, ep.Addr)
-		e.eps = append(e.eps, p)
+		key := poolKey(ep)
+		p := pools[key]
+		if p == nil {
+			p = &pool{max: limits[key]}
+			if ep.Unix != "" {
+				p.addrs = []unix.Sockaddr{&unix.SockaddrUnix{Name: ep.Unix}}
+			} else {
+				p.addrs, p.dnsErr = resolve(ctx, ep.Addr)
+			}
+			pools[key] = p
+		}
+		e.eps = append(e.eps, &endpoint{Endpoint: ep, index: i, pool: p})
 	}
 	return e, nil
+}
+
+// poolKey names the server an endpoint's connections go to.
+func poolKey(ep tare.Endpoint) string {
+	if ep.Unix != "" {
+		return "unix " + ep.Unix
+	}
+	return ep.Addr
 }
 
 // resolve looks host:port up once, for every connection of the run.
@@ -186,7 +222,9 @@ func (e *engine) close() {
 	for _, c := range e.conns {
 		if c != nil {
 			closeFD(c.fd)
-			e.r.conns.Add(-1)
+			if c.id != 0 {
+				e.counter.Close(true)
+			}
 		}
 	}
 	for _, fd := range []int{e.tfd, e.efd, e.epfd} {
@@ -332,6 +370,11 @@ func (e *engine) record(res tare.Result) {
 // flush hands the results recorded to out: in bursts, so the consumer
 // wakes once for many results, not once per request.
 func (e *engine) flush() {
+	if e.reused > 0 || e.waited > 0 {
+		e.counter.Reuse(e.reused)
+		e.counter.Wait(e.waited)
+		e.reused, e.waited = 0, 0
+	}
 	for i := range e.results {
 		e.out <- e.results[i]
 	}
@@ -364,8 +407,8 @@ func (e *engine) dispatch(a arrival, now time.Time) {
 	e.last = req
 	e.inFlight++
 	e.r.sent.Add(1)
-	if ep.dnsErr != nil {
-		req.res.Err = tare.ErrorKind(ep.dnsErr)
+	if err := ep.pool.dnsErr; err != nil {
+		req.res.Err = tare.ErrorKind(err)
 		e.finish(req, now)
 		return
 	}
@@ -382,52 +425,60 @@ func (e *engine) newRequest() *request {
 }
 
 // assign gives req a connection: the one idle last, a new one while the
-// endpoint has fewer than MaxConns, or else a place in its queue.
+// server has fewer than its limit open, or else a place in its queue.
 func (e *engine) assign(req *request) {
-	ep := req.ep
-	if n := len(ep.idle); n > 0 {
-		c := ep.idle[n-1]
-		ep.idle = ep.idle[:n-1]
+	p := req.ep.pool
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
 		c.idleAt = -1
 		e.send(c, req)
 		return
 	}
-	if ep.open < ep.MaxConns || ep.MaxConns <= 0 {
-		e.connect(ep, req)
+	if p.open < p.max || p.max <= 0 {
+		e.connect(p, req)
 		return
 	}
-	ep.waiting = append(ep.waiting, req)
+	e.waited++
+	p.waiting = append(p.waiting, req)
 }
 
 // connect opens a non-blocking connection for req; the request is written
 // when it is established.
-func (e *engine) connect(ep *endpoint, req *request) {
-	c := &conn{fd: -1, ep: ep, req: req, idleAt: -1, connecting: true}
+func (e *engine) connect(p *pool, req *request) {
+	c := &conn{fd: -1, pool: p, req: req, idleAt: -1, connecting: true}
 	req.conn = c
-	ep.open++
-	e.r.opened()
+	p.open++
 	if err := e.dial(c); err != nil {
 		e.connectFailed(c, err)
 	}
 }
 
-// dial starts c's connect to its endpoint's current address.
+// dial starts c's connect to its server's current address.
 func (e *engine) dial(c *conn) error {
-	sa := c.ep.addrs[c.ep.addr]
+	sa := c.pool.addrs[c.pool.addr]
 	family := unix.AF_INET
-	if _, ok := sa.(*unix.SockaddrInet6); ok {
+	switch sa.(type) {
+	case *unix.SockaddrInet6:
 		family = unix.AF_INET6
+	case *unix.SockaddrUnix:
+		family = unix.AF_UNIX
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return os.NewSyscallError("socket", err)
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if family != unix.AF_UNIX {
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
 	c.fd = fd
 	for fd >= len(e.conns) {
 		e.conns = append(e.conns, nil)
 	}
 	e.conns[fd] = c
+	// A Unix socket's connect completes at once or fails (EAGAIN: the
+	// listener's backlog is full, which Go's net fails on too); TCP's
+	// completes later, when the socket turns writable.
 	err = unix.Connect(fd, sa)
 	switch err {
 	case nil:
@@ -435,6 +486,7 @@ func (e *engine) dial(c *conn) error {
 		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
 			return os.NewSyscallError("epoll_ctl", err)
 		}
+		c.id = e.counter.Open()
 		e.send(c, c.req)
 		return nil
 	case unix.EINPROGRESS:
@@ -450,23 +502,26 @@ func (e *engine) dial(c *conn) error {
 // next address, if it has one this connection has not tried, else the
 // request fails, as a dial error.
 func (e *engine) connectFailed(c *conn, err error) {
-	ep := c.ep
+	p := c.pool
 	e.forget(c)
 	c.tries++
-	if c.tries < len(ep.addrs) {
-		ep.addr = (ep.addr + 1) % len(ep.addrs)
+	if c.tries < len(p.addrs) {
+		p.addr = (p.addr + 1) % len(p.addrs)
 		if err = e.dial(c); err == nil {
 			return
 		}
 		e.forget(c)
 	}
-	ep.open--
-	e.r.conns.Add(-1)
+	p.open--
 	req := c.req
 	c.req, req.conn = nil, nil
-	req.res.Err = tare.ErrorKind(&net.OpError{Op: "dial", Net: "tcp", Err: err})
+	network := "tcp"
+	if req.ep.Unix != "" {
+		network = "unix"
+	}
+	req.res.Err = tare.ErrorKind(&net.OpError{Op: "dial", Net: network, Err: err})
 	e.finish(req, time.Now())
-	e.serveWaiting(ep)
+	e.serveWaiting(p)
 }
 
 // forget closes c's descriptor, keeping c itself.
@@ -481,6 +536,10 @@ func (e *engine) forget(c *conn) {
 // send writes req's request on c.
 func (e *engine) send(c *conn, req *request) {
 	c.req, req.conn = req, c
+	req.res.Conn = c.id
+	if c.served > 0 {
+		e.reused++
+	}
 	e.wbuf = req.codec.Request(e.wbuf[:0])
 	n, err := rawio.Write(c.fd, e.wbuf)
 	switch err {
@@ -511,6 +570,7 @@ func (e *engine) ready(c *conn, events uint32) {
 			return
 		}
 		e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
+		c.id = e.counter.Open()
 		e.send(c, c.req)
 		return
 	}
@@ -616,41 +676,47 @@ func (e *engine) ended(c *conn, err error) {
 
 // release makes c idle, or gives it to a request waiting for one.
 func (e *engine) release(c *conn) {
-	ep := c.ep
-	if len(ep.waiting) > 0 {
-		req := ep.waiting[0]
-		ep.waiting = ep.waiting[:copy(ep.waiting, ep.waiting[1:])]
+	p := c.pool
+	if len(p.waiting) > 0 {
+		req := p.waiting[0]
+		p.waiting = p.waiting[:copy(p.waiting, p.waiting[1:])]
 		e.send(c, req)
 		return
 	}
-	c.idleAt = len(ep.idle)
-	ep.idle = append(ep.idle, c)
+	c.idleAt = len(p.idle)
+	p.idle = append(p.idle, c)
 }
 
 // closeConn closes c, which carries no request.
 func (e *engine) closeConn(c *conn) {
-	ep := c.ep
+	p := c.pool
 	if c.idleAt >= 0 {
-		last := ep.idle[len(ep.idle)-1]
-		ep.idle[c.idleAt], last.idleAt = last, c.idleAt
-		ep.idle = ep.idle[:len(ep.idle)-1]
+		// Out of the stack, the others kept in their order: the bottom
+		// ones are the least recently used, the first a server closes.
+		p.idle = append(p.idle[:c.idleAt], p.idle[c.idleAt+1:]...)
+		for _, o := range p.idle[c.idleAt:] {
+			o.idleAt--
+		}
 		c.idleAt = -1
 	}
 	e.forget(c)
-	ep.open--
-	e.r.conns.Add(-1)
-	e.serveWaiting(ep)
+	if c.id != 0 {
+		e.counter.Close(false)
+		c.id = 0
+	}
+	p.open--
+	e.serveWaiting(p)
 }
 
 // serveWaiting opens a connection for the first request waiting, now that
-// the endpoint has room for one.
-func (e *engine) serveWaiting(ep *endpoint) {
-	if len(ep.waiting) == 0 || ep.open >= ep.MaxConns {
+// the server has room for one.
+func (e *engine) serveWaiting(p *pool) {
+	if len(p.waiting) == 0 || p.max > 0 && p.open >= p.max {
 		return
 	}
-	req := ep.waiting[0]
-	ep.waiting = ep.waiting[:copy(ep.waiting, ep.waiting[1:])]
-	e.connect(ep, req)
+	req := p.waiting[0]
+	p.waiting = p.waiting[:copy(p.waiting, p.waiting[1:])]
+	e.connect(p, req)
 }
 
 // finish records req's result and frees its slot.
@@ -732,10 +798,10 @@ func (e *engine) cut(req *request, kind string, now time.Time) {
 		c.req, req.conn = nil, nil
 		e.closeConn(c)
 	} else {
-		ep := req.ep
-		for i, w := range ep.waiting {
+		p := req.ep.pool
+		for i, w := range p.waiting {
 			if w == req {
-				ep.waiting = append(ep.waiting[:i], ep.waiting[i+1:]...)
+				p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
 				break
 			}
 		}
@@ -751,20 +817,31 @@ var _ = [1]struct{}{}[unsafe.Offsetof(unix.EpollEvent{}.Fd)-4]
 // could not be made (the caller then runs the goroutine engine).
 func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result, wire tare.Wire, eps []tare.Endpoint) (Usage, bool) {
 	cpu0 := processCPU()
+	// Each server's connection limit, the least its endpoints give; no
+	// more engines than the smallest, so that each has one connection
+	// at least and the shares add up to the limit exactly.
+	limits := map[string]int{}
 	n := r.cfg.Engines
+	for _, ep := range eps {
+		if ep.MaxConns <= 0 {
+			continue
+		}
+		key := poolKey(ep)
+		if l, ok := limits[key]; !ok || ep.MaxConns < l {
+			limits[key] = ep.MaxConns
+		}
+		n = min(n, ep.MaxConns)
+	}
 	f := &feed{ahead: lookahead{Schedule: sched}, start: start}
 	var engines []*engine
 	for i := range n {
 		// Each engine takes its share of the in-flight cap and of each
-		// endpoint's connections; the feed is one schedule for them all.
-		share := make([]tare.Endpoint, len(eps))
-		for j, ep := range eps {
-			share[j] = ep
-			if ep.MaxConns > 0 {
-				share[j].MaxConns = max(1, ep.MaxConns/n)
-			}
+		// server's connections; the feed is one schedule for them all.
+		shares := make(map[string]int, len(limits))
+		for key, l := range limits {
+			shares[key] = l/n + boolInt(i < l%n)
 		}
-		e, err := newEngine(ctx, r, wire, share, f, out, r.cfg.MaxInFlight/n+boolInt(i < r.cfg.MaxInFlight%n))
+		e, err := newEngine(ctx, r, wire, eps, shares, f, out, r.cfg.MaxInFlight/n+boolInt(i < r.cfg.MaxInFlight%n))
 		if err != nil {
 			break
 		}
@@ -815,7 +892,7 @@ func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, 
 		e.close()
 	}
 	close(out)
-	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.connsPeak.Load()),
+	return Usage{Wall: time.Since(start), CPU: processCPU() - cpu0, Workers: int(r.counter.Stats().Peak),
 		Engine: EngineLoop, Engines: len(engines)}, true
 }
 

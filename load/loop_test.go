@@ -38,14 +38,17 @@ func (w *wireGet) Endpoints() []tare.Endpoint {
 		NewCodec: func() tare.Codec { return &getCodec{} }}}
 }
 
-type getCodec struct{ got []byte }
+type getCodec struct {
+	got   []byte
+	close bool // the answer said Connection: close
+}
 
 func (c *getCodec) Begin(*tare.Result) { c.got = c.got[:0] }
 func (c *getCodec) Request(b []byte) []byte {
-	c.got = c.got[:0]
+	c.got, c.close = c.got[:0], false
 	return append(b, "GET / HTTP/1.1\r\nHost: test\r\n\r\n"...)
 }
-func (c *getCodec) KeepAlive() bool                                      { return true }
+func (c *getCodec) KeepAlive() bool                                      { return !c.close }
 func (c *getCodec) Handoff() func(ctx context.Context, res *tare.Result) { return nil }
 func (c *getCodec) End(err error, reused bool, res *tare.Result) tare.Step {
 	res.Err = "eof"
@@ -63,6 +66,9 @@ func (c *getCodec) Parse(p []byte, res *tare.Result) (int, tare.Step) {
 	for line := range strings.SplitSeq(head, "\r\n") {
 		if v, ok := strings.CutPrefix(strings.ToLower(line), "content-length: "); ok {
 			length, _ = strconv.Atoi(v)
+		}
+		if strings.EqualFold(line, "connection: close") {
+			c.close = true
 		}
 	}
 	if len(c.got) < end+4+length {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/netconn"
 )
 
 // Defaults used when a Config field is zero.
@@ -56,6 +57,13 @@ type Config struct {
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
+	// UnixSocket is the path of a Unix-domain socket every connection
+	// goes to, as curl's --unix-socket: URL's host is then only the Host
+	// header, and no proxy is used.
+	UnixSocket string
+	// MaxConns is how many connections are open at once at most; further
+	// calls wait for one. 0: no limit.
+	MaxConns int
 }
 
 // Client sends chat completions to one endpoint. It is safe for concurrent
@@ -77,9 +85,13 @@ type Client struct {
 	// value, or to a struct holding one, can reveal the key.
 	secret *secret
 	http   *http.Client
+	conns  *tare.ConnCounter
 }
 
-var _ tare.Target = (*Client)(nil)
+var (
+	_ tare.Target      = (*Client)(nil)
+	_ tare.ConnCounted = (*Client)(nil)
+)
 
 // secret is what must never be printed.
 type secret struct {
@@ -102,7 +114,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, tare.Errorf(tare.EINVALID, "max tokens %d: want 0 (server default) or more", cfg.MaxTokens)
 	case cfg.Timeout < 0:
 		return nil, tare.Errorf(tare.EINVALID, "model timeout %v: want 0 (default %v) or more", cfg.Timeout, DefaultTimeout)
+	case cfg.MaxConns < 0:
+		return nil, tare.Errorf(tare.EINVALID, "max connections %d: want 0 (no limit) or more", cfg.MaxConns)
 	}
+	conns := new(tare.ConnCounter)
 	c := &Client{
 		endpoint:  endpoint,
 		model:     cfg.Model,
@@ -114,7 +129,8 @@ func New(cfg Config) (*Client, error) {
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
 		secret:    &secret{header: http.Header{}},
-		http:      &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
+		http:      &http.Client{Transport: newTransport(cfg, conns), CheckRedirect: noRedirects},
+		conns:     conns,
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -161,12 +177,17 @@ func parseEndpoint(raw string) (*url.URL, error) {
 // newTransport is tuned for a load generator: many idle connections per
 // host, so an open loop does not churn TCP connections, and no transparent
 // gzip, which would buffer an event stream.
-func newTransport() *http.Transport {
+func newTransport(cfg Config, conns *tare.ConnCounter) *http.Transport {
+	proxy := http.ProxyFromEnvironment
+	if cfg.UnixSocket != "" {
+		proxy = nil // every connection goes to the socket, as with curl
+	}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                 proxy,
+		DialContext:           netconn.Dialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, cfg.UnixSocket, conns),
 		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   1024,
+		MaxIdleConnsPerHost:   cmp.Or(cfg.MaxConns, 1024),
+		MaxConnsPerHost:       cfg.MaxConns, // net/http: 0 is no limit
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
@@ -189,6 +210,9 @@ func (c *Client) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, c.Str
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Conns counts the client's connections.
+func (c *Client) Conns() *tare.ConnCounter { return c.conns }
 
 // Request varies one completion from the client's Config.
 type Request struct {
@@ -260,6 +284,7 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	res.OutputTokens = r.OutputTokens
 	res.TokenSource = r.TokenSource
 	res.PromptTokens, res.PromptTokenSource = r.PromptTokens, r.PromptSource
+	res.Conn = r.Conn
 }
 
 // Call performs one completion and measures it. It never returns an error:
@@ -277,7 +302,8 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret}
-	hreq, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
+	var onConn netconn.Request
+	hreq, err := http.NewRequestWithContext(onConn.Trace(callCtx, c.conns), http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return m.fail(tare.KindOther, "build request: "+err.Error())
 	}
@@ -300,10 +326,16 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	m.r.Sent = time.Now()
 	m.r.BytesOut = int64(len(body))
 	resp, err := c.http.Do(hreq)
+	m.r.Conn = onConn.ID
 	if err != nil {
 		return m.transportFail("send", err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		resp.Body.Close()
+		if resp.Close {
+			onConn.Closing()
+		}
+	}()
 	m.r.Status = resp.StatusCode
 	in := &countingReader{r: resp.Body}
 	switch ct := strings.ToLower(resp.Header.Get("Content-Type")); {

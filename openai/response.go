@@ -41,6 +41,7 @@ type Response struct {
 	Detail   string // the failure in words, never the API key
 	BytesIn  int64  // response body bytes read
 	BytesOut int64  // request body bytes written
+	Conn     uint64 // the connection it was sent on, numbered by Client.Conns; 0 for none
 }
 
 // OK reports whether the completion succeeded.

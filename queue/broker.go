@@ -120,6 +120,13 @@ type WorkerInfo struct {
 	PID         int       `json:"pid"`
 	Started     time.Time `json:"started"`
 	Concurrency int       `json:"concurrency"`
+	// ClientAddr and ServerAddr are the two ends of the worker's
+	// connection to the broker, as the broker sees them (CLIENT LIST's
+	// addr and laddr), for a worker that registers no pid (BullMQ): the
+	// process holding that connection on this host is the worker. Empty
+	// for the others.
+	ClientAddr string `json:"client_addr,omitempty"`
+	ServerAddr string `json:"server_addr,omitempty"`
 }
 
 // KeyPrefix is the prefix of every key of queue q: "tare:" + q + ":".

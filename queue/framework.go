@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,18 +31,20 @@ const (
 	ProtocolTare   = "tare"   // redis://, rediss://: tare's own job protocol (docs/job-protocol.md)
 	ProtocolCelery = "celery" // celery+redis://, celery+amqp://: Celery task messages (docs/celery.md)
 	ProtocolRQ     = "rq"     // rq+redis://: RQ jobs (docs/rq.md)
+	ProtocolBullMQ = "bullmq" // bullmq+redis://: BullMQ jobs (docs/bullmq.md)
 )
 
 // URLForms explains the --queue URL forms, for help texts and errors.
 const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours)
 celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON)
 celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0 (Celery on RabbitMQ; backend: the worker's result_backend, redis:// or rpc://)
-rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)`
+rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)
+bullmq+redis://HOST:6379/0?queue=agents&name=answer (BullMQ 5 jobs, as Queue.add writes them)`
 
 // ProtocolOf names the protocol rawURL speaks by its scheme: "celery" for
 // celery+redis:// and celery+amqp:// (or celery+rediss://,
-// celery+amqps://), "rq" for rq+redis://, and "tare" for anything else,
-// which OpenRedis then checks.
+// celery+amqps://), "rq" for rq+redis://, "bullmq" for bullmq+redis://,
+// and "tare" for anything else, which OpenRedis then checks.
 func ProtocolOf(rawURL string) string {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	switch strings.ToLower(scheme) {
@@ -47,6 +52,8 @@ func ProtocolOf(rawURL string) string {
 		return ProtocolCelery
 	case "rq+redis", "rq+rediss":
 		return ProtocolRQ
+	case "bullmq+redis", "bullmq+rediss":
+		return ProtocolBullMQ
 	}
 	return ProtocolTare
 }
@@ -99,15 +106,16 @@ type FrameworkConfig struct {
 	Timeout time.Duration
 }
 
-// frameworkURL is a parsed celery+redis://, celery+amqp:// or rq+redis://
-// URL.
+// frameworkURL is a parsed celery+redis://, celery+amqp://, rq+redis:// or
+// bullmq+redis:// URL.
 type frameworkURL struct {
 	protocol string
 	redis    string // the broker's redis:// URL, without tare's parameters; "" for an AMQP broker
 	amqp     string // the broker's amqp:// URL, without tare's parameters; "" for a Redis broker
 	backend  string // Celery's result backend, a redis:// URL; redis when not given
 	queue    string
-	task     string // Celery's task name, RQ's function
+	task     string // Celery's task name, RQ's function, BullMQ's job name
+	prefix   string // BullMQ's key prefix ("bull")
 	db       int    // the Redis broker's database
 }
 
@@ -138,6 +146,28 @@ func validTask(s string) bool {
 	return true
 }
 
+// validJobName is a BullMQ job name tare accepts: any printable text up
+// to 256 bytes (BullMQ itself takes any string; the worker dispatches on
+// it).
+func validJobName(s string) bool {
+	if s == "" || len(s) > 256 || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// prefixRE is a BullMQ key prefix: "bull", or with a Redis Cluster hash
+// tag, "{bull}".
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._{}-]{1,64}$`)
+
+// frameworkForms are, by protocol, the parameter naming the job's task and
+// the URL form errors show.
+var frameworkForms = map[string]struct{ param, what, form string }{
+	ProtocolCelery: {"task", "task name the worker runs, a dotted Python name", "celery+redis://HOST:6379/0?queue=celery&task=tasks.answer"},
+	ProtocolRQ:     {"func", "function the worker runs, a dotted Python name", "rq+redis://HOST:6379/0?queue=default&func=tasks.answer"},
+	ProtocolBullMQ: {"name", "job name, what your processor dispatches on (job.name)", "bullmq+redis://HOST:6379/0?queue=agents&name=answer"},
+}
+
 // parseFrameworkURL parses rawURL for protocol p; needTask says the task
 // must be named (cleanup needs none). Errors are *tare.Error with code
 // EINVALID, naming what is wrong and the form that is right, with any
@@ -145,15 +175,12 @@ func validTask(s string) bool {
 func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	scheme, _, _ := strings.Cut(strings.ToLower(rawURL), "://")
 	amqpBroker := p == ProtocolCelery && (scheme == "celery+amqp" || scheme == "celery+amqps")
-	param, form := "task", "celery+redis://HOST:6379/0?queue=celery&task=tasks.answer"
-	switch {
-	case p == ProtocolRQ:
-		param, form = "func", "rq+redis://HOST:6379/0?queue=default&func=tasks.answer"
-	case amqpBroker:
-		form = "celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0"
+	ff := frameworkForms[p]
+	if amqpBroker {
+		ff.form = "celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0"
 	}
 	bad := func(format string, a ...any) error {
-		return tare.Errorf(tare.EINVALID, "queue URL %q: %s: want %s", RedactURL(rawURL), fmt.Sprintf(format, a...), form)
+		return tare.Errorf(tare.EINVALID, "queue URL %q: %s: want %s", RedactURL(rawURL), fmt.Sprintf(format, a...), ff.form)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -164,21 +191,32 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 		return frameworkURL{}, bad("%v", err)
 	}
 	q := u.Query()
-	f := frameworkURL{protocol: p, queue: q.Get("queue"), task: q.Get(param), backend: q.Get("backend")}
-	for _, k := range []string{"queue", param, "backend"} {
+	f := frameworkURL{protocol: p, queue: q.Get("queue"), task: q.Get(ff.param), backend: q.Get("backend")}
+	own := []string{"queue", ff.param, "backend"}
+	if p == ProtocolBullMQ {
+		f.prefix, own = cmp.Or(q.Get("prefix"), "bull"), append(own, "prefix")
+	}
+	for _, k := range own {
 		q.Del(k)
 	}
 	if f.queue == "" {
-		f.queue = "celery"
-		if p == ProtocolRQ {
-			f.queue = "default"
-		}
+		f.queue = map[string]string{ProtocolCelery: "celery", ProtocolRQ: "default"}[p]
+	}
+	valid := validTask
+	if p == ProtocolBullMQ {
+		valid = validJobName
 	}
 	switch {
-	case (needTask || f.task != "") && !validTask(f.task):
-		return frameworkURL{}, bad("%s=%q: give the %s the worker runs, a dotted Python name", param, f.task, map[string]string{"task": "task name", "func": "function"}[param])
+	case f.queue == "":
+		return frameworkURL{}, bad("no queue: give the queue the worker consumes, queue=NAME as in new Worker(\"NAME\", …)")
+	case (needTask || f.task != "") && !valid(f.task):
+		return frameworkURL{}, bad("%s=%q: give the %s", ff.param, f.task, ff.what)
 	case !nameRE.MatchString(f.queue):
 		return frameworkURL{}, bad("queue=%q: want 1 to 64 letters, digits, '.', '_' or '-'", f.queue)
+	case p == ProtocolBullMQ && !prefixRE.MatchString(f.prefix):
+		return frameworkURL{}, bad("prefix=%q: want BullMQ's key prefix, 1 to 64 letters, digits, '.', '_', '-', '{' or '}' (default bull)", f.prefix)
+	case p == ProtocolBullMQ && f.backend != "":
+		return frameworkURL{}, bad("backend=%q: a BullMQ job keeps its result in its own hash, drop backend", RedactURL(f.backend))
 	}
 	_, scheme, _ = strings.Cut(u.Scheme, "+")
 	u.Scheme, u.RawQuery = scheme, q.Encode()
@@ -238,6 +276,8 @@ func OpenSource(ctx context.Context, rawURL, name string, fw FrameworkConfig) (S
 		return OpenCelery(ctx, rawURL, fw)
 	case ProtocolRQ:
 		return OpenRQ(ctx, rawURL, fw)
+	case ProtocolBullMQ:
+		return OpenBullMQ(ctx, rawURL, fw)
 	}
 	return OpenRedis(ctx, rawURL, name)
 }
@@ -249,6 +289,13 @@ func OpenSource(ctx context.Context, rawURL, name string, fw FrameworkConfig) (S
 // not answer: EUNAVAILABLE) or how to start a worker when none showed
 // (EUNAVAILABLE).
 func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string, error) {
+	return ProbeLocating(ctx, rawURL, name, wait, nil)
+}
+
+// ProbeLocating is Probe, with locate (when not nil) filling in the pid
+// and host of the workers it finds on this host by their connections,
+// for those that register none (BullMQ's: see WorkerInfo.ClientAddr).
+func ProbeLocating(ctx context.Context, rawURL, name string, wait time.Duration, locate func([]WorkerInfo)) (string, error) {
 	src, err := OpenSource(ctx, rawURL, name, FrameworkConfig{})
 	if err != nil {
 		return "", err
@@ -261,6 +308,9 @@ func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string
 			return "", tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", src.Queue(), RedactURL(rawURL), err)
 		}
 		if len(ws) > 0 {
+			if locate != nil {
+				locate(ws)
+			}
 			if c, ok := src.(taskChecker); ok {
 				if err := c.CheckTask(ctx); err != nil {
 					return "", err
@@ -269,6 +319,9 @@ func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string
 			names := make([]string, len(ws))
 			for i, w := range ws {
 				names[i] = fmt.Sprintf("%s (pid %d on %s)", w.Name, w.PID, w.Host)
+				if w.PID == 0 && w.ClientAddr != "" {
+					names[i] = fmt.Sprintf("%s (connected from %s, not found on this host)", w.Name, w.ClientAddr)
+				}
 			}
 			what := "queue " + src.Queue()
 			if s, ok := src.(fmt.Stringer); ok {
@@ -313,6 +366,7 @@ const jobIDPrefix = "tare-"
 type JobArgs struct {
 	args   []any
 	kwargs map[string]any
+	data   any // a BullMQ job's data (ParseJobData); nil for none
 }
 
 // ParseJobArgs parses --job-args (a JSON list, "" for none) and
@@ -333,9 +387,45 @@ func ParseJobArgs(args, kwargs string) (JobArgs, error) {
 	return a, nil
 }
 
-// expand returns the arguments of one job: never nil, so they encode as
-// [] and {}.
-func (a JobArgs) expand(j Job, id string) ([]any, map[string]any) {
+// ParseJobData parses a BullMQ job's data: --job-args, any JSON value
+// (an object, usually), "" for none; --job-kwargs must be "", as a
+// BullMQ job has one data value, not arguments. A bad one is a
+// *tare.Error with code EINVALID naming the flag.
+func ParseJobData(args, kwargs string) (JobArgs, error) {
+	if strings.TrimSpace(kwargs) != "" {
+		return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-kwargs %q: a BullMQ job has one data value, not keyword arguments: give it with --job-args, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", kwargs)
+	}
+	var a JobArgs
+	if strings.TrimSpace(args) != "" {
+		if err := json.Unmarshal([]byte(args), &a.data); err != nil {
+			return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-args %q: want the job's data as JSON, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", args)
+		}
+	}
+	return a, nil
+}
+
+// ParseJobArgsFor parses --job-args and --job-kwargs for the protocol of
+// the queue URL rawURL: a BullMQ job's data (ParseJobData), or a Celery
+// or RQ task's arguments (ParseJobArgs).
+func ParseJobArgsFor(rawURL, args, kwargs string) (JobArgs, error) {
+	if ProtocolOf(rawURL) == ProtocolBullMQ {
+		return ParseJobData(args, kwargs)
+	}
+	return ParseJobArgs(args, kwargs)
+}
+
+// expandData returns the data of one job, {} when none was given (what
+// BullMQ stores for data left undefined).
+func (a JobArgs) expandData(j Job, id string) any {
+	if a.data == nil {
+		return map[string]any{}
+	}
+	return a.walker(j, id)(a.data)
+}
+
+// walker returns the function that replaces the placeholders in a JSON
+// value for one job, copying what it changes.
+func (a JobArgs) walker(j Job, id string) func(any) any {
 	seq, _ := strconv.ParseUint(j.ID, 10, 64)
 	r := strings.NewReplacer("{{seq}}", j.ID, "{{id}}", id, "{{prompt}}", j.Prompt)
 	var walk func(v any) any
@@ -361,6 +451,13 @@ func (a JobArgs) expand(j Job, id string) ([]any, map[string]any) {
 		}
 		return v
 	}
+	return walk
+}
+
+// expand returns the arguments of one job: never nil, so they encode as
+// [] and {}.
+func (a JobArgs) expand(j Job, id string) ([]any, map[string]any) {
+	walk := a.walker(j, id)
 	args := walk(append([]any{}, a.args...)).([]any)
 	kwargs := map[string]any{}
 	if a.kwargs != nil {
@@ -375,6 +472,9 @@ type pendingJob struct {
 	started time.Time // when the framework said it started; zero until then
 	exact   bool      // started is the worker's own stamp, not when tare heard of the start
 	worker  string
+	// deliveries is how many times a worker started the job, when the
+	// framework says (BullMQ's attemptsStarted); 0 counts as 1.
+	deliveries int
 }
 
 // pendingJobs are a framework queue's jobs waiting for their final state,
@@ -445,7 +545,7 @@ func (p *pendingJobs) finish(id string, done time.Time, worker, kind string) {
 	if worker == "" {
 		worker = j.worker
 	}
-	r := Result{ID: j.job.ID, RunID: j.job.RunID, Worker: worker, Start: j.started, Done: done, Status: StatusOK, Deliveries: 1}
+	r := Result{ID: j.job.ID, RunID: j.job.RunID, Worker: worker, Start: j.started, Done: done, Status: StatusOK, Deliveries: max(1, j.deliveries)}
 	if kind != "" {
 		r.Status, r.Error = StatusError, kind
 	}
@@ -582,18 +682,18 @@ func readEpoch(ctx context.Context, rdb redis.UniversalClient, key string) (stri
 	return t, nil
 }
 
-// CleanupFramework removes, from the Celery or RQ queue rawURL names,
-// what tare's runs put there (jobs whose id starts "tare-", their results
-// and registry entries, tare's own keys beside the queue, and the queue's
-// registration when tare created it) and nothing else, and returns what
-// it removed, sorted: key names, and "LIST entry …" for entries taken
+// CleanupFramework removes, from the Celery, RQ or BullMQ queue rawURL
+// names, what tare's runs put there (jobs whose id starts "tare-", their
+// results and registry entries, tare's own keys beside the queue, and the
+// queue's registration when tare created it) and nothing else, and returns
+// what it removed, sorted: key names, and "LIST entry …" for entries taken
 // out of lists and sets. On an AMQP broker it removes no message: tare's
 // expire by themselves (see Celery). It never stops the workers: they are
 // the user's.
 func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	p := ProtocolOf(rawURL)
 	if p == ProtocolTare {
-		return nil, tare.Errorf(tare.EINVALID, "queue URL %q: not a Celery or RQ queue; want %s", RedactURL(rawURL), URLForms)
+		return nil, tare.Errorf(tare.EINVALID, "queue URL %q: not a Celery, RQ or BullMQ queue; want %s", RedactURL(rawURL), URLForms)
 	}
 	f, err := parseFrameworkURL(rawURL, p, false)
 	if err != nil {
@@ -607,6 +707,9 @@ func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 		return nil, err
 	}
 	defer rdb.Close()
+	if p == ProtocolBullMQ {
+		return cleanupBullMQ(ctx, rdb, f)
+	}
 	return cleanupRQ(ctx, rdb, f)
 }
 

@@ -123,8 +123,9 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, queue string) (*Re
 func DiscardClientLogs() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // RedactURL returns rawURL with any password replaced by "xxxxx", for
-// messages, and the credentials in its query's values (a Celery URL's
-// backend=redis://:password@…) redacted too.
+// messages, and the credentials in its query (a URL there, as Celery's
+// backend=, with a password of its own, escaped or not) removed as
+// tare.RedactText does.
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {

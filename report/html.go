@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -422,6 +423,9 @@ func hostFigures(prefix string, g tare.Generator, h tare.HostSummary, sut *tare.
 		{prefix + "host cpu", fmt.Sprintf("busy %s · steal mean %s, worst tick %s, worst cpu %s", pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU))},
 		{prefix + "interference", fmt.Sprintf("polluted ticks %s of %d · psi some %s · throttled %s · run delay %s",
 			pct(h.PollutedTicksPct), h.Ticks, pct(h.PSISomePct), pct(h.ThrottledPct), pct(h.RunDelayPct))},
+	}
+	if c := connectionsText(g, " · "); c != "" {
+		out = slices.Insert(out, 1, kv{prefix + "connections", c})
 	}
 	if by := h.CPUBy; by != nil {
 		out = append(out, kv{prefix + "whose cpu", WhoseCPU(by, vcpus)})

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -138,6 +139,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 func hostRows(p *printer, indent, where string, load bool, g tare.Generator, h tare.HostSummary, sut *tare.SUTSummary, vcpus int, requests bool) {
 	if load {
 		p.row(indent+"generator", "cpu %s of a core   run delay %s%s", pct(g.CPUPct), pct(g.RunDelayPct), engineText(g, "   "))
+		if c := connectionsText(g, "   "); c != "" {
+			p.row(indent+"connections", "%s", c)
+		}
 	}
 	p.row(indent+"host", "cpu busy %s   steal mean %s  max %s  worst cpu %s   polluted ticks %s of %d",
 		pct(h.CPUBusyPct), pct(h.Steal.Mean), pct(h.Steal.Max), pct(h.Steal.MaxCPU), pct(h.PollutedTicksPct), h.Ticks)
@@ -385,6 +389,35 @@ func counts(prefix string, m map[string]int) string {
 		return ""
 	}
 	return "  (" + prefix + tally(m, ", ") + ")"
+}
+
+// connectionsText says what the run did with its connections, the parts
+// joined by sep: "2 open at most (limit 2)   opened 2   reused 998
+// closed 0   waited 412   in use per tick 1–2"; "" when the summary
+// does not say.
+func connectionsText(g tare.Generator, sep string) string {
+	u := g.ConnectionUse
+	if u == nil {
+		return ""
+	}
+	limit := "no limit"
+	if u.Limit != nil {
+		limit = fmt.Sprintf("limit %d", *u.Limit)
+	}
+	parts := []string{fmt.Sprintf("%d open at most (%s)", g.Connections, limit),
+		fmt.Sprintf("opened %d", u.Opened), fmt.Sprintf("reused %d", u.Reused), fmt.Sprintf("closed %d", u.Closed)}
+	if u.Waited != nil {
+		parts = append(parts, fmt.Sprintf("waited %d", *u.Waited))
+	}
+	if len(u.InUsePerTick) > 0 {
+		lo, hi := slices.Min(u.InUsePerTick), slices.Max(u.InUsePerTick)
+		if lo == hi {
+			parts = append(parts, fmt.Sprintf("in use per tick %d", lo))
+		} else {
+			parts = append(parts, fmt.Sprintf("in use per tick %d–%d", lo, hi))
+		}
+	}
+	return strings.Join(parts, sep)
 }
 
 // engineText says what sent the load, after sep: "event loop ×2, 12

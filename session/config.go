@@ -39,6 +39,9 @@ type Config struct {
 	// (httptarget.Mix), breaks the figures down per request.
 	Mix    TargetMix
 	Engine load.Config
+	// Connections is --connections, the most connections the target
+	// opens at once; 0 when not given (the summary then says no limit).
+	Connections int
 	// Depth reads the queue's depth, sampled twice a tick; nil for targets
 	// without a queue.
 	Depth func(context.Context) (float64, error)

@@ -90,6 +90,12 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	// 2. The arrivals, fired by the engine at their scheduled times.
 	sched := &lastOffset{Process: cfg.Schedule}
 	results := make(chan tare.Result, 1024)
+	var conns *tare.ConnCounter
+	var connsBefore tare.ConnStats
+	if c, ok := cfg.Target.(tare.ConnCounted); ok {
+		conns = c.Conns()
+		connsBefore = conns.Stats()
+	}
 	engine := load.New(cfg.Target, cfg.Engine)
 	usage := make(chan load.Usage, 1)
 	go func() { usage <- engine.Run(ctx, start, sched, results) }()
@@ -167,6 +173,10 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	if u.Engine == load.EngineLoop {
 		s.Generator.Engines, s.Generator.Connections = u.Engines, u.Workers
 	}
+	if conns != nil {
+		s.Generator.ConnectionUse = connectionUse(conns.Stats().Sub(connsBefore), cfg.Connections, u.Engine, rec)
+		s.Generator.Connections = int(conns.Stats().Peak)
+	}
 	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
 	ticks = rec.Ticks()
 	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
@@ -190,6 +200,23 @@ func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick
 	// 5. The rest of the ticks and the summary to the store.
 	out.ticks(rec, true)
 	return s, ticks, out.finish(&s), nil
+}
+
+// connectionUse is what the run did with its connections: st, counted by
+// the target (and the event loops) over the run, with the limit (0:
+// none), and the connections in use per tick that rec counted.
+func connectionUse(st tare.ConnStats, limit int, engine string, rec *stats.Recorder) *tare.ConnectionUse {
+	u := &tare.ConnectionUse{Opened: int(st.Opened), Reused: int(st.Reused), Closed: int(st.Closed),
+		TickMS: float64(rec.Config().Tick) / float64(time.Millisecond), InUsePerTick: rec.ConnsPerTick()}
+	if limit > 0 {
+		u.Limit = tare.Int(limit)
+	}
+	// Only the event loops count the requests that wait for a connection;
+	// net/http's pool does not say.
+	if engine == load.EngineLoop {
+		u.Waited = tare.Int(int(st.Waited))
+	}
+	return u
 }
 
 // lastOffset remembers the last arrival offset its process yielded, so the

@@ -63,7 +63,7 @@ func ReadPlan(path string) (*Plan, error) {
 		switch dir := filepath.Dir(abs); {
 		case field.Flag == "body" && strings.HasPrefix(v, "@") && !filepath.IsAbs(v[1:]):
 			v = "@" + filepath.Join(dir, v[1:])
-		case (field.Flag == "targets" || field.Flag == "prompts") && v != "" && !filepath.IsAbs(v):
+		case (field.Flag == "targets" || field.Flag == "prompts" || field.Flag == "unix-socket") && v != "" && !filepath.IsAbs(v):
 			v = filepath.Join(dir, v)
 		}
 		if err := field.Set(v); err != nil {

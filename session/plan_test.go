@@ -85,12 +85,13 @@ func TestPlanConfigRedacts(t *testing.T) {
 	}
 }
 
-// TestPlanFilesBesideThePlan: a plan's targets and prompts files, like its
-// @body, are read from the plan's directory, not from where tare runs.
+// TestPlanFilesBesideThePlan: a plan's targets and prompts files and its
+// Unix socket, like its @body, are read from the plan's directory, not
+// from where tare runs; connections is a plan key too.
 func TestPlanFilesBesideThePlan(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nrate: 1/s\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("targets: mix.jsonl\nprompts: /abs/prompts.jsonl\nunix-socket: run/app.sock\nconnections: 4\nrate: 1/s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pl, err := ReadPlan(path)
@@ -102,6 +103,12 @@ func TestPlanFilesBesideThePlan(t *testing.T) {
 	}
 	if got := pl.Spec.Target.Prompts; got != "/abs/prompts.jsonl" {
 		t.Errorf("prompts %q; want the absolute path kept", got)
+	}
+	if got := pl.Spec.Target.UnixSocket; got != filepath.Join(dir, "run", "app.sock") {
+		t.Errorf("unix-socket %q; want it beside the plan", got)
+	}
+	if got := pl.Spec.Target.Connections; got != 4 {
+		t.Errorf("connections %d; want 4", got)
 	}
 }
 

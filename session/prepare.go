@@ -3,10 +3,14 @@ package session
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"net/netip"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +73,7 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 	if p.Mix != nil {
 		first = p.Mix.URL(0)
 	}
-	if p.SUTFoundBy, err = spec.Host.FindSUT(&p.Sampling, first); err != nil {
+	if p.SUTFoundBy, err = spec.Host.FindSUT(&p.Sampling, first, spec.Target.UnixSocket); err != nil {
 		p.Release()
 		return nil, err
 	}
@@ -78,9 +82,11 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 
 // build checks the target's settings and builds it.
 func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Prepared, error) {
-	maxConns := l.MaxInFlight
 	if t.Timeout <= 0 {
 		return nil, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", t.Timeout)
+	}
+	if err := t.checkConnections(); err != nil {
+		return nil, err
 	}
 	header, err := t.header()
 	if err != nil {
@@ -116,7 +122,7 @@ func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Pr
 		if t.WaitWorkers < 0 {
 			return nil, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
 		}
-		args, err := queue.ParseJobArgs(t.JobArgs, t.JobKwargs)
+		args, err := queue.ParseJobArgsFor(t.Queue, t.JobArgs, t.JobKwargs)
 		if err != nil {
 			return nil, err
 		}
@@ -127,14 +133,15 @@ func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Pr
 		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout, Prompts: ps})
 	case t.Model != "":
 		c, err := openai.New(openai.Config{URL: t.Model, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
-			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: ps})
+			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: ps,
+			UnixSocket: t.UnixSocket, MaxConns: int(t.Connections)})
 		if err != nil {
 			return nil, Flagged(err, "model")
 		}
 		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
 	case t.URL != "":
-		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: maxConns,
-			NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
+		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
+			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
 		if t.Redirects == 0 {
 			cfg.Redirects = httptarget.NoRedirects
 		}
@@ -166,8 +173,8 @@ func buildMix(t *TargetSpec, header http.Header, l *LoadSpec) (*Prepared, error)
 	if err != nil {
 		return nil, Flagged(err, "targets")
 	}
-	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: l.MaxInFlight, NetHTTP: t.NetHTTP,
-		Redirects: t.Redirects, CrossHost: t.CrossHost}
+	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l), UnixSocket: t.UnixSocket,
+		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost}
 	if t.Redirects == 0 {
 		base.Redirects = httptarget.NoRedirects
 	}
@@ -176,6 +183,51 @@ func buildMix(t *TargetSpec, header http.Header, l *LoadSpec) (*Prepared, error)
 		return nil, Flagged(err, "targets")
 	}
 	return &Prepared{Target: m, Name: m.String(), close: m.Close, Mix: m}, nil
+}
+
+// checkConnections checks --unix-socket and --connections: for an HTTP or
+// model target only, and a socket that is one.
+func (t *TargetSpec) checkConnections() error {
+	if t.Queue != "" && t.URL == "" && t.Model == "" && t.Targets == "" {
+		switch {
+		case t.UnixSocket != "":
+			return tare.Errorf(tare.EINVALID, "--unix-socket is for --url, --targets and --model: a --queue names its Redis in its URL; drop --unix-socket")
+		case t.Connections > 0:
+			return tare.Errorf(tare.EINVALID, "--connections is for --url, --targets and --model: a --queue target keeps one Redis connection pool of its own; drop --connections")
+		}
+	}
+	if t.UnixSocket == "" {
+		return nil
+	}
+	const like = "like /run/gunicorn.sock"
+	if strings.HasPrefix(t.UnixSocket, "@") {
+		return tare.Errorf(tare.EINVALID, "--unix-socket %q: an abstract socket name is not supported; give the path of a socket file, %s", t.UnixSocket, like)
+	}
+	fi, err := os.Stat(t.UnixSocket)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return tare.Errorf(tare.EINVALID, "--unix-socket %q: no such file; give the path of the socket the server listens on, %s", t.UnixSocket, like)
+	case err != nil:
+		return tare.Errorf(tare.EINVALID, "--unix-socket %q: %v", t.UnixSocket, errors.Unwrap(err))
+	case fi.Mode()&fs.ModeSocket == 0:
+		what := "a regular file"
+		if fi.IsDir() {
+			what = "a directory"
+		} else if !fi.Mode().IsRegular() {
+			what = "not a socket (" + fi.Mode().Type().String() + ")"
+		}
+		return tare.Errorf(tare.EINVALID, "--unix-socket %q is %s, not a Unix socket; give the path of the socket the server listens on, %s", t.UnixSocket, what, like)
+	}
+	return nil
+}
+
+// maxConns is the HTTP target's connection limit: --connections, or as
+// many as requests in flight.
+func (t *TargetSpec) maxConns(l *LoadSpec) int {
+	if t.Connections > 0 {
+		return int(t.Connections)
+	}
+	return l.MaxInFlight
 }
 
 // QueueTarget loads a queue through b: one job per arrival, results matched
@@ -229,6 +281,7 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 		return Config{}, err
 	}
 	cfg.Target, cfg.Depth = p.Target, p.depth
+	cfg.Connections = int(p.Spec.Target.Connections)
 	if p.Mix != nil {
 		cfg.Mix = p.Mix
 	}
@@ -271,6 +324,7 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 	if err != nil || p.SUTFoundBy != "" {
 		return err
 	}
+	LocateWorkers(p.Sampling.ProcRoot, ws)
 	hostname, _ := os.Hostname()
 	for _, w := range ws {
 		if w.Host == hostname && w.PID > 0 && w.PID != os.Getpid() {
@@ -283,6 +337,42 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 		p.SUTFoundBy = fmt.Sprintf("workers registered on queue %q from this host", p.Queue.Queue())
 	}
 	return nil
+}
+
+// LocateWorkers fills in the pid and host name of the workers that
+// register none (BullMQ's) but hold their connection to the broker from
+// this host: the process holding that TCP connection under procRoot
+// (host.DefaultProcRoot when ""), the lowest pid when several share it (a
+// parent and the children it forked). Workers it cannot find keep pid 0.
+func LocateWorkers(procRoot string, ws []queue.WorkerInfo) {
+	var conns []host.TCPConn
+	at := map[int]host.TCPConn{}
+	for i, w := range ws {
+		if w.PID != 0 || w.ClientAddr == "" {
+			continue
+		}
+		local, err := netip.ParseAddrPort(w.ClientAddr)
+		if err != nil {
+			continue // a Unix socket's client, or not an address
+		}
+		c := host.TCPConn{Local: local}
+		c.Remote, _ = netip.ParseAddrPort(w.ServerAddr) // none before Redis 6.2: any peer
+		conns = append(conns, c)
+		at[i] = c
+	}
+	if len(conns) == 0 {
+		return
+	}
+	found, err := host.ConnectionPIDs(cmp.Or(procRoot, host.DefaultProcRoot), conns)
+	if err != nil {
+		return // not found, as when the worker runs elsewhere
+	}
+	hostname, _ := os.Hostname()
+	for i, c := range at {
+		if pids := found[c]; len(pids) > 0 {
+			ws[i].PID, ws[i].Host = pids[0], hostname
+		}
+	}
 }
 
 func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress io.Writer) ([]queue.WorkerInfo, error) {

@@ -219,6 +219,11 @@ type TargetSpec struct {
 	// to another host.
 	Redirects int
 	CrossHost bool
+	// UnixSocket is a Unix-domain socket every connection of URL, Targets
+	// or Model goes to (the URL's host is then the Host header only);
+	// Connections the most connections open at once, 0 when not given.
+	UnixSocket  string
+	Connections ConnLimit
 
 	// Targets is a targets file of requests to mix instead of URL
 	// (httptarget.ReadTargets), taken by weight or, with TargetsOrder, in
@@ -270,17 +275,19 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
 		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
 		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
+		{Flag: "unix-socket", Key: "unix-socket", Value: &t.UnixSocket, Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},
+		{Flag: "connections", Key: "connections", Value: &t.Connections, Usage: "with --url, --targets or --model, open at most this many connections to the server at once (each server of a --targets file), reused the one idle last first; a request that finds them all busy waits for one, counted in flight (so its wait is in its latency), and arrivals beyond --max-inflight are dropped as ever (default: as many as requests in flight)"},
 		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
 		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
 		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
-		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md)"},
-		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery and RQ URLs name theirs with ?queue=)"},
+		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md, docs/bullmq.md)"},
+		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery, RQ and BullMQ URLs name theirs with ?queue=)"},
 		{Flag: "targets", Key: "targets", Value: &t.Targets, Usage: `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`},
 		{Flag: "targets-order", Key: "targets-order", Value: &t.TargetsOrder, Usage: "with --targets, take the requests in file order, round and round, instead of by weight"},
-		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; in every string "{{seq}}" is the job's number, "{{id}}" its task id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
-		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue, the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
+		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; with a BullMQ --queue, the job's data, any JSON value, like '{"prompt": "{{prompt}}", "n": "{{seq}}"}'; in every string "{{seq}}" is the job's number, "{{id}}" its task or job id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
+		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue (not BullMQ: its job has one data value, --job-args), the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
 		{Flag: "job-timeout", Value: &t.JobTimeout, Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
 		{Flag: "wait-workers", Value: &t.WaitWorkers, Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
 	}
@@ -635,9 +642,10 @@ func isDigits(s string) bool {
 // FindSUT adds to cfg's system under test what tare finds itself: the
 // processes of the container (whose cgroup's throttling is measured
 // unless Cgroup names another), of the cgroup, and those listening on a
-// loopback target's port, each a part of its own beside --pid's. It returns how they were
+// loopback target's port, or on socket (--unix-socket) when it is not
+// "", each a part of its own beside --pid's. It returns how they were
 // found, for the summary; "" when the system under test is not known.
-func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
+func (h *HostSpec) FindSUT(cfg *host.Config, target, socket string) (string, error) {
 	if h.Container != "" {
 		c, err := host.FindContainer(cfg.ProcRoot, cfg.CgroupRoot, cfg.Runtimes, h.Container)
 		if err != nil {
@@ -655,7 +663,14 @@ func (h *HostSpec) FindSUT(cfg *host.Config, target string) (string, error) {
 		}
 		addPart(cfg, pids, "--cgroup "+h.Cgroup)
 	}
-	if target != "" {
+	switch {
+	case socket != "":
+		pids, how, err := host.FindUnixService(cfg.ProcRoot, socket)
+		if err != nil {
+			return "", err
+		}
+		addPart(cfg, pids, how)
+	case target != "":
 		pids, how, err := host.FindService(cfg.ProcRoot, target)
 		if err != nil {
 			return "", err
@@ -803,3 +818,32 @@ func Flagged(err error, flag string) error {
 	}
 	return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + flag + ": " + msg, Err: err}
 }
+
+// ConnLimit is --connections: the most connections open at once, a whole
+// number 1 or more; 0 is "not given". It checks its text as a flag and a
+// plan key alike (flag.Value, encoding.TextUnmarshaler).
+type ConnLimit int
+
+// Set parses n, refusing what is not a whole number of 1 or more.
+func (c *ConnLimit) Set(text string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil || n < 1 {
+		return tare.Errorf(tare.EINVALID, "connections must be a whole number of 1 or more, like 8 (leave it out for as many as requests in flight); got %q", text)
+	}
+	*c = ConnLimit(n)
+	return nil
+}
+
+// UnmarshalText is Set, for plan files.
+func (c *ConnLimit) UnmarshalText(b []byte) error { return c.Set(string(b)) }
+
+// String is the number, "" when not given.
+func (c *ConnLimit) String() string {
+	if *c == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*c))
+}
+
+// Type names it in --help as a whole number.
+func (c *ConnLimit) Type() string { return "int" }

@@ -111,6 +111,12 @@ type Recorder struct {
 
 	targets []targetTotals // per request of a targets file, by Result.TargetIndex
 
+	// connTick is, for each connection that carried a request lately
+	// (Result.Conn), the last tick it was counted in use: a connection
+	// carries one request at a time, in order, so each tick counts it
+	// once. Connections last counted in a closed tick are forgotten.
+	connTick map[uint64]int32
+
 	ticks     []tick
 	sample    reservoir // requests that succeeded, with their tick, for the verdict
 	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
@@ -222,6 +228,9 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		t.errors++
 	}
 
+	if res.Conn != 0 && sent {
+		r.addConn(res.Conn, res.Sent, di)
+	}
 	if r.goodput != nil && !failed && r.goodput(res) {
 		r.good++
 		r.goodTokens += max(res.OutputTokens, 0)
@@ -406,6 +415,41 @@ func (r *Recorder) advance(t time.Time) {
 	}
 	r.firstOpen = limit
 	r.resolvePending()
+	for c, last := range r.connTick {
+		if int(last) < r.firstOpen-1 {
+			delete(r.connTick, c)
+		}
+	}
+}
+
+// addConn counts connection c in use in the ticks from its request's send
+// to tick last, those it was not counted in already.
+func (r *Recorder) addConn(c uint64, sent time.Time, last int) {
+	if r.connTick == nil {
+		r.connTick = make(map[uint64]int32)
+	}
+	first, _ := r.index(sent)
+	first = max(first, 0)
+	if prev, ok := r.connTick[c]; ok {
+		first = max(first, int(prev)+1)
+	}
+	for k := first; k <= last; k++ {
+		r.at(k).conns++
+	}
+	if prev, ok := r.connTick[c]; !ok || last > int(prev) {
+		r.connTick[c] = int32(last)
+	}
+}
+
+// ConnsPerTick is, per tick of the timeline, how many connections
+// carried a request at some moment of it, from the request's send to its
+// end, as the results named them (Result.Conn).
+func (r *Recorder) ConnsPerTick() []int {
+	out := make([]int, len(r.ticks))
+	for k := range r.ticks {
+		out[k] = r.ticks[k].conns
+	}
+	return out
 }
 
 // closeTick computes tick k's percentiles and returns its histogram.

@@ -18,6 +18,7 @@ type tick struct {
 	errors      int
 	dropped     int
 	sendLagMax  time.Duration // the latest send of an arrival scheduled in the tick
+	conns       int           // connections that carried a request in the tick
 
 	hist          *hdrhistogram.Histogram // latencies finished in the tick, µs, while open
 	p50, p95, p99 time.Duration           // set when the tick closes

@@ -43,6 +43,8 @@ func TestBadInputEveryCommand(t *testing.T) {
 	peak := "testdata/seed-peak.json"
 	const redis, model = "redis://127.0.0.1:6379/0", "http://127.0.0.1:9/v1"
 	bigHeader := "X-Big: " + strings.Repeat("a", 20000)
+	regular := file("not-a-socket", "")
+	zeroConns := file("conns.yaml", plan+"connections: 0\n")
 
 	tests := []struct {
 		name string
@@ -58,6 +60,16 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"run queue url with a password", []string{"run", "--queue", "redis://u:s3cret@ho st/0"}, "--queue"},
 		{"run db with a password", []string{"run", "--url", url, "--db", "postgres://u:s3cret@ho st/db"}, `postgres store "postgres://u:redacted@ho st/db"`},
 		{"run job timeout", []string{"run", "--queue", redis, "--job-timeout", "0s"}, "--job-timeout must be positive"},
+		{"run unix socket missing", []string{"run", "--url", url, "--unix-socket", filepath.Join(dir, "no.sock")}, `--unix-socket "` + filepath.Join(dir, "no.sock") + `": no such file; give the path of the socket the server listens on`},
+		{"run unix socket a file", []string{"run", "--url", url, "--unix-socket", regular}, `--unix-socket "` + regular + `" is a regular file, not a Unix socket`},
+		{"run unix socket a directory", []string{"run", "--model", model, "--unix-socket", dir}, `is a directory, not a Unix socket`},
+		{"run unix socket abstract", []string{"run", "--url", url, "--unix-socket", "@app"}, `--unix-socket "@app": an abstract socket name is not supported`},
+		{"run unix socket queue", []string{"run", "--queue", redis, "--unix-socket", regular}, "--unix-socket is for --url, --targets and --model"},
+		{"run connections zero", []string{"run", "--url", url, "--connections", "0"}, `connections must be a whole number of 1 or more, like 8 (leave it out for as many as requests in flight); got "0"`},
+		{"run connections negative", []string{"run", "--url", url, "--connections", "-2"}, `got "-2"`},
+		{"run connections queue", []string{"run", "--queue", redis, "--connections", "4"}, "--connections is for --url, --targets and --model"},
+		{"sweep connections zero", []string{"sweep", "--url", url, "--slo", "p95<=1s", "--connections", "0"}, `connections must be a whole number of 1 or more`},
+		{"protocol run connections zero", []string{"protocol", "run", zeroConns, "--now"}, `line 2, key connections: connections must be a whole number of 1 or more`},
 		{"run celery url without a task", []string{"run", "--queue", "celery+redis://127.0.0.1:6379/0?queue=celery"}, `task="": give the task name the worker runs`},
 		{"run rq url with a bad queue", []string{"run", "--queue", "rq+redis://127.0.0.1:6379/0?queue=a:b&func=tasks.answer"}, `queue="a:b"`},
 		{"run celery url with a password", []string{"run", "--queue", "celery+redis://u:s3cret@127.0.0.1:6379/0?task=x y"}, `celery+redis://u:xxxxx@`},
@@ -68,6 +80,11 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{"run job args not a list", []string{"run", "--queue", "rq+redis://127.0.0.1:6379/0?func=tasks.answer", "--job-args", `{"a": 1}`}, "--job-args"},
 		{"run job kwargs not an object", []string{"run", "--queue", "celery+redis://127.0.0.1:6379/0?task=tasks.answer", "--job-kwargs", `[1]`}, "--job-kwargs"},
 		{"cleanup rq url with a bad queue", []string{"cleanup", "--queue", "rq+redis://127.0.0.1:6379/0?queue=a*"}, `queue="a*"`},
+		{"run bullmq url without a queue", []string{"run", "--queue", "bullmq+redis://127.0.0.1:6379/0?name=answer"}, `no queue: give the queue the worker consumes`},
+		{"run bullmq url without a name", []string{"run", "--queue", "bullmq+redis://u:s3cret@127.0.0.1:6379/0?queue=agents"}, `bullmq+redis://u:xxxxx@127.0.0.1:6379/0?queue=agents": name="": give the job name`},
+		{"run bullmq job kwargs", []string{"run", "--queue", "bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer", "--job-kwargs", `{"a": 1}`}, "--job-kwargs"},
+		{"run bullmq job args not JSON", []string{"run", "--queue", "bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer", "--job-args", `{"a":`}, "--job-args"},
+		{"cleanup bullmq url with a bad prefix", []string{"cleanup", "--queue", "bullmq+redis://127.0.0.1:6379/0?queue=agents&prefix=a*"}, `prefix="a*"`},
 		{"run wait workers", []string{"run", "--queue", redis, "--wait-workers", "-1s"}, "--wait-workers must be 0 (do not check) or more"},
 		{"demo workers", []string{"demo", "--workers", "0"}, "--workers must be at least 1"},
 		{"demo token cost", []string{"demo", "--token-cost", "0"}, "--token-cost must be positive"},

@@ -44,7 +44,8 @@ speak:
 		Example: `  tare check
   tare check --for 30s --json
   tare check --for 5s --fail-on polluted && tare run --url http://127.0.0.1:8080/ --rate 100/s
-  tare check --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'`,
+  tare check --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'
+  tare check --queue 'bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if span <= 0 {
@@ -61,7 +62,8 @@ speak:
 				return err
 			}
 			if q.url != "" {
-				line, err := queue.Probe(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers)
+				locate := func(ws []queue.WorkerInfo) { session.LocateWorkers("", ws) }
+				line, err := queue.ProbeLocating(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers, locate)
 				if err != nil {
 					return session.Flagged(err, "queue")
 				}
@@ -73,7 +75,7 @@ speak:
 			if err != nil {
 				return err
 			}
-			sutBy, err := spec.Host.FindSUT(&cfg, "")
+			sutBy, err := spec.Host.FindSUT(&cfg, "", "")
 			if err != nil {
 				return err
 			}

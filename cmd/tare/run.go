@@ -35,6 +35,17 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
   tare run --queue 'celery+amqp://guest:guest@127.0.0.1:5672/?queue=celery&task=tasks.answer&backend=redis://127.0.0.1:6379/0' \
       --job-args '["{{seq}}"]' --rate 20/s --jobs 200
 
+  # the BullMQ worker you already run, unchanged (docs/bullmq.md)
+  tare run --queue 'bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer' \
+      --job-args '{"prompt": "{{prompt}}", "n": "{{seq}}"}' --rate 5/s --jobs 200
+
+  # an app server on a Unix socket, as curl --unix-socket (Host: localhost);
+  # its listeners (gunicorn's master and workers) are the system under test
+  tare run --unix-socket /run/gunicorn.sock --url http://localhost/health --rate 100/s --jobs 1000
+
+  # at most 2 connections, the one idle last first; the rest wait for one
+  tare run --url http://127.0.0.1:8080/ --connections 2 --rate 500/s --duration 30s
+
   # a service in a container on this host, its port published on loopback
   tare run --url http://127.0.0.1:8080/ --container shop-api --rate 50/s --duration 1m
 
@@ -63,8 +74,9 @@ queue job, from the worker's start, the worker's own time) is shown beside it:
 the difference is what a closed-loop tool would have hidden.
 
 Every tick tare splits the host's CPU by owner (whose cpu): the system under
-test (the process listening on a loopback target's port, or --pid, --cgroup,
---container), tare, each other process by name (a container's processes as
+test (the processes listening on a loopback target's port or on its
+--unix-socket, or --pid, --cgroup, --container), tare, each other process
+by name (a container's processes as
 one, named by the container: docker, podman, containerd, CRI-O), the kernel,
 unattributed time, steal and idle. A service that uses up its own CPUs is saturated: a finding about the
 code, reported beside a clean verdict. Steal, throttling, and other processes
@@ -75,7 +87,8 @@ the neighbour is named. docs/verdict.md has every rule.
 says which protocol its workers speak:
   ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + `
 A queue's workers on this host (registered with tare, heartbeats of Celery,
-registrations of RQ) are the system under test.
+registrations of RQ, BullMQ's by their named connections to Redis) are the
+system under test.
 
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,

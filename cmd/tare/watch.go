@@ -117,7 +117,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if st != nil {
 				run.ID = store.NewRunID()
 			}
-			sutBy, err := hs.Host.FindSUT(&sampling, "")
+			sutBy, err := hs.Host.FindSUT(&sampling, "", "")
 			if err != nil {
 				return err
 			}

@@ -123,17 +123,18 @@ and go, then delete the queue's keys (tare:<name>:*, found with SCAN) and
 print them. Keys of other queues and any other data in the same Redis
 database are never touched; tare never runs FLUSHDB.
 
-For a Celery or RQ queue (celery+redis://…?queue=Q, rq+redis://…?queue=Q)
-it removes only what tare's runs put there: the jobs whose id starts
-"tare-", their results and registry entries, tare's own keys beside the
-queue, and the queue's registration when tare created it. Those workers
-are yours: they are not stopped. For Celery on RabbitMQ
-(celery+amqp://…?queue=Q&backend=redis://…) it cleans the result backend
-so; tare's messages still in the queue expire by themselves, after
---job-timeout (their AMQP expiration).`,
+For a Celery, RQ or BullMQ queue (celery+redis://…?queue=Q,
+rq+redis://…?queue=Q, bullmq+redis://…?queue=Q) it removes only what
+tare's runs put there: the jobs whose id starts "tare-", their results
+and registry entries, tare's own keys beside the queue, and the queue's
+registration when tare created it. Those workers are yours: they are not
+stopped. For Celery on RabbitMQ (celery+amqp://…?queue=Q&backend=…) it
+cleans the result backend so; tare's messages still in the queue expire
+by themselves, after --job-timeout (their AMQP expiration).`,
 		Example: `  tare cleanup --queue redis://127.0.0.1:6379/0
   tare cleanup --queue redis://127.0.0.1:6379/0 --queue-name checkout --wait 10s
-  tare cleanup --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'`,
+  tare cleanup --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'
+  tare cleanup --queue 'bullmq+redis://127.0.0.1:6379/0?queue=agents'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if q.url == "" {

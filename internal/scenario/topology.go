@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -113,6 +114,32 @@ func GunicornPostgres() Deployment {
 		}
 		return "http://" + bind + "/", stop, nil
 	}
+}
+
+// GunicornOnSocket starts gunicorn with 2 sync workers serving app
+// (Python source of a module with a WSGI callable app, which runs with
+// dir as its directory) on the Unix socket dir/app.sock, waits until it
+// answers, and returns the socket's path, the master's pid and the
+// function that stops it all. A machine without gunicorn is an error
+// wrapping ErrMissing.
+func GunicornOnSocket(ctx context.Context, dir, app string) (sock string, pid int, stop func(), err error) {
+	if err := need("gunicorn"); err != nil {
+		return "", 0, nil, err
+	}
+	sock = filepath.Join(dir, "app.sock")
+	pidFile := filepath.Join(dir, "gunicorn.pid")
+	if stop, err = gunicorn(ctx, dir, app, "unix:"+sock, "--pid", pidFile); err != nil {
+		return "", 0, nil, err
+	}
+	b, err := os.ReadFile(pidFile)
+	if err == nil {
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("gunicorn's pid file: %w", err)
+	}
+	return sock, pid, stop, nil
 }
 
 // gunicorn starts 2 sync workers serving app (Python source) on bind and

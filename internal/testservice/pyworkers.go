@@ -48,12 +48,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// PyWorker is a Celery or RQ worker of the test's own, in a process group
-// of its own so its pool's children go with it.
-type PyWorker struct {
+// Worker is a worker process of the test's own (Celery, RQ, BullMQ), in
+// a process group of its own so its pool's children go with it.
+type Worker struct {
 	cmd *exec.Cmd
 	log *lockedBuffer
 }
+
+// PyWorker is a Celery or RQ worker: a Worker.
+type PyWorker = Worker
 
 // testdata is this package's testdata folder: the task modules.
 func testdata() string {
@@ -65,13 +68,19 @@ func testdata() string {
 // is killed when the test ends, and its output logged if the test failed.
 func startWorker(t testing.TB, dir string, env []string, args ...string) *PyWorker {
 	t.Helper()
-	w := &PyWorker{cmd: exec.Command(Python, args...), log: &lockedBuffer{}}
+	return startProgram(t, Python, dir, env, args...)
+}
+
+// startProgram runs prog args in testdata/dir, as startWorker.
+func startProgram(t testing.TB, prog, dir string, env []string, args ...string) *Worker {
+	t.Helper()
+	w := &Worker{cmd: exec.Command(prog, args...), log: &lockedBuffer{}}
 	w.cmd.Dir = filepath.Join(testdata(), dir)
 	w.cmd.Env = append(os.Environ(), env...)
 	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start %s %v: %v", Python, args, err)
+		t.Fatalf("start %s %v: %v", prog, args, err)
 	}
 	t.Cleanup(func() {
 		w.Kill()
@@ -84,7 +93,7 @@ func startWorker(t testing.TB, dir string, env []string, args ...string) *PyWork
 
 // Kill SIGKILLs the worker's process group (the worker and its pool) and
 // waits for the worker; once killed, it is Gone.
-func (w *PyWorker) Kill() {
+func (w *Worker) Kill() {
 	if w.Gone() {
 		return
 	}
@@ -93,10 +102,10 @@ func (w *PyWorker) Kill() {
 }
 
 // Gone reports whether the worker was killed.
-func (w *PyWorker) Gone() bool { return w.cmd.Process == nil || w.cmd.ProcessState != nil }
+func (w *Worker) Gone() bool { return w.cmd.Process == nil || w.cmd.ProcessState != nil }
 
 // PID is the worker's main process.
-func (w *PyWorker) PID() int { return w.cmd.Process.Pid }
+func (w *Worker) PID() int { return w.cmd.Process.Pid }
 
 // CeleryWorker starts a Celery worker (prefork, 2 processes) on queue
 // "celery" of the Redis at brokerURL, which is also its result backend,
