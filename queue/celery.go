@@ -2,12 +2,12 @@ package queue
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,27 +19,31 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// Celery is a Source on a Celery queue in Redis: it publishes Celery task
-// messages (message protocol version 2, JSON) onto the queue's list, the
-// way Celery's Redis transport carries them, and reads each task's state
-// from the Redis result backend. docs/celery.md gives the exact keys and
-// messages.
+// Celery is a Source on a Celery queue: it publishes Celery task messages
+// (message protocol version 2, JSON) onto the queue the worker consumes,
+// through its broker, Redis or an AMQP broker (RabbitMQ), and reads each
+// task's state from the Redis result backend. docs/celery.md gives the
+// exact keys and messages.
 //
-//	LPUSH <queue> {"body": base64(JSON [args, kwargs, embed]), "headers": {"task", "id", …}, "properties": {…}}
+//	Redis:  LPUSH <queue> {"body": base64(JSON [args, kwargs, embed]), "headers": {"task", "id", …}, "properties": {…}}
+//	AMQP:   basic.publish to the default exchange, routing key <queue>: body JSON [args, kwargs, embed], the same headers
 //	celery-task-meta-<id>   the backend's state of task <id>, also PUBLISHed on that channel when stored
-//	/<db>.celeryev/worker.* the workers' heartbeats (pid, host name), every 2 s by default
+//	events                  the workers' heartbeats (pid, host name), every 2 s by default:
+//	                        /<db>.celeryev/worker.* on Redis, exchange celeryev on AMQP
 //
 // A job's start is the moment its STARTED state is published, which a
 // worker does only with task_track_started; its end is the state's
 // date_done. Without STARTED, jobs have no queue wait (Notes says what to
 // turn on).
 type Celery struct {
-	rdb, backend *redis.Client
-	f            frameworkURL
-	fw           FrameworkConfig
-	origin       string
-	epoch        epochKeeper
-	pending      *pendingJobs
+	broker  celeryBroker
+	backend *redis.Client // nil with rpc://
+	inbox   string        // with rpc://, the queue the task states come back to
+	f       frameworkURL
+	fw      FrameworkConfig
+	origin  string
+	epoch   epochKeeper
+	pending *pendingJobs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -50,6 +54,20 @@ type Celery struct {
 	started   int64 // results with one
 }
 
+// celeryBroker carries a Celery queue's task messages to its workers, and
+// their events back to Celery.onEvent: Redis lists and pub/sub
+// (celeryRedis), or an AMQP broker (celeryAMQP, celery_amqp.go).
+type celeryBroker interface {
+	// publish puts one task message at the queue's tail.
+	publish(ctx context.Context, m celeryTask) error
+	// depth counts the messages waiting in the queue.
+	depth(ctx context.Context) (int64, error)
+	// serving reports whether the queue has a consumer, where the broker
+	// can tell (AMQP); Redis cannot, and says true once it answers.
+	serving(ctx context.Context) (bool, error)
+	close() error
+}
+
 // celeryWorker is a worker seen by its heartbeat.
 type celeryWorker struct {
 	info    WorkerInfo
@@ -58,69 +76,64 @@ type celeryWorker struct {
 
 var _ Source = (*Celery)(nil)
 
-// The names Celery's Redis transport and backend use.
-const (
-	celeryMetaPrefix = "celery-task-meta-"
-	// celeryPrioritySep joins a queue's name and a priority step in the
-	// names of its priority lists (kombu's default steps 3, 6, 9).
-	celeryPrioritySep = "\x06\x16"
-)
-
-// celeryPriorityLists are the queue's lists: the queue's own name holds
-// priority 0, the default.
-func celeryPriorityLists(q string) []string {
-	return []string{q, q + celeryPrioritySep + "3", q + celeryPrioritySep + "6", q + celeryPrioritySep + "9"}
-}
+// celeryMetaPrefix starts the result backend's key of a task's state.
+const celeryMetaPrefix = "celery-task-meta-"
 
 // OpenCelery connects to the Celery queue rawURL names,
 // celery+redis://[user:password@]host:port/db?queue=celery&task=tasks.answer
-// (backend=redis://… when the result backend is another Redis), and starts
-// listening to task states and worker heartbeats. Close stops it.
+// (backend=redis://… when the result backend is another Redis) or
+// celery+amqp://user:password@host:port/vhost?queue=celery&task=tasks.answer&backend=redis://…,
+// and starts listening to task states and worker heartbeats. Close stops
+// it.
 func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery, error) {
 	f, err := parseFrameworkURL(rawURL, ProtocolCelery, true)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := dialFramework(ctx, f, rawURL)
+	host, _ := os.Hostname()
+	c := &Celery{f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
+		epoch: epochKeeper{key: "tare:celery:" + f.queue + ":epoch"}, pending: newPendingJobs(), workers: map[string]celeryWorker{}}
+	if f.rpc() {
+		c.inbox = "tare.reply." + uuid.NewString()
+	}
+	if f.amqp != "" {
+		c.broker, err = openCeleryAMQP(ctx, f, rawURL, c.origin, c.inbox, c.onEvent, c.onReturn, c.onReply)
+	} else {
+		c.broker, err = openCeleryRedis(ctx, f, rawURL, c.onEvent)
+	}
 	if err != nil {
 		return nil, err
 	}
-	backend := rdb
-	if f.backend != f.redis {
-		opt, _ := parseURL(f.backend)
-		backend = redis.NewClient(opt)
-		if err := backend.Ping(ctx).Err(); err != nil {
-			rdb.Close()
-			backend.Close()
-			return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
-		}
-	}
-	host, _ := os.Hostname()
-	c := &Celery{rdb: rdb, backend: backend, f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
-		epoch: epochKeeper{key: "tare:celery:" + f.queue + ":epoch"}, pending: newPendingJobs(), workers: map[string]celeryWorker{}}
-	states := backend.PSubscribe(ctx, celeryMetaPrefix+jobIDPrefix+"*")
-	beats := rdb.PSubscribe(ctx, fmt.Sprintf("/%d.celeryev/*", f.db))
-	for _, ps := range []*redis.PubSub{states, beats} {
-		if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
-			states.Close()
-			beats.Close()
-			c.closeClients()
-			return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe: %w", f.queue, err)
-		}
-	}
 	lctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(2)
-	go c.listen(lctx, states, c.onState)
-	go c.listen(lctx, beats, c.onEvent)
+	if f.rpc() {
+		return c, nil
+	}
+	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
+	c.backend = redis.NewClient(opt)
+	if err := c.backend.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
+	}
+	states := c.backend.PSubscribe(ctx, celeryMetaPrefix+jobIDPrefix+"*")
+	if _, err := states.Receive(ctx); err != nil { // the subscription's confirmation
+		states.Close()
+		c.Close()
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to task states: %w", f.queue, err)
+	}
+	c.wg.Add(1)
+	go listen(lctx, &c.wg, states, func(m *redis.Message, at time.Time) {
+		c.apply(strings.TrimPrefix(m.Channel, celeryMetaPrefix), []byte(m.Payload), at, true)
+	})
 	return c, nil
 }
 
-// listen hands every message of ps to on until ctx ends. The client
-// reconnects and subscribes again by itself after a Redis outage; states
-// published meanwhile are found by Results' poll.
-func (c *Celery) listen(ctx context.Context, ps *redis.PubSub, on func(*redis.Message, time.Time)) {
-	defer c.wg.Done()
+// listen hands every message of ps to on until ctx ends, then closes ps
+// and marks wg done. The client reconnects and subscribes again by itself
+// after a Redis outage; task states published meanwhile are found by
+// Results' poll.
+func listen(ctx context.Context, wg *sync.WaitGroup, ps *redis.PubSub, on func(*redis.Message, time.Time)) {
+	defer wg.Done()
 	defer ps.Close()
 	ch := ps.Channel(redis.WithChannelSize(1024))
 	for {
@@ -154,10 +167,6 @@ type celeryStarted struct {
 type celeryException struct {
 	Type    string `json:"exc_type"`
 	Message any    `json:"exc_message"`
-}
-
-func (c *Celery) onState(m *redis.Message, at time.Time) {
-	c.apply(strings.TrimPrefix(m.Channel, celeryMetaPrefix), []byte(m.Payload), at, true)
 }
 
 // apply takes one state of task id, seen at at; live says it was
@@ -229,16 +238,6 @@ func parseCeleryTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// celeryEnvelope is a message as Celery's Redis transport carries it: the
-// protocol's properties and headers beside the encoded body.
-type celeryEnvelope struct {
-	Body            string         `json:"body"`
-	ContentEncoding string         `json:"content-encoding"`
-	ContentType     string         `json:"content-type"`
-	Headers         map[string]any `json:"headers"`
-	Properties      map[string]any `json:"properties"`
-}
-
 // celeryEvent is an event's body: a worker's (worker-heartbeat, …) or,
 // from a worker with events on (-E), a task's (task-started, …).
 type celeryEvent struct {
@@ -250,18 +249,11 @@ type celeryEvent struct {
 	UUID      string  `json:"uuid"`      // a task event's task id
 }
 
-// onEvent takes the workers' heartbeats, which every worker sends, and
-// the task-started events of a worker with events on, whose stamp is the
-// worker's own: a start more exact than the moment tare heard of it.
-func (c *Celery) onEvent(m *redis.Message, at time.Time) {
-	var env celeryEnvelope
-	if json.Unmarshal([]byte(m.Payload), &env) != nil {
-		return
-	}
-	body, err := base64.StdEncoding.DecodeString(env.Body)
-	if err != nil {
-		return
-	}
+// onEvent takes one event's body (JSON), seen at at: the workers'
+// heartbeats, which every worker sends, and the task-started events of a
+// worker with events on, whose stamp is the worker's own: a start more
+// exact than the moment tare heard of it.
+func (c *Celery) onEvent(body []byte, at time.Time) {
 	var b celeryEvent
 	if json.Unmarshal(body, &b) != nil || b.Hostname == "" {
 		return
@@ -303,7 +295,7 @@ func (c *Celery) String() string {
 }
 
 // Enqueue publishes one task message of job, with the arguments of the
-// configuration, onto the queue's list.
+// configuration, onto the queue.
 func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	id := frameworkJobID(job)
 	args, kwargs := c.fw.Args.expand(job, id)
@@ -311,26 +303,54 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 	if err != nil {
 		return err
 	}
-	if err := c.epoch.ensure(ctx, c.backend); err != nil {
-		return fmt.Errorf("publish celery task %q: %w", id, err)
+	if c.backend != nil {
+		if err := c.epoch.ensure(ctx, c.backend); err != nil {
+			return fmt.Errorf("publish celery task %q: %w", id, err)
+		}
 	}
 	c.pending.add(id, job)
-	if err := c.rdb.LPush(ctx, c.f.queue, msg).Err(); err != nil {
+	if err := c.broker.publish(ctx, msg); err != nil {
 		c.pending.remove(id)
 		return fmt.Errorf("publish celery task %q onto %q: %w", id, c.f.queue, err)
 	}
 	return nil
 }
 
+// onReply takes a task state sent back to the inbox (rpc://): the same
+// state as the Redis backend stores, without date_done, so the moment tare
+// receives it stands for its time.
+func (c *Celery) onReply(id string, body []byte, at time.Time) { c.apply(id, body, at, true) }
+
+// onReturn fails the job whose message the broker returned, having no
+// queue to put it in.
+func (c *Celery) onReturn(id string) {
+	if strings.HasPrefix(id, jobIDPrefix) {
+		c.pending.finish(id, time.Now(), "", KindUnroutable)
+	}
+}
+
+// celeryTask is one task message, as every transport carries it:
+// protocol 2's headers beside a body of JSON [args, kwargs, embed].
+type celeryTask struct {
+	id      string
+	queue   string
+	headers map[string]any
+	body    []byte
+	replyTo string // where an rpc:// backend sends the task's states; "" for none
+	// expiry is how long the message may wait in the queue (the job
+	// timeout; 0 for no limit): an AMQP broker drops it after that.
+	expiry time.Duration
+}
+
 // message is the task message of task id, enqueued at enqueued: protocol
 // version 2, JSON. With a job timeout the task expires then: a worker
 // that reaches it later (a backlog left when the run ended) revokes it
 // instead of running it into the next run's measurement.
-func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued time.Time) ([]byte, error) {
+func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued time.Time) (celeryTask, error) {
 	embed := map[string]any{"callbacks": nil, "errbacks": nil, "chain": nil, "chord": nil}
 	body, err := json.Marshal([]any{args, kwargs, embed})
 	if err != nil {
-		return nil, fmt.Errorf("encode celery task %q: %w", id, err)
+		return celeryTask{}, fmt.Errorf("encode celery task %q: %w", id, err)
 	}
 	var expires any
 	if c.fw.Timeout > 0 {
@@ -338,22 +358,11 @@ func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued 
 	}
 	argsRepr, _ := json.Marshal(args)
 	kwargsRepr, _ := json.Marshal(kwargs)
-	env := celeryEnvelope{
-		Body:            base64.StdEncoding.EncodeToString(body),
-		ContentEncoding: "utf-8",
-		ContentType:     "application/json",
-		Headers: map[string]any{
-			"lang": "py", "task": c.f.task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
-			"shadow": nil, "eta": nil, "expires": expires, "retries": 0, "timelimit": []any{nil, nil},
-			"argsrepr": string(argsRepr), "kwargsrepr": string(kwargsRepr), "origin": c.origin,
-		},
-		Properties: map[string]any{
-			"correlation_id": id, "reply_to": "", "delivery_mode": 2, "priority": 0,
-			"delivery_info": map[string]any{"exchange": "", "routing_key": c.f.queue},
-			"body_encoding": "base64", "delivery_tag": uuid.NewString(),
-		},
-	}
-	return json.Marshal(env)
+	return celeryTask{id: id, queue: c.f.queue, body: body, expiry: c.fw.Timeout, replyTo: c.inbox, headers: map[string]any{
+		"lang": "py", "task": c.f.task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
+		"shadow": nil, "eta": nil, "expires": expires, "retries": 0, "timelimit": []any{nil, nil},
+		"argsrepr": string(argsRepr), "kwargsrepr": string(kwargsRepr), "origin": c.origin,
+	}}, nil
 }
 
 // pollEvery is how often Results reads the states of pending tasks
@@ -364,14 +373,16 @@ const pollEvery = time.Second
 // Results checks the epoch, then waits up to block for final states. The
 // cursor is unused: each job's final state is handed over once.
 func (c *Celery) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error) {
-	if err := c.epoch.check(ctx, c.backend, c.f.queue); err != nil {
-		if errors.Is(err, ErrLost) {
-			c.pending.lose()
+	if c.backend != nil {
+		if err := c.epoch.check(ctx, c.backend, c.f.queue); err != nil {
+			if errors.Is(err, ErrLost) {
+				c.pending.lose()
+			}
+			return nil, cursor, err
 		}
-		return nil, cursor, err
-	}
-	if err := c.poll(ctx); err != nil {
-		return nil, cursor, err
+		if err := c.poll(ctx); err != nil {
+			return nil, cursor, err
+		}
 	}
 	return c.pending.take(ctx, limit, min(block, pollEvery)), cursor, nil
 }
@@ -399,32 +410,33 @@ func (c *Celery) poll(ctx context.Context) error {
 	return nil
 }
 
-// Depth is the length of the queue's lists (LLEN), and the tasks of this
-// Target that started and have not finished.
+// Depth is the broker's count of the queue's waiting messages, and the
+// tasks of this Target that started and have not finished.
 func (c *Celery) Depth(ctx context.Context) (Depth, error) {
-	pipe := c.rdb.Pipeline()
-	lens := make([]*redis.IntCmd, 0, 4)
-	for _, l := range celeryPriorityLists(c.f.queue) {
-		lens = append(lens, pipe.LLen(ctx, l))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	n, err := c.broker.depth(ctx)
+	if err != nil {
 		return Depth{}, fmt.Errorf("read depth of celery queue %q: %w", c.f.queue, err)
 	}
-	var d Depth
-	for _, l := range lens {
-		d.Waiting += l.Val()
-	}
+	d := Depth{Waiting: n}
 	d.OldestPending, d.Pending = c.pending.oldestStarted(time.Now())
 	return d, nil
 }
 
-// Time is the Redis server's clock.
-func (c *Celery) Time(ctx context.Context) (time.Time, error) { return c.rdb.Time(ctx).Result() }
+// Time is the result backend's clock; with rpc://, this host's (AMQP
+// has no clock to read).
+func (c *Celery) Time(ctx context.Context) (time.Time, error) {
+	if c.backend == nil {
+		return time.Now(), nil
+	}
+	return c.backend.Time(ctx).Result()
+}
 
 // Workers lists the workers whose heartbeats are current: every Celery
-// worker on this Redis database, whichever queues it consumes.
+// worker on this Redis database or AMQP virtual host, whichever queues it
+// consumes; none while an AMQP broker says the queue has no consumer.
 func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	if err := c.rdb.Ping(ctx).Err(); err != nil {
+	serving, err := c.broker.serving(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("list celery workers: %w", err)
 	}
 	now := time.Now()
@@ -436,27 +448,87 @@ func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
 			delete(c.workers, name)
 			continue
 		}
-		out = append(out, w.info)
+		if serving {
+			out = append(out, w.info)
+		}
 	}
 	sortWorkers(out)
 	return out, nil
 }
 
+// taskAsker is a broker through which the workers can be asked which
+// tasks they register (AMQP); tare does not ask through Redis.
+type taskAsker interface {
+	registered(ctx context.Context, want int, wait time.Duration) (map[string][]string, error)
+}
+
+// askWait bounds how long CheckTask waits for the workers' answers.
+const askWait = 2 * time.Second
+
+// CheckTask asks the workers which tasks they register (Celery's remote
+// control, as `celery inspect registered`) and returns a *tare.Error with
+// code EINVALID when every worker whose heartbeat is current answered and
+// none registers the task: a run would only fail every job as "unknown
+// task". It returns nil when one does; when one did not answer in time (a
+// solo pool busy with a task, a worker started without remote control),
+// as that one may know the task; and on a Redis broker, where tare does
+// not ask.
+func (c *Celery) CheckTask(ctx context.Context) error {
+	a, ok := c.broker.(taskAsker)
+	if !ok {
+		return nil
+	}
+	now := time.Now()
+	c.mu.Lock()
+	live := 0
+	for _, w := range c.workers {
+		if !now.After(w.expires) {
+			live++
+		}
+	}
+	c.mu.Unlock()
+	if live == 0 {
+		return nil
+	}
+	reg, err := a.registered(ctx, live, askWait)
+	if err != nil || len(reg) < live {
+		return nil // not known: the jobs will say
+	}
+	var all []string
+	for _, tasks := range reg {
+		if slices.Contains(tasks, c.f.task) {
+			return nil
+		}
+		all = append(all, tasks...)
+	}
+	slices.Sort(all)
+	names := strings.Join(slices.Compact(all), ", ")
+	if names == "" {
+		names = "no task"
+	}
+	return tare.Errorf(tare.EINVALID, "unknown task %q: the Celery %s of queue %q that answered register %s; give task= one of them, as the worker lists it under [tasks]",
+		c.f.task, map[bool]string{true: "worker", false: "workers"}[len(reg) == 1], c.f.queue, names)
+}
+
 // WorkerHint says how to start a Celery worker on the queue.
 func (c *Celery) WorkerHint() string {
 	module, _, _ := cutLast(c.f.task, ".")
-	return fmt.Sprintf("start one with `celery -A %s worker -Q %s` (with task_track_started = True for queue wait), on the broker %s", module, c.f.queue, RedactURL(c.f.redis))
+	return fmt.Sprintf("start one with `celery -A %s worker -Q %s` (with task_track_started = True for queue wait), on the broker %s", module, c.f.queue, RedactURL(c.f.broker()))
 }
 
 // Notes says what the worker did not tell: when its jobs started.
 func (c *Celery) Notes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.unstarted == 0 {
-		return nil
+	var notes []string
+	if c.f.rpc() && c.unstarted+c.started > 0 {
+		notes = append(notes, "with the rpc:// result backend each Celery job's end is when tare received its final state (the reply carries no date_done): service and end-to-end include the reply's trip through RabbitMQ")
 	}
-	return []string{fmt.Sprintf("%d of %d Celery jobs had no STARTED state, so their queue wait is unknown (null) and their service counts from the enqueue: set task_track_started = True in the worker's configuration (app.conf.task_track_started = True) to measure both",
-		c.unstarted, c.unstarted+c.started)}
+	if c.unstarted == 0 {
+		return notes
+	}
+	return append(notes, fmt.Sprintf("%d of %d Celery jobs had no STARTED state, so their queue wait is unknown (null) and their service counts from the enqueue: set task_track_started = True in the worker's configuration (app.conf.task_track_started = True) to measure both",
+		c.unstarted, c.unstarted+c.started))
 }
 
 // Close stops listening and closes the connections.
@@ -467,36 +539,47 @@ func (c *Celery) Close() error {
 }
 
 func (c *Celery) closeClients() error {
-	err := c.rdb.Close()
-	if c.backend != c.rdb {
+	err := c.broker.close()
+	if c.backend != nil {
 		err = errors.Join(err, c.backend.Close())
 	}
 	return err
 }
 
-// cleanupCelery deletes the states of tare's tasks and tare's keys, and
-// takes tare's messages out of the queue's lists.
-func cleanupCelery(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]string, error) {
-	backend := rdb
-	if f.backend != f.redis {
-		opt, _ := parseURL(f.backend)
-		backend = redis.NewClient(opt)
-		defer backend.Close()
+// cleanupCelery deletes the states of tare's tasks and tare's keys from
+// the result backend, and takes tare's messages out of a Redis broker's
+// lists. An AMQP broker's messages are left: a queue gives no way to take
+// some out and leave the others, and tare's expire by themselves (the
+// job timeout is their AMQP expiration).
+func cleanupCelery(ctx context.Context, f frameworkURL, rawURL string) ([]string, error) {
+	if f.rpc() {
+		return nil, nil // the replies went to a queue gone with tare's connection
+	}
+	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
+	backend := redis.NewClient(opt)
+	defer backend.Close()
+	if err := backend.Ping(ctx).Err(); err != nil {
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
 	}
 	var removed []string
-	for _, pat := range []struct {
-		c      *redis.Client
-		prefix string
-	}{{backend, celeryMetaPrefix + jobIDPrefix}, {backend, "tare:celery:" + f.queue + ":"}} {
-		keys, err := scanKeys(ctx, pat.c, pat.prefix+"*")
+	for _, prefix := range []string{celeryMetaPrefix + jobIDPrefix, "tare:celery:" + f.queue + ":"} {
+		keys, err := scanKeys(ctx, backend, prefix+"*")
 		if err != nil {
 			return nil, err
 		}
-		if err := unlinkKeys(ctx, pat.c, pat.prefix, keys); err != nil {
+		if err := unlinkKeys(ctx, backend, prefix, keys); err != nil {
 			return nil, err
 		}
 		removed = append(removed, keys...)
 	}
+	if f.redis == "" {
+		return sortedStrings(removed), nil
+	}
+	rdb, err := dialFramework(ctx, f, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
 	for _, list := range celeryPriorityLists(f.queue) {
 		msgs, err := rdb.LRange(ctx, list, 0, -1).Result()
 		if err != nil {

@@ -20,13 +20,14 @@
 //
 // A Target loads any Source: a Broker, with tare's own protocol, or the
 // queue of a job framework users already run, whose workers it loads
-// unchanged: Celery (task messages, protocol 2, JSON, read back from the
-// Redis result backend), RQ (jobs, JSON serializer, read back from their
-// hashes) and BullMQ 5 (jobs as Queue.add writes them, followed through
-// the queue's events stream and their hashes). OpenSource picks one by the
-// URL's scheme (redis://, celery+redis://, rq+redis://, bullmq+redis://);
-// docs/celery.md, docs/rq.md and docs/bullmq.md give what each writes and
-// reads.
+// unchanged: Celery (task messages, protocol 2, JSON, on Redis or on
+// RabbitMQ through package rabbitmq, read back from the Redis result
+// backend or rpc:// replies), RQ (jobs, JSON serializer, read back from
+// their hashes) and BullMQ 5 (jobs as Queue.add writes them, followed
+// through the queue's events stream and their hashes). OpenSource picks
+// one by the URL's scheme (redis://, celery+redis://, celery+amqp://,
+// rq+redis://, bullmq+redis://); docs/celery.md, docs/rq.md and
+// docs/bullmq.md give what each writes and reads.
 //
 // The package is tare's one owner of Redis, so two more uses of the server
 // live here: beside each queue, the worker hosts' interference samples

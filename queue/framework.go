@@ -22,13 +22,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/rabbitmq"
 )
 
 // The protocols a --queue URL can speak, chosen by its scheme as database
 // URLs choose their driver.
 const (
 	ProtocolTare   = "tare"   // redis://, rediss://: tare's own job protocol (docs/job-protocol.md)
-	ProtocolCelery = "celery" // celery+redis://: Celery task messages (docs/celery.md)
+	ProtocolCelery = "celery" // celery+redis://, celery+amqp://: Celery task messages (docs/celery.md)
 	ProtocolRQ     = "rq"     // rq+redis://: RQ jobs (docs/rq.md)
 	ProtocolBullMQ = "bullmq" // bullmq+redis://: BullMQ jobs (docs/bullmq.md)
 )
@@ -36,17 +37,18 @@ const (
 // URLForms explains the --queue URL forms, for help texts and errors.
 const URLForms = `redis://HOST:6379/0 (tare's own job protocol: tare worker, or yours)
 celery+redis://HOST:6379/0?queue=celery&task=tasks.answer (Celery task messages, JSON)
+celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0 (Celery on RabbitMQ; backend: the worker's result_backend, redis:// or rpc://)
 rq+redis://HOST:6379/0?queue=default&func=tasks.answer (RQ jobs, JSON serializer)
 bullmq+redis://HOST:6379/0?queue=agents&name=answer (BullMQ 5 jobs, as Queue.add writes them)`
 
 // ProtocolOf names the protocol rawURL speaks by its scheme: "celery" for
-// celery+redis:// (or celery+rediss://), "rq" for rq+redis://, "bullmq"
-// for bullmq+redis://, and "tare" for anything else, which OpenRedis then
-// checks.
+// celery+redis:// and celery+amqp:// (or celery+rediss://,
+// celery+amqps://), "rq" for rq+redis://, "bullmq" for bullmq+redis://,
+// and "tare" for anything else, which OpenRedis then checks.
 func ProtocolOf(rawURL string) string {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	switch strings.ToLower(scheme) {
-	case "celery+redis", "celery+rediss":
+	case "celery+redis", "celery+rediss", "celery+amqp", "celery+amqps":
 		return ProtocolCelery
 	case "rq+redis", "rq+rediss":
 		return ProtocolRQ
@@ -70,7 +72,20 @@ const (
 	KindTaskFailed = "task failed"
 	// KindRevoked: the job was revoked (Celery), stopped or canceled (RQ).
 	KindRevoked = "task revoked"
+	// KindUnconfirmed: the broker did not confirm the job's message (an
+	// AMQP nack, or the connection closed before the confirm): it may or
+	// may not be in the queue, so it is neither waited for nor counted as
+	// never sent.
+	KindUnconfirmed = "publish not confirmed"
+	// KindUnroutable: the broker had no queue to put the job's message in
+	// (AMQP: the queue does not exist, and returned the message).
+	KindUnroutable = "no such queue"
 )
+
+// ErrUnconfirmed is what Source.Enqueue returns, wrapped, when the broker
+// did not confirm the job's message; the Target counts the job
+// KindUnconfirmed.
+var ErrUnconfirmed = errors.New("publish not confirmed by the broker")
 
 // raisedKind is the kind of a job whose task raised exception type exc.
 func raisedKind(exc string) string {
@@ -91,17 +106,25 @@ type FrameworkConfig struct {
 	Timeout time.Duration
 }
 
-// frameworkURL is a parsed celery+redis://, rq+redis:// or bullmq+redis://
-// URL.
+// frameworkURL is a parsed celery+redis://, celery+amqp://, rq+redis:// or
+// bullmq+redis:// URL.
 type frameworkURL struct {
 	protocol string
-	redis    string // the broker's redis:// URL, without tare's parameters
+	redis    string // the broker's redis:// URL, without tare's parameters; "" for an AMQP broker
+	amqp     string // the broker's amqp:// URL, without tare's parameters; "" for a Redis broker
 	backend  string // Celery's result backend, a redis:// URL; redis when not given
 	queue    string
 	task     string // Celery's task name, RQ's function, BullMQ's job name
 	prefix   string // BullMQ's key prefix ("bull")
-	db       int
+	db       int    // the Redis broker's database
 }
+
+// broker is the broker's URL, without tare's parameters.
+func (f frameworkURL) broker() string { return cmp.Or(f.redis, f.amqp) }
+
+// rpc reports whether the result backend is rpc://: task states sent back
+// as messages to the queue the task message names (AMQP only).
+func (f frameworkURL) rpc() bool { return f.backend == "rpc://" }
 
 // taskRE is a Python dotted name: what Celery task names and RQ function
 // paths are in practice.
@@ -150,7 +173,12 @@ var frameworkForms = map[string]struct{ param, what, form string }{
 // EINVALID, naming what is wrong and the form that is right, with any
 // password redacted.
 func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
+	scheme, _, _ := strings.Cut(strings.ToLower(rawURL), "://")
+	amqpBroker := p == ProtocolCelery && (scheme == "celery+amqp" || scheme == "celery+amqps")
 	ff := frameworkForms[p]
+	if amqpBroker {
+		ff.form = "celery+amqp://USER:PASSWORD@HOST:5672/VHOST?queue=celery&task=tasks.answer&backend=redis://HOST:6379/0"
+	}
 	bad := func(format string, a ...any) error {
 		return tare.Errorf(tare.EINVALID, "queue URL %q: %s: want %s", RedactURL(rawURL), fmt.Sprintf(format, a...), ff.form)
 	}
@@ -190,8 +218,11 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	case p == ProtocolBullMQ && f.backend != "":
 		return frameworkURL{}, bad("backend=%q: a BullMQ job keeps its result in its own hash, drop backend", RedactURL(f.backend))
 	}
-	_, scheme, _ := strings.Cut(u.Scheme, "+")
+	_, scheme, _ = strings.Cut(u.Scheme, "+")
 	u.Scheme, u.RawQuery = scheme, q.Encode()
+	if amqpBroker {
+		return parseAMQPBroker(f, u.String(), bad)
+	}
 	f.redis = u.String()
 	opt, err := parseURL(f.redis)
 	if err != nil {
@@ -201,6 +232,34 @@ func parseFrameworkURL(rawURL, p string, needTask bool) (frameworkURL, error) {
 	if f.backend == "" {
 		f.backend = f.redis
 	} else if _, err := parseURL(f.backend); err != nil {
+		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))
+	}
+	return f, nil
+}
+
+// parseAMQPBroker completes f, a Celery queue on the AMQP broker at
+// broker: its result backend must be named (RabbitMQ holds no task
+// state), a Redis, or rpc:// (the states sent back as messages).
+func parseAMQPBroker(f frameworkURL, broker string, bad func(string, ...any) error) (frameworkURL, error) {
+	if _, _, err := rabbitmq.ParseURL(broker); err != nil {
+		return frameworkURL{}, bad("%v", err)
+	}
+	f.amqp = broker
+	scheme, _, found := strings.Cut(strings.ToLower(f.backend), "://")
+	switch {
+	case f.backend == "":
+		return frameworkURL{}, bad("no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://, where tare reads each task's state")
+	case !found || strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+') }):
+		return frameworkURL{}, bad("backend: want a URL, redis://HOST:6379/0 (the worker's result_backend)") // not repeated: a password, perhaps
+	case scheme == "rpc":
+		if f.backend != "rpc://" {
+			return frameworkURL{}, bad("backend: want rpc://, nothing after it (the replies come to tare's own queue)")
+		}
+		return f, nil
+	case scheme != "redis" && scheme != "rediss":
+		return frameworkURL{}, bad("backend=%s://…: tare reads task states from a Redis result backend (the worker's result_backend = \"redis://…\") or from rpc:// replies; the others are not supported", scheme)
+	}
+	if _, err := parseURL(f.backend); err != nil {
 		return frameworkURL{}, bad("backend: %s", tare.ErrorMessage(err))
 	}
 	return f, nil
@@ -226,8 +285,9 @@ func OpenSource(ctx context.Context, rawURL, name string, fw FrameworkConfig) (S
 // Probe opens the queue rawURL names (as OpenSource) and waits up to wait
 // for a worker, for a pre-flight check: it returns a line naming the
 // queue and its workers, or an error saying what is wrong (a bad URL, a
-// server that does not answer: EINVALID, EUNAVAILABLE) or how to start a
-// worker when none showed (EUNAVAILABLE).
+// task the workers said they do not know: EINVALID; a server that does
+// not answer: EUNAVAILABLE) or how to start a worker when none showed
+// (EUNAVAILABLE).
 func Probe(ctx context.Context, rawURL, name string, wait time.Duration) (string, error) {
 	return ProbeLocating(ctx, rawURL, name, wait, nil)
 }
@@ -250,6 +310,11 @@ func ProbeLocating(ctx context.Context, rawURL, name string, wait time.Duration,
 		if len(ws) > 0 {
 			if locate != nil {
 				locate(ws)
+			}
+			if c, ok := src.(taskChecker); ok {
+				if err := c.CheckTask(ctx); err != nil {
+					return "", err
+				}
 			}
 			names := make([]string, len(ws))
 			for i, w := range ws {
@@ -617,12 +682,14 @@ func readEpoch(ctx context.Context, rdb redis.UniversalClient, key string) (stri
 	return t, nil
 }
 
-// Cleanup removes, from the Celery, RQ or BullMQ queue rawURL names, what
-// tare's runs put there (jobs whose id starts "tare-", their results and
-// registry entries, tare's own keys beside the queue, and the queue's
-// registration when tare created it) and nothing else, and returns what
-// it removed, sorted: key names, and "LIST entry …" for entries taken
-// out of lists and sets. It never stops the workers: they are the user's.
+// CleanupFramework removes, from the Celery, RQ or BullMQ queue rawURL
+// names, what tare's runs put there (jobs whose id starts "tare-", their
+// results and registry entries, tare's own keys beside the queue, and the
+// queue's registration when tare created it) and nothing else, and returns
+// what it removed, sorted: key names, and "LIST entry …" for entries taken
+// out of lists and sets. On an AMQP broker it removes no message: tare's
+// expire by themselves (see Celery). It never stops the workers: they are
+// the user's.
 func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	p := ProtocolOf(rawURL)
 	if p == ProtocolTare {
@@ -632,15 +699,15 @@ func CleanupFramework(ctx context.Context, rawURL string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p == ProtocolCelery {
+		return cleanupCelery(ctx, f, rawURL)
+	}
 	rdb, err := dialFramework(ctx, f, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	defer rdb.Close()
-	switch p {
-	case ProtocolCelery:
-		return cleanupCelery(ctx, rdb, f)
-	case ProtocolBullMQ:
+	if p == ProtocolBullMQ {
 		return cleanupBullMQ(ctx, rdb, f)
 	}
 	return cleanupRQ(ctx, rdb, f)

@@ -18,6 +18,8 @@ func TestProtocolOf(t *testing.T) {
 		"CELERY+REDISS://h:6379/0?task=tasks.answer": ProtocolCelery,
 		"rq+redis://h:6379/0?func=tasks.answer":      ProtocolRQ,
 		"rq+rediss://h/0":                            ProtocolRQ,
+		"celery+amqp://guest@h//?task=tasks.answer":  ProtocolCelery,
+		"Celery+AMQPS://h/vh?task=tasks.answer":      ProtocolCelery,
 		"celery://h":                                 ProtocolTare, // OpenRedis rejects it, naming the forms
 		"":                                           ProtocolTare,
 	} {
@@ -46,6 +48,19 @@ func TestParseFrameworkURL(t *testing.T) {
 		{name: "bad database", url: "rq+redis://h:6379/x?func=f", protocol: ProtocolRQ, err: "want rq+redis://HOST:6379/0?queue=default&func=tasks.answer"},
 		{name: "password redacted", url: "celery+redis://u:s3cret@h:6379/0?task=", protocol: ProtocolCelery, err: "u:xxxxx@"},
 		{name: "bad backend", url: "celery+redis://h:6379/0?task=t&backend=http://h/", protocol: ProtocolCelery, err: "backend:"},
+		{name: "celery on rabbitmq", url: "celery+amqp://u:pw@rabbit:5672/agents?queue=q1&task=tasks.answer&backend=redis://h:6379/1", protocol: ProtocolCelery,
+			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://u:pw@rabbit:5672/agents", backend: "redis://h:6379/1", queue: "q1", task: "tasks.answer"}},
+		{name: "celery on rabbitmq, tls, vhost /", url: "celery+amqps://rabbit//?task=t.a&backend=rediss://h:6380/0&heartbeat=30", protocol: ProtocolCelery,
+			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqps://rabbit//?heartbeat=30", backend: "rediss://h:6380/0", queue: "celery", task: "t.a"}},
+		{name: "amqp without backend", url: "celery+amqp://rabbit/?task=t.a", protocol: ProtocolCelery, err: "no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://"},
+		{name: "amqp with rpc backend", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://", protocol: ProtocolCelery,
+			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://rabbit/", backend: "rpc://", queue: "celery", task: "t.a"}},
+		{name: "amqp with rpc backend and more", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://h/x", protocol: ProtocolCelery, err: "want rpc://, nothing after it"},
+		{name: "amqp with another backend", url: "celery+amqp://rabbit/?task=t.a&backend=db%2Bpostgresql://h/x", protocol: ProtocolCelery, err: "the others are not supported"},
+		{name: "amqp bad port", url: "celery+amqp://u:s3cret@rabbit:99999/?task=t.a&backend=redis://h/0", protocol: ProtocolCelery, err: "want celery+amqp://USER:PASSWORD@HOST:5672/VHOST"},
+		{name: "amqp bad backend", url: "celery+amqp://rabbit/?task=t.a&backend=redis://h:x/0", protocol: ProtocolCelery, err: "backend:"},
+		{name: "backend password redacted", url: "celery+amqp://rabbit/?task=a%20b&backend=redis://:s3cret@h/0", protocol: ProtocolCelery, err: "backend=redis://:redacted@h/0"},
+		{name: "amqp no task", url: "celery+amqp://rabbit/?backend=redis://h/0", protocol: ProtocolCelery, err: `task="": give the task name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +85,8 @@ func TestParseFrameworkURL(t *testing.T) {
 }
 
 func FuzzParseFrameworkURL(f *testing.F) {
-	for _, s := range []string{"celery+redis://h:6379/0?queue=celery&task=tasks.answer", "rq+redis://u:p@h/1?func=a.b", "celery+redis://%zz", "rq+redis://h/0?func=a..b"} {
+	for _, s := range []string{"celery+redis://h:6379/0?queue=celery&task=tasks.answer", "rq+redis://u:p@h/1?func=a.b", "celery+redis://%zz", "rq+redis://h/0?func=a..b",
+		"celery+amqp://u:p@h:5672//?task=t.a&backend=redis://h/0", "celery+amqps://h/v?task=t&backend=rpc://"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -84,6 +100,9 @@ func FuzzParseFrameworkURL(f *testing.F) {
 			}
 			if !validTask(u.task) || !nameRE.MatchString(u.queue) {
 				t.Fatalf("%q: accepted task %q, queue %q", s, u.task, u.queue)
+			}
+			if (u.redis == "") == (u.amqp == "") || u.backend == "" {
+				t.Fatalf("%q: accepted broker %q / %q, backend %q: want one broker and a backend", s, u.redis, u.amqp, u.backend)
 			}
 		}
 	})
@@ -157,7 +176,11 @@ func TestParseCeleryTime(t *testing.T) {
 // body of [args, kwargs, embed], as Celery's Redis transport expects.
 func TestCeleryMessage(t *testing.T) {
 	c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, origin: "tare1@h"}
-	raw, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"}, time.Now())
+	m, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.envelope()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +207,8 @@ func TestCeleryMessage(t *testing.T) {
 }
 
 // TestCeleryMessageExpires: with a job timeout the task expires that long
-// after it was enqueued, written as Celery writes times; without, never.
+// after it was enqueued, written as Celery writes times (and its message
+// too, on an AMQP broker); without, never.
 func TestCeleryMessageExpires(t *testing.T) {
 	enqueued := time.Date(2026, 12, 1, 17, 0, 0, 123456789, time.FixedZone("CET", 3600))
 	for _, tt := range []struct {
@@ -195,7 +219,14 @@ func TestCeleryMessageExpires(t *testing.T) {
 		{90 * time.Second, "2026-12-01T16:01:30.123456+00:00"},
 	} {
 		c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, fw: FrameworkConfig{Timeout: tt.timeout}}
-		raw, err := c.message("tare-r-1", nil, nil, enqueued)
+		m, err := c.message("tare-r-1", nil, nil, enqueued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.expiry != tt.timeout {
+			t.Errorf("timeout %v: the message expires in the broker after %v", tt.timeout, m.expiry)
+		}
+		raw, err := m.envelope()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -123,14 +124,35 @@ func DiscardClientLogs() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // RedactURL returns rawURL with any password replaced by "xxxxx", for
 // messages, and the credentials in its query (a URL there, as Celery's
-// backend=, with a password of its own) removed as tare.RedactText does.
+// backend=, with a password of its own, escaped or not) removed as
+// tare.RedactText does.
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	u.RawQuery = tare.RedactText(u.RawQuery)
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "(unparsable query)"
+		} else if shown := tare.RedactText(queryText(q)); shown != queryText(q) {
+			u.RawQuery = shown
+		}
+	}
 	return u.Redacted()
+}
+
+// queryText is q unescaped, in order, for a message: the way a user wrote
+// it, so RedactText finds the URLs in its values.
+func queryText(q url.Values) string {
+	keys := slices.Sorted(maps.Keys(q))
+	var parts []string
+	for _, k := range keys {
+		for _, v := range q[k] {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, "&")
 }
 
 // Queue returns the queue's name.

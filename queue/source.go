@@ -33,3 +33,9 @@ type noter interface{ Notes() []string }
 
 // hinter is a Source that says how to start a worker of its queue.
 type hinter interface{ WorkerHint() string }
+
+// taskChecker is a Source that can check, before the load, that its
+// workers know the task its jobs name (see Celery.CheckTask).
+type taskChecker interface {
+	CheckTask(ctx context.Context) error
+}

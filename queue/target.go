@@ -116,6 +116,7 @@ type TargetStats struct {
 	Foreign     int64 // results of other runs on the same queue, skipped
 	Unfinished  int64 // jobs recorded KindUnfinished
 	Unavailable int64 // jobs recorded KindUnavailable
+	Unconfirmed int64 // jobs recorded KindUnconfirmed: the broker did not confirm their message
 	Timeouts    int64 // jobs recorded KindTimeout
 	Skewed      int64 // results stamped outside [enqueue, receipt]: the worker's clock disagrees
 	ReadErrors  int64 // failed reads of the results (the queue was unreachable)
@@ -238,6 +239,17 @@ func (t *Target) WorkerHint() string {
 	return ""
 }
 
+// CheckTask checks, where the queue's framework can tell, that its
+// workers know the task the jobs name: a *tare.Error with code EINVALID
+// when they answered and do not; nil otherwise (and for tare's own
+// protocol).
+func (t *Target) CheckTask(ctx context.Context) error {
+	if c, ok := t.b.(taskChecker); ok {
+		return c.CheckTask(ctx)
+	}
+	return nil
+}
+
 // Stats returns the counters so far.
 func (t *Target) Stats() TargetStats {
 	t.mu.Lock()
@@ -330,8 +342,11 @@ func (t *Target) Do(ctx context.Context, res *tare.Result) {
 	}
 	if err := t.b.Enqueue(ctx, job); err != nil {
 		kind := KindUnavailable
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			kind = endKind(parent)
+		case errors.Is(err, ErrUnconfirmed):
+			kind = KindUnconfirmed
 		}
 		if t.giveUp(seq, w, kind) {
 			res.Err = kind
@@ -390,6 +405,8 @@ func (t *Target) settle(seq uint64, kind string) {
 		t.stats.Unavailable++
 	case KindTimeout:
 		t.stats.Timeouts++
+	case KindUnconfirmed:
+		t.stats.Unconfirmed++
 	}
 }
 

@@ -407,6 +407,10 @@ func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress 
 			return nil, tare.Errorf(tare.EUNAVAILABLE, "list the workers of queue %q at %s: %w", t.QueueName, queue.RedactURL(t.Queue), err)
 		}
 		if len(ws) > 0 {
+			// A task the workers do not know would fail every job.
+			if err := q.CheckTask(ctx); err != nil {
+				return nil, Flagged(err, "queue")
+			}
 			return ws, nil
 		}
 		if hint := q.WorkerHint(); hint != "" && time.Now().After(deadline) {

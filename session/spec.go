@@ -297,7 +297,7 @@ func (t *TargetSpec) Fields() []Field {
 		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
 		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
-		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue in Redis, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md, docs/bullmq.md)"},
+		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md, docs/bullmq.md)"},
 		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery, RQ and BullMQ URLs name theirs with ?queue=)"},
 		{Flag: "targets", Key: "targets", Value: &t.Targets, Usage: `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`},
 		{Flag: "targets-order", Key: "targets-order", Value: &t.TargetsOrder, Usage: "with --targets, take the requests in file order, round and round, instead of by weight"},

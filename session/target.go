@@ -91,8 +91,13 @@ func queueRunWarnings(st queue.TargetStats, name string, run tare.Run) []string 
 
 // queueWarnings words a queue target's counters as warnings.
 func queueWarnings(st queue.TargetStats) []string {
+	var out []string
+	if st.Unconfirmed > 0 {
+		out = append(out, fmt.Sprintf("the broker did not confirm the message of %d %s (%s: refused, or its connection closed first): counted as errors; %s may still have run, and a late result is not counted",
+			st.Unconfirmed, plural(int(st.Unconfirmed), "job", "jobs"), queue.KindUnconfirmed, plural(int(st.Unconfirmed), "it", "they")))
+	}
 	if st.Unavailable == 0 && st.ReadErrors == 0 && st.Lost == 0 {
-		return nil
+		return out
 	}
 	w := fmt.Sprintf("%d %s touched by a queue outage (%s): counted as errors", st.Unavailable, plural(int(st.Unavailable), "job was", "jobs were"), queue.KindUnavailable)
 	var details []string
@@ -110,7 +115,7 @@ func queueWarnings(st queue.TargetStats) []string {
 		}
 		w += d
 	}
-	return []string{w}
+	return append(out, w)
 }
 
 func plural(n int, one, many string) string {

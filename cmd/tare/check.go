@@ -49,8 +49,10 @@ and who keeps it busy; a protocol plan's windows: auto chooses its windows
 from it.
 
 With --queue, it first checks the job queue a run would load and that a
-worker serves it (exit 2 otherwise, saying how to start one); the URL's
-scheme says which protocol its workers speak:
+worker serves it (exit 2 otherwise, saying how to start one), and, for
+Celery on RabbitMQ, that the workers register the task (exit 2 otherwise,
+naming those they do); the URL's scheme says which protocol its workers
+speak:
   ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + ``,
 		Example: `  tare check
   tare check --for 30s --json

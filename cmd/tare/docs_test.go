@@ -28,6 +28,7 @@ const repoRoot = "../.."
 // flags are never checked.
 var foreignFlags = map[string]string{
 	"without-heartbeat": "celery worker",
+	"without-control":   "celery worker",
 	"rm":                "podman run",
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -15,30 +16,44 @@ import (
 	"github.com/tare-dev/tare/modelsim"
 )
 
-// TestRunFrameworkQueues: tare run --queue with a Celery and an RQ URL,
-// against real workers of Debian's python3-celery and python3-rq whose
-// task calls the simulated model: every job ok, queue wait measured, the
-// worker found as the system under test, tare check naming it, and
-// cleanup removing what the run left.
+// TestRunFrameworkQueues: tare run --queue with a Celery (on Redis, on
+// RabbitMQ with a Redis result backend and with rpc://) and an RQ URL, against real workers of Debian's python3-celery
+// and python3-rq whose task calls the simulated model: every job ok, queue
+// wait measured, the worker found as the system under test, tare check
+// naming it, and cleanup removing what the run left.
 func TestRunFrameworkQueues(t *testing.T) {
 	for _, fw := range []struct {
-		module string
-		url    string // with %d for the port
-		start  func(t *testing.T, redisURL, model string) *testservice.PyWorker
+		name, module string
+		// start starts a worker on a private Redis (the broker, or the
+		// result backend) and returns it and the queue's URL.
+		start func(t *testing.T, r *testservice.PrivateRedis, model string) (*testservice.PyWorker, string)
 	}{
-		{"celery", "celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", func(t *testing.T, r, m string) *testservice.PyWorker {
-			return testservice.CeleryWorker(t, r, m, true)
+		{"celery", "celery", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
+			return testservice.CeleryWorker(t, r.URL(), m, true), fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", r.Port)
 		}},
-		{"rq", "rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", func(t *testing.T, r, m string) *testservice.PyWorker {
-			return testservice.RQWorker(t, r, m)
+		{"celery+amqp", "celery", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
+			broker := testservice.RabbitMQ(t)
+			q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+			testservice.DeleteQueueAtEnd(t, broker, q)
+			w := testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: r.URL(), Model: m, Queue: q, TrackStarted: true})
+			return w, "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
+		}},
+		{"celery+amqp+rpc", "celery", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
+			broker := testservice.RabbitMQ(t)
+			q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+			testservice.DeleteQueueAtEnd(t, broker, q)
+			w := testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: "rpc://", Model: m, Queue: q, TrackStarted: true})
+			return w, "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {"rpc://"}}.Encode()
+		}},
+		{"rq", "rq", func(t *testing.T, r *testservice.PrivateRedis, m string) (*testservice.PyWorker, string) {
+			return testservice.RQWorker(t, r.URL(), m), fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", r.Port)
 		}},
 	} {
-		t.Run(fw.module, func(t *testing.T) {
+		t.Run(fw.name, func(t *testing.T) {
 			testservice.NeedPython(t, fw.module)
 			r := testservice.NewPrivateRedis(t)
 			model := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 4})
-			w := fw.start(t, r.URL(), model.URL)
-			u := fmt.Sprintf(fw.url, r.Port)
+			w, u := fw.start(t, r, model.URL)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			const jobs = 40
@@ -87,15 +102,58 @@ func TestRunFrameworkNoWorker(t *testing.T) {
 		t.Skip("waits 1 s for a worker that never comes")
 	}
 	r := testservice.NewPrivateRedis(t)
-	for _, c := range []struct{ url, want string }{
+	noWorker(t, []struct{ url, want string }{
 		{fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", r.Port), "celery -A tasks worker -Q celery"},
 		{fmt.Sprintf("rq+redis://127.0.0.1:%d/0?func=tasks.answer", r.Port), "rq worker -u redis://127.0.0.1"},
-	} {
+	})
+}
+
+// TestRunCeleryAMQPNoWorker: so for a Celery queue on RabbitMQ that no
+// worker consumes (here, that none declared: a wrong name), whatever else
+// heartbeats on the virtual host.
+func TestRunCeleryAMQPNoWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 1 s for a worker that never comes")
+	}
+	broker := testservice.RabbitMQ(t)
+	r := testservice.NewPrivateRedis(t)
+	q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+	noWorker(t, []struct{ url, want string }{
+		{"celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {r.URL()}}.Encode(), "celery -A tasks worker -Q " + q},
+	})
+}
+
+func noWorker(t *testing.T, cases []struct{ url, want string }) {
+	t.Helper()
+	for _, c := range cases {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), []string{"run", "--queue", c.url, "--jobs", "5", "--wait-workers", "1s", "--quiet", "--no-store"},
 			strings.NewReader(""), &out, &errb)
 		if code := exitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), "no worker serves") || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("tare run --queue %s with no worker: exit %d, stderr %q: want 2, saying no worker serves it and %q", c.url, code, errb.String(), c.want)
+		}
+	}
+}
+
+// TestRunCeleryAMQPUnknownTask: a task the workers of a Celery queue on
+// RabbitMQ do not register is an error (exit 2) before any load, naming
+// the tasks they do; tare check says so too.
+func TestRunCeleryAMQPUnknownTask(t *testing.T) {
+	testservice.NeedPython(t, "celery")
+	broker := testservice.RabbitMQ(t)
+	r := testservice.NewPrivateRedis(t)
+	q := fmt.Sprintf("test-%x", time.Now().UnixNano())
+	testservice.DeleteQueueAtEnd(t, broker, q)
+	testservice.StartCelery(t, testservice.Celery{Broker: broker, Backend: r.URL(), Queue: q, TrackStarted: true})
+	u := "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.nope"}, "backend": {r.URL()}}.Encode()
+	for _, args := range [][]string{
+		{"run", "--queue", u, "--jobs", "5", "--wait-workers", "30s", "--quiet", "--no-store"},
+		{"check", "--for", "200ms", "--tick", "100ms", "--quiet", "--queue", u},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		if code := exitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), `unknown task "tasks.nope"`) || !strings.Contains(errb.String(), "tasks.answer, tasks.boom") {
+			t.Errorf("tare %s with an unknown task: exit %d, stderr %q: want 2, naming the task and those the worker knows", args[0], code, errb.String())
 		}
 	}
 }

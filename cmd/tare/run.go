@@ -35,6 +35,10 @@ const runExample = `  # 1,000 Poisson arrivals at 200/s against a local service
       --job-args '["{{prompt}}"]' --job-kwargs '{"n": "{{seq}}"}' --rate 5/s --jobs 200
   tare run --queue 'rq+redis://127.0.0.1:6379/0?queue=default&func=tasks.answer' --job-args '["{{seq}}"]'
 
+  # Celery on RabbitMQ, its task states read from the Redis result backend
+  tare run --queue 'celery+amqp://guest:guest@127.0.0.1:5672/?queue=celery&task=tasks.answer&backend=redis://127.0.0.1:6379/0' \
+      --job-args '["{{seq}}"]' --rate 20/s --jobs 200
+
   # the BullMQ worker you already run, unchanged (docs/bullmq.md)
   tare run --queue 'bullmq+redis://127.0.0.1:6379/0?queue=agents&name=answer' \
       --job-args '{"prompt": "{{prompt}}", "n": "{{seq}}"}' --rate 5/s --jobs 200
@@ -83,8 +87,8 @@ code, reported beside a clean verdict. Steal, throttling, and other processes
 holding the CPU while the service waited are interference: polluted, and
 the neighbour is named. docs/verdict.md has every rule.
 
---queue takes a Redis URL whose scheme says which protocol its workers
-speak:
+--queue takes a queue's URL (a Redis, or RabbitMQ for Celery) whose scheme
+says which protocol its workers speak:
   ` + strings.ReplaceAll(queue.URLForms, "\n", "\n  ") + `
 A queue's workers on this host (registered with tare, heartbeats of Celery,
 registrations of RQ, BullMQ's by their named connections to Redis) are the

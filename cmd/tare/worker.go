@@ -128,7 +128,9 @@ rq+redis://…?queue=Q, bullmq+redis://…?queue=Q) it removes only what
 tare's runs put there: the jobs whose id starts "tare-", their results
 and registry entries, tare's own keys beside the queue, and the queue's
 registration when tare created it. Those workers are yours: they are not
-stopped.`,
+stopped. For Celery on RabbitMQ (celery+amqp://…?queue=Q&backend=…) it
+cleans the result backend so; tare's messages still in the queue expire
+by themselves, after --job-timeout (their AMQP expiration).`,
 		Example: `  tare cleanup --queue redis://127.0.0.1:6379/0
   tare cleanup --queue redis://127.0.0.1:6379/0 --queue-name checkout --wait 10s
   tare cleanup --queue 'celery+redis://127.0.0.1:6379/0?queue=celery&task=tasks.answer'

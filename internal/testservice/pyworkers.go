@@ -113,9 +113,27 @@ func (w *Worker) PID() int { return w.cmd.Process.Pid }
 // calls the model at modelURL, tasks.boom raises ValueError.
 // trackStarted sets task_track_started (Celery's default is off).
 func CeleryWorker(t testing.TB, brokerURL, modelURL string, trackStarted bool) *PyWorker {
-	track := map[bool]string{true: "1", false: "0"}[trackStarted]
-	return startWorker(t, "celery", []string{"TARE_TEST_BROKER=" + brokerURL, "TARE_TEST_MODEL=" + modelURL, "TARE_TEST_TRACK_STARTED=" + track},
-		"-m", "celery", "-A", "tasks", "worker", "-c", "2", "-Q", "celery", "--loglevel=warning",
+	return StartCelery(t, Celery{Broker: brokerURL, Model: modelURL, TrackStarted: trackStarted})
+}
+
+// Celery is a Celery worker of the app of testdata/celery/tasks.py.
+type Celery struct {
+	Broker  string // redis:// or amqp://
+	Backend string // the result backend; "" for the broker
+	Model   string // the simulated model tasks.answer calls
+	Queue   string // the queue it consumes; "" for "celery"
+	// TrackStarted sets task_track_started (Celery's default is off).
+	TrackStarted bool
+}
+
+// StartCelery starts a Celery worker (prefork, 2 processes) as c says.
+func StartCelery(t testing.TB, c Celery) *PyWorker {
+	track := map[bool]string{true: "1", false: "0"}[c.TrackStarted]
+	if c.Queue == "" {
+		c.Queue = "celery"
+	}
+	return startWorker(t, "celery", []string{"TARE_TEST_BROKER=" + c.Broker, "TARE_TEST_BACKEND=" + c.Backend, "TARE_TEST_MODEL=" + c.Model, "TARE_TEST_TRACK_STARTED=" + track},
+		"-m", "celery", "-A", "tasks", "worker", "-c", "2", "-Q", c.Queue, "--loglevel=warning",
 		"--without-gossip", "--without-mingle", "-n", fmt.Sprintf("tare-test-%d@%%h", time.Now().UnixNano()))
 }
 

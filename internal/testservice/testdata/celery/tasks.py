@@ -1,7 +1,8 @@
 """A Celery app of the kind users already run, for queue's tests: its task
-calls the simulated model over HTTP. $TARE_TEST_BROKER is the broker and
-result backend; $TARE_TEST_TRACK_STARTED=0 leaves task_track_started off,
-as Celery's default is."""
+calls the simulated model over HTTP. $TARE_TEST_BROKER is the broker
+(redis:// or amqp://) and $TARE_TEST_BACKEND the result backend (the
+broker when unset); $TARE_TEST_TRACK_STARTED=0 leaves task_track_started
+off, as Celery's default is."""
 import os
 import sys
 
@@ -10,7 +11,8 @@ from celery import Celery
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import model  # noqa: E402
 
-app = Celery("tasks", broker=os.environ["TARE_TEST_BROKER"], backend=os.environ["TARE_TEST_BROKER"])
+broker = os.environ["TARE_TEST_BROKER"]
+app = Celery("tasks", broker=broker, backend=os.environ.get("TARE_TEST_BACKEND") or broker)
 app.conf.task_track_started = os.environ.get("TARE_TEST_TRACK_STARTED", "1") == "1"
 app.conf.broker_connection_retry_on_startup = True
 
