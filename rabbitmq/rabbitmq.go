@@ -254,18 +254,9 @@ func (c *Conn) receive(conn *amqp.Connection, in *Inbox) error {
 	if _, err := ch.QueueDeclare(in.Queue, false, true, true, false, nil); err != nil {
 		return fmt.Errorf("declare queue %q: %w", in.Queue, err)
 	}
-	msgs, err := ch.Consume(in.Queue, "", true, true, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("consume from queue %q: %w", in.Queue, err)
-	}
-	c.wg.Add(1)
-	go func() { // ends when the channel closes
-		defer c.wg.Done()
-		for m := range msgs {
-			in.On(m.CorrelationId, m.Body, time.Now())
-		}
-	}()
-	return nil
+	return c.consume(ch, in.Queue, "queue "+strconv.Quote(in.Queue), func(m amqp.Delivery) {
+		in.On(m.CorrelationId, m.Body, time.Now())
+	})
 }
 
 func (c *Conn) subscribe(conn *amqp.Connection, s *Subscription) error {
@@ -289,15 +280,23 @@ func (c *Conn) subscribe(conn *amqp.Connection, s *Subscription) error {
 			return fmt.Errorf("bind to exchange %q with %q: %w", s.Exchange, k, err)
 		}
 	}
-	msgs, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	return c.consume(ch, q.Name, "exchange "+strconv.Quote(s.Exchange), func(m amqp.Delivery) {
+		s.On(m.RoutingKey, m.Body, time.Now())
+	})
+}
+
+// consume hands each message of queue to on, on a goroutine of its own
+// that ends when the channel closes; what names the source in errors.
+func (c *Conn) consume(ch *amqp.Channel, queue, what string, on func(amqp.Delivery)) error {
+	msgs, err := ch.Consume(queue, "", true, true, false, false, nil)
 	if err != nil {
-		return fmt.Errorf("consume from exchange %q: %w", s.Exchange, err)
+		return fmt.Errorf("consume from %s: %w", what, err)
 	}
 	c.wg.Add(1)
-	go func() { // ends when the channel closes
+	go func() {
 		defer c.wg.Done()
 		for m := range msgs {
-			s.On(m.RoutingKey, m.Body, time.Now())
+			on(m)
 		}
 	}()
 	return nil
