@@ -730,21 +730,10 @@ func cleanupBullMQ(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]st
 		}
 	}
 	for _, set := range []string{k.completed, k.failed, k.delayed, k.prioritized, k.waitingChilds} {
-		var cursor uint64
-		for {
-			members, next, err := rdb.ZScan(ctx, set, cursor, jobIDPrefix+"*", 512).Result()
-			if err != nil {
-				return nil, fmt.Errorf("clean up bullmq queue %q: scan %q: %w", f.queue, set, err)
-			}
-			for i := 0; i < len(members); i += 2 { // member, score, …
-				if err := rdb.ZRem(ctx, set, members[i]).Err(); err != nil {
-					return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.queue, err)
-				}
-				removed = append(removed, strconv.Quote(set)+" entry "+members[i])
-			}
-			if cursor = next; cursor == 0 {
-				break
-			}
+		gone, err := removeTaresMembers(ctx, rdb, set)
+		removed = append(removed, gone...)
+		if err != nil {
+			return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.queue, err)
 		}
 	}
 	members, err := rdb.SMembers(ctx, k.stalled).Result()

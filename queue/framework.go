@@ -749,3 +749,25 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	}
 	return s, "", false
 }
+
+// removeTaresMembers removes tare's jobs (their ids start with jobIDPrefix)
+// from the sorted set key, and says what it removed.
+func removeTaresMembers(ctx context.Context, rdb *redis.Client, key string) ([]string, error) {
+	var removed []string
+	var cursor uint64
+	for {
+		members, next, err := rdb.ZScan(ctx, key, cursor, jobIDPrefix+"*", 512).Result()
+		if err != nil {
+			return removed, fmt.Errorf("scan %q: %w", key, err)
+		}
+		for i := 0; i < len(members); i += 2 { // member, score, …
+			if err := rdb.ZRem(ctx, key, members[i]).Err(); err != nil {
+				return removed, err
+			}
+			removed = append(removed, strconv.Quote(key)+" entry "+members[i])
+		}
+		if cursor = next; cursor == 0 {
+			return removed, nil
+		}
+	}
+}

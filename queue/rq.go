@@ -422,21 +422,10 @@ func cleanupRQ(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]string
 		}
 	}
 	for _, reg := range rqRegistries(f.queue) {
-		var cursor uint64
-		for {
-			members, next, err := rdb.ZScan(ctx, reg, cursor, jobIDPrefix+"*", 512).Result()
-			if err != nil {
-				return nil, fmt.Errorf("clean up rq queue %q: scan %q: %w", f.queue, reg, err)
-			}
-			for i := 0; i < len(members); i += 2 { // member, score, …
-				if err := rdb.ZRem(ctx, reg, members[i]).Err(); err != nil {
-					return nil, fmt.Errorf("clean up rq queue %q: %w", f.queue, err)
-				}
-				removed = append(removed, strconv.Quote(reg)+" entry "+members[i])
-			}
-			if cursor = next; cursor == 0 {
-				break
-			}
+		gone, err := removeTaresMembers(ctx, rdb, reg)
+		removed = append(removed, gone...)
+		if err != nil {
+			return nil, fmt.Errorf("clean up rq queue %q: %w", f.queue, err)
 		}
 	}
 	created, err := rdb.Exists(ctx, k.tare+"created").Result()
