@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/connwatch"
 	"github.com/tare-dev/tare/load"
 )
 
@@ -25,35 +26,9 @@ func sentOn(st tare.ConnStats, n int64, netHTTP bool) bool {
 	return st.Opened+st.Reused == n
 }
 
-// connWatch counts a server's connections from its side: accepted, and
-// open at once at most.
-type connWatch struct {
-	mu                   sync.Mutex // guards the fields
-	accepted, open, peak int
-}
-
-func (w *connWatch) state(_ net.Conn, s http.ConnState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch s {
-	case http.StateNew:
-		w.accepted++
-		w.open++
-		w.peak = max(w.peak, w.open)
-	case http.StateClosed, http.StateHijacked:
-		w.open--
-	}
-}
-
-func (w *connWatch) counts() (accepted, peak int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.accepted, w.peak
-}
-
 // unixServer serves h on a Unix socket in a directory of the test's, with
 // TLS when tlsOn, watched by w.
-func unixServer(t *testing.T, tlsOn bool, h http.HandlerFunc, w *connWatch) string {
+func unixServer(t *testing.T, tlsOn bool, h http.HandlerFunc, w *connwatch.Watch) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.sock")
 	l, err := net.Listen("unix", path)
@@ -64,7 +39,7 @@ func unixServer(t *testing.T, tlsOn bool, h http.HandlerFunc, w *connWatch) stri
 	srv.Listener.Close()
 	srv.Listener = l
 	srv.Config.ErrorLog = quietLog
-	srv.Config.ConnState = w.state
+	srv.Config.ConnState = w.State
 	if tlsOn {
 		srv.StartTLS()
 	} else {
@@ -90,7 +65,7 @@ func TestUnixSocket(t *testing.T) {
 		{name: "https", url: "https://app.invalid/health", host: "app.invalid", tls: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var w connWatch
+			var w connwatch.Watch
 			var mu sync.Mutex
 			hosts := map[string]int{}
 			path := unixServer(t, tt.tls, func(_ http.ResponseWriter, r *http.Request) {
@@ -114,7 +89,7 @@ func TestUnixSocket(t *testing.T) {
 			if got != n {
 				t.Errorf("the server got %v; want %d requests with Host %q", hosts, n, tt.host)
 			}
-			accepted, _ := w.counts()
+			accepted, _ := w.Counts()
 			if st := tg.Conns().Stats(); int(st.Opened) != accepted || !sentOn(st, n, tt.netHTTP || tt.tls) {
 				t.Errorf("counted %+v; the server accepted %d connections for %d requests", st, accepted, n)
 			}
@@ -130,13 +105,13 @@ func TestUnixSocket(t *testing.T) {
 func TestConnectionLimit(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
-			var w connWatch
+			var w connwatch.Watch
 			var served atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 				served.Add(1)
 				time.Sleep(10 * time.Millisecond)
 			}))
-			srv.Config.ConnState = w.state
+			srv.Config.ConnState = w.State
 			srv.Start()
 			defer srv.Close()
 			tg := newTarget(t, Config{URL: srv.URL, MaxConns: 2, NetHTTP: client.netHTTP})
@@ -146,7 +121,7 @@ func TestConnectionLimit(t *testing.T) {
 					t.Errorf("seq %d: dropped %v, err %q", res.Seq, res.Dropped, res.Err)
 				}
 			}
-			accepted, peak := w.counts()
+			accepted, peak := w.Counts()
 			st := tg.Conns().Stats()
 			if peak > 2 || accepted != int(st.Opened) {
 				t.Errorf("the server saw %d connections at once, %d in all (counted %d); want 2 at most", peak, accepted, st.Opened)
@@ -164,7 +139,7 @@ func TestConnectionLimit(t *testing.T) {
 func TestConnectionsClosedCounted(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
-			var w connWatch
+			var w connwatch.Watch
 			var n, closes atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 				if n.Add(1)%4 == 0 {
@@ -172,7 +147,7 @@ func TestConnectionsClosedCounted(t *testing.T) {
 					rw.Header().Set("Connection", "close")
 				}
 			}))
-			srv.Config.ConnState = w.state
+			srv.Config.ConnState = w.State
 			srv.Start()
 			defer srv.Close()
 			tg := newTarget(t, Config{URL: srv.URL, NetHTTP: client.netHTTP})
@@ -189,7 +164,7 @@ func TestConnectionsClosedCounted(t *testing.T) {
 					break
 				}
 			}
-			accepted, _ := w.counts()
+			accepted, _ := w.Counts()
 			if st.Closed != closes.Load() || int(st.Opened) != accepted || !sentOn(st, 40, client.netHTTP) {
 				t.Errorf("counted %+v; the server closed %d and accepted %d, for 40 requests", st, closes.Load(), accepted)
 			}
@@ -202,9 +177,9 @@ func TestConnectionsClosedCounted(t *testing.T) {
 func TestMixSharesConnections(t *testing.T) {
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
-			var w connWatch
+			var w connwatch.Watch
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(5 * time.Millisecond) }))
-			srv.Config.ConnState = w.state
+			srv.Config.ConnState = w.State
 			srv.Start()
 			defer srv.Close()
 			reqs := []Request{{Method: "GET", URL: srv.URL + "/a", Weight: 1}, {Method: "GET", URL: srv.URL + "/b", Weight: 1}, {Method: "GET", URL: srv.URL + "/c", Weight: 1}}
@@ -218,7 +193,7 @@ func TestMixSharesConnections(t *testing.T) {
 					t.Errorf("seq %d: dropped %v, err %q", res.Seq, res.Dropped, res.Err)
 				}
 			}
-			accepted, peak := w.counts()
+			accepted, peak := w.Counts()
 			if st := m.Conns().Stats(); peak > 2 || int(st.Opened) != accepted || !sentOn(st, 90, client.netHTTP) {
 				t.Errorf("the server saw %d at once, %d in all; counted %+v: want 2 at most for the three requests together", peak, accepted, st)
 			}

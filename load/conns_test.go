@@ -13,37 +13,12 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/connwatch"
 )
-
-// connWatch counts a server's connections from its side: accepted, open
-// now, and open at once at most.
-type connWatch struct {
-	mu                   sync.Mutex // guards the fields
-	accepted, open, peak int
-}
-
-func (w *connWatch) state(_ net.Conn, s http.ConnState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch s {
-	case http.StateNew:
-		w.accepted++
-		w.open++
-		w.peak = max(w.peak, w.open)
-	case http.StateClosed, http.StateHijacked:
-		w.open--
-	}
-}
-
-func (w *connWatch) counts() (accepted, peak int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.accepted, w.peak
-}
 
 // unixServer serves h on a Unix socket in a directory of the test's,
 // watched by w, and returns the socket's path.
-func unixServer(t *testing.T, h http.HandlerFunc, w *connWatch) string {
+func unixServer(t *testing.T, h http.HandlerFunc, w *connwatch.Watch) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.sock")
 	l, err := net.Listen("unix", path)
@@ -54,7 +29,7 @@ func unixServer(t *testing.T, h http.HandlerFunc, w *connWatch) string {
 	srv.Listener.Close()
 	srv.Listener = l
 	if w != nil {
-		srv.Config.ConnState = w.state
+		srv.Config.ConnState = w.State
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -80,7 +55,7 @@ func (c *counted) Endpoints() []tare.Endpoint {
 // when the endpoint names one, whatever its Addr, and counts the
 // connections as the server saw them.
 func TestLoopUnixSocket(t *testing.T) {
-	var w connWatch
+	var w connwatch.Watch
 	var hosts sync.Map
 	path := unixServer(t, func(_ http.ResponseWriter, r *http.Request) { hosts.Store(r.Host, true) }, &w)
 	tg := &counted{wireGet: &wireGet{addr: "no-such-host.invalid:80", timeout: 10 * time.Second}, unix: path}
@@ -96,7 +71,7 @@ func TestLoopUnixSocket(t *testing.T) {
 	if _, ok := hosts.Load("test"); !ok {
 		t.Error("the server never saw the request's Host header")
 	}
-	accepted, _ := w.counts()
+	accepted, _ := w.Counts()
 	st := tg.conns.Stats()
 	if int(st.Opened) != accepted || st.Opened+st.Reused != 200 || st.Closed != 0 || st.Open != 0 {
 		t.Errorf("counted %+v; the server accepted %d connections and answered 200 requests", st, accepted)
@@ -145,13 +120,13 @@ func TestLoopConnectionLimit(t *testing.T) {
 			name += ", max in flight " + strconv.Itoa(tt.maxInFlight)
 		}
 		t.Run(name, func(t *testing.T) {
-			var w connWatch
+			var w connwatch.Watch
 			var served atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 				served.Add(1)
 				time.Sleep(10 * time.Millisecond)
 			}))
-			srv.Config.ConnState = w.state
+			srv.Config.ConnState = w.State
 			srv.Start()
 			defer srv.Close()
 			tg := &counted{wireGet: &wireGet{addr: srv.Listener.Addr().String(), timeout: 10 * time.Second, maxConns: tt.limit}}
@@ -169,7 +144,7 @@ func TestLoopConnectionLimit(t *testing.T) {
 					t.Errorf("seq %d: err %q", res.Seq, res.Err)
 				}
 			}
-			accepted, peak := w.counts()
+			accepted, peak := w.Counts()
 			st := tg.conns.Stats()
 			if peak > tt.limit || u.Workers > tt.limit || accepted != int(st.Opened) {
 				t.Errorf("the server saw %d connections at once (%d in all), the engine %d; want %d at most, and %d opened counted", peak, accepted, u.Workers, tt.limit, st.Opened)
@@ -263,7 +238,7 @@ func (b *burstThenSlow) Next() (time.Duration, bool) {
 // close on every fourth answer) are counted closed, as many as it
 // closed, and the requests after them open new ones.
 func TestLoopClosedCounted(t *testing.T) {
-	var w connWatch
+	var w connwatch.Watch
 	var n, closes atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		if n.Add(1)%4 == 0 {
@@ -271,7 +246,7 @@ func TestLoopClosedCounted(t *testing.T) {
 			rw.Header().Set("Connection", "close")
 		}
 	}))
-	srv.Config.ConnState = w.state
+	srv.Config.ConnState = w.State
 	srv.Start()
 	defer srv.Close()
 	tg := &counted{wireGet: &wireGet{addr: srv.Listener.Addr().String(), timeout: 10 * time.Second}}
@@ -281,7 +256,7 @@ func TestLoopClosedCounted(t *testing.T) {
 			t.Errorf("seq %d: %q", res.Seq, res.Err)
 		}
 	}
-	accepted, _ := w.counts()
+	accepted, _ := w.Counts()
 	st := tg.conns.Stats()
 	if st.Closed != closes.Load() || int(st.Opened) != accepted || st.Opened+st.Reused != 100 {
 		t.Errorf("counted %+v; the server closed %d and accepted %d, for 100 requests", st, closes.Load(), accepted)
