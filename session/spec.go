@@ -728,6 +728,7 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "run-delay-threshold", Key: "thresholds.run-delay", Value: &th.RunDelay, Usage: "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was"},
 		{Flag: "latency-factor", Key: "thresholds.latency-factor", Value: &th.LatencyFactor, Usage: "a tick's p95 this many times the median tick p95 counts as latency moving"},
 		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving while the work in the system (requests in flight, jobs queued and in service) stays flat that fire the signal"},
+		{Flag: "latency-ticks-share", Key: "thresholds.latency-ticks-share", Value: &th.LatencyShare, Usage: "or the share of ticks (%) of latency moving while the work in the system stays flat that fires the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "latency-p", Key: "thresholds.latency-p", Value: &th.LatencyChance, Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
@@ -756,7 +757,8 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 	}
 	th := &j.Thresholds
 	for name, v := range map[string]float64{"--steal-threshold": th.Steal, "--steal-ticks": th.StealTicks, "--throttled-ticks": th.ThrottledTicks,
-		"--run-delay-threshold": th.RunDelay, "--neighbour-threshold": th.Neighbours, "--neighbour-ticks": th.NeighbourTicks} {
+		"--run-delay-threshold": th.RunDelay, "--neighbour-threshold": th.Neighbours, "--neighbour-ticks": th.NeighbourTicks,
+		"--latency-ticks-share": th.LatencyShare} {
 		if v < 0 || v > 100 {
 			return out, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
 		}
