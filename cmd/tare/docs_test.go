@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/scenario"
 )
 
 // repoRoot is the repository, from this package's directory.
@@ -459,4 +461,43 @@ func testFuncs(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	return funcs
+}
+
+// TestVerdictDocNamesEveryScenario: the table of docs/verdict.md's "The
+// scenario matrix" names every scenario of the verdict matrix by its name
+// in internal/scenario, and no scenario the matrix does not have.
+func TestVerdictDocNamesEveryScenario(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "verdict.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## The scenario matrix\n")
+	if !ok {
+		t.Fatal(`docs/verdict.md has no section "## The scenario matrix"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		name := strings.TrimSpace(cells[1])
+		if name == "scenario" || strings.Trim(name, "-") == "" {
+			continue // the header, and the line under it
+		}
+		if documented[name] {
+			t.Errorf("docs/verdict.md names the scenario %q twice", name)
+		}
+		documented[name] = true
+	}
+	for _, sc := range scenario.Matrix() {
+		if !documented[sc.Name] {
+			t.Errorf("the scenario %q is not in docs/verdict.md's matrix table: say what it sets up, what verdict it expects and why", sc.Name)
+		}
+		delete(documented, sc.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(documented)) {
+		t.Errorf("docs/verdict.md's matrix table names %q, which is no scenario of internal/scenario's Matrix", name)
+	}
 }
