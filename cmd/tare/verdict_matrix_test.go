@@ -50,6 +50,11 @@ func TestVerdictMatrix(t *testing.T) {
 		Stderr: os.Stderr,
 	}
 	for _, sc := range scenario.Matrix() {
+		if sc.Pending != "" {
+			// Not a skip: nothing is missing. bench/verdict-matrix runs it.
+			t.Logf("%s: left to bench/verdict-matrix: %s", sc.Name, sc.Pending)
+			continue
+		}
 		t.Run(sc.Name, func(t *testing.T) {
 			// No scenario makes steal: when the hypervisor steals anyway,
 			// polluted is the right verdict on that attempt, and says

@@ -62,6 +62,12 @@ type Scenario struct {
 	NotFired []string // signals that must not
 	Named    string   // a process the neighbours signal must name
 	WhyCode  bool     // a failed SLO must be blamed on the code
+
+	// Pending says why tare cannot yet promise this scenario's verdict
+	// every time, and what will: bench/verdict-matrix runs it and counts
+	// it apart; CI's gate (cmd/tare's TestVerdictMatrix) leaves it out,
+	// since a gate must be right every time. Empty for the gate's own.
+	Pending string
 }
 
 // service is a request of 8 ms of CPU: 8 tokens of 1 ms, no spread.
@@ -82,12 +88,22 @@ func Matrix() []Scenario {
 			Want: tare.Polluted, Fired: []string{"throttling"}},
 		{Name: "saturated service beside CPU hogs", Service: service, Args: heavy, Hogs: 2,
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh"},
-		{Name: "quiet, nginx in front of gunicorn over TCP", Deploy: NginxGunicorn(false), Args: light,
+		{Name: "quiet, nginx in front of gunicorn over TCP", Deploy: NginxGunicorn(false, 0), Args: light,
 			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
-		{Name: "nginx in front of gunicorn over TCP, beside CPU hogs", Deploy: NginxGunicorn(false), Args: light, Hogs: 2,
+		// The pool recycled every 60 requests: workers that come and go
+		// mid-run must stay in the graph, and neighbours are named still.
+		{Name: "nginx in front of gunicorn over TCP, beside CPU hogs", Deploy: NginxGunicorn(false, 60), Args: light, Hogs: 2,
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "sh", Graph: []string{"nginx", "gunicorn"}},
-		{Name: "quiet, nginx in front of gunicorn over a Unix socket", Deploy: NginxGunicorn(true), Args: light,
+		{Name: "quiet, nginx in front of gunicorn over a Unix socket", Deploy: NginxGunicorn(true, 0), Args: light,
 			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
+		// A recycled worker is the code's own spike (a new process warms
+		// up while requests wait for it), which the tick-level
+		// latency_without_queue rule cannot tell from the host's: on a
+		// fresh machine it went suspect (p < 0.001). Blame per request
+		// (issue 39) judges it by what each slow request overlapped.
+		{Name: "quiet, nginx in front of a recycled gunicorn pool over a Unix socket", Deploy: NginxGunicorn(true, 60), Args: light,
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"},
+			Pending: "a recycled worker's warm-up is judged by the tick rule, which may call it the host's: blame per request (issue 39) makes it the code's"},
 		{Name: "quiet, an app and its PostgreSQL on a Unix socket", Deploy: GunicornPostgres(), Args: light,
 			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"gunicorn", "postgres"}},
 		{Name: "an app and its PostgreSQL on a Unix socket, beside CPU hogs", Deploy: GunicornPostgres(), Args: light, Hogs: 2,

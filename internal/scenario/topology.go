@@ -50,10 +50,11 @@ def app(environ, start_response):
     return [b'ok\n']
 `
 
-// NginxGunicorn is nginx proxying to a pool of 2 gunicorn sync workers
-// that recycles each worker after 60 requests (a pool whose processes
-// come and go mid-run), over loopback TCP or over a Unix socket.
-func NginxGunicorn(overUnix bool) Deployment {
+// NginxGunicorn is nginx proxying to a pool of 2 gunicorn sync workers,
+// over loopback TCP or over a Unix socket; with maxRequests > 0 the pool
+// recycles each worker after that many requests (processes that come and
+// go mid-run).
+func NginxGunicorn(overUnix bool, maxRequests int) Deployment {
 	return func(ctx context.Context, dir string) (string, func(), error) {
 		if err := need("nginx", "gunicorn"); err != nil {
 			return "", nil, err
@@ -70,7 +71,11 @@ func NginxGunicorn(overUnix bool) Deployment {
 			upstream, bind = "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(port)
 		}
 		var stops stack
-		app, err := gunicorn(ctx, dir, appPy, bind, "--max-requests", "60")
+		var recycle []string
+		if maxRequests > 0 {
+			recycle = []string{"--max-requests", strconv.Itoa(maxRequests)}
+		}
+		app, err := gunicorn(ctx, dir, appPy, bind, recycle...)
 		if err != nil {
 			return "", nil, err
 		}
