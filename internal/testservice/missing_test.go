@@ -3,6 +3,7 @@ package testservice
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,41 @@ func TestMissing(t *testing.T) {
 		if failed := err != nil; failed != tt.fail || !strings.Contains(string(out), tt.want) ||
 			!strings.Contains(string(out), "no frobnicator here") || strings.Contains(string(out), "went on") {
 			t.Errorf("CI=%q explicit=%q unable=%q: %v, want failed=%v, %q and the message, and no further:\n%s", tt.ci, tt.explicit, tt.unable, err, tt.fail, tt.want, out)
+		}
+	}
+}
+
+// TestRabbitMQHelper is not a test: TestRabbitMQUnanswered runs it in a
+// process of its own, where it asks for the test RabbitMQ.
+func TestRabbitMQHelper(t *testing.T) {
+	if os.Getenv("TARE_TEST_RABBITMQ") == "" {
+		t.Skip("run by TestRabbitMQUnanswered")
+	}
+	RabbitMQ(t)
+	t.Log("a RabbitMQ answered")
+}
+
+// TestRabbitMQUnanswered: a RabbitMQ that TARE_AMQP_URL names and that
+// does not answer fails its tests; with none named and none answering on
+// the default address, they skip (scripts/test names one only once it
+// answers, so that without one they skip, as the README says).
+func TestRabbitMQUnanswered(t *testing.T) {
+	closed := "amqp://guest:guest@127.0.0.1:" + strconv.Itoa(freePort(t)) + "/"
+	for _, tt := range []struct {
+		url, want string
+	}{
+		{closed, "--- FAIL"},
+		{"", "--- SKIP"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRabbitMQHelper$", "-test.v")
+		cmd.Env = append(os.Environ(), "TARE_TEST_RABBITMQ=1", "TARE_AMQP_URL="+tt.url, "CI=")
+		out, _ := cmd.CombinedOutput()
+		if tt.url == "" && strings.Contains(string(out), "a RabbitMQ answered") {
+			t.Logf("a RabbitMQ answers on the default address: the unnamed case cannot be shown here")
+			continue
+		}
+		if !strings.Contains(string(out), tt.want) {
+			t.Errorf("TARE_AMQP_URL=%q, nothing answering: want %q:\n%s", tt.url, tt.want, out)
 		}
 	}
 }
