@@ -11,6 +11,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/schedprobe"
 )
 
@@ -108,7 +109,7 @@ func TestSamplerBlame(t *testing.T) {
 		t.Skip("real interference for seconds: skipped with -short")
 	}
 	if err := schedprobe.Expected(); err != nil {
-		t.Skip(err)
+		testservice.Unable(t, "%v", err)
 	}
 	interfere.Exclusive(t)
 	svc := interfere.Busy(t, interfere.Pinned(0)...)

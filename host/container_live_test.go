@@ -9,6 +9,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // TestContainersLive makes real cgroups named as the container runtimes
@@ -26,9 +27,7 @@ func TestContainersLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real hogs in real cgroups for ~2 s: skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("making cgroups needs root")
-	}
+	testservice.Root(t, "making cgroups")
 	interfere.Exclusive(t)
 	prefix := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	redis := tare.Container{ID: idDocker, Runtime: RuntimeDocker, Name: "redis-cache", Image: "redis:7"}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // liveGraph is a graph of the live host whose first part is sut, with
@@ -286,6 +287,9 @@ func startDetached(t *testing.T, python, script string, args ...string) detached
 // moment, far from any look, still has both in its graph, from the
 // kernel's own record of the connects.
 func TestGraphShortLivedConnections(t *testing.T) {
+	if err := schedprobe.ConnectsExpected(); err != nil {
+		testservice.Unable(t, "%v", err)
+	}
 	python := needPython(t)
 	path := filepath.Join(t.TempDir(), "db.sock")
 	tcpSrv := startDetached(t, python, "import os,socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(64)\nprint(os.getpid(),s.getsockname()[1],flush=True)\nend=time.time()+30\nwhile time.time()<end:\n c,_=s.accept(); c.close()")
@@ -298,7 +302,7 @@ func TestGraphShortLivedConnections(t *testing.T) {
 	}
 	defer s.Close()
 	if s.connects == nil {
-		t.Skip("no connection tracer here (root and tracefs are needed; scripts/test mounts tracefs)")
+		t.Fatalf("no connection tracer as root with tracefs: %v", s.Warnings())
 	}
 	want := []int{min(tcpSrv.pid, unixSrv.pid), max(tcpSrv.pid, unixSrv.pid)}
 	for i := 0; i < 6 && !slices.Equal(s.Called(), want); i++ {

@@ -5,16 +5,24 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // TestConnects: the tracer records a TCP connection and a Unix one this
 // process opened, each once, with where it went, though both are closed
-// before it is read; a second drain has forgotten them.
+// before it is read; a second drain has forgotten them. Where the tracer
+// is expected (root, tracefs), one that does not load or attach fails the
+// test.
 func TestConnects(t *testing.T) {
+	if err := ConnectsExpected(); err != nil {
+		testservice.Unable(t, "%v", err)
+	}
 	c, err := OpenConnects()
 	if err != nil {
-		t.Skipf("no connection tracer here (root and tracefs are needed; scripts/test mounts tracefs): %v", err)
+		t.Fatalf("OpenConnects as root with tracefs: %v", err)
 	}
 	defer c.Close()
 	if _, err := c.Drain(); err != nil {
@@ -57,5 +65,31 @@ func TestConnects(t *testing.T) {
 	}
 	if again, _ := c.Drain(); slices.ContainsFunc(again, func(g Connect) bool { return g.PID == os.Getpid() }) {
 		t.Errorf("a second drain still has this process's connects: %+v", again)
+	}
+}
+
+// TestConnectsExpected: the tracer is expected as root with tracefs
+// mounted (its events folder present) where cilium/ebpf looks for it;
+// otherwise the reason names what is missing.
+func TestConnectsExpected(t *testing.T) {
+	mounted, empty := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(mounted, "events"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		euid    int
+		tracefs []string
+		why     string // "" when expected
+	}{
+		{"root, tracefs", 0, []string{mounted}, ""},
+		{"root, tracefs at the second place", 0, []string{empty, mounted}, ""},
+		{"not root", 1000, []string{mounted}, "not root"},
+		{"root, no tracefs", 0, []string{empty}, "tracefs is not mounted on " + empty},
+	} {
+		err := connectsExpected(tt.euid, tt.tracefs)
+		if (tt.why == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.why) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.why)
+		}
 	}
 }

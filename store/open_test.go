@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 func TestOpenDispatch(t *testing.T) {
@@ -128,11 +129,9 @@ func TestNewRunID(t *testing.T) {
 // mountTmpfs mounts a small tmpfs at dir for the test, or skips.
 func mountTmpfs(t *testing.T, dir, opts string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testservice.Root(t, "mounting a tmpfs")
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+		testservice.Unable(t, "cannot mount a tmpfs here: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/judge"
 )
 
@@ -26,9 +27,7 @@ func TestWatchContainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real throttling for ~3 s: skipped with -short")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("making cgroups needs root")
-	}
+	testservice.Root(t, "making cgroups")
 	const id = "863e2e3230752d206d1596588c88d84b695c9080172403208bdfb5b2435821c5" // redis-cache in the fixture tree
 	docker, err := filepath.Abs("../../host/testdata/runtimes/var/lib/docker")
 	if err != nil {

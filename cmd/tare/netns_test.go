@@ -41,9 +41,7 @@ type netHost struct {
 // when namespaces cannot be made.
 func newNetHost(t *testing.T, k int) *netHost {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root: skipped")
-	}
+	testservice.Root(t, "making a network namespace")
 	id := fmt.Sprintf("%d%c", os.Getpid()%100000, 'a'+k)
 	h := &netHost{ns: "tare" + id, name: fmt.Sprintf("tare-shard-%c", 'a'+k)}
 	x := (os.Getpid()%100)*2 + k + 20 // a /24 of this test alone
@@ -54,7 +52,7 @@ func newNetHost(t *testing.T, k int) *netHost {
 		testservice.Missing(t, "no ip command: install Debian's iproute2 (scripts/test does, as root)")
 	}
 	if out, err := exec.Command("ip", "netns", "add", h.ns).CombinedOutput(); err != nil {
-		t.Skipf("cannot make a network namespace (ip netns add): %v: %s", err, out)
+		testservice.Unable(t, "cannot make a network namespace (ip netns add): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		exec.Command("ip", "link", "del", hv).Run() // gone already when the namespace took its peer with it
@@ -72,7 +70,7 @@ func newNetHost(t *testing.T, k int) *netHost {
 		{"ip", "netns", "exec", h.ns, "ip", "link", "set", "lo", "up"},
 	} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Skipf("cannot wire namespace %s (%s): %v: %s", h.ns, strings.Join(c, " "), err, out)
+			testservice.Unable(t, "cannot wire namespace %s (%s): %v: %s", h.ns, strings.Join(c, " "), err, out)
 		}
 	}
 	return h

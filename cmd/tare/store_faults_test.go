@@ -120,12 +120,10 @@ func checkStoreFault(t *testing.T, code int, s tare.Summary, stderr, cause strin
 // a second into the run. The load goes on, the summary is printed with the
 // store's failure among its warnings, and tare exits 2.
 func TestDiskFullMidRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounts a small tmpfs: root only")
-	}
+	testservice.Root(t, "mounting a small tmpfs")
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (%v): a container without CAP_SYS_ADMIN", dir, err)
+		testservice.Unable(t, "cannot mount a tmpfs on %s (%v): a container without CAP_SYS_ADMIN", dir, err)
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {

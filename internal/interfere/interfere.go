@@ -1,16 +1,21 @@
 // Package interfere makes real interference for tests: CPU hogs pinned to a
 // core and cgroups with a small CPU quota. Everything it starts or makes is
-// bounded in time and undone when the test ends; what the machine does not
-// allow (no root, no cpu controller) skips the test with a message saying
-// why; a missing program (taskset) is testservice.Missing.
+// bounded in time and undone when the test ends. What the machine does not
+// allow (not root, no cgroup cpu controller) ends the test with
+// testservice.Unable (a skip saying why, a failure under CI); a missing
+// program (taskset) is testservice.Missing; anything else that fails (a
+// write of cpu.max as root) fails the test: throttling must not go
+// untested in a green run.
 package interfere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,12 +101,13 @@ func Pinned(cpu int) []string {
 // the v1 cpu controller, or under the v2 root on a unified layout, and
 // removes it when the test ends. The cgroup gets a high weight, so that on a
 // busy machine it still gets its quota early in each period and runs into
-// the limit. It skips the test when the cgroup cannot be made (root needed).
+// the limit. What the machine does not allow ends the test with
+// testservice.Unable; any other failure fails it.
 func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
 	t.Helper()
 	dir, remove, err := MakeQuota(root, quotaUS, periodUS)
 	if err != nil {
-		t.Skip(err)
+		end(t, err)
 	}
 	t.Cleanup(func() {
 		// The processes in it are killed by cleanups registered after this
@@ -117,17 +123,18 @@ func QuotaCgroup(t testing.TB, root string, quotaUS, periodUS int) string {
 // MakeQuota makes the cgroup of QuotaCgroup for code that is not a test
 // (bench/verdict-matrix), and returns the function that removes it, once
 // its processes have left or exited (it waits up to 5 s for the kernel to
-// empty it). The error says why when the machine does not allow it.
+// empty it). What the machine does not allow is an error wrapping
+// ErrNotAllowed; any other is a fault.
 func MakeQuota(root string, quotaUS, periodUS int) (dir string, remove func() error, err error) {
 	name := fmt.Sprintf("tare-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	mount, version := cpuMount(root)
-	if version == "" {
-		return "", nil, fmt.Errorf("no cgroup cpu controller under %s", root)
+	mount, version, err := cpuCgroups(root, os.Geteuid())
+	if err != nil {
+		return "", nil, err
 	}
 	files := quotaFiles(version, quotaUS, periodUS)
 	dir = filepath.Join(mount, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", nil, fmt.Errorf("cannot make a cgroup (root needed): %w", err)
+	if err := mkdir(dir); err != nil {
+		return "", nil, err
 	}
 	remove = func() error { return removeCgroup(dir) }
 	if err := setQuota(dir, files); err != nil {
@@ -182,13 +189,14 @@ func removeCgroup(dir string) error {
 // controller's mount or the v2 root (where QuotaCgroup makes its own),
 // with the parents it needs, and removes every cgroup it made, deepest
 // first, when the test ends. With quotaUS > 0, the cgroup gets a CFS
-// quota of quotaUS per periodUS, as QuotaCgroup's. It skips the test when
-// the cgroup cannot be made (root needed).
+// quota of quotaUS per periodUS, as QuotaCgroup's. What the machine does
+// not allow ends the test with testservice.Unable; any other failure
+// fails it.
 func NamedCgroup(t testing.TB, root, rel string, quotaUS, periodUS int) string {
 	t.Helper()
-	mount, version := cpuMount(root)
-	if mount == "" {
-		t.Skipf("no cgroup cpu controller under %s", root)
+	mount, version, err := cpuCgroups(root, os.Geteuid())
+	if err != nil {
+		end(t, err)
 	}
 	var made []string
 	t.Cleanup(func() {
@@ -201,11 +209,11 @@ func NamedCgroup(t testing.TB, root, rel string, quotaUS, periodUS int) string {
 	dir := mount
 	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
 		dir = filepath.Join(dir, part)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			if os.IsExist(err) {
+		if err := mkdir(dir); err != nil {
+			if errors.Is(err, os.ErrExist) {
 				continue
 			}
-			t.Skipf("cannot make a cgroup (root needed): %v", err)
+			end(t, err)
 		}
 		made = append(made, dir)
 	}
@@ -217,7 +225,7 @@ func NamedCgroup(t testing.TB, root, rel string, quotaUS, periodUS int) string {
 	for i, d := range made {
 		if version == "v2" && i < len(made)-1 {
 			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+cpu"), 0); err != nil && quotaUS > 0 {
-				t.Skipf("cannot enable the cpu controller in %s: %v", d, err)
+				t.Fatalf("enable the cpu controller in %s: %v", d, err)
 			}
 		}
 		weight := map[string]string{"v1": "cpu.shares", "v2": "cpu.weight"}[version]
@@ -239,16 +247,59 @@ func Join(t testing.TB, dir string, pid int) {
 	}
 }
 
-// cpuMount is where cgroups with the cpu controller are made: the v1 cpu
-// controller's mount when there is one, else the v2 unified root.
-func cpuMount(root string) (dir, version string) {
+// ErrNotAllowed is wrapped by the errors about what this machine does not
+// allow: not root, no cgroup cpu controller, a read-only cgroup
+// filesystem (a container's). A test skips for it, saying why (under CI,
+// which has them all, it fails); any other error making a cgroup is a
+// fault.
+var ErrNotAllowed = errors.New("this machine does not allow it")
+
+// end ends the test on err, an error making a cgroup: Unable for what
+// this machine does not allow, a failure for anything else.
+func end(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNotAllowed) {
+		testservice.Unable(t, "%v", err)
+	}
+	t.Fatal(err)
+}
+
+// cpuCgroups is where cgroups with the cpu controller are made under
+// root, for a process of user euid: the v1 cpu controller's mount when
+// there is one, else the v2 unified root, when its children get the cpu
+// controller. It says why, wrapping ErrNotAllowed, when they cannot be
+// made there.
+func cpuCgroups(root string, euid int) (dir, version string, err error) {
+	if euid != 0 {
+		return "", "", fmt.Errorf("%w: making a cgroup under %s needs root", ErrNotAllowed, root)
+	}
 	for _, m := range []string{"cpu,cpuacct", "cpuacct,cpu", "cpu"} {
 		if fi, err := os.Stat(filepath.Join(root, m)); err == nil && fi.IsDir() {
-			return filepath.Join(root, m), "v1"
+			return filepath.Join(root, m), "v1", nil
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return root, "v2"
+	// On v2 a child of the root has cpu.max only when the root hands the
+	// controller down (systemd does, at boot).
+	subtree, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: no cgroup cpu controller under %s (neither a v1 cpu mount nor a v2 root): %w", ErrNotAllowed, root, err)
 	}
-	return "", ""
+	if !slices.Contains(strings.Fields(string(subtree)), "cpu") {
+		return "", "", fmt.Errorf("%w: the cgroup v2 root %s does not hand the cpu controller to its children (its cgroup.subtree_control is %q; as root: echo +cpu > %s)",
+			ErrNotAllowed, root, strings.TrimSpace(string(subtree)), filepath.Join(root, "cgroup.subtree_control"))
+	}
+	return root, "v2", nil
+}
+
+// mkdir makes the cgroup at dir. A read-only cgroup filesystem is not
+// allowed; any other error (but one that says it exists) is a fault.
+func mkdir(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: make cgroup %s: %w", ErrNotAllowed, dir, err)
+	}
+	return fmt.Errorf("make cgroup %s: %w", dir, err)
 }

@@ -143,26 +143,28 @@ type Env struct {
 	CgroupRoot string
 }
 
-// ErrSkip is wrapped by Run's errors about what this machine cannot do
-// (no root for a cgroup).
+// ErrSkip is wrapped by Run's errors about what this machine does not
+// allow (not root for a network namespace, no cgroup cpu controller for
+// a quota). Any other error, a cgroup that fails as root included, is a
+// fault of the scenario.
 var ErrSkip = fmt.Errorf("scenario cannot run here")
 
 // ErrMissing is wrapped by Run's errors about a program or service this
 // machine lacks that scripts/test installs (nginx, gunicorn, psycopg2, the
-// local PostgreSQL, iproute2, socat); it wraps ErrSkip.
+// local PostgreSQL, iproute2, socat, taskset, python3); it wraps ErrSkip.
 var ErrMissing = fmt.Errorf("%w: it needs what is not installed", ErrSkip)
 
 // SkipUnable ends the test when err says this machine cannot run the
-// scenario: for want of a program or service, testservice.Missing (a
-// failure under CI, where scripts/test installs them all); for anything
-// else it cannot do (no root), a skip. Other errors are the caller's.
+// scenario: for want of a program or service, testservice.Missing; for
+// what it does not allow, testservice.Unable. Both skip, saying why,
+// and fail under CI, which has them all. Other errors are the caller's.
 func SkipUnable(t testing.TB, err error) {
 	t.Helper()
 	switch {
 	case errors.Is(err, ErrMissing):
 		testservice.Missing(t, "%v", err)
 	case errors.Is(err, ErrSkip):
-		t.Skip(err)
+		testservice.Unable(t, "%v", err)
 	}
 }
 
@@ -229,7 +231,7 @@ func (e Env) Run(ctx context.Context, sc Scenario) (tare.Summary, error) {
 func (e Env) pinned(ctx context.Context, cpus string, args []string) ([]byte, error) {
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
-		return nil, fmt.Errorf("%w: taskset is not installed (Debian's util-linux): cannot pin tare to CPUs %s", ErrSkip, cpus)
+		return nil, fmt.Errorf("%w: taskset is not installed (Debian's util-linux): cannot pin tare to CPUs %s", ErrMissing, cpus)
 	}
 	c := e.Command(ctx, args...)
 	c.Args = append([]string{"taskset", "-c", cpus, c.Path}, c.Args[1:]...)
@@ -320,13 +322,18 @@ func hogs(ctx context.Context, n int, after time.Duration) (stop func()) {
 
 // quota moves pid into a new cgroup allowed pct % of one CPU, and returns
 // the function that moves it back to the parent and removes the cgroup.
+// Only what the machine does not allow (not root, no cpu controller) is
+// an ErrSkip: a cgroup that fails as root is the scenario's failure.
 func quota(root string, pid, pct int) (undo func(), err error) {
 	if root == "" {
 		root = "/sys/fs/cgroup"
 	}
 	dir, remove, err := interfere.MakeQuota(root, pct*1000, 100000)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSkip, err)
+	switch {
+	case errors.Is(err, interfere.ErrNotAllowed):
+		return nil, fmt.Errorf("%w: %w", ErrSkip, err)
+	case err != nil:
+		return nil, fmt.Errorf("the cgroup of the service's quota: %w", err)
 	}
 	back := func() {
 		os.WriteFile(filepath.Join(filepath.Dir(dir), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)

@@ -60,7 +60,7 @@ server.serve_forever()
 func startStalling(ctx context.Context, delay, from, length time.Duration) (url string, stop func(), err error) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: python3 is not installed: cannot start the stalling service", ErrSkip)
+		return "", nil, fmt.Errorf("%w: python3 is not installed (Debian's python3): cannot start the stalling service", ErrMissing)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := exec.CommandContext(ctx, python, "-c", stallService,

@@ -27,6 +27,29 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// Unable ends a test this machine does not allow: not root, a kernel
+// without BTF, no tracefs, no cgroup cpu controller. It skips, saying
+// why, except under CI, which runs as root on a kernel with BTF, tracefs
+// and the cgroup v2 cpu controller (.ci/run checks them before anything
+// else): there it fails, so that what needs them cannot go untested in a
+// green run.
+func Unable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("CI=true, and CI runs as root on a kernel with BTF, tracefs and the cgroup cpu controller (.ci/run checks them), yet: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// Root ends the test with Unable unless it runs as root; what says what
+// needs root.
+func Root(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unable(t, "%s needs root", what)
+	}
+}
+
 // Unavailable ends a test whose service (Redis, PostgreSQL) did not
 // answer or refused what the test needs of it. When the environment named
 // the service (explicit: TARE_REDIS_URL, TARE_POSTGRES_DSN, which
