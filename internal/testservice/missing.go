@@ -30,7 +30,7 @@ func Missing(t testing.TB, format string, args ...any) {
 // Unable ends a test this machine does not allow: not root, a kernel
 // without BTF, no tracefs, no cgroup cpu controller. It skips, saying
 // why, except under CI, which runs as root on a kernel with BTF, tracefs
-// and the cgroup v2 cpu controller (.ci/run checks them before anything
+// and a cgroup cpu controller (.ci/run checks them before anything
 // else): there it fails, so that what needs them cannot go untested in a
 // green run.
 func Unable(t testing.TB, format string, args ...any) {
