@@ -61,9 +61,9 @@ type ledger struct {
 	measured   bool // some figure of the ledger was measured
 	vcpus      int
 	others     map[neighbour]float64 // % of one CPU
-	top        int                // the most named neighbours a run of it kept
-	neighbours *float64           // other processes and unattributed busy time, % of one CPU
-	wait       *float64           // the measured processes' wait behind neighbours, % of wall time
+	top        int                   // the most named neighbours a run of it kept
+	neighbours *float64              // other processes and unattributed busy time, % of one CPU
+	wait       *float64              // the measured processes' wait behind neighbours, % of wall time
 	steal      *float64
 	throttled  *float64
 	sendLagP99 *float64
