@@ -270,18 +270,18 @@ const (
 
 // Change is one figure of the ledger that differed between two windows.
 type Change struct {
-	Kind string `json:"kind"`           // one of the Change* kinds
-	Name string `json:"name,omitempty"` // the neighbour's name, for ChangeNeighbour
+	Kind    string   `json:"kind"`           // one of the Change* kinds
+	Name    string   `json:"name,omitempty"` // the neighbour's name, for ChangeNeighbour
+	Value   *float64 `json:"value"`          // in the window
+	Against *float64 `json:"against"`        // in the other
+	Unit    string   `json:"unit"`           // "% of a CPU", "%", "ms"
+	In      string   `json:"in"`             // the window where it was higher
+	Detail  string   `json:"detail"`
 	// PID is, for ChangeNeighbour, the neighbour's pid (a service's root,
 	// ProcessShare.PID) when the same process ran in both windows, or ran
 	// in one only; 0 when it stands for every process of the name, paired
 	// across windows by name alone (pids are not kept over hours).
-	PID     int      `json:"pid,omitempty"`
-	Value   *float64 `json:"value"`   // in the window
-	Against *float64 `json:"against"` // in the other
-	Unit    string   `json:"unit"`    // "% of a CPU", "%", "ms"
-	In      string   `json:"in"`      // the window where it was higher
-	Detail  string   `json:"detail"`
+	PID int `json:"pid,omitempty"`
 }
 
 // WindowSLO is the SLO checked against one window (or run).
