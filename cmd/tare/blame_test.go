@@ -195,7 +195,7 @@ func TestWatchBlameNamesApart(t *testing.T) {
 	}
 	// The advice names the first process waited behind: on a busy machine
 	// it may be another than the hogs.
-	if i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == tare.OwnerOther && w.Name != "" }); b.Behind[i].Name == "sh" &&
+	if i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == tare.OwnerOther && w.Name != "" }); i >= 0 && b.Behind[i].Name == "sh" &&
 		!strings.Contains(advice, "Stop "+b.Behind[i].Who()) {
 		t.Errorf("the advice does not name %s alone to stop:\n%s", b.Behind[i].Who(), advice)
 	}
