@@ -71,7 +71,8 @@ type CPUBy struct {
 	Steal           float64 `json:"steal"`
 	Idle            float64 `json:"idle"` // idle and iowait
 
-	// TopOthers are the busiest other processes, busiest first (five at most).
+	// TopOthers are the busiest other services (ProcessShare) and
+	// containers, busiest first (five at most).
 	TopOthers []ProcessShare `json:"top_others"`
 	// SUTNodes splits SystemUnderTest by the nodes of its process graph
 	// (SUTSummary.Graph): the proxy, the app server, the database. Nil
