@@ -156,3 +156,24 @@ func TestProcTableNamesLive(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestExcluderWholeNames: --exclude takes a process by its whole name, or
+// by the 15 bytes of it ps -o comm shows.
+func TestExcluderWholeNames(t *testing.T) {
+	tests := []struct {
+		named []string
+		comm  string
+		want  bool
+	}{
+		{[]string{"nightly-compactor"}, "nightly-compactor", true},
+		{[]string{"nightly-compact"}, "nightly-compactor", true},
+		{[]string{"nightly-compact"}, "nightly-compact", true},
+		{[]string{"nightly"}, "nightly-compactor", false},
+		{[]string{"nightly-compactor"}, "nightly-compact", false},
+	}
+	for _, tt := range tests {
+		if got := excluder(tt.named)(7, tt.comm); got != tt.want {
+			t.Errorf("--exclude %v of %q: %v, want %v", tt.named, tt.comm, got, tt.want)
+		}
+	}
+}
