@@ -73,14 +73,22 @@ type Blame struct {
 	Waiters []Waiter `json:"waiters,omitempty"`
 }
 
-// Behind is the wait spent behind one owner: a process by its command
-// (every process of that name, short-lived ones included), or the system
-// under test, tare, kernel threads, or nobody (wake-up).
+// Behind is the wait spent behind one owner: another process by its
+// service (ProcessShare: a process and the descendants that kept its
+// name, a pool's master and its workers), or the system under test, tare,
+// kernel threads, or nobody (wake-up). Two processes of one name in other
+// families are two Behinds. Processes tare never saw in its process table
+// (short-lived ones, gone before it looked) cannot be placed in a family:
+// they are one Behind per command, with Root 0.
 type Behind struct {
 	Owner   string  `json:"owner"`
 	Name    string  `json:"name"` // its command; "" for the rest of the other processes, and for wake-up
 	PIDs    []int   `json:"pids"` // sorted, at most MaxBlamePIDs
 	WaitPct float64 `json:"wait_pct"`
+	// Root is, of another process, the root of its service
+	// (ProcessShare.PID); 0 for the processes tare did not see, and for
+	// the other owners.
+	Root int `json:"root,omitempty"`
 }
 
 // MaxBlamePIDs bounds the pids a Behind lists: a burst of short-lived
@@ -102,10 +110,12 @@ type TruthCheck struct {
 	Disagreed    int     `json:"disagreed_ticks"` // ticks whose two figures differ by more than TruthTolerance
 }
 
-// Waiter is one process tare check watched, and whom it waited behind.
+// Waiter is one process tare check watched (a service: ProcessShare),
+// and whom it waited behind.
 type Waiter struct {
 	Name    string   `json:"name"`
 	PIDs    []int    `json:"pids"`
+	Root    int      `json:"root,omitempty"` // the root of its service (ProcessShare.PID)
 	WaitPct float64  `json:"wait_pct"`
 	Behind  []Behind `json:"behind"`
 }
@@ -167,7 +177,7 @@ func (h *HostSample) EstimatedBlame() *Blame {
 	if n := by.Neighbours(); nw > 0 && n > 0 {
 		named := 0.0
 		for _, p := range by.TopOthers {
-			b.add(OwnerOther, p.Name, p.PID, nw*p.CPUPct/n)
+			b.addShare(p, nw*p.CPUPct/n)
 			named += nw * p.CPUPct / n
 		}
 		if rest := nw - named; rest > 0 {
@@ -194,17 +204,48 @@ func (b *Blame) add(owner, name string, pid int, pct float64) {
 	if pct <= 0 {
 		return
 	}
-	i := slices.IndexFunc(b.Behind, func(w Behind) bool { return w.Owner == owner && w.Name == name })
-	if i < 0 {
-		b.Behind = append(b.Behind, Behind{Owner: owner, Name: name, PIDs: []int{}})
-		i = len(b.Behind) - 1
-	}
-	w := &b.Behind[i]
+	w := b.behind(owner, name, 0)
 	w.WaitPct += pct
 	if pid > 0 {
 		w.PIDs = AddPID(w.PIDs, pid)
 	}
 }
+
+// addShare adds pct of wait behind another process's share of the ledger:
+// its service, or its container's busiest process.
+func (b *Blame) addShare(p ProcessShare, pct float64) {
+	if pct <= 0 {
+		return
+	}
+	w := b.behind(OwnerOther, p.Name, p.PID)
+	w.WaitPct += pct
+	w.PIDs = AddPID(w.PIDs, p.PID)
+	for _, pid := range p.PIDs {
+		w.PIDs = AddPID(w.PIDs, pid)
+	}
+}
+
+// behind returns b's Behind of that owner, name and root, added when
+// there is none.
+func (b *Blame) behind(owner, name string, root int) *Behind {
+	i := slices.IndexFunc(b.Behind, func(w Behind) bool { return w.Key() == BehindKey{owner, name, root} })
+	if i < 0 {
+		b.Behind = append(b.Behind, Behind{Owner: owner, Name: name, PIDs: []int{}, Root: root})
+		i = len(b.Behind) - 1
+	}
+	return &b.Behind[i]
+}
+
+// BehindKey is whom a Behind stands for: one owner, and of other
+// processes one service (a name and its root), or the processes of a name
+// that tare did not see (root 0).
+type BehindKey struct {
+	Owner, Name string
+	Root        int
+}
+
+// Key is w's identity: two Behinds of one key are the same owner's.
+func (w Behind) Key() BehindKey { return BehindKey{w.Owner, w.Name, w.Root} }
 
 // AddPID adds pid to the sorted pids, unless it is there or MaxBlamePIDs
 // are.
@@ -220,7 +261,7 @@ func AddPID(pids []int, pid int) []int {
 // order never depends on a map's).
 func (b *Blame) Sort() {
 	slices.SortFunc(b.Behind, func(x, y Behind) int {
-		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.Owner, y.Owner), cmp.Compare(x.Name, y.Name))
+		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.Owner, y.Owner), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Root, y.Root))
 	})
 }
 

@@ -27,11 +27,24 @@ func TestEstimatedBlame(t *testing.T) {
 			"a batch job beside the service", sample(Float(20), &CPUBy{SystemUnderTest: 8, Tare: 2, Others: 45, Unattributed: 5,
 				TopOthers: []ProcessShare{{Name: "batch", PID: 4121, CPUPct: 40}, {Name: "sshd", PID: 600, CPUPct: 4}}}),
 			&Blame{Source: BlameEstimated, WaitPct: 20, Behind: []Behind{
-				{Owner: OwnerOther, Name: "batch", PIDs: []int{4121}, WaitPct: 20.0 * 50 / 60 * 40 / 50},
+				{Owner: OwnerOther, Name: "batch", PIDs: []int{4121}, WaitPct: 20.0 * 50 / 60 * 40 / 50, Root: 4121},
 				{Owner: OwnerSUT, Name: "", PIDs: []int{}, WaitPct: (20 - 20.0*50/60) * 8 / 10},
 				{Owner: OwnerOther, Name: "", PIDs: []int{}, WaitPct: 20.0 * 50 / 60 * 6 / 50},
-				{Owner: OwnerOther, Name: "sshd", PIDs: []int{600}, WaitPct: 20.0 * 50 / 60 * 4 / 50},
+				{Owner: OwnerOther, Name: "sshd", PIDs: []int{600}, WaitPct: 20.0 * 50 / 60 * 4 / 50, Root: 600},
 				{Owner: OwnerTare, Name: "", PIDs: []int{}, WaitPct: (20 - 20.0*50/60) * 2 / 10},
+			}},
+		},
+		{
+			// Issue 40: two `sh` of other families are two shares of the
+			// ledger, and two owners of the wait; a service's processes
+			// one. 10 % of a CPU waited, all of the processes' CPU the
+			// neighbours': 30, 10 and 10 of 50.
+			"two sh and a pool", sample(Float(10), &CPUBy{Others: 50, TopOthers: []ProcessShare{
+				{Name: "sh", PID: 28157, CPUPct: 30}, {Name: "sh", PID: 22468, CPUPct: 10}, {Name: "gunicorn", PID: 100, PIDs: []int{100, 101, 102}, CPUPct: 10}}}),
+			&Blame{Source: BlameEstimated, WaitPct: 10, Behind: []Behind{
+				{Owner: OwnerOther, Name: "sh", PIDs: []int{28157}, WaitPct: 6, Root: 28157},
+				{Owner: OwnerOther, Name: "gunicorn", PIDs: []int{100, 101, 102}, WaitPct: 2, Root: 100},
+				{Owner: OwnerOther, Name: "sh", PIDs: []int{22468}, WaitPct: 2, Root: 22468},
 			}},
 		},
 		{
@@ -40,7 +53,7 @@ func TestEstimatedBlame(t *testing.T) {
 			"saturated", sample(Float(300), &CPUBy{SystemUnderTest: 95, Others: 0.5, TopOthers: []ProcessShare{{Name: "cron", PID: 9, CPUPct: 0.5}}}),
 			&Blame{Source: BlameEstimated, WaitPct: 300, Behind: []Behind{
 				{Owner: OwnerSUT, Name: "", PIDs: []int{}, WaitPct: 299},
-				{Owner: OwnerOther, Name: "cron", PIDs: []int{9}, WaitPct: 1},
+				{Owner: OwnerOther, Name: "cron", PIDs: []int{9}, WaitPct: 1, Root: 9},
 			}},
 		},
 	}
@@ -67,7 +80,7 @@ func closeBlame(a, b *Blame) bool {
 	}
 	for i := range a.Behind {
 		x, y := a.Behind[i], b.Behind[i]
-		if x.Owner != y.Owner || x.Name != y.Name || !reflect.DeepEqual(x.PIDs, y.PIDs) || math.Abs(x.WaitPct-y.WaitPct) > 1e-9 {
+		if x.Key() != y.Key() || !reflect.DeepEqual(x.PIDs, y.PIDs) || math.Abs(x.WaitPct-y.WaitPct) > 1e-9 {
 			return false
 		}
 	}

@@ -277,6 +277,11 @@ type Change struct {
 	Unit    string   `json:"unit"`           // "% of a CPU", "%", "ms"
 	In      string   `json:"in"`             // the window where it was higher
 	Detail  string   `json:"detail"`
+	// PID is, for ChangeNeighbour, the neighbour's pid (a service's root,
+	// ProcessShare.PID) when the same process ran in both windows, or ran
+	// in one only; 0 when it stands for every process of the name, paired
+	// across windows by name alone (pids are not kept over hours).
+	PID int `json:"pid,omitempty"`
 }
 
 // WindowSLO is the SLO checked against one window (or run).

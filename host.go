@@ -71,7 +71,8 @@ type CPUBy struct {
 	Steal           float64 `json:"steal"`
 	Idle            float64 `json:"idle"` // idle and iowait
 
-	// TopOthers are the busiest other processes, busiest first (five at most).
+	// TopOthers are the busiest other services (ProcessShare) and
+	// containers, busiest first (five at most).
 	TopOthers []ProcessShare `json:"top_others"`
 	// SUTNodes splits SystemUnderTest by the nodes of its process graph
 	// (SUTSummary.Graph): the proxy, the app server, the database. Nil
@@ -87,13 +88,25 @@ type NodeShare struct {
 	RunDelayPct *float64 `json:"run_delay_pct,omitempty"` // percent of the tick its threads waited on a run queue; nil when not read
 }
 
-// ProcessShare is one process's part of the host's CPU time, or one
-// container's: the processes of a container are one share, named by the
-// container and by its busiest process.
+// ProcessShare is one service's part of the host's CPU time, or one
+// container's. A service is a process with the descendants it forked that
+// kept its name (a pool's master and its workers, postgres and its
+// backends); two processes of one name in other families are two shares.
+// The processes of a container are one share, named by the container and
+// by its busiest process.
 type ProcessShare struct {
-	Name   string  `json:"name"` // its command name (comm); of a container, its busiest process's
+	// Name is its command name: comm, or the whole name where the kernel
+	// cut comm at 15 bytes; of a container, its busiest process's.
+	Name string `json:"name"`
+	// PID is the process the share is known by: of a service, its root
+	// (the top-most process of its family with that name); of a
+	// container, its busiest process.
 	PID    int     `json:"pid"`
 	CPUPct float64 `json:"cpu_pct"` // percent of all the host's CPU time, as the rest of CPUBy
+	// PIDs are, of a service of several processes, its root and those of
+	// its processes that used CPU in the share, sorted, at most
+	// MaxBlamePIDs; nil for a share of one process, and of a container.
+	PIDs []int `json:"pids,omitempty"`
 
 	// Container is the container the process runs in; nil outside one.
 	Container *Container `json:"container,omitempty"`
@@ -107,10 +120,14 @@ type ProcessShare struct {
 	Children []string `json:"children,omitempty"`
 }
 
-// Who names the share for a person: "`sh` (pid 7)", or the container
-// with how many of its processes ran.
+// Who names the share for a person: "`sh` (pid 7)", a service's
+// processes "`gunicorn` (pids 100, 101, 102)", or the container with how
+// many of its processes ran.
 func (p ProcessShare) Who() string {
 	if p.Container == nil {
+		if len(p.PIDs) > 1 {
+			return Behind{Name: p.Name, PIDs: p.PIDs}.Who()
+		}
 		return fmt.Sprintf("`%s` (pid %d)", p.Name, p.PID)
 	}
 	if p.Processes > 1 {

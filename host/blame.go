@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tare-dev/tare"
@@ -158,7 +159,9 @@ func (b *blamer) read(m *members, tarePIDs []int) error {
 func (b *blamer) apply() error {
 	clear(b.watch)
 	for g, p := range b.waiters {
-		b.watch[p.PID] = schedprobe.Watch{Group: g}
+		for _, pid := range sharePIDs(p) {
+			b.watch[pid] = schedprobe.Watch{Group: g}
+		}
 	}
 	for pid, w := range b.measured {
 		b.watch[pid] = w // a busiest process that is measured too is measured
@@ -211,12 +214,13 @@ func (b *blamer) reset() {
 
 // take returns the blame of a sample of length tick, from what was counted
 // since the last one, and chooses the busiest processes to watch next from
-// its ledger. Nil without a probe, or when a read of it failed in the tick.
+// its ledger. procs, the process table at the sample's end, names the
+// processes waited behind by their service (serviceRoot) and whole name. Nil without a probe, or when a read of it failed in the tick.
 // gone says a measured thread exited in the tick: then, as when the
 // measured processes changed, its run delay is not compared with
 // schedstat's (RunDelayPct nil), which cannot read a thread that is gone,
 // nor knew a new process before.
-func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool) (*tare.Blame, error) {
+func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[int]procStat) (*tare.Blame, error) {
 	if b.probe == nil {
 		return nil, nil
 	}
@@ -224,7 +228,7 @@ func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool) (*tare.Blam
 	var blame *tare.Blame
 	if !b.failed && tick > 0 {
 		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
-		blame = blameOf(&b.pending, tick, b.waiters)
+		blame = blameOf(&b.pending, tick, b.waiters, procs)
 		blame.RunDelaySpreadPct = tare.Float(100 * b.spread.Seconds() / tick.Seconds())
 		if gone || b.fresh > 0 {
 			blame.RunDelayPct, blame.RunDelaySpreadPct = nil, nil
@@ -275,13 +279,15 @@ func (b *blamer) chooseBusiest(by *tare.CPUBy) bool {
 
 // blameOf turns a tick's counts into its Blame, in percent of one CPU:
 // the waits of the system under test's and tare's threads by owner, and
-// those of each watched busiest process (waiters: group → process).
-func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare) *tare.Blame {
+// those of each watched busiest process (waiters: group → process). Other
+// processes are told apart by service, as procs places them; those it
+// does not hold are named by command alone.
+func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare, procs map[int]procStat) *tare.Blame {
 	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / tick.Seconds() }
 	b := &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, DroppedEvents: int64(c.Lost), UnseenSwitches: int64(c.Unseen)}
 	byGroup := map[int]*tare.Blame{}
 	for _, ch := range c.Charges {
-		owner, name := ownerOf(ch.Holder)
+		owner, name, root := ownerOf(ch.Holder, procs)
 		into := b
 		if ch.Group >= groupBusiest {
 			if _, ok := waiters[ch.Group]; !ok {
@@ -294,7 +300,7 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 		}
 		p := pct(ch.Wait)
 		into.WaitPct += p
-		addBehind(into, owner, name, ch.Holder.TGID, p)
+		addBehind(into, owner, name, root, ch.Holder.TGID, p)
 	}
 	fold(b)
 	b.RunDelayPct = tare.Float(pct(c.Waited[groupSUT] + c.Waited[groupTare]))
@@ -312,7 +318,7 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 			wb = &tare.Blame{}
 		}
 		fold(wb)
-		b.Waiters = append(b.Waiters, tare.Waiter{Name: w.Name, PIDs: []int{w.PID}, WaitPct: wb.WaitPct, Behind: wb.Behind})
+		b.Waiters = append(b.Waiters, tare.Waiter{Name: w.Name, PIDs: sharePIDs(w), Root: w.PID, WaitPct: wb.WaitPct, Behind: wb.Behind})
 	}
 	slices.SortFunc(b.Waiters, func(x, y tare.Waiter) int {
 		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.PIDs[0], y.PIDs[0]))
@@ -320,26 +326,49 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 	return b
 }
 
-// ownerOf says whom a holder of the CPU stands for in a Blame.
-func ownerOf(h schedprobe.Holder) (owner, name string) {
+// ownerOf says whom a holder of the CPU stands for in a Blame: its owner,
+// its name (the whole one where procs holds it: the probe gives comm,
+// which the kernel cuts at 15 bytes) and, of another process that procs
+// holds, the root of its service.
+func ownerOf(h schedprobe.Holder, procs map[int]procStat) (owner, name string, root int) {
+	name = h.Comm
+	p, known := procs[h.TGID]
+	// A pid given to another process since is not the holder's.
+	known = known && h.TGID > 0 && strings.HasPrefix(p.Comm, h.Comm)
+	if known {
+		name = p.Comm
+	}
 	switch {
 	case h.Kind == schedprobe.Idle:
-		return tare.OwnerWakeup, ""
+		return tare.OwnerWakeup, "", 0
 	case h.Kind == schedprobe.Kernel:
-		return tare.OwnerKernel, h.Comm
+		return tare.OwnerKernel, h.Comm, 0
 	case h.Kind == schedprobe.Watched && h.Group == groupSUT:
-		return tare.OwnerSUT, h.Comm
+		return tare.OwnerSUT, name, 0
 	case h.Kind == schedprobe.Watched && h.Group == groupTare:
-		return tare.OwnerTare, h.Comm
+		return tare.OwnerTare, name, 0
 	}
-	return tare.OwnerOther, h.Comm // a busiest process tare check watches is another process all the same
+	if known {
+		root = serviceRoot(h.TGID, procs)
+	}
+	return tare.OwnerOther, name, root // a busiest process tare check watches is another process all the same
 }
 
-// addBehind adds pct behind owner's process pid of that name.
-func addBehind(b *tare.Blame, owner, name string, pid int, pct float64) {
-	i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == owner && w.Name == name })
+// sharePIDs are the processes of a ledger's share: a service's, or its one.
+func sharePIDs(p tare.ProcessShare) []int {
+	if len(p.PIDs) > 0 {
+		return p.PIDs
+	}
+	return []int{p.PID}
+}
+
+// addBehind adds pct behind owner's process pid of that name and service
+// root (0: not known).
+func addBehind(b *tare.Blame, owner, name string, root, pid int, pct float64) {
+	key := tare.BehindKey{Owner: owner, Name: name, Root: root}
+	i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Key() == key })
 	if i < 0 {
-		b.Behind = append(b.Behind, tare.Behind{Owner: owner, Name: name, PIDs: []int{}})
+		b.Behind = append(b.Behind, tare.Behind{Owner: owner, Name: name, PIDs: []int{}, Root: root})
 		i = len(b.Behind) - 1
 	}
 	b.Behind[i].WaitPct += pct
@@ -368,7 +397,7 @@ func fold(b *tare.Blame) {
 	}
 	b.Behind = kept
 	for _, w := range rest {
-		addBehind(b, w.Owner, "", 0, w.WaitPct)
+		addBehind(b, w.Owner, "", 0, 0, w.WaitPct)
 	}
 	b.Sort()
 	if b.Behind == nil {

@@ -38,7 +38,7 @@ func TestBlameOf(t *testing.T) {
 		Lost:        3,
 	}
 	waiters := map[int]tare.ProcessShare{groupBusiest: {Name: "batch", PID: 4121, CPUPct: 30}}
-	got := blameOf(c, time.Second, waiters)
+	got := blameOf(c, time.Second, waiters, nil)
 	want := &tare.Blame{Source: tare.BlameMeasured, WaitPct: 47.7, RunDelayPct: tare.Float(50), DroppedEvents: 3,
 		Behind: []tare.Behind{
 			{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7, 9}, WaitPct: 40},
@@ -48,12 +48,60 @@ func TestBlameOf(t *testing.T) {
 			{Owner: tare.OwnerWakeup, Name: "", PIDs: []int{}, WaitPct: 0.2},
 		},
 		OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 70}},
-		Waiters: []tare.Waiter{{Name: "batch", PIDs: []int{4121}, WaitPct: 40,
+		Waiters: []tare.Waiter{{Name: "batch", PIDs: []int{4121}, Root: 4121, WaitPct: 40,
 			Behind: []tare.Behind{{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7}, WaitPct: 40}}}},
 	}
 	round(got)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("blameOf =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestBlameOfServices (issue 40): other processes are waited behind by
+// service, as the process table places them: a hog's `sh` and a broker's
+// disk monitor's `sh` are two, gunicorn's workers one, named by the whole
+// name where the kernel cut comm; processes the table never held (gone
+// before it looked), or whose pid it holds for another command, by
+// command alone.
+func TestBlameOfServices(t *testing.T) {
+	ms := time.Millisecond
+	other := func(tgid int, comm string, wait time.Duration) schedprobe.Charge {
+		return schedprobe.Charge{Group: groupSUT, Holder: schedprobe.Holder{Kind: schedprobe.Other, TGID: tgid, Comm: comm}, Wait: wait}
+	}
+	c := &schedprobe.Counts{Charges: []schedprobe.Charge{
+		other(61, "sh", 300*ms),
+		other(51, "sh", 10*ms),
+		other(101, "gunicorn", 50*ms),
+		other(102, "gunicorn", 50*ms),
+		other(200, "nightly-compact", 20*ms),
+		other(998, "df", 5*ms),
+		other(999, "df", 5*ms),
+		other(300, "perl", 4*ms),
+	}}
+	procs := map[int]procStat{
+		1:   {PID: 1, Comm: "systemd"},
+		50:  {PID: 50, Comm: "beam.smp", PPID: 1},
+		51:  {PID: 51, Comm: "sh", PPID: 50},
+		60:  {PID: 60, Comm: "tare.test", PPID: 1},
+		61:  {PID: 61, Comm: "sh", PPID: 60},
+		100: {PID: 100, Comm: "gunicorn", PPID: 1},
+		101: {PID: 101, Comm: "gunicorn", PPID: 100},
+		102: {PID: 102, Comm: "gunicorn", PPID: 100},
+		200: {PID: 200, Comm: "nightly-compactor", PPID: 1},
+		300: {PID: 300, Comm: "python3", PPID: 1}, // the pid of perl, given since to another
+	}
+	got := blameOf(c, time.Second, nil, procs)
+	round(got)
+	want := []tare.Behind{
+		{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{61}, WaitPct: 30, Root: 61},
+		{Owner: tare.OwnerOther, Name: "gunicorn", PIDs: []int{101, 102}, WaitPct: 10, Root: 100},
+		{Owner: tare.OwnerOther, Name: "nightly-compactor", PIDs: []int{200}, WaitPct: 2, Root: 200},
+		{Owner: tare.OwnerOther, Name: "df", PIDs: []int{998, 999}, WaitPct: 1},
+		{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{51}, WaitPct: 1, Root: 51},
+		{Owner: tare.OwnerOther, Name: "perl", PIDs: []int{300}, WaitPct: 0.4},
+	}
+	if !reflect.DeepEqual(got.Behind, want) {
+		t.Errorf("behind\n%+v\nwant\n%+v", got.Behind, want)
 	}
 }
 
@@ -82,7 +130,7 @@ func TestBlameFold(t *testing.T) {
 			Wait: time.Duration(20-i) * time.Millisecond})
 	}
 	c.Charges = append(c.Charges, schedprobe.Charge{Holder: schedprobe.Holder{Kind: schedprobe.Watched, Group: groupSUT, TGID: 5, Comm: "app"}, Wait: time.Millisecond})
-	b := blameOf(&c, time.Second, nil)
+	b := blameOf(&c, time.Second, nil, nil)
 	var named []string
 	rest := 0.0
 	for _, w := range b.Behind {

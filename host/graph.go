@@ -494,7 +494,8 @@ const (
 )
 
 // excluder returns whether a process is one of those named (a pid, or a
-// command name), nil when none is.
+// command name), nil when none is. A name the kernel cut at commLen bytes
+// (as ps -o comm shows it) names the process as well as its whole name.
 func excluder(named []string) func(pid int, comm string) bool {
 	if len(named) == 0 {
 		return nil
@@ -507,7 +508,9 @@ func excluder(named []string) func(pid int, comm string) bool {
 			comms[n] = true
 		}
 	}
-	return func(pid int, comm string) bool { return pids[pid] || comms[comm] }
+	return func(pid int, comm string) bool {
+		return pids[pid] || comms[comm] || len(comm) > commLen && comms[comm[:commLen]]
+	}
 }
 
 // readTCP reads the TCP sockets of the network namespace whose proc files

@@ -23,6 +23,7 @@ type members struct {
 	queue     []int
 
 	containers *containerIndex // the container of each other process; nil names none
+	services   map[int]int     // scratch of byService
 	// excluded says which processes the user took out of the system
 	// under test (by pid or command name): they and their descendants
 	// are never in it. Nil excludes nothing.
@@ -30,7 +31,7 @@ type members struct {
 }
 
 func newMembers() *members {
-	return &members{sut: map[int]bool{}, tare: map[int]bool{}, node: map[int]int{}, measured: map[int]bool{}, kids: map[int][]int{}}
+	return &members{sut: map[int]bool{}, tare: map[int]bool{}, node: map[int]int{}, measured: map[int]bool{}, kids: map[int][]int{}, services: map[int]int{}}
 }
 
 // find fills the sets from the process table: the roots of each node of
@@ -216,7 +217,7 @@ func ledger(all cpuDelta, prev, cur map[int]procStat, prevUptime uint64, m *memb
 		}
 	}
 	m.containers.forget(cur)
-	by.TopOthers = tare.Busiest(m.containers.group(top))
+	by.TopOthers = tare.Busiest(m.containers.group(byService(top, cur, m.services)))
 	return by
 }
 

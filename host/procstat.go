@@ -11,8 +11,11 @@ import (
 // through the thread-group leader's pid, utime and stime are the sum over
 // all of the process's threads, the live ones and those that have exited.
 type procStat struct {
-	PID     int
-	Comm    string // field 2 without the parentheses; may hold spaces and ')'
+	PID int
+	// Comm is field 2 without the parentheses; it may hold spaces and ')'.
+	// The process table gives the whole name where the kernel cut it at
+	// commLen bytes (fullName).
+	Comm    string
 	PPID    int    // field 4
 	KThread bool   // PF_KTHREAD (0x00200000) set in flags, field 9
 	Ticks   uint64 // utime + stime (fields 14 and 15), in clock ticks

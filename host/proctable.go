@@ -55,7 +55,9 @@ type procEntry struct {
 	idle  int      // readings in a row that found its CPU time unchanged
 	fd    int      // its stat file, or -1 when not held open
 	start uint64   // starttime the fd was opened for: a change means another process
-	comm  string   // last command name, reused while it does not change
+	comm  string   // last command name as stat gives it, reused while it does not change
+	name  string   // the whole name: comm, or what fullName found when the kernel cut it
+	named uint64   // starttime of the process name was found for: a pid reused is named anew
 	gen   uint64   // the reading that last listed it: older entries are gone
 }
 
@@ -197,6 +199,11 @@ func (t *procTable) readProc(pid int, e *procEntry) (procStat, bool) {
 // readFD preads a whole stat file from offset 0 and parses it, taking Comm
 // from e when the name has not changed. A stat line is a few hundred bytes;
 // the buffer grows for a longer one, up to a bound no real line reaches.
+//
+// A comm of commLen bytes may have been cut by the kernel: the whole name
+// is read once (fullName: the process's cmdline, or its executable), when
+// the process is first seen or its comm changes (an exec), so a steady
+// reading reads nothing more.
 func (t *procTable) readFD(fd, pid int, e *procEntry) (procStat, bool) {
 	var n int
 	for {
@@ -218,10 +225,16 @@ func (t *procTable) readFD(fd, pid int, e *procEntry) (procStat, bool) {
 	if err != nil || s.PID != pid {
 		return procStat{}, false
 	}
-	if string(comm) != e.comm { // compares without converting
-		e.comm = string(comm)
+	if string(comm) != e.comm || s.Start != e.named { // compares without converting
+		if string(comm) != e.comm {
+			e.comm = string(comm)
+		}
+		e.name, e.named = e.comm, s.Start
+		if !s.KThread {
+			e.name = fullName(t.root, pid, e.comm)
+		}
 	}
-	s.Comm = e.comm
+	s.Comm = e.name
 	return s, true
 }
 

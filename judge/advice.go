@@ -132,8 +132,7 @@ func neighbourAdvice(s *tare.Summary) string {
 		if c := by.TopOthers[0].Container; c != nil {
 			return fmt.Sprintf("Stop %s during the test (%s), or %s; then rerun.", c, stopHint(c), pin)
 		}
-		who, _ := busiestOther(by)
-		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun.", who, pin)
+		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun.", by.TopOthers[0].Who(), pin)
 	}
 	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
 }

@@ -60,10 +60,10 @@ type ledger struct {
 	name       string
 	measured   bool // some figure of the ledger was measured
 	vcpus      int
-	others     map[string]float64 // neighbour by name → % of one CPU
-	top        int                // the most named neighbours a run of it kept
-	neighbours *float64           // other processes and unattributed busy time, % of one CPU
-	wait       *float64           // the measured processes' wait behind neighbours, % of wall time
+	others     map[neighbour]float64 // % of one CPU
+	top        int                   // the most named neighbours a run of it kept
+	neighbours *float64              // other processes and unattributed busy time, % of one CPU
+	wait       *float64              // the measured processes' wait behind neighbours, % of wall time
 	steal      *float64
 	throttled  *float64
 	sendLagP99 *float64
@@ -85,7 +85,7 @@ func windowLedgers(runs []tare.ComparedRun) []ledger {
 		if !ok {
 			i = len(out)
 			index[name] = i
-			out = append(out, ledger{name: name, others: map[string]float64{}})
+			out = append(out, ledger{name: name, others: map[neighbour]float64{}})
 			acc = append(acc, sums{})
 			ledgers = append(ledgers, 0)
 		}
@@ -96,7 +96,7 @@ func windowLedgers(runs []tare.ComparedRun) []ledger {
 			ledgers[i]++
 			a.neighbours.add(tare.Float(by.Neighbours() * cpus))
 			for _, p := range by.TopOthers {
-				l.others[p.Name] += p.CPUPct * cpus
+				l.others[neighbourOf(p)] += p.CPUPct * cpus
 			}
 			l.top = max(l.top, len(by.TopOthers))
 		}
@@ -111,8 +111,8 @@ func windowLedgers(runs []tare.ComparedRun) []ledger {
 	}
 	for i := range out {
 		l, a := &out[i], &acc[i]
-		for name := range l.others {
-			l.others[name] /= float64(ledgers[i])
+		for n := range l.others {
+			l.others[n] /= float64(ledgers[i])
 		}
 		l.neighbours, l.wait, l.steal = a.neighbours.mean(), a.wait.mean(), a.steal.mean()
 		l.throttled, l.sendLagP99, l.sutCPU = a.throttled.mean(), a.lag.mean(), a.sut.mean()
@@ -154,32 +154,18 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		}
 		return base.name
 	}
-	var names []string
-	for name := range l.others {
-		names = append(names, name)
-	}
-	for name := range base.others {
-		if _, ok := l.others[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		da, db := math.Abs(l.others[a]-base.others[a]), math.Abs(l.others[b]-base.others[b])
-		return cmp.Or(cmp.Compare(db, da), strings.Compare(a, b))
-	})
 	named := 0.0 // the difference the named neighbours account for
-	for _, name := range names {
-		v, w := l.others[name], base.others[name]
-		if math.Abs(v-w) < changeCPU || max(v, w) < 2*min(v, w) {
+	for _, n := range pairNeighbours(l.others, base.others) {
+		if math.Abs(n.v-n.w) < changeCPU || max(n.v, n.w) < 2*min(n.v, n.w) {
 			continue
 		}
-		named += v - w
-		busy, quiet := l, base
-		if w > v {
-			busy, quiet = base, l
+		named += n.v - n.w
+		busy, quiet, used := l, base, n.w
+		if n.w > n.v {
+			busy, quiet, used = base, l, n.v
 		}
-		out = append(out, tare.Change{Kind: tare.ChangeNeighbour, Name: name, Value: roundTo(v, 1), Against: roundTo(w, 1), Unit: "% of a CPU", In: busy.name,
-			Detail: fmt.Sprintf("in %s, `%s` used %.0f%% of a CPU (%s)", busy.name, name, max(v, w), quiet.usage(name))})
+		out = append(out, tare.Change{Kind: tare.ChangeNeighbour, Name: n.name, PID: n.pid, Value: roundTo(n.v, 1), Against: roundTo(n.w, 1), Unit: "% of a CPU", In: busy.name,
+			Detail: fmt.Sprintf("in %s, %s used %.0f%% of a CPU (%s)", busy.name, n.who(), max(n.v, n.w), quiet.usage(used))})
 	}
 	share := func(kind string, v, w *float64, least float64, unit, what string) {
 		if v == nil || w == nil || math.Abs(*v-*w) < least || max(*v, *w) < 2*min(*v, *w) {
@@ -244,18 +230,96 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 }
 
 // usage says how much of a CPU a neighbour used in l, for the side where
-// it used little: "absent in offpeak", or its share there. A run keeps
+// it used little (v): "absent in offpeak", or its share there. A run keeps
 // only its busiest neighbours: when all of its places were taken, absent
 // means not among them.
-func (l *ledger) usage(name string) string {
-	v, ok := l.others[name]
+func (l *ledger) usage(v float64) string {
 	switch {
-	case ok && v > 0:
+	case v > 0:
 		return fmt.Sprintf("%.0f%% in %s", v, l.name)
 	case l.top >= tare.TopOthersKept:
 		return "not among the busiest in " + l.name
 	}
 	return "absent in " + l.name
+}
+
+// neighbour is a named neighbour of a window's ledger: a service by its
+// command and root pid, or a container's share by its busiest command
+// (pid 0, as a container's busiest process changes).
+type neighbour struct {
+	name string
+	pid  int
+}
+
+func neighbourOf(p tare.ProcessShare) neighbour {
+	if p.Container != nil {
+		return neighbour{name: p.Name}
+	}
+	return neighbour{p.Name, p.PID}
+}
+
+// pairedNeighbour is a neighbour's share of one CPU in two windows.
+type pairedNeighbour struct {
+	neighbour
+	v, w float64
+}
+
+// who names it: "`sh` (pid 7)", or "`sh`" for every process of the name.
+func (n pairedNeighbour) who() string {
+	if n.pid == 0 {
+		return "`" + n.name + "`"
+	}
+	return fmt.Sprintf("`%s` (pid %d)", n.name, n.pid)
+}
+
+// pairNeighbours pairs the named neighbours of two windows, the largest
+// difference first. The same process in both (a server that ran all day)
+// is paired with itself. Two processes of one name in one window are two
+// neighbours, not one: a CPU hog's `sh` beside a broker's. Those of a name
+// that are not the same process in both windows (a cron job, run each
+// hour under a new pid) are paired by name: each window's processes of
+// that name summed, pid 0; where only one window has such processes, each
+// is paired with nothing.
+func pairNeighbours(a, b map[neighbour]float64) []pairedNeighbour {
+	var out []pairedNeighbour
+	unmatched := func(m, other map[neighbour]float64, name string) (sum float64, alone []neighbour) {
+		for n, v := range m {
+			if _, ok := other[n]; !ok && n.name == name {
+				sum += v
+				alone = append(alone, n)
+			}
+		}
+		return sum, alone
+	}
+	names := map[string]bool{}
+	for n, v := range a {
+		names[n.name] = true
+		if w, ok := b[n]; ok {
+			out = append(out, pairedNeighbour{n, v, w})
+		}
+	}
+	for n := range b {
+		names[n.name] = true
+	}
+	for name := range names {
+		va, alone := unmatched(a, b, name)
+		wb, aloneB := unmatched(b, a, name)
+		switch {
+		case len(alone) > 0 && len(aloneB) > 0:
+			out = append(out, pairedNeighbour{neighbour{name: name}, va, wb})
+		default:
+			for _, n := range alone {
+				out = append(out, pairedNeighbour{n, a[n], 0})
+			}
+			for _, n := range aloneB {
+				out = append(out, pairedNeighbour{n, 0, b[n]})
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y pairedNeighbour) int {
+		return cmp.Or(cmp.Compare(math.Abs(y.v-y.w), math.Abs(x.v-x.w)), strings.Compare(x.name, y.name), cmp.Compare(x.pid, y.pid))
+	})
+	return out
 }
 
 // explain says what changed between windows a and b, for a figure that

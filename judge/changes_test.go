@@ -34,11 +34,25 @@ func TestWindowChanges(t *testing.T) {
 		{"a neighbour in one window only", []tare.ComparedRun{
 			run("offpeak", 10, daemon, nil),
 			run("mid", 40, append([]tare.ProcessShare{{Name: "backup", PID: 7, CPUPct: 15.5}}, daemon...), func(r *tare.ComparedRun) { r.NeighbourWaitPct = f(9) }),
-		}, []string{"in mid, `backup` used 31% of a CPU (absent in offpeak)", "the service and tare waited for a CPU behind neighbours 9.0% of the time against 0.5% in offpeak"}},
+		}, []string{"in mid, `backup` (pid 7) used 31% of a CPU (absent in offpeak)", "the service and tare waited for a CPU behind neighbours 9.0% of the time against 0.5% in offpeak"}},
 		{"a neighbour gone from the slower window", []tare.ComparedRun{
 			run("peak", 10, []tare.ProcessShare{{Name: "cron", PID: 9, CPUPct: 10}}, nil),
 			run("offpeak", 12, nil, nil),
-		}, []string{"in peak, `cron` used 20% of a CPU (absent in offpeak)"}},
+		}, []string{"in peak, `cron` (pid 9) used 20% of a CPU (absent in offpeak)"}},
+		// Issue 40: a CPU hog's `sh` beside a broker's disk monitor's `sh`
+		// is two neighbours, the hog named by itself.
+		{"two processes of one name, one of them new", []tare.ComparedRun{
+			run("offpeak", 10, []tare.ProcessShare{{Name: "sh", PID: 22468, CPUPct: 0.5}}, nil),
+			run("peak", 20, []tare.ProcessShare{{Name: "sh", PID: 28157, CPUPct: 25}, {Name: "sh", PID: 22468, CPUPct: 0.5}}, nil),
+		}, []string{"in peak, `sh` (pid 28157) used 50% of a CPU (absent in offpeak)"}},
+		{"a server that ran in both windows", []tare.ComparedRun{
+			run("offpeak", 10, []tare.ProcessShare{{Name: "postgres", PID: 100, PIDs: []int{100, 101}, CPUPct: 2}}, nil),
+			run("peak", 20, []tare.ProcessShare{{Name: "postgres", PID: 100, PIDs: []int{100, 102}, CPUPct: 20}}, nil),
+		}, []string{"in peak, `postgres` (pid 100) used 40% of a CPU (4% in offpeak)"}},
+		{"a command under a new pid in each window", []tare.ComparedRun{
+			run("offpeak", 10, []tare.ProcessShare{{Name: "backup", PID: 700, CPUPct: 2}}, nil),
+			run("peak", 20, []tare.ProcessShare{{Name: "backup", PID: 900, CPUPct: 20}}, nil),
+		}, []string{"in peak, `backup` used 40% of a CPU (4% in offpeak)"}},
 		{"a neighbour of 2 % of a CPU is background", []tare.ComparedRun{
 			run("offpeak", 10, nil, nil),
 			run("peak", 11, []tare.ProcessShare{{Name: "sshd", PID: 9, CPUPct: 1}}, nil),

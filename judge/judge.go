@@ -3,8 +3,6 @@ package judge
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	moremath "github.com/aclements/go-moremath/stats"
@@ -407,42 +405,21 @@ func neighbours(s *tare.Summary, host []*tare.HostSample, th Thresholds) tare.Si
 }
 
 // neighbourNames says who the neighbours were, in shares of one CPU. The
-// busiest command is named with all its processes: two `sh` hogs are one
-// neighbour to stop.
+// busiest is named as the ledger shares it: a service with all its
+// processes (a pool's master and workers), a container, or one process;
+// two `sh` of other families are two neighbours, the busiest named alone.
 func neighbourNames(by *tare.CPUBy, vcpus int) string {
 	cores := float64(max(vcpus, 1))
 	if len(by.TopOthers) == 0 || by.TopOthers[0].CPUPct < by.Unattributed {
 		return fmt.Sprintf("other processes used %.0f%% of a CPU, %.0f%% of it busy time no visible process accounts for (other containers, short-lived processes)",
 			by.Neighbours()*cores, by.Unattributed*cores)
 	}
-	who, used := busiestOther(by)
-	out := fmt.Sprintf("%s used %.0f%% of a CPU", who, used*cores)
-	if rest := by.Neighbours() - used; rest*cores >= 5 {
+	top := by.TopOthers[0]
+	out := fmt.Sprintf("%s used %.0f%% of a CPU", top.Who(), top.CPUPct*cores)
+	if rest := by.Neighbours() - top.CPUPct; rest*cores >= 5 {
 		out += fmt.Sprintf(" and other processes %.0f%% more", rest*cores)
 	}
 	return out
-}
-
-// busiestOther names the busiest other, with its share of the host: a
-// container with all its processes, or a command with all its processes
-// outside containers ("`sh` (pid 7)" or "`sh` (pids 7, 9)": two `sh` hogs
-// are one neighbour to stop).
-func busiestOther(by *tare.CPUBy) (who string, used float64) {
-	top := by.TopOthers[0]
-	if top.Container != nil {
-		return top.Who(), top.CPUPct
-	}
-	var ids []string
-	for _, p := range by.TopOthers {
-		if p.Name == top.Name && p.Container == nil {
-			ids = append(ids, strconv.Itoa(p.PID))
-			used += p.CPUPct
-		}
-	}
-	if len(ids) == 1 {
-		return fmt.Sprintf("`%s` (pid %s)", top.Name, ids[0]), used
-	}
-	return fmt.Sprintf("`%s` (pids %s)", top.Name, strings.Join(ids, ", ")), used
 }
 
 // waiter names who waited: the system under test when tare knows it.

@@ -271,8 +271,12 @@ func TestNeighbourNamed(t *testing.T) {
 	}{
 		{"a process", []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 48}},
 			"`batch` (pid 4121) used 96% of a CPU", "Stop `batch` (pid 4121) or move it elsewhere"},
-		{"two of one command", []tare.ProcessShare{{Name: "sh", PID: 7, CPUPct: 24}, {Name: "sh", PID: 9, CPUPct: 24}},
-			"`sh` (pids 7, 9) used 96% of a CPU", "Stop `sh` (pids 7, 9) or move it elsewhere"},
+		// Issue 40: two processes of one command in other families are
+		// two neighbours: the busiest is named alone, not with the other.
+		{"two of one command", []tare.ProcessShare{{Name: "sh", PID: 7, CPUPct: 24}, {Name: "sh", PID: 9, CPUPct: 23}},
+			"`sh` (pid 7) used 48% of a CPU and other processes 52% more", "Stop `sh` (pid 7) or move it elsewhere"},
+		{"a service of several processes", []tare.ProcessShare{{Name: "gunicorn", PID: 100, PIDs: []int{100, 101, 102}, CPUPct: 48}},
+			"`gunicorn` (pids 100, 101, 102) used 96% of a CPU", "Stop `gunicorn` (pids 100, 101, 102) or move it elsewhere"},
 		{"a command inside and outside a container", []tare.ProcessShare{{Name: "sh", PID: 7, CPUPct: 30},
 			{Name: "sh", PID: 9, CPUPct: 18, Container: &tare.Container{ID: id, Runtime: "docker"}, Processes: 1}},
 			"`sh` (pid 7) used 60% of a CPU and other processes 40% more", "Stop `sh` (pid 7)"},

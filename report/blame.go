@@ -144,19 +144,24 @@ func (r *Run) blameChart(id string) *chartData {
 		{"kernel threads", colKernel, owner(tare.OwnerKernel)},
 		{"wake-up", colUnattributed, owner(tare.OwnerWakeup)},
 	}
-	var named []string
+	var named []tare.BehindKey
+	var labels []string
 	if b := r.Summary.Blame; b != nil {
 		for _, w := range b.Behind {
 			if w.Owner == tare.OwnerOther && w.Name != "" && len(named) < len(blameColours) {
-				named = append(named, w.Name)
+				named = append(named, w.Key())
+				labels = append(labels, "`"+w.Name+"`")
+				if slices.ContainsFunc(b.Behind, func(o tare.Behind) bool { return o.Owner == w.Owner && o.Name == w.Name && o.Root != w.Root }) {
+					labels[len(labels)-1] = w.Who() // two of one name: which is which
+				}
 			}
 		}
 	}
-	for i, name := range named {
-		layers = append(layers, layer{"`" + name + "`", blameColours[i], func(b *tare.Blame) float64 {
+	for i, key := range named {
+		layers = append(layers, layer{labels[i], blameColours[i], func(b *tare.Blame) float64 {
 			sum := 0.0
 			for _, w := range b.Behind {
-				if w.Owner == tare.OwnerOther && w.Name == name {
+				if w.Key() == key {
 					sum += w.WaitPct
 				}
 			}
@@ -166,7 +171,7 @@ func (r *Run) blameChart(id string) *chartData {
 	layers = append(layers, layer{"other processes", colOthers, func(b *tare.Blame) float64 {
 		sum := 0.0
 		for _, w := range b.Behind {
-			if w.Owner == tare.OwnerOther && !slices.Contains(named, w.Name) {
+			if w.Owner == tare.OwnerOther && !slices.Contains(named, w.Key()) {
 				sum += w.WaitPct
 			}
 		}

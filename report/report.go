@@ -306,7 +306,7 @@ func WhoseCPU(by *tare.CPUBy, vcpus int) string {
 	if len(by.TopOthers) > 0 && by.TopOthers[0].CPUPct*float64(max(vcpus, 1)) >= 0.5 {
 		top := by.TopOthers[0]
 		who := fmt.Sprintf("%s (pid %d)", top.Name, top.PID)
-		if top.Container != nil {
+		if top.Container != nil || len(top.PIDs) > 1 {
 			who = top.Who()
 		}
 		line += fmt.Sprintf("   top other: %s %.0f%% of a CPU", who, top.CPUPct*float64(max(vcpus, 1)))

@@ -85,12 +85,16 @@ func (t *blameTotals) summary() *tare.Blame {
 type blameSum struct {
 	w       float64 // the samples' lengths
 	wait    float64
-	behind  map[behindKey]*behindSum
+	behind  map[tare.BehindKey]*behindSum
 	cpus    map[int]float64
-	waiters map[string]*waiterSum // by name
+	waiters map[waiterKey]*waiterSum
 }
 
-type behindKey struct{ owner, name string }
+// waiterKey is a busiest process of tare check: its service.
+type waiterKey struct {
+	name string
+	root int
+}
 
 type behindSum struct {
 	pct  float64
@@ -107,12 +111,12 @@ type waiterSum struct {
 
 func (b *blameSum) add(x *tare.Blame, w float64) {
 	if b.behind == nil {
-		b.behind, b.cpus, b.waiters = map[behindKey]*behindSum{}, map[int]float64{}, map[string]*waiterSum{}
+		b.behind, b.cpus, b.waiters = map[tare.BehindKey]*behindSum{}, map[int]float64{}, map[waiterKey]*waiterSum{}
 	}
 	b.w += w
 	b.wait += x.WaitPct * w
 	for _, o := range x.Behind {
-		k := behindKey{o.Owner, o.Name}
+		k := o.Key()
 		s := b.behind[k]
 		if s == nil {
 			s = &behindSum{pids: []int{}}
@@ -127,10 +131,11 @@ func (b *blameSum) add(x *tare.Blame, w float64) {
 		b.cpus[c.CPU] += c.WaitPct * w
 	}
 	for _, wt := range x.Waiters {
-		s := b.waiters[wt.Name]
+		k := waiterKey{wt.Name, wt.Root}
+		s := b.waiters[k]
 		if s == nil {
 			s = &waiterSum{pids: []int{}}
-			b.waiters[wt.Name] = s
+			b.waiters[k] = s
 		}
 		s.w += w
 		for _, pid := range wt.PIDs {
@@ -148,19 +153,19 @@ func (b *blameSum) blame(source string) *tare.Blame {
 	}
 	out.WaitPct = *round(b.wait/b.w, 2)
 	for k, s := range b.behind {
-		out.Behind = append(out.Behind, tare.Behind{Owner: k.owner, Name: k.name, PIDs: s.pids, WaitPct: *round(s.pct/b.w, 2)})
+		out.Behind = append(out.Behind, tare.Behind{Owner: k.Owner, Name: k.Name, PIDs: s.pids, WaitPct: *round(s.pct/b.w, 2), Root: k.Root})
 	}
 	out.Sort()
 	for cpu, sum := range b.cpus {
 		out.OthersByCPU = append(out.OthersByCPU, tare.CPUWait{CPU: cpu, WaitPct: *round(sum/b.w, 2)})
 	}
 	slices.SortFunc(out.OthersByCPU, func(x, y tare.CPUWait) int { return cmp.Compare(x.CPU, y.CPU) })
-	for name, s := range b.waiters {
+	for k, s := range b.waiters {
 		wb := s.behind.blame(source)
-		out.Waiters = append(out.Waiters, tare.Waiter{Name: name, PIDs: s.pids, WaitPct: wb.WaitPct, Behind: wb.Behind})
+		out.Waiters = append(out.Waiters, tare.Waiter{Name: k.name, PIDs: s.pids, Root: k.root, WaitPct: wb.WaitPct, Behind: wb.Behind})
 	}
 	slices.SortFunc(out.Waiters, func(x, y tare.Waiter) int {
-		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.Name, y.Name))
+		return cmp.Or(cmp.Compare(y.WaitPct, x.WaitPct), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Root, y.Root))
 	})
 	return out
 }

@@ -59,7 +59,7 @@ func TestSummaryBlame(t *testing.T) {
 		// Neighbours 30 of the 50 % processes used: 60 % of each tick's
 		// run delay, behind sh; the rest the system under test's.
 		want := &tare.Blame{Source: tare.BlameEstimated, WaitPct: 20, Behind: []tare.Behind{
-			{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7}, WaitPct: 12},
+			{Owner: tare.OwnerOther, Name: "sh", PIDs: []int{7}, WaitPct: 12, Root: 7},
 			{Owner: tare.OwnerSUT, Name: "", PIDs: []int{}, WaitPct: 8},
 		}}
 		if !reflect.DeepEqual(b, want) {

@@ -40,11 +40,20 @@ func copySample(h *tare.HostSample) tare.HostSample {
 	c.TareRunDelay = clonePtr(h.TareRunDelay)
 	if h.CPUBy != nil {
 		by := *h.CPUBy
-		by.TopOthers = slices.Clone(h.CPUBy.TopOthers)
+		by.TopOthers = cloneShares(h.CPUBy.TopOthers)
 		c.CPUBy = &by
 	}
 	c.Blame = copyBlame(h.Blame)
 	return c
+}
+
+// cloneShares returns a copy of ps that shares no slice with it.
+func cloneShares(ps []tare.ProcessShare) []tare.ProcessShare {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].PIDs = slices.Clone(ps[i].PIDs)
+	}
+	return out
 }
 
 func clonePtr(p *float64) *float64 {
@@ -91,7 +100,7 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
-		by.TopOthers = slices.Clone(s.CPUBy.TopOthers)
+		by.TopOthers = cloneShares(s.CPUBy.TopOthers)
 		acc.CPUBy = &by
 	case acc.CPUBy != nil && s.CPUBy != nil:
 		var top topOthers
@@ -122,8 +131,9 @@ func mixCPUBy(a, b tare.CPUBy, fa, fb float64) tare.CPUBy {
 // to tick, and then the one whose CPU weighed most over them names it.
 type topOthers map[procKey]*otherShare
 
-// procKey names a process: a pid reused by another command is another
-// one. Of a container's share, only the container.
+// procKey names a process's share, a service (by its root's pid): a pid
+// reused by another command is another one. Of a container's share, only
+// the container.
 type procKey struct {
 	name      string
 	pid       int
@@ -151,11 +161,12 @@ func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
 		o := (*t)[k]
 		if o == nil {
 			o = &otherShare{ProcessShare: p}
-			o.CPUPct, o.Children = 0, nil // the run's figures name no children, as before containers
+			o.CPUPct, o.Children, o.PIDs = 0, nil, nil // the run's figures name no children, as before containers
 			(*t)[k] = o
 		}
 		o.CPUPct += p.CPUPct * weight
 		if p.Container == nil {
+			o.addPIDs(p)
 			continue
 		}
 		if o.names == nil {
@@ -167,6 +178,21 @@ func (t *topOthers) add(ps []tare.ProcessShare, weight float64) {
 			o.Name, o.PID = p.Name, p.PID
 		}
 		o.Processes = max(o.Processes, p.Processes)
+	}
+}
+
+// addPIDs adds the processes of p, a share of o's service in one ledger,
+// to those o names: a service's processes over the run.
+func (o *otherShare) addPIDs(p tare.ProcessShare) {
+	if len(p.PIDs) == 0 && len(o.PIDs) == 0 && p.PID == o.PID {
+		return
+	}
+	if len(o.PIDs) == 0 {
+		o.PIDs = []int{o.PID}
+	}
+	o.PIDs = tare.AddPID(o.PIDs, p.PID)
+	for _, pid := range p.PIDs {
+		o.PIDs = tare.AddPID(o.PIDs, pid)
 	}
 }
 

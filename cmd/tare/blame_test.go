@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,5 +145,132 @@ func TestCheckBusiestBlame(t *testing.T) {
 		if pct < 1 {
 			t.Errorf("`%s` (pid %d) not shown waiting behind the other hog: %+v", w.name, w.pid, s.Blame.Waiters)
 		}
+	}
+}
+
+// TestWatchBlameNamesApart (issue 40): two `sh` loops pinned to the CPU of
+// the service and tare, of two process families (one the test's child,
+// one a child of `timeout`, as RabbitMQ's disk monitor is of beam.smp),
+// are two neighbours: the blame, the ledger, the verdict and the advice
+// name each with its own pid and share, never one `sh` with both pids.
+func TestWatchBlameNamesApart(t *testing.T) {
+	probeHere(t)
+	interfere.Exclusive(t)
+	svc := interfere.Busy(t, interfere.Pinned(0)...)
+	hog := interfere.Busy(t, interfere.Pinned(0)...)
+	// timeout stays the loop's parent; setpriv kills the loop with it.
+	wrapper := interfere.Busy(t, append(interfere.Pinned(0), "timeout", "-s", "KILL", "60", "setpriv", "--pdeathsig", "KILL")...)
+	other := childOf(t, wrapper.Process.Pid)
+	s := pinnedWatch(t, 0, "--pid", strconv.Itoa(svc.Process.Pid), "--", "sleep", "3")
+	b := s.Blame
+	if b == nil || b.Source != tare.BlameMeasured {
+		t.Fatalf("blame %+v, want it measured", b)
+	}
+	t.Logf("hog %d, other %d; behind %+v; top others %+v", hog.Process.Pid, other, b.Behind, s.Host.CPUBy.TopOthers)
+	behind := func(pid int) int {
+		return slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == tare.OwnerOther && slices.Contains(w.PIDs, pid) })
+	}
+	for _, pid := range []int{hog.Process.Pid, other} {
+		i := behind(pid)
+		switch {
+		case i < 0:
+			t.Errorf("not waited behind `sh` (pid %d): %+v", pid, b.Behind)
+		case b.Behind[i].Name != "sh" || !slices.Equal(b.Behind[i].PIDs, []int{pid}) || b.Behind[i].WaitPct < 1:
+			t.Errorf("waited behind %+v, want `sh` (pid %d) alone, 1%% of a CPU or more", b.Behind[i], pid)
+		}
+	}
+	if s.Host.CPUBy == nil {
+		t.Fatal("no ledger")
+	}
+	for _, pid := range []int{hog.Process.Pid, other} {
+		i := slices.IndexFunc(s.Host.CPUBy.TopOthers, func(p tare.ProcessShare) bool { return p.PID == pid })
+		if i < 0 || len(s.Host.CPUBy.TopOthers[i].PIDs) > 1 {
+			t.Errorf("the ledger's top others %+v do not give `sh` (pid %d) a share of its own", s.Host.CPUBy.TopOthers, pid)
+		}
+	}
+	n := signalOf(t, s, judge.SignalNeighbours)
+	advice := strings.Join(s.Verdict.Advice, "\n")
+	for _, text := range []string{n.Detail, advice} {
+		if bothIn(text, hog.Process.Pid, other) {
+			t.Errorf("one name for both `sh`: %s", text)
+		}
+	}
+	// The advice names the first process waited behind: on a busy machine
+	// it may be another than the hogs.
+	if i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Owner == tare.OwnerOther && w.Name != "" }); i >= 0 && b.Behind[i].Name == "sh" &&
+		!strings.Contains(advice, "Stop "+b.Behind[i].Who()) {
+		t.Errorf("the advice does not name %s alone to stop:\n%s", b.Behind[i].Who(), advice)
+	}
+}
+
+// bothIn reports whether one "(pids …)" of text lists both a and b.
+func bothIn(text string, a, b int) bool {
+	for _, group := range regexp.MustCompile(`\(pids ([0-9, …]+)\)`).FindAllStringSubmatch(text, -1) {
+		pids := strings.Split(group[1], ", ")
+		if slices.Contains(pids, strconv.Itoa(a)) && slices.Contains(pids, strconv.Itoa(b)) {
+			return true
+		}
+	}
+	return false
+}
+
+// childOf waits for the first child of pid to run, and returns its pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"))
+		if err != nil {
+			t.Fatalf("children of %d: %v", pid, err)
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			child, _ := strconv.Atoi(f[0])
+			if comm, _ := os.ReadFile(filepath.Join("/proc", f[0], "comm")); strings.TrimSpace(string(comm)) == "sh" {
+				return child
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no `sh` child of %d", pid)
+	return 0
+}
+
+// TestCheckNamesInFull: a busy program whose name is longer than the 15
+// bytes the kernel keeps of it (a link to sh named nightly-compactor,
+// which the kernel calls nightly-compact) is named in full by tare check:
+// in the ledger, and in the busy signal a person reads.
+func TestCheckNamesInFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real interference for seconds: skipped with -short")
+	}
+	interfere.Exclusive(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(t.TempDir(), "nightly-compactor")
+	if err := os.Symlink(sh, prog); err != nil {
+		t.Fatal(err)
+	}
+	hog := interfere.BusyAs(t, prog, interfere.Pinned(1)...)
+	code, stdout, stderr := tareCmd(t, "check", "--for", "2s", "--tick", "500ms", "--json")
+	if code != 0 && code != 3 {
+		t.Fatalf("tare check: exit %d; %s", code, stderr)
+	}
+	var s tare.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout)
+	}
+	if s.Host.CPUBy == nil {
+		t.Fatalf("no ledger: %s", stdout)
+	}
+	t.Logf("top others %+v", s.Host.CPUBy.TopOthers)
+	i := slices.IndexFunc(s.Host.CPUBy.TopOthers, func(p tare.ProcessShare) bool { return p.PID == hog.Process.Pid })
+	if i < 0 || s.Host.CPUBy.TopOthers[i].Name != "nightly-compactor" {
+		t.Errorf("top others %+v: want pid %d named nightly-compactor", s.Host.CPUBy.TopOthers, hog.Process.Pid)
+	}
+	busy := signalOf(t, s, judge.SignalBusy)
+	if want := "`nightly-compactor` (pid " + strconv.Itoa(hog.Process.Pid) + ")"; !strings.Contains(busy.Detail, want) {
+		t.Errorf("busy signal %q does not name %s", busy.Detail, want)
 	}
 }

@@ -265,7 +265,7 @@ func TestCompareWindows(t *testing.T) {
 			if first.Kind != tare.ChangeNeighbour || first.Name != "backup" || *first.Value != 31 || *first.Against != 0 {
 				t.Errorf("first change %+v; want backup at 31%% of a CPU against none", first)
 			}
-			for _, want := range []string{"in mid, `backup` used 31% of a CPU (absent in offpeak)", "waited for a CPU behind neighbours 9.0% of the time"} {
+			for _, want := range []string{"in mid, `backup` (pid 4711) used 31% of a CPU (absent in offpeak)", "waited for a CPU behind neighbours 9.0% of the time"} {
 				if !strings.Contains(c.Verdict.Advice[0], want) {
 					t.Errorf("advice %q lacks %q", c.Verdict.Advice[0], want)
 				}

@@ -48,6 +48,13 @@ func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 	return start(t, prefix, "sh", "-c", "while :; do :; done")
 }
 
+// BusyAs is Busy run by the shell at sh: a link to sh under another name
+// (nightly-compactor) makes a hog of that name.
+func BusyAs(t testing.TB, sh string, prefix ...string) *exec.Cmd {
+	t.Helper()
+	return start(t, prefix, sh, "-c", "while :; do :; done")
+}
+
 // start runs the command under prefix, killed when the test ends or after
 // a minute; it skips the test when a program is not installed.
 func start(t testing.TB, prefix []string, command ...string) *exec.Cmd {
