@@ -215,6 +215,25 @@ func drive(t *testing.T, tg *Target, jobs int, rate float64, during func(time.Du
 	return results
 }
 
+// servedAfter checks that every job sent after a worker was restarted
+// (the one before it killed) was served: those reach no worker but the
+// new one.
+func servedAfter(t *testing.T, results []tare.Result, restartedAt time.Time) {
+	t.Helper()
+	after, missed := 0, map[int]string{}
+	for seq, r := range results {
+		if r.Sent.After(restartedAt) {
+			after++
+			if r.Err != "" {
+				missed[seq] = r.Err
+			}
+		}
+	}
+	if after == 0 || len(missed) > 0 {
+		t.Errorf("of the %d jobs sent after the restart, %d failed (%v): want the restarted worker to serve every one", after, len(missed), missed)
+	}
+}
+
 // kinds counts results by error kind ("" for ok).
 func kinds(results []tare.Result) map[string]int {
 	out := map[string]int{}
@@ -338,20 +357,7 @@ func TestFrameworkFaults(t *testing.T) {
 			if k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
 				t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 			}
-			// The jobs sent after the restart reach no worker but the new
-			// one, which serves every one of them.
-			after, missed := 0, map[int]string{}
-			for seq, r := range results {
-				if r.Sent.After(restartedAt) {
-					after++
-					if r.Err != "" {
-						missed[seq] = r.Err
-					}
-				}
-			}
-			if after == 0 || len(missed) > 0 {
-				t.Errorf("of the %d jobs sent after the restart, %d failed (%v): want the restarted worker to serve every one", after, len(missed), missed)
-			}
+			servedAfter(t, results, restartedAt)
 			// RabbitMQ puts back what the dead worker had prefetched, at
 			// once: only the tasks it was running (2 at most) are lost.
 			if name == protocolCeleryAMQP && k[KindTimeout] > 2 {
