@@ -241,47 +241,41 @@ func TestCancelAfterLastArrivalDrains(t *testing.T) {
 			t.Errorf("seq %d: err %q, want canceled at the end of the drain", res.Seq, res.Err)
 		}
 	}
-	// The drain bounds the wait, not the requests' timeout.
-	if took < drain || took > bound/4 {
-		t.Errorf("Run returned %v after the cancel; want at least the drain %v and well before the requests' bound %v", took, drain, bound)
+	// The drain bounds the wait, not the requests' timeout: they were
+	// cancelled, not timed out, and after the drain.
+	if took < drain {
+		t.Errorf("Run returned %v after the cancel; want the drain %v first", took, drain)
 	}
 }
 
 // TestNoDrainCancelsAtOnce: with NoDrain (--drain 0), a cancel stops the
-// requests in flight at once instead of giving them the default drain.
+// requests in flight at once instead of giving them the default drain:
+// requests that answer half a default drain after they start are all
+// cancelled (a drain would have let them answer).
 func TestNoDrainCancelsAtOnce(t *testing.T) {
 	var started atomic.Int64
-	stuck := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
+	slow := tare.TargetFunc(func(ctx context.Context, res *tare.Result) {
 		started.Add(1)
 		select {
-		case <-time.After(time.Minute):
-			res.Err = "timeout"
+		case <-time.After(DefaultDrain / 2):
 		case <-ctx.Done():
 			res.Err = "canceled"
 		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := New(stuck, Config{Drain: NoDrain})
-	var cancelled time.Time
+	r := New(slow, Config{Drain: NoDrain})
 	go func() {
 		for started.Load() < 3 {
 			time.Sleep(time.Millisecond)
 		}
-		cancelled = time.Now()
 		cancel()
 	}()
 	results, _ := collect(t, r, ctx, &constant{gap: time.Millisecond, n: 3})
-	took := time.Since(cancelled)
 	for _, res := range results {
 		if res.Err != "canceled" {
-			t.Errorf("seq %d: err %q, want canceled", res.Seq, res.Err)
+			t.Errorf("seq %d: err %q, want canceled: answered, so drained", res.Seq, res.Err)
 		}
-	}
-	// A cancel after the default drain would mean NoDrain was read as the
-	// default: half of it is far beyond a cancel at once.
-	if took >= DefaultDrain/2 {
-		t.Errorf("Run returned %v after the cancel: the requests were drained, not cancelled at once", took)
 	}
 }
 

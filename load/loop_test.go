@@ -219,14 +219,16 @@ func TestLoopCancelStopsArrivalsAndDrains(t *testing.T) {
 }
 
 // TestLoopCancelAfterLastArrivalDrains: as on goroutines, a cancel after
-// the schedule is over drains the requests still out for Config.Drain.
+// the schedule is over drains the requests still out for Config.Drain,
+// then cancels them: the server, which would answer a minute later, is not
+// waited for.
 func TestLoopCancelAfterLastArrivalDrains(t *testing.T) {
 	var started atomic.Int64
 	tg := newWireGet(t, func(w http.ResponseWriter, r *http.Request) {
 		started.Add(1)
 		select {
 		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute): // a bound on the wait: answered, the request is not canceled
 		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,8 +254,9 @@ func TestLoopCancelAfterLastArrivalDrains(t *testing.T) {
 			t.Errorf("seq %d: err %q, want canceled at the end of the drain", res.Seq, res.Err)
 		}
 	}
-	if took < drain || took > 5*time.Second {
-		t.Errorf("Run returned %v after the cancel; want at least the drain %v and well before the server's 10 s", took, drain)
+	// Cancelled, not answered: Run did not wait for the server.
+	if took < drain {
+		t.Errorf("Run returned %v after the cancel; want the drain %v first", took, drain)
 	}
 }
 

