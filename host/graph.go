@@ -55,10 +55,11 @@ type graph struct {
 	unixAll func() ([]unixSocket, error)
 	// drain returns the connections processes opened since the last call,
 	// traced in the kernel (schedprobe.Connects); nil without the tracer.
-	drain   func() ([]schedprobe.Connect, error)
-	traced  []schedprobe.Connect // scratch: the system under test's, this look
-	looks   int                  // looks that read the socket tables
-	unfound map[string]int       // listeners whose holders were not found → the look that tried
+	drain      func() ([]schedprobe.Connect, error)
+	traced     []schedprobe.Connect        // scratch: the system under test's, this look
+	tracedSeen map[schedprobe.Connect]bool // scratch: those in traced
+	looks      int                         // looks that read the socket tables
+	unfound    map[string]int              // listeners whose holders were not found → the look that tried
 
 	// What one look learnt of the host's network namespaces, each read
 	// at most once a look and only when needed; cleared by tcpCallees.
@@ -88,7 +89,7 @@ const maxHops = 8
 
 func newGraph(procRoot string, parts []Part) *graph {
 	g := &graph{procRoot: procRoot, keys: map[string]int{}, held: map[uint64]int{}, now: map[uint64]int{},
-		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}}
+		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}, tracedSeen: map[schedprobe.Connect]bool{}}
 	g.hostNS, _ = os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
 	for _, p := range parts {
 		if len(p.PIDs) > 0 {
@@ -175,10 +176,16 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 	g.traced = g.traced[:0]
 	if g.drain != nil {
 		all, _ := g.drain() // a failed read leaves the look to the socket tables
+		clear(g.tracedSeen)
 		for _, c := range all {
+			// A proxy's child for each connection is an entry each: one
+			// for the member it counts for is enough.
 			if pid, ok := tracedMember(c, procs, m); ok {
-				c.PID = pid
-				g.traced = append(g.traced, c)
+				c.PID, c.Ancestors = pid, [schedprobe.Ancestry]int{}
+				if !g.tracedSeen[c] {
+					g.tracedSeen[c] = true
+					g.traced = append(g.traced, c)
+				}
 			}
 		}
 	}
