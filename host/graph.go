@@ -304,7 +304,10 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 		if !dst.Addr().Unmap().IsLoopback() && !here.hasPeer(s) {
 			found := false
 			for key := range g.namespaces(procs) {
-				if t := g.table(key); key != g.hostNS && t.hasPeer(s) {
+				if g.hostNS == "" || key == g.hostNS {
+					continue // tare's own, or none told apart from it
+				}
+				if t := g.table(key); t.hasPeer(s) {
 					ns, table, found = key, t, true
 					c.via = fmt.Sprintf("tcp %s in netns of pid %d", dst, g.nsByPID[key])
 					break
