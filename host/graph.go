@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -54,10 +55,18 @@ type graph struct {
 	unixAll func() ([]unixSocket, error)
 	// drain returns the connections processes opened since the last call,
 	// traced in the kernel (schedprobe.Connects); nil without the tracer.
-	drain   func() ([]schedprobe.Connect, error)
-	traced  []schedprobe.Connect // scratch: the system under test's, this look
-	looks   int                  // looks that read the socket tables
-	unfound map[string]int       // listeners whose holders were not found → the look that tried
+	drain      func() ([]schedprobe.Connect, error)
+	traced     []schedprobe.Connect        // scratch: the system under test's, this look
+	tracedSeen map[schedprobe.Connect]bool // scratch: those in traced
+	looks      int                         // looks that read the socket tables
+	unfound    map[string]int              // listeners whose holders were not found → the look that tried
+
+	// What one look learnt of the host's network namespaces, each read
+	// at most once a look and only when needed; cleared by tcpCallees.
+	nsByPID map[string]int        // namespace → a process of it (the lowest pid once nsAll)
+	nsAll   bool                  // whether nsByPID holds every namespace of the host
+	tables  map[string]*tcpTable  // namespace → its TCP sockets
+	locals  map[string]localAddrs // namespace → its own addresses
 }
 
 type graphNode struct {
@@ -80,7 +89,7 @@ const maxHops = 8
 
 func newGraph(procRoot string, parts []Part) *graph {
 	g := &graph{procRoot: procRoot, keys: map[string]int{}, held: map[uint64]int{}, now: map[uint64]int{},
-		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}}
+		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}, tracedSeen: map[schedprobe.Connect]bool{}}
 	g.hostNS, _ = os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
 	for _, p := range parts {
 		if len(p.PIDs) > 0 {
@@ -167,9 +176,16 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 	g.traced = g.traced[:0]
 	if g.drain != nil {
 		all, _ := g.drain() // a failed read leaves the look to the socket tables
+		clear(g.tracedSeen)
 		for _, c := range all {
-			if m.sut[c.PID] {
-				g.traced = append(g.traced, c)
+			// A proxy's child for each connection is an entry each: one
+			// for the member it counts for is enough.
+			if pid, ok := tracedMember(c, procs, m); ok {
+				c.PID, c.Ancestors = pid, [schedprobe.Ancestry]int{}
+				if !g.tracedSeen[c] {
+					g.tracedSeen[c] = true
+					g.traced = append(g.traced, c)
+				}
 			}
 		}
 	}
@@ -196,6 +212,29 @@ func (g *graph) look(procs map[int]procStat, m *members) bool {
 		}
 	}
 	return added
+}
+
+// tracedMember is the process of the system under test that a traced
+// connect counts for: the one that connected or, when that one is not in
+// the process table (a proxy's child forked for one connection after the
+// table was read, and gone since), the nearest of the processes it
+// descended from that is. A process in the table but not in the system
+// under test (a client, or one the user excluded) is not its, whatever
+// it descends from.
+func tracedMember(c schedprobe.Connect, procs map[int]procStat, m *members) (int, bool) {
+	for i := -1; i < len(c.Ancestors); i++ {
+		pid := c.PID
+		if i >= 0 {
+			pid = c.Ancestors[i]
+		}
+		if m.sut[pid] {
+			return pid, true
+		}
+		if _, known := procs[pid]; known || pid <= 1 {
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // callee is where one connection of the system under test leads.
@@ -246,9 +285,10 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 // sync workers) lives a few milliseconds established and longer closing.
 func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *members) []callee {
 	here := indexTCP(g.readTCP(g.procRoot))
+	g.nsByPID, g.nsAll = map[string]int{}, false
+	g.tables, g.locals = map[string]*tcpTable{g.hostNS: here}, map[string]localAddrs{}
 	var out []callee
-	var elsewhere map[string]*tcpTable // other namespaces' tables, read at most once a look
-	done := map[string]bool{}          // keys resolved in this look
+	done := map[string]bool{} // keys resolved in this look
 	for _, s := range here.socks {
 		pid, ours := socks[s.Inode]
 		if !ours || s.Inode == 0 {
@@ -262,14 +302,14 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 		c := callee{caller: pid, socket: s.Inode, via: "tcp " + dst.String()}
 		table, ns := here, g.hostNS
 		if !dst.Addr().Unmap().IsLoopback() && !here.hasPeer(s) {
-			if elsewhere == nil {
-				elsewhere = g.otherNamespaces(procs)
-			}
 			found := false
-			for key, t := range elsewhere {
-				if t.hasPeer(s) {
+			for key := range g.namespaces(procs) {
+				if g.hostNS == "" || key == g.hostNS {
+					continue // tare's own, or none told apart from it
+				}
+				if t := g.table(key); t.hasPeer(s) {
 					ns, table, found = key, t, true
-					c.via = fmt.Sprintf("tcp %s in netns of pid %d", dst, g.nsPIDs(procs)[key])
+					c.via = fmt.Sprintf("tcp %s in netns of pid %d", dst, g.nsByPID[key])
 					break
 				}
 			}
@@ -288,13 +328,20 @@ func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *memb
 		out = append(out, c)
 	}
 	// The connections the kernel saw it open to this host's listeners,
-	// closed by now or not.
+	// in its own network namespace or another, closed by now or not.
 	for _, t := range g.traced {
 		if !t.TCP.IsValid() {
 			continue
 		}
-		inodes := here.listeners(t.TCP)
-		c := callee{caller: t.PID, via: "tcp " + t.TCP.String(), key: fmt.Sprintf("tcp %s:%d", g.hostNS, t.TCP.Port())}
+		ns, ok := g.tracedNamespace(t, procs)
+		if !ok {
+			continue // a remote host, or a namespace tare cannot see
+		}
+		c := callee{caller: t.PID, via: "tcp " + t.TCP.String(), key: fmt.Sprintf("tcp %s:%d", ns, t.TCP.Port())}
+		if ns != g.hostNS {
+			c.via = fmt.Sprintf("tcp %s in netns of pid %d", t.TCP, g.namespaces(procs)[ns])
+		}
+		inodes := g.table(ns).listeners(t.TCP)
 		if len(inodes) == 0 || done[c.key] || !g.due(c.key) {
 			continue
 		}
@@ -373,19 +420,95 @@ func (g *graph) due(key string) bool {
 // server starting), or never (a process tare may not read).
 const retryEvery = 8
 
-// otherNamespaces reads the TCP table of every network namespace of this
-// host other than tare's, each once, through one of its processes.
-func (g *graph) otherNamespaces(procs map[int]procStat) map[string]*tcpTable {
-	out := map[string]*tcpTable{}
+// tracedNamespace is the network namespace a traced connect went to: a
+// loopback address is the connecting process's own namespace; another
+// address, the namespace that has it as its own (a container's, behind
+// a proxy on the host), the connecting process's first. Where several
+// namespaces have it, the one listening there; it is not known when none
+// has it (a remote host), or more than one listens.
+func (g *graph) tracedNamespace(t schedprobe.Connect, procs map[int]procStat) (string, bool) {
 	if g.hostNS == "" {
-		return out
+		return "", true // tare's own namespace unknown: the others cannot be told apart from it
 	}
-	for ns, pid := range g.nsPIDs(procs) {
-		if ns != g.hostNS {
-			out[ns] = indexTCP(g.readTCP(filepath.Join(g.procRoot, strconv.Itoa(pid))))
+	own := g.nsOf(t.PID, procs)
+	addr := t.TCP.Addr().Unmap()
+	if addr.IsLoopback() || g.local(own).has(addr) {
+		return own, true
+	}
+	var found []string
+	for ns := range g.namespaces(procs) {
+		if g.local(ns).has(addr) {
+			found = append(found, ns)
 		}
 	}
-	return out
+	if len(found) > 1 {
+		found = slices.DeleteFunc(found, func(ns string) bool { return len(g.table(ns).listeners(t.TCP)) == 0 })
+	}
+	if len(found) != 1 {
+		return "", false
+	}
+	return found[0], true
+}
+
+// namespaces names one process (the lowest pid) of each network
+// namespace of the host's user processes, read once a look.
+func (g *graph) namespaces(procs map[int]procStat) map[string]int {
+	if !g.nsAll {
+		maps.Copy(g.nsByPID, g.nsPIDs(procs))
+		g.nsAll = true
+	}
+	return g.nsByPID
+}
+
+// nsRoot is where the proc files of network namespace ns are: procRoot
+// for tare's own, procRoot/<pid> of one of its processes for another.
+func (g *graph) nsRoot(ns string) string {
+	if ns == g.hostNS {
+		return g.procRoot
+	}
+	return filepath.Join(g.procRoot, strconv.Itoa(g.nsByPID[ns]))
+}
+
+// table is the TCP sockets of network namespace ns, read once a look.
+func (g *graph) table(ns string) *tcpTable {
+	t, ok := g.tables[ns]
+	if !ok {
+		t = indexTCP(g.readTCP(g.nsRoot(ns)))
+		g.tables[ns] = t
+	}
+	return t
+}
+
+// local is the addresses of network namespace ns, read once a look.
+func (g *graph) local(ns string) localAddrs {
+	l, ok := g.locals[ns]
+	if !ok {
+		l = readLocalAddrs(g.nsRoot(ns))
+		g.locals[ns] = l
+	}
+	return l
+}
+
+// nsOf is the network namespace of process pid: tare's own when it
+// cannot be read.
+func (g *graph) nsOf(pid int, procs map[int]procStat) string {
+	p, ok := procs[pid]
+	if !ok {
+		return g.hostNS
+	}
+	seen, cached := g.netns[pid]
+	if !cached || seen.start != p.Start {
+		link, err := os.Readlink(filepath.Join(g.procRoot, strconv.Itoa(pid), "ns", "net"))
+		if err != nil {
+			return g.hostNS
+		}
+		seen = nsSeen{start: p.Start, ns: link}
+		g.netns[pid] = seen
+	}
+	if _, ok := g.nsByPID[seen.ns]; !ok {
+		g.nsByPID[seen.ns] = pid
+	}
+	return seen.ns
 }
 
 // nsPIDs names one process (the lowest pid) of each network namespace of

@@ -2,12 +2,20 @@ package host
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/scenario"
 )
 
@@ -68,5 +76,79 @@ func TestGraphAcrossNetns(t *testing.T) {
 	}
 	if want := "tcp " + ns.Addr + ":8080 in netns of pid "; !strings.HasPrefix(g.nodes[1].reachedBy, want) || !strings.HasSuffix(g.nodes[1].reachedBy, " from socat") {
 		t.Errorf("reached by %q; want %q… from socat", g.nodes[1].reachedBy, want)
+	}
+}
+
+// TestGraphAcrossNetnsPerConnection: the service in its own network
+// namespace behind `socat … fork`, where each request is a connection of
+// its own, made by a socat child that lives a few milliseconds: every
+// sampler, from its first ticks, finds the service's pool in the
+// namespace, from the kernel's record of each child's connect, though
+// no connection need be open at any look.
+func TestGraphAcrossNetnsPerConnection(t *testing.T) {
+	url, stop, err := scenario.GunicornInNetns(4, true)(t.Context(), t.TempDir())
+	scenario.SkipUnable(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	port, err := strconv.Atoi(strings.TrimSuffix(url[strings.LastIndex(url, ":")+1:], "/"))
+	if err != nil {
+		t.Fatalf("port of %s: %v", url, err)
+	}
+	proxies, err := ListenerPIDs("/proc", port)
+	if err != nil || len(proxies) == 0 {
+		t.Fatalf("socat's listener on port %d: %v, %v", port, proxies, err)
+	}
+
+	// A request every 100 ms, each on a connection of its own, until the
+	// test ends (a minute and 600 requests at most).
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 600 {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+
+	const runs = 10
+	via := "tcp 10.231.4.2:8080 in netns of pid "
+	var missed []string
+	for run := range runs {
+		s, err := NewSampler(Config{Tick: MinTick, Parts: []Part{{PIDs: proxies, How: "listening socket"}}, Tare: []int{os.Getpid()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.connects == nil {
+			s.Close()
+			t.Skip("no connection tracer here (root, tracefs and the kernel's BTF are needed; scripts/test mounts tracefs)")
+		}
+		for range 10 {
+			time.Sleep(MinTick)
+			s.Sample(time.Now())
+		}
+		graph := s.Graph()
+		s.Close()
+		if !slices.ContainsFunc(graph, func(n tare.SUTNode) bool {
+			return n.Name == "gunicorn" && len(n.PIDs) >= 3 && strings.HasPrefix(n.ReachedBy, via) && strings.HasSuffix(n.ReachedBy, " from socat")
+		}) {
+			missed = append(missed, fmt.Sprintf("run %d: %+v", run, graph))
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("in %d of %d runs the graph held no gunicorn pool (a master and its 2 workers) reached by %q… from socat:\n%s", len(missed), runs, via, strings.Join(missed, "\n"))
 	}
 }

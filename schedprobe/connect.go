@@ -14,7 +14,10 @@ import (
 // them: a TCP connect (tracepoint sock/inet_sock_set_state, entering
 // SYN_SENT) and a Unix-domain connect (tracepoint
 // syscalls/sys_enter_connect with an AF_UNIX address). A look at the socket tables sees only the
-// connections open at that instant; this sees every one, however short.
+// connections open at that instant; this sees every one, however short,
+// with the processes the connecting one descended from: the parent that
+// forked it for one connection (socat's fork) is there when the child is
+// long gone.
 type Connects struct {
 	objs  connectObjects
 	links []link.Link
@@ -24,13 +27,21 @@ type Connects struct {
 // Drain: a TCP address, or a Unix socket's name ("@name" for the
 // abstract namespace).
 type Connect struct {
-	PID  int // the process (thread group) that connected
-	TCP  netip.AddrPort
-	Unix string
+	PID int // the process (thread group) that connected
+	// Ancestors are the processes PID descended from at its last connect
+	// there: its parent, the parent's parent, and so on; 0 past init or
+	// past the Ancestry nearest.
+	Ancestors [Ancestry]int
+	TCP       netip.AddrPort
+	Unix      string
 }
 
+// Ancestry is how many of a connecting process's ancestors the tracer
+// records.
+const Ancestry = 4
+
 // OpenConnects loads and attaches the tracer. It needs root (or CAP_BPF
-// and CAP_PERFMON) and tracepoints (tracefs); an error says what was
+// and CAP_PERFMON), tracepoints (tracefs) and the kernel's BTF; an error says what was
 // missing, and the caller goes on without it.
 func OpenConnects() (*Connects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
@@ -60,16 +71,17 @@ func OpenConnects() (*Connects, error) {
 func (c *Connects) Drain() ([]Connect, error) {
 	var out []Connect
 	var tk connectTcpConnect
-	var when uint64
+	var seen connectSeen
 	var tcpKeys []connectTcpConnect
+	var tcpSeen []connectSeen
 	it := c.objs.TcpConnects.Iterate()
-	for it.Next(&tk, &when) {
-		tcpKeys = append(tcpKeys, tk)
+	for it.Next(&tk, &seen) {
+		tcpKeys, tcpSeen = append(tcpKeys, tk), append(tcpSeen, seen)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("connection tracer: read TCP connects: %w", err)
 	}
-	for _, k := range tcpKeys {
+	for i, k := range tcpKeys {
 		if err := c.objs.TcpConnects.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return out, fmt.Errorf("connection tracer: forget a TCP connect: %w", err)
 		}
@@ -82,26 +94,35 @@ func (c *Connects) Drain() ([]Connect, error) {
 		default:
 			continue
 		}
-		out = append(out, Connect{PID: int(k.Tgid), TCP: netip.AddrPortFrom(addr, k.Dport)})
+		out = append(out, Connect{PID: int(k.Tgid), Ancestors: ancestors(tcpSeen[i]), TCP: netip.AddrPortFrom(addr, k.Dport)})
 	}
 	var uk connectUnixConnect
 	var unixKeys []connectUnixConnect
+	var unixSeen []connectSeen
 	it = c.objs.UnixConnects.Iterate()
-	for it.Next(&uk, &when) {
-		unixKeys = append(unixKeys, uk)
+	for it.Next(&uk, &seen) {
+		unixKeys, unixSeen = append(unixKeys, uk), append(unixSeen, seen)
 	}
 	if err := it.Err(); err != nil {
 		return out, fmt.Errorf("connection tracer: read Unix connects: %w", err)
 	}
-	for _, k := range unixKeys {
+	for i, k := range unixKeys {
 		if err := c.objs.UnixConnects.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return out, fmt.Errorf("connection tracer: forget a Unix connect: %w", err)
 		}
 		if name := unixName(k.Path[:min(int(k.Len), len(k.Path))]); name != "" {
-			out = append(out, Connect{PID: int(k.Tgid), Unix: name})
+			out = append(out, Connect{PID: int(k.Tgid), Ancestors: ancestors(unixSeen[i]), Unix: name})
 		}
 	}
 	return out, nil
+}
+
+func ancestors(s connectSeen) [Ancestry]int {
+	var out [Ancestry]int
+	for i, pid := range s.Ancestors {
+		out[i] = int(pid)
+	}
+	return out
 }
 
 // unixName is a connect(2) address's path as ss writes it: up to its

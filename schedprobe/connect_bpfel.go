@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type connectSeen struct {
+	_         structs.HostLayout
+	When      uint64
+	Ancestors [4]uint32
+}
+
 type connectTcpConnect struct {
 	_      structs.HostLayout
 	Tgid   uint32

@@ -58,8 +58,8 @@ func TestConnects(t *testing.T) {
 			mine = append(mine, g)
 		}
 	}
-	tcp := Connect{PID: os.Getpid(), TCP: l.Addr().(*net.TCPAddr).AddrPort()}
-	unix := Connect{PID: os.Getpid(), Unix: path}
+	tcp := Connect{PID: os.Getpid(), Ancestors: ancestry(t, os.Getpid()), TCP: l.Addr().(*net.TCPAddr).AddrPort()}
+	unix := Connect{PID: os.Getpid(), Ancestors: ancestry(t, os.Getpid()), Unix: path}
 	if len(mine) != 2 || !slices.Contains(mine, tcp) || !slices.Contains(mine, unix) {
 		t.Errorf("connects of this process %+v; want %+v and %+v, once each", mine, tcp, unix)
 	}

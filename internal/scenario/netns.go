@@ -85,8 +85,13 @@ func UserlandProxy(ctx context.Context, target string) (int, func(), error) {
 
 // GunicornInNetns is gunicorn's pool in a network namespace of its own,
 // published on loopback by a userland proxy: a container behind
-// `docker run -p 127.0.0.1:PORT:8080`, as the host sees it.
-func GunicornInNetns(n int) Deployment {
+// `docker run -p 127.0.0.1:PORT:8080`, as the host sees it. Its workers
+// are threaded and keep connections alive, so socat's child for each of
+// the client's connections lives the whole run; closeEach makes them
+// sync workers, which close every connection after its response, so
+// that each request is a socat child and a connection into the
+// namespace of its own, each gone within milliseconds.
+func GunicornInNetns(n int, closeEach bool) Deployment {
 	return func(ctx context.Context, dir string) (string, func(), error) {
 		if err := need("gunicorn"); err != nil {
 			return "", nil, err
@@ -97,7 +102,11 @@ func GunicornInNetns(n int) Deployment {
 		}
 		var stops stack
 		stops.push(ns.Remove)
-		app, err := gunicornWith(ctx, dir, appPy, ns.Addr+":8080", ns.Command, "--worker-class", "gthread", "--threads", "2")
+		workers := []string{"--worker-class", "gthread", "--threads", "2"}
+		if closeEach {
+			workers = []string{"--worker-class", "sync"}
+		}
+		app, err := gunicornWith(ctx, dir, appPy, ns.Addr+":8080", ns.Command, workers...)
 		if err != nil {
 			stops.run()
 			return "", nil, err

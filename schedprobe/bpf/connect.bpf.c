@@ -11,6 +11,11 @@
 // Keys are the process and the destination, so a process connecting to
 // the same place a thousand times is one entry; the maps are LRU, so a
 // host opening connections to many places evicts the oldest, never fails.
+// Each entry says whom the process descended from when it connected: a
+// proxy that forks a child per connection (socat's fork, inetd) connects
+// from a child that is gone before tare looks, and whose parent is what
+// tare knows. The ancestors are read through CO-RE, so the tracer needs
+// the kernel's BTF.
 
 // The few types and constants it needs, instead of linux/types.h and
 // linux/bpf.h (whose asm/ headers are the host architecture's).
@@ -31,6 +36,14 @@ enum {
 };
 
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+// The fields of the kernel's task_struct read here, wherever the running
+// kernel's BTF puts them (preserve_access_index).
+struct task_struct {
+	int tgid;
+	struct task_struct *real_parent;
+} __attribute__((preserve_access_index));
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -53,19 +66,45 @@ struct unix_connect {
 	char path[UNIX_PATH_MAX]; // a leading NUL for the abstract namespace
 };
 
+#define ANCESTORS 4
+
+// What is known of a connect besides its key.
+struct seen {
+	__u64 when; // ns since boot
+	__u32 ancestors[ANCESTORS]; // the connecting process's parent, its parent's…; 0 past the first process
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct tcp_connect);
-	__type(value, __u64); // when, ns since boot
+	__type(value, struct seen);
 } tcp_connects SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct unix_connect);
-	__type(value, __u64);
+	__type(value, struct seen);
 } unix_connects SEC(".maps");
+
+// seen_now is the current task's connect as of now, with the thread
+// groups it descends from.
+static __always_inline struct seen seen_now(void)
+{
+	struct seen v = {};
+	v.when = bpf_ktime_get_ns();
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	for (int i = 0; i < ANCESTORS; i++) {
+		t = BPF_CORE_READ(t, real_parent);
+		if (!t)
+			break;
+		v.ancestors[i] = BPF_CORE_READ(t, tgid);
+		if (v.ancestors[i] <= 1)
+			break; // init, or the idle task above it
+	}
+	return v;
+}
 
 // The classic tracepoint's record, as
 // /sys/kernel/tracing/events/sock/inet_sock_set_state/format lays it out
@@ -100,8 +139,8 @@ int on_tcp_state(struct inet_sock_set_state *a)
 		__builtin_memcpy(k.daddr, a->daddr_v6, 16);
 	else
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&tcp_connects, &k, &now, BPF_ANY);
+	struct seen v = seen_now();
+	bpf_map_update_elem(&tcp_connects, &k, &v, BPF_ANY);
 	return 0;
 }
 
@@ -138,7 +177,7 @@ int on_connect(struct sys_enter_connect *a)
 	if (bpf_probe_read_user(k.path, sizeof(k.path), (const char *)a->uservaddr + 2) < 0 &&
 	    bpf_probe_read_user_str(k.path, sizeof(k.path), (const char *)a->uservaddr + 2) < 0)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&unix_connects, &k, &now, BPF_ANY);
+	struct seen v = seen_now();
+	bpf_map_update_elem(&unix_connects, &k, &v, BPF_ANY);
 	return 0;
 }
