@@ -68,26 +68,33 @@ func TestConnects(t *testing.T) {
 	}
 }
 
-// TestConnectsExpected: the tracer is expected as root with tracefs
-// mounted (its events folder present) where cilium/ebpf looks for it;
-// otherwise the reason names what is missing.
+// TestConnectsExpected: the tracer is expected as root on a kernel with
+// BTF, with tracefs mounted (its events folder present) where cilium/ebpf
+// looks for it; otherwise the reason names what is missing.
 func TestConnectsExpected(t *testing.T) {
 	mounted, empty := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(mounted, "events"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	btf := filepath.Join(mounted, "vmlinux")
+	if err := os.WriteFile(btf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noBTF := filepath.Join(empty, "vmlinux")
 	for _, tt := range []struct {
 		name    string
 		euid    int
+		btf     string
 		tracefs []string
 		why     string // "" when expected
 	}{
-		{"root, tracefs", 0, []string{mounted}, ""},
-		{"root, tracefs at the second place", 0, []string{empty, mounted}, ""},
-		{"not root", 1000, []string{mounted}, "not root"},
-		{"root, no tracefs", 0, []string{empty}, "tracefs is not mounted on " + empty},
+		{"root, BTF, tracefs", 0, btf, []string{mounted}, ""},
+		{"root, tracefs at the second place", 0, btf, []string{empty, mounted}, ""},
+		{"not root", 1000, btf, []string{mounted}, "not root"},
+		{"root, no BTF", 0, noBTF, []string{mounted}, "no BTF"},
+		{"root, no tracefs", 0, btf, []string{empty}, "tracefs is not mounted on " + empty},
 	} {
-		err := connectsExpected(tt.euid, tt.tracefs)
+		err := connectsExpected(tt.euid, tt.btf, tt.tracefs)
 		if (tt.why == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.why) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.why)
 		}
