@@ -48,7 +48,17 @@ func TestRunUnixSocketGunicorn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	want := append([]int{master}, childPIDs(t, master)...)
+	// gunicorn answers once its first worker is up, and forks the second
+	// a moment later: the pool is the master and both.
+	kids := childPIDs(t, master)
+	for len(kids) < 2 && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		kids = childPIDs(t, master)
+	}
+	if len(kids) != 2 {
+		t.Fatalf("gunicorn's master %d has workers %v; want 2", master, kids)
+	}
+	want := append([]int{master}, kids...)
 	slices.Sort(want)
 	logPath := filepath.Join(dir, "hosts.log")
 
