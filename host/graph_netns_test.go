@@ -17,6 +17,8 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/schedprobe"
 )
 
 // TestGraphAcrossNetns: a service in a network namespace of its own,
@@ -134,7 +136,10 @@ func TestGraphAcrossNetnsPerConnection(t *testing.T) {
 		}
 		if s.connects == nil {
 			s.Close()
-			t.Skip("no connection tracer here (root, tracefs and the kernel's BTF are needed; scripts/test mounts tracefs)")
+			if err := schedprobe.ConnectsExpected(); err != nil {
+				testservice.Unable(t, "%v", err)
+			}
+			t.Fatalf("the connection tracer did not open where it is expected: %v", s.Warnings())
 		}
 		for range 10 {
 			time.Sleep(MinTick)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tare-dev/tare/internal/testservice"
 )
 
 // TestConnectsAncestors: a connect made by a grandchild of this process,
@@ -17,11 +19,14 @@ import (
 func TestConnectsAncestors(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skipf("no bash to connect from a child: %v", err)
+		testservice.Missing(t, "no bash to connect from a child: %v", err)
+	}
+	if err := ConnectsExpected(); err != nil {
+		testservice.Unable(t, "%v", err)
 	}
 	c, err := OpenConnects()
 	if err != nil {
-		t.Skipf("no connection tracer here (root, tracefs and the kernel's BTF are needed; scripts/test mounts tracefs): %v", err)
+		t.Fatalf("OpenConnects as root with BTF and tracefs: %v", err)
 	}
 	defer c.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

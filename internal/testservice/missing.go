@@ -14,6 +14,15 @@ func CI() bool {
 	return ci
 }
 
+// The words a skip of Missing and of Unable starts with: scripts/test
+// lists the skips that carry them, which mean something is missing, and
+// only counts the others, which a test makes on purpose (a helper run in
+// a process of its own, a case that does not apply here).
+const (
+	MissingMark = "missing: "
+	UnableMark  = "not allowed here: "
+)
+
 // Missing ends a test that cannot run for want of something the suite
 // needs (a program, a Python module, a service): it skips, saying what is
 // missing and how to get it, except under CI, where it fails, so that a
@@ -24,7 +33,7 @@ func Missing(t testing.TB, format string, args ...any) {
 	if CI() {
 		t.Fatalf("CI=true, and this test's dependency is missing (scripts/test installs it under CI): "+format, args...)
 	}
-	t.Skipf(format, args...)
+	t.Skipf(MissingMark+format, args...)
 }
 
 // Unable ends a test this machine does not allow: not root, a kernel
@@ -36,9 +45,9 @@ func Missing(t testing.TB, format string, args ...any) {
 func Unable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if CI() {
-		t.Fatalf("CI=true, and CI runs as root on a kernel with BTF, tracefs and the cgroup cpu controller (.ci/run checks them), yet: "+format, args...)
+		t.Fatalf("CI=true, and CI runs as root on a kernel with BTF, tracefs and a cgroup cpu controller (.ci/run checks them), yet: "+format, args...)
 	}
-	t.Skipf(format, args...)
+	t.Skipf(UnableMark+format, args...)
 }
 
 // Root ends the test with Unable unless it runs as root; what says what

@@ -24,9 +24,10 @@ func TestMissingHelper(t *testing.T) {
 }
 
 // TestMissing: a missing dependency, or what the machine does not allow
-// (Unable), skips the test, except under CI (CI=true, 1), where it fails
-// it, and so does a service the environment named; either way with the
-// message, and the test goes no further.
+// (Unable), skips the test, its message marked for scripts/test's list,
+// except under CI (CI=true, 1), where it fails it, and so does a service
+// the environment named; either way with the message, and the test goes
+// no further.
 func TestMissing(t *testing.T) {
 	for _, tt := range []struct {
 		ci       string
@@ -35,18 +36,19 @@ func TestMissing(t *testing.T) {
 		fail     bool
 		want     string
 	}{
-		{"", "", "", false, "--- SKIP: TestMissingHelper"},
-		{"false", "", "", false, "--- SKIP: TestMissingHelper"},
+		{"", "", "", false, MissingMark + "no frobnicator here"},
+		{"false", "", "", false, MissingMark + "no frobnicator here"},
 		{"true", "", "", true, "--- FAIL: TestMissingHelper"},
 		{"1", "", "", true, "--- FAIL: TestMissingHelper"},
 		{"", "1", "", true, "--- FAIL: TestMissingHelper"},
-		{"", "", "1", false, "--- SKIP: TestMissingHelper"},
+		{"", "", "1", false, UnableMark + "no frobnicator here"},
 		{"true", "", "1", true, "--- FAIL: TestMissingHelper"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingHelper$", "-test.v")
 		cmd.Env = append(os.Environ(), "TARE_TEST_MISSING=1", "CI="+tt.ci, "TARE_TEST_EXPLICIT="+tt.explicit, "TARE_TEST_UNABLE="+tt.unable)
 		out, err := cmd.CombinedOutput()
 		if failed := err != nil; failed != tt.fail || !strings.Contains(string(out), tt.want) ||
+			!tt.fail && !strings.Contains(string(out), "--- SKIP: TestMissingHelper") ||
 			!strings.Contains(string(out), "no frobnicator here") || strings.Contains(string(out), "went on") {
 			t.Errorf("CI=%q explicit=%q unable=%q: %v, want failed=%v, %q and the message, and no further:\n%s", tt.ci, tt.explicit, tt.unable, err, tt.fail, tt.want, out)
 		}
