@@ -204,7 +204,13 @@ func (b *Blame) add(owner, name string, pid int, pct float64) {
 	if pct <= 0 {
 		return
 	}
-	w := b.behind(owner, name, 0)
+	b.AddWait(BehindKey{owner, name, 0}, pid, pct)
+}
+
+// AddWait adds pct of wait behind the owner key stands for, and pid (when
+// above 0) to its pids, adding its Behind when b has none.
+func (b *Blame) AddWait(key BehindKey, pid int, pct float64) {
+	w := b.behind(key)
 	w.WaitPct += pct
 	if pid > 0 {
 		w.PIDs = AddPID(w.PIDs, pid)
@@ -217,7 +223,7 @@ func (b *Blame) addShare(p ProcessShare, pct float64) {
 	if pct <= 0 {
 		return
 	}
-	w := b.behind(OwnerOther, p.Name, p.PID)
+	w := b.behind(BehindKey{OwnerOther, p.Name, p.PID})
 	w.WaitPct += pct
 	w.PIDs = AddPID(w.PIDs, p.PID)
 	for _, pid := range p.PIDs {
@@ -225,12 +231,11 @@ func (b *Blame) addShare(p ProcessShare, pct float64) {
 	}
 }
 
-// behind returns b's Behind of that owner, name and root, added when
-// there is none.
-func (b *Blame) behind(owner, name string, root int) *Behind {
-	i := slices.IndexFunc(b.Behind, func(w Behind) bool { return w.Key() == BehindKey{owner, name, root} })
+// behind returns b's Behind of key, added when there is none.
+func (b *Blame) behind(key BehindKey) *Behind {
+	i := slices.IndexFunc(b.Behind, func(w Behind) bool { return w.Key() == key })
 	if i < 0 {
-		b.Behind = append(b.Behind, Behind{Owner: owner, Name: name, PIDs: []int{}, Root: root})
+		b.Behind = append(b.Behind, Behind{Owner: key.Owner, Name: key.Name, PIDs: []int{}, Root: key.Root})
 		i = len(b.Behind) - 1
 	}
 	return &b.Behind[i]

@@ -300,7 +300,7 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 		}
 		p := pct(ch.Wait)
 		into.WaitPct += p
-		addBehind(into, owner, name, root, ch.Holder.TGID, p)
+		into.AddWait(tare.BehindKey{Owner: owner, Name: name, Root: root}, ch.Holder.TGID, p)
 	}
 	fold(b)
 	b.RunDelayPct = tare.Float(pct(c.Waited[groupSUT] + c.Waited[groupTare]))
@@ -362,21 +362,6 @@ func sharePIDs(p tare.ProcessShare) []int {
 	return []int{p.PID}
 }
 
-// addBehind adds pct behind owner's process pid of that name and service
-// root (0: not known).
-func addBehind(b *tare.Blame, owner, name string, root, pid int, pct float64) {
-	key := tare.BehindKey{Owner: owner, Name: name, Root: root}
-	i := slices.IndexFunc(b.Behind, func(w tare.Behind) bool { return w.Key() == key })
-	if i < 0 {
-		b.Behind = append(b.Behind, tare.Behind{Owner: owner, Name: name, PIDs: []int{}, Root: root})
-		i = len(b.Behind) - 1
-	}
-	b.Behind[i].WaitPct += pct
-	if pid > 0 {
-		b.Behind[i].PIDs = tare.AddPID(b.Behind[i].PIDs, pid)
-	}
-}
-
 // fold sorts b's owners, the largest first, and sums the named ones (other
 // processes, kernel threads) past maxNamed into their owner, unnamed.
 func fold(b *tare.Blame) {
@@ -397,7 +382,7 @@ func fold(b *tare.Blame) {
 	}
 	b.Behind = kept
 	for _, w := range rest {
-		addBehind(b, w.Owner, "", 0, 0, w.WaitPct)
+		b.AddWait(tare.BehindKey{Owner: w.Owner}, 0, w.WaitPct)
 	}
 	b.Sort()
 	if b.Behind == nil {

@@ -89,7 +89,8 @@ const maxHops = 8
 
 func newGraph(procRoot string, parts []Part) *graph {
 	g := &graph{procRoot: procRoot, keys: map[string]int{}, held: map[uint64]int{}, now: map[uint64]int{},
-		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}, tracedSeen: map[schedprobe.Connect]bool{}}
+		netns: map[int]nsSeen{}, unixAll: unixSockets, unfound: map[string]int{}, tracedSeen: map[schedprobe.Connect]bool{},
+		nsByPID: map[string]int{}, tables: map[string]*tcpTable{}, locals: map[string]localAddrs{}}
 	g.hostNS, _ = os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
 	for _, p := range parts {
 		if len(p.PIDs) > 0 {
@@ -285,8 +286,10 @@ func (g *graph) add(c callee, procs map[int]procStat, m *members) bool {
 // sync workers) lives a few milliseconds established and longer closing.
 func (g *graph) tcpCallees(socks map[uint64]int, procs map[int]procStat, m *members) []callee {
 	here := indexTCP(g.readTCP(g.procRoot))
-	g.nsByPID, g.nsAll = map[string]int{}, false
-	g.tables, g.locals = map[string]*tcpTable{g.hostNS: here}, map[string]localAddrs{}
+	clear(g.nsByPID)
+	clear(g.tables)
+	clear(g.locals)
+	g.nsAll, g.tables[g.hostNS] = false, here
 	var out []callee
 	done := map[string]bool{} // keys resolved in this look
 	for _, s := range here.socks {
