@@ -45,7 +45,7 @@ func Exclusive(t testing.TB) {
 // "taskset", "-c", "0"), killed when the test ends or after a minute.
 func Busy(t testing.TB, prefix ...string) *exec.Cmd {
 	t.Helper()
-	return start(t, prefix, "sh", "-c", "while :; do :; done")
+	return BusyAs(t, "sh", prefix...)
 }
 
 // BusyAs is Busy run by the shell at sh: a link to sh under another name
