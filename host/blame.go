@@ -220,7 +220,7 @@ func (b *blamer) reset() {
 // measured processes changed, its run delay is not compared with
 // schedstat's (RunDelayPct nil), which cannot read a thread that is gone,
 // nor knew a new process before.
-func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[int]procStat) (*tare.Blame, error) {
+func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[int]procStat, m *members) (*tare.Blame, error) {
 	if b.probe == nil {
 		return nil, nil
 	}
@@ -228,7 +228,7 @@ func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[i
 	var blame *tare.Blame
 	if !b.failed && tick > 0 {
 		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
-		blame = blameOf(&b.pending, tick, b.waiters, procs)
+		blame = blameOf(&b.pending, tick, b.waiters, procs, m)
 		blame.RunDelaySpreadPct = tare.Float(100 * b.spread.Seconds() / tick.Seconds())
 		if gone || b.fresh > 0 {
 			blame.RunDelayPct, blame.RunDelaySpreadPct = nil, nil
@@ -281,13 +281,16 @@ func (b *blamer) chooseBusiest(by *tare.CPUBy) bool {
 // the waits of the system under test's and tare's threads by owner, and
 // those of each watched busiest process (waiters: group → process). Other
 // processes are told apart by service, as procs places them; those it
-// does not hold are named by command alone.
-func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare, procs map[int]procStat) *tare.Blame {
+// does not hold are named by command alone. m, the members found in procs
+// (nil: none), claims the processes the probe did not watch yet: a
+// backend a database forked for a connection within the tick is the
+// system under test's, as its parent is.
+func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.ProcessShare, procs map[int]procStat, m *members) *tare.Blame {
 	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / tick.Seconds() }
 	b := &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, DroppedEvents: int64(c.Lost), UnseenSwitches: int64(c.Unseen)}
 	byGroup := map[int]*tare.Blame{}
 	for _, ch := range c.Charges {
-		owner, name, root := ownerOf(ch.Holder, procs)
+		owner, name, root := ownerOf(ch.Holder, procs, m)
 		into := b
 		if ch.Group >= groupBusiest {
 			if _, ok := waiters[ch.Group]; !ok {
@@ -329,8 +332,10 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 // ownerOf says whom a holder of the CPU stands for in a Blame: its owner,
 // its name (the whole one where procs holds it: the probe gives comm,
 // which the kernel cuts at 15 bytes) and, of another process that procs
-// holds, the root of its service.
-func ownerOf(h schedprobe.Holder, procs map[int]procStat) (owner, name string, root int) {
+// holds, the root of its service. A holder the probe did not watch that
+// m finds in the system under test or tare (forked since the probe was
+// told whom to watch) is theirs.
+func ownerOf(h schedprobe.Holder, procs map[int]procStat, m *members) (owner, name string, root int) {
 	name = h.Comm
 	p, known := procs[h.TGID]
 	// A pid given to another process since is not the holder's.
@@ -346,6 +351,10 @@ func ownerOf(h schedprobe.Holder, procs map[int]procStat) (owner, name string, r
 	case h.Kind == schedprobe.Watched && h.Group == groupSUT:
 		return tare.OwnerSUT, name, 0
 	case h.Kind == schedprobe.Watched && h.Group == groupTare:
+		return tare.OwnerTare, name, 0
+	case known && m != nil && m.sut[h.TGID]:
+		return tare.OwnerSUT, name, 0
+	case known && m != nil && m.tare[h.TGID]:
 		return tare.OwnerTare, name, 0
 	}
 	if known {
