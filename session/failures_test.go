@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/internal/loopback"
 
 	"github.com/tare-dev/tare"
@@ -71,6 +72,10 @@ func deafToTheHost() judge.Thresholds {
 // first in the verdict, and a run in which nothing succeeded is suspect,
 // never polluted; a healthy run is untouched.
 func TestFailedRunsSaySo(t *testing.T) {
+	// It judges levels on this host: another package's test pinning CPU
+	// hogs beside it (schedprobe's) outweighs even deaf thresholds (its
+	// threads waited 150 % of a CPU behind them once).
+	interfere.Exclusive(t)
 	refused := "http://" + loopback.FreeAddr(t) + "/"
 	tests := []struct {
 		name    string
