@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Where a Blame comes from.
@@ -71,6 +72,57 @@ type Blame struct {
 	// Waiters are the busiest processes tare check watched, each with
 	// whom it waited behind.
 	Waiters []Waiter `json:"waiters,omitempty"`
+
+	// Waits are, of a tick measured by the probe, the stretches in which
+	// the measured threads waited behind one holder, each of WaitFloor or
+	// more (in order of Start): what a request's life overlapped
+	// (per-request blame). Kept with the tick, so a stored run can be
+	// judged again; empty in a run's Blame.
+	Waits []Wait `json:"waits,omitempty"`
+	// WaitsLost counts the stretches the probe could not pass on (its
+	// ring buffer was full) and those past MaxTickWaits a tick keeps
+	// (the shortest go first): their wait is in the tick's sums, not in
+	// any request's exposure.
+	WaitsLost int64 `json:"waits_lost,omitempty"`
+}
+
+// Wait is a stretch of time in which measured threads of one group (the
+// system under test's, or tare's) waited for a CPU while one holder ran
+// on it: from the later of the holder's start and the first waiter's
+// arrival to the next switch on that CPU. Waited sums the waiters' wait
+// within it: k threads waiting the whole stretch wait k times its
+// length.
+type Wait struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	CPU   int       `json:"cpu"`
+	// Group is whose threads waited: OwnerSUT or OwnerTare.
+	Group string `json:"group"`
+	// Owner is who held the CPU meanwhile (Behind.Owner), and Name, PID
+	// and Root name it as a Behind does (PID is the holder's process).
+	Owner  string        `json:"owner"`
+	Name   string        `json:"name,omitempty"`
+	PID    int           `json:"pid,omitempty"`
+	Root   int           `json:"root,omitempty"`
+	Waited time.Duration `json:"waited_ns"`
+}
+
+// WaitFloor is the shortest wait the probe passes on as a Wait: shorter
+// ones (a wake-up's few microseconds) move no request a user reads in a
+// tail, and at 50,000 switches a second would flood the ring buffer.
+const WaitFloor = 20 * time.Microsecond
+
+// MaxTickWaits bounds the Waits a tick keeps: at 1 s ticks, room for
+// 8,192 stretches of over 100 µs, far more than a 2-CPU host's waits a
+// second that matter; past it the shortest are dropped and counted.
+const MaxTickWaits = 8192
+
+// Outside reports whether the wait was behind someone outside the
+// measured processes (another process, the kernel's threads): the
+// interference a request may be blamed on. Wake-up latency, and waits
+// behind the system under test or tare, are not.
+func (w *Wait) Outside() bool {
+	return w.Owner == OwnerOther || w.Owner == OwnerKernel
 }
 
 // Behind is the wait spent behind one owner: another process by its

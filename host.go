@@ -57,6 +57,28 @@ type HostSample struct {
 	// scheduler probe measured it; nil without the probe (BlameOf
 	// estimates it then).
 	Blame *Blame `json:"blame,omitempty"`
+
+	// PSIIOSome is the % of the tick some task waited for I/O
+	// (/proc/pressure/io): a service blocked off CPU while it rose was
+	// held up by the host's I/O, not by its own code.
+	PSIIOSome *float64 `json:"psi_io_some,omitempty"`
+	// IOBy names the processes that read and wrote the most in the tick
+	// (bytes from /proc/<pid>/io, where it can be read), the busiest
+	// first; nil when none did or it could not be read.
+	IOBy []ProcessIO `json:"io_by,omitempty"`
+	// FixedWorkUS is how long a small fixed piece of CPU work of tare's
+	// own took in the tick, in µs (the fastest of a few tries): a CPU
+	// made slower by a shared physical core, memory bandwidth or a
+	// hypervisor that reports no steal takes longer, where no counter
+	// shows it. Nil when not timed.
+	FixedWorkUS *float64 `json:"fixed_work_us,omitempty"`
+}
+
+// ProcessIO is one process's I/O over a tick.
+type ProcessIO struct {
+	Name  string `json:"name"`
+	PID   int    `json:"pid"`
+	Bytes int64  `json:"bytes"` // read and written, to storage
 }
 
 // CPUBy is the whose-CPU ledger of a tick or a run: all of the host's CPU
