@@ -24,6 +24,7 @@ type Summary struct {
 	SUT          *SUTSummary        `json:"system_under_test"`
 	Blame        *Blame             `json:"blame"`
 	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
+	Tail         *Tail              `json:"tail,omitempty"` // per-request blame, where the scheduler probe measured the waits
 	Goodput      *Goodput           `json:"goodput,omitempty"`
 	Verdict      Verdict            `json:"verdict"`
 	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
@@ -310,7 +311,17 @@ type CleanLatency struct {
 	P95      *float64 `json:"p95"`
 	P99      *float64 `json:"p99"`
 	Requests int      `json:"requests"`
+	// By says which requests: CleanByRequests (those that overlapped no
+	// outside wait, where the probe measured them) or CleanByTicks
+	// (those that lived in clean ticks only, the fallback).
+	By string `json:"by,omitempty"`
 }
+
+// What CleanLatency is over.
+const (
+	CleanByRequests = "requests"
+	CleanByTicks    = "ticks"
+)
 
 // Goodput is how many requests met every per-request objective of the SLO
 // (ttft, tpot, e2e), and the token throughput of those alone.

@@ -84,8 +84,17 @@ func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
 	if _, ok := fired[SignalRunDelay]; ok {
 		a = append(a, "Let tare read /proc of every process (a /proc mounted with hidepid hides them), or name the system under test with --pid, so a neighbour can be told from the service's own load.")
 	}
-	if _, ok := fired[SignalLatencyAlone]; ok {
-		a = append(a, "Rerun the same load at another hour and compare the two (tare compare): if the curve moves, the host is the variable.")
+	if _, ok := fired[SignalTail]; ok {
+		if _, both := fired[SignalNeighbours]; !both {
+			a = append(a, tailAdvice(s))
+		}
+	}
+	if sig, ok := fired[SignalLatencyAlone]; ok {
+		if sig.Finding {
+			a = append(a, "The slow ticks were the code's own, not the host's: look for what the service does now and then (a garbage collection, a recycled worker, a lock, a sleep, a cache refill) at the moments the timeline shows.")
+		} else {
+			a = append(a, "Rerun the same load at another hour and compare the two (tare compare): if the curve moves, the host is the variable.")
+		}
 	}
 	if saturated && v.Level != tare.Polluted {
 		a = append(a, "The system under test saturated: to serve this load, make each request cheaper or give the service more CPUs (or find what else limits it); tare sweep finds the highest rate that meets the SLO.")
@@ -135,6 +144,26 @@ func neighbourAdvice(s *tare.Summary) string {
 		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun.", by.TopOthers[0].Who(), pin)
 	}
 	return fmt.Sprintf("Something no visible process accounts for (another container, short-lived processes) used the CPUs: run the test on a dedicated host, or %s; then rerun.", pin)
+}
+
+// tailAdvice says what to do about the owner the slowest requests
+// waited behind most.
+func tailAdvice(s *tare.Summary) string {
+	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
+	var top *tare.TailOwner
+	for _, sl := range s.Tail.Slowest {
+		if len(sl.Behind) > 0 && (top == nil || sl.Behind[0].Requests > top.Requests) {
+			top = &sl.Behind[0]
+		}
+	}
+	switch {
+	case top == nil:
+	case top.Owner == tare.OwnerSteal:
+		return "The hypervisor took the CPU from the slowest requests: rerun when the host is quiet (tare check says whether now is), or on a dedicated or non-burstable host."
+	case top.Owner == tare.OwnerOther && top.Name != "":
+		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun. Even a job niced to 19 holds a CPU for milliseconds at a time, and the slowest requests are the ones that waited.", top.Who(), pin)
+	}
+	return fmt.Sprintf("Something outside the test held the CPU while the slowest requests waited: %s, or run on a dedicated host; then rerun.", pin)
 }
 
 // stopHint is how a container is stopped, in its runtime's own words.

@@ -151,7 +151,7 @@ func noise(c *tare.Comparison, metric, a, b string, floorMS float64) (bool, stri
 	case m == nil:
 		return false, "untested (no raw records), so it may be chance"
 	case m.AMS != nil && m.BMS != nil && math.Abs(*m.AMS-*m.BMS) <= floorMS:
-		return false, fmt.Sprintf("a difference within the latency floor (%s): noise, so nothing to conclude about the host's hours", msText(floorMS))
+		return false, fmt.Sprintf("a difference within the latency floor (%s): noise, so nothing to conclude about the host's hours", tare.MSText(floorMS))
 	case !m.Significant:
 		return false, "a difference the test cannot tell from chance: nothing to conclude about the host's hours yet"
 	}
@@ -196,21 +196,7 @@ func figure(metric string, v float64) string {
 	if metric == "rate_per_s" {
 		return fmt.Sprintf("%.3g/s", v)
 	}
-	return msText(v)
-}
-
-// msText formats milliseconds with three significant figures, in seconds
-// from one second on, as the reports do.
-func msText(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.3gs", v/1000)
-	case v >= 100:
-		return fmt.Sprintf("%.0fms", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1fms", v)
-	}
-	return fmt.Sprintf("%.2fms", v)
+	return tare.MSText(v)
 }
 
 // groupName is the name a comparison tests a run under: its window, or

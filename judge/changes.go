@@ -193,7 +193,7 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 			what = "something held the generator back in " + base.name
 		}
 		out = append(out, tare.Change{Kind: tare.ChangeSendLag, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms", In: higher(*v, *w),
-			Detail: fmt.Sprintf("tare's own send lag p99 was %s against %s in %s: %s", msText(*v), msText(*w), base.name, what)})
+			Detail: fmt.Sprintf("tare's own send lag p99 was %s against %s in %s: %s", tare.MSText(*v), tare.MSText(*w), base.name, what)})
 	}
 	if v, w := l.sutCPU, base.sutCPU; v != nil && w != nil && min(l.sutCPUMS, base.sutCPUMS) >= changeSUTCPUMS &&
 		min(*v, *w) > 0 && 100*(max(*v, *w)/min(*v, *w)-1) > thresholdPct {
@@ -203,7 +203,7 @@ func changes(l, base *ledger, floorMS, thresholdPct float64) []tare.Change {
 		}
 		out = append(out, tare.Change{Kind: tare.ChangeSUTCPU, Value: roundTo(*v, 3), Against: roundTo(*w, 3), Unit: "ms", In: higher(*v, *w),
 			Detail: fmt.Sprintf("the system under test spent %s of CPU per request against %s in %s: %s work per request (the code or its data), or slower CPUs (contended caches, a lower clock)",
-				msText(*v), msText(*w), base.name, more)})
+				tare.MSText(*v), tare.MSText(*w), base.name, more)})
 	}
 	rank := map[string]int{tare.ChangeNeighbour: 0, tare.ChangeNeighbourWait: 1, tare.ChangeSteal: 2, tare.ChangeThrottling: 3,
 		tare.ChangeSendLag: 4, tare.ChangeNeighbours: 5, tare.ChangeSUTCPU: 7}

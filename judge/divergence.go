@@ -118,7 +118,7 @@ func classify(v *tare.MetricVerdict, significant bool, thresholdPct, floorMS flo
 		v.Status, v.Detail = tare.MetricWithin, fmt.Sprintf("%.1f%% apart: within %g%%", pct, thresholdPct)
 	case diff <= floorMS:
 		v.Status, v.Detail = tare.MetricBelowFloor, fmt.Sprintf("%.1f%% apart, but only %s: within the latency floor (%s), scheduler noise, not a host effect",
-			pct, msText(diff), msText(floorMS))
+			pct, tare.MSText(diff), tare.MSText(floorMS))
 	case !v.Tested:
 		v.Status, v.Detail = tare.MetricDiverged, fmt.Sprintf("%.1f%% apart (untested: no raw records)", pct)
 	case !significant:

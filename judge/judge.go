@@ -19,6 +19,7 @@ const (
 	SignalLatencyAlone = "latency_without_queue"
 	SignalGenerator    = "generator_starved"
 	SignalSaturation   = "saturation"
+	SignalTail         = "tail"
 )
 
 // Thresholds are the limits the signals test against. Shares are percent.
@@ -35,6 +36,8 @@ type Thresholds struct {
 	LatencyFloor   time.Duration // and the tick's p95 exceeds the median by at least this (1ms): below it, scheduler noise on a fast service is not a signal
 	LatencyChance  float64       // and the ticks' latencies differ more than chance gives ticks of their sizes, at a p-value below this (0.01)
 	SendLagP99     time.Duration // generator send-lag p99 above this fires (10ms)
+	TailFactor     float64       // the slowest requests' outside waits moved the p99 (or p95) at least this many times (1.3)
+	TailChance     float64       // and the slowest overlapped them more than chance gives, at a p-value below this (0.01)
 }
 
 // DefaultThresholds returns the default thresholds, those docs/verdict.md
@@ -53,6 +56,8 @@ func DefaultThresholds() Thresholds {
 		LatencyFloor:   time.Millisecond,
 		LatencyChance:  0.01,
 		SendLagP99:     10 * time.Millisecond,
+		TailFactor:     1.3,
+		TailChance:     0.01,
 	}
 }
 
@@ -73,6 +78,8 @@ func (t *Thresholds) named() map[string]any {
 		"send_lag_p99_ms":     &t.SendLagP99,
 		"latency_floor_ms":    &t.LatencyFloor,
 		"latency_p":           &t.LatencyChance,
+		"tail_factor":         &t.TailFactor,
+		"tail_p":              &t.TailChance,
 	}
 }
 
@@ -134,6 +141,7 @@ func Judge(s *tare.Summary, ticks []tare.Tick, th Thresholds, slo SLO) tare.Verd
 		steal(s, host, th),
 		throttling(host, th),
 		neighbours(s, host, th),
+		tail(s, th),
 		generator(s, late, th),
 		runDelay(s, th),
 		latencyAlone(s, ticks, th),
@@ -159,7 +167,7 @@ func LevelOf(sig tare.Signal) tare.Level {
 		return tare.Clean
 	}
 	switch sig.Name {
-	case SignalSteal, SignalThrottling, SignalNeighbours, SignalGenerator:
+	case SignalSteal, SignalThrottling, SignalNeighbours, SignalTail, SignalGenerator:
 		return tare.Polluted
 	case SignalRunDelay, SignalLatencyAlone, SignalFailures:
 		return tare.Suspect

@@ -59,6 +59,7 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 	flat := max(medWork*1.2, medWork+1)
 	n := 0
 	var flatTicks [][]time.Duration
+	var slow, usual []tare.Tick
 	for i, t := range live {
 		if t.InSystem > flat {
 			continue
@@ -66,6 +67,9 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 		flatTicks = append(flatTicks, t.Sample)
 		if p95s[i] >= th.LatencyFactor*medP95 && float64(t.P95)-medLatency >= float64(th.LatencyFloor) {
 			n++
+			slow = append(slow, t)
+		} else {
+			usual = append(usual, t)
 		}
 	}
 	share := 100 * float64(n) / float64(len(live))
@@ -75,15 +79,22 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 		per = "latency per output token"
 	}
 	sig.Detail = fmt.Sprintf("%d of %d ticks had a p95 ≥ %g× the median tick's (%s: each request's %s, divided by the requests that shared the system with it) while the %s stayed within +20%% / +1 of their median (%.1f)",
-		n, len(live), th.LatencyFactor, msText(medP95/1e6), per, workName(ticks), medWork)
+		n, len(live), th.LatencyFactor, tare.MSText(medP95/1e6), per, workName(ticks), medWork)
 	if !(n >= th.LatencyTicks || share >= th.LatencyShare && n > 0) {
 		return sig
 	}
 	v := tickVariation(flatTicks, permutations, th.LatencyChance)
 	if v.p < th.LatencyChance {
 		sig.Fired = true
-		sig.Detail += fmt.Sprintf("; the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): latency moved without more work to do, which points at the host",
+		sig.Detail += fmt.Sprintf("; the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): latency moved without more work to do",
 			v.requests, v.asSlow(), v.pText(), th.LatencyChance)
+		if !Probed(s) {
+			sig.Detail += ", which points at the host (the tick-level rule: the scheduler probe did not run, so whether outside waits overlapped the slow ticks is not known)"
+			return sig
+		}
+		e := evidenceOf(slow, usual, s.Env.VCPUs)
+		sig.Detail += "; " + e.text
+		sig.Finding = e.codes
 		return sig
 	}
 	sig.Detail += fmt.Sprintf("; but the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): with few requests a tick, chance makes such ticks",

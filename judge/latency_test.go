@@ -178,3 +178,75 @@ func BenchmarkTickVariation(b *testing.B) {
 		}
 	}
 }
+
+// TestLatencyAloneByEvidence: the same 4 s stall judged where the probe
+// measured the waits: the host readings of the slow ticks decide whose it
+// was.
+func TestLatencyAloneByEvidence(t *testing.T) {
+	requests := poissonTicks(rand.New(rand.NewPCG(26, 5)), 30, 4, 2*time.Millisecond, 0.5)
+	for i := 12; i < 16; i++ {
+		for j := range requests[i] {
+			requests[i][j] += 200 * time.Millisecond
+		}
+	}
+	slowTick := func(i int) bool { return i >= 12 && i < 16 }
+	hog := tare.Wait{Owner: tare.OwnerOther, Name: "hog", PID: 7, Group: tare.OwnerSUT, Waited: 300 * time.Millisecond}
+	for _, tt := range []struct {
+		name    string
+		host    func(i int, h *tare.HostSample)
+		finding bool
+		want    string
+	}{
+		{"off CPU, nothing outside", func(i int, h *tare.HostSample) {}, true, "off CPU in them"},
+		{"more CPU per request", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				h.CPUBy.SystemUnderTest = 40
+			}
+		}, true, "usual CPU per request"},
+		{"a hog overlapped", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				w := hog
+				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
+				h.Blame.Waits = []tare.Wait{w}
+			}
+		}, false, "overlapped outside waits"},
+		{"steal", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				h.CPU.Steal = 20
+			}
+		}, false, "overlapped outside waits"},
+		{"the CPU ran slower", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				h.FixedWorkUS = tare.Float(90)
+			}
+		}, false, "CPU itself ran slower"},
+		{"the host's I/O", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				h.PSIIOSome = tare.Float(60)
+				h.IOBy = []tare.ProcessIO{{Name: "backup", PID: 99, Bytes: 5e8}}
+			}
+		}, false, "`backup` (pid 99) did the most I/O"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ticks := timeline(requests)
+			for i := range ticks {
+				h := &tare.HostSample{Start: ticks[i].Start, End: ticks[i].End, CPUBy: &tare.CPUBy{SystemUnderTest: 10},
+					Blame: &tare.Blame{Source: tare.BlameMeasured}, FixedWorkUS: tare.Float(30), PSIIOSome: tare.Float(1)}
+				tt.host(i, h)
+				ticks[i].Host = h
+			}
+			s := &tare.Summary{Blame: &tare.Blame{Source: tare.BlameMeasured}, Env: tare.Env{VCPUs: 2}}
+			sig := latencyAlone(s, ticks, DefaultThresholds())
+			if !sig.Fired || sig.Finding != tt.finding || !strings.Contains(sig.Detail, tt.want) {
+				t.Errorf("fired %v, finding %v (want %v), detail %q; want it to say %q", sig.Fired, sig.Finding, tt.finding, sig.Detail, tt.want)
+			}
+			if level := LevelOf(sig); tt.finding != (level == tare.Clean) {
+				t.Errorf("level %s with finding %v", level, tt.finding)
+			}
+		})
+	}
+	ticks := timeline(requests)
+	if sig := latencyAlone(&tare.Summary{}, ticks, DefaultThresholds()); !strings.Contains(sig.Detail, "the tick-level rule") {
+		t.Errorf("without the probe, detail %q does not say it used the tick-level rule", sig.Detail)
+	}
+}

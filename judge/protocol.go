@@ -97,14 +97,14 @@ func Protocol(c *tare.Comparison, runs []tare.Summary, rules ProtocolRules) {
 	default:
 		measured := len(v.Metrics) > 0
 		if measured {
-			v.Advice = append(v.Advice, fmt.Sprintf("The runs agree within %g%% on every metric measured in all of them, or differ by less than the latency floor (%s): the figures describe the code, and a scaling decision from them is valid.", th, msText(floor)))
+			v.Advice = append(v.Advice, fmt.Sprintf("The runs agree within %g%% on every metric measured in all of them, or differ by less than the latency floor (%s): the figures describe the code, and a scaling decision from them is valid.", th, tare.MSText(floor)))
 		} else {
 			v.Advice = append(v.Advice, "No metric was measured in every run: nothing to compare, so nothing says the host is the variable either.")
 		}
 		if len(belowFloor) > 0 {
 			m := widest(belowFloor)
 			v.Advice = append(v.Advice, fmt.Sprintf("%s differs by %.1f%% between %s and %s, but by %s only, within the latency floor (%s): scheduler noise on a fast service, not a host effect.",
-				metricName(m.Metric), *m.DivergencePct, m.A, m.B, msText(*m.AValue-*m.BValue), msText(floor)))
+				metricName(m.Metric), *m.DivergencePct, m.A, m.B, tare.MSText(*m.AValue-*m.BValue), tare.MSText(floor)))
 		}
 		if polluted := pollutedRuns(c.Runs); len(polluted) > 0 {
 			v.Advice = append(v.Advice, fmt.Sprintf("Even so, %s %s polluted: the agreement may be luck; check the steal of each window before trusting it.",
@@ -136,7 +136,7 @@ func divergedText(c *tare.Comparison, diverged []tare.MetricVerdict, capacityGap
 // higher says how much higher a figure was in one window than the other.
 func higher(m tare.MetricVerdict) string {
 	return fmt.Sprintf("%s is %.3g× higher in %s than in %s (%s against %s)", metricName(m.Metric), *m.AValue / *m.BValue, m.A, m.B,
-		msText(*m.AValue), msText(*m.BValue))
+		tare.MSText(*m.AValue), tare.MSText(*m.BValue))
 }
 
 // lowerFirst is s with its first letter in lower case, to go mid-sentence.

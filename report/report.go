@@ -117,7 +117,14 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		hostRows(p, " ", "host "+orQuestion(sh.Hostname), true, sh.Generator, sh.Host, sh.SUT, sh.VCPUs, sh.Requests > 0)
 	}
 	if c := s.CleanLatency; c != nil && s.Requests.Total > 0 {
-		p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
+		if c.By == tare.CleanByRequests {
+			p.row("code's own", "p50 %s  p95 %s  p99 %s   (%d requests that overlapped no outside wait)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
+		} else {
+			p.row("clean ticks", "p50 %s  p95 %s  p99 %s   (%d requests that lived entirely in clean ticks)", ms(c.P50), ms(c.P95), ms(c.P99), c.Requests)
+		}
+	}
+	if t := s.Tail; t != nil && len(t.Slowest) > 0 {
+		p.row("tail", "%s", t.Sentence(t.Slowest[0]))
 	}
 	if p95, steal := sparkRows(s, ticks); p95 != "" || steal != "" {
 		if p95 != "" {

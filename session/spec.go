@@ -731,6 +731,8 @@ func (j *JudgeSpec) Fields() []Field {
 		{Flag: "latency-ticks-share", Key: "thresholds.latency-ticks-share", Value: &th.LatencyShare, Usage: "or the share of ticks (%) of latency moving while the work in the system stays flat that fires the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
 		{Flag: "latency-p", Key: "thresholds.latency-p", Value: &th.LatencyChance, Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
+		{Flag: "tail-factor", Key: "thresholds.tail-factor", Value: &th.TailFactor, Usage: "the tail signal fires when the outside waits the slowest requests overlapped moved the p99 (or p95) at least this many times"},
+		{Flag: "tail-p", Key: "thresholds.tail-p", Value: &th.TailChance, Usage: "and the slowest requests overlapped outside waits more often than requests drawn at random, this unlikely by chance (a p-value)"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
 		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used",
 			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
@@ -768,6 +770,12 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 	}
 	if th.LatencyFactor <= 1 {
 		return out, tare.Errorf(tare.EINVALID, "--latency-factor must be above 1; got %g", th.LatencyFactor)
+	}
+	if !(th.TailChance > 0 && th.TailChance <= 1) {
+		return out, tare.Errorf(tare.EINVALID, "--tail-p must be a probability above 0 and at most 1, like 0.01; got %g", th.TailChance)
+	}
+	if th.TailFactor < 1 {
+		return out, tare.Errorf(tare.EINVALID, "--tail-factor must be 1 or more, like 1.3; got %g", th.TailFactor)
 	}
 	switch {
 	case j.SLO != "":

@@ -119,6 +119,7 @@ type Recorder struct {
 
 	ticks     []tick
 	sample    reservoir // requests that succeeded, with their tick, for the verdict
+	exp       exposures // per-request blame
 	firstOpen int       // ticks before it are closed: percentiles final, histogram gone
 	newest    time.Time // latest Done or host sample End seen: drives closing
 	free      []*hdrhistogram.Histogram
@@ -134,7 +135,9 @@ type Recorder struct {
 // ticks, to decide whether it lived in clean ticks only.
 type pendingReq struct {
 	latency     time.Duration
-	first, last int32 // ticks of Scheduled and Done
+	from, to    time.Duration // Scheduled and Done, from the run's start
+	first, last int32         // ticks of Scheduled and Done
+	ok          bool          // it succeeded: only those have an exposure
 }
 
 // NewRecorder returns a Recorder for a run starting at cfg.Start. A bad
@@ -260,7 +263,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	} else {
 		r.lateResults++
 	}
-	r.pending = append(r.pending, pendingReq{latency: lat, first: int32(si), last: int32(di)})
+	r.pending = append(r.pending, pendingReq{latency: lat, from: from, to: max(res.Done.Sub(r.cfg.Start), from), first: int32(si), last: int32(di), ok: !failed})
 	r.advance(res.Done)
 }
 
@@ -268,6 +271,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 // tick containing its midpoint (see the package documentation). A sample
 // whose midpoint is before Start counts in the run-wide figures only.
 func (r *Recorder) AddHost(h tare.HostSample) {
+	h.Blame = r.addWaits(h.Blame)
 	r.host.add(&h, r.cfg.Threshold, r.cfg.Tick)
 
 	if i, outside := r.index(h.Mid()); i >= 0 {
@@ -509,8 +513,15 @@ func (r *Recorder) resolvePending() {
 		if r.cleanSpan(int(p.first), int(p.last)) {
 			r.clean.add(p.latency)
 		}
+		if !p.ok {
+			continue
+		}
+		if e, known := r.exposureOf(p); known {
+			r.exp.settle(e)
+		}
 	}
 	r.pending = keep
+	r.freeWaits()
 }
 
 // cleanSpan reports whether ticks first..last all have a host sample and

@@ -24,17 +24,20 @@ type sampled struct {
 	ok       bool          // it succeeded: failed ones only share the system
 }
 
-// reservoir is a uniform random sample of fixed size over a stream of
+// reservoirOf is a uniform random sample of fixed size over a stream of
 // unknown length (Vitter's algorithm R): the i-th request replaces a kept
 // one with probability SampleSize / i. Its generator has a fixed seed, so
 // the same results in the same order keep the same sample.
-type reservoir struct {
+type reservoirOf[T any] struct {
 	seen  int
-	items []sampled
+	items []T
 	rng   *rand.Rand
 }
 
-func (r *reservoir) add(s sampled) {
+// reservoir is the sample the latency signal shuffles.
+type reservoir struct{ reservoirOf[sampled] }
+
+func (r *reservoirOf[T]) add(s T) {
 	r.seen++
 	if len(r.items) < SampleSize {
 		if r.rng == nil {

@@ -130,7 +130,7 @@ func TestSharedBy(t *testing.T) {
 	s := func(from, to float64) sampled {
 		return sampled{from: time.Duration(from * float64(time.Second)), to: time.Duration(to * float64(time.Second)), ok: true}
 	}
-	r := reservoir{seen: 4, items: []sampled{s(0, 4), s(1, 3), s(2, 6), s(7, 8)}}
+	r := reservoir{reservoirOf[sampled]{seen: 4, items: []sampled{s(0, 4), s(1, 3), s(2, 6), s(7, 8)}}}
 	// a: 1, 2, 3, 2 requests over its four seconds: 4 / (1 + 1/2 + 1/3 +
 	// 1/2) = 12/7. b: 2, 3: 2 / (1/2 + 1/3) = 12/5. c: 3, 2, 1, 1:
 	// 4 / (1/3 + 1/2 + 2) = 24/17. d: alone.
@@ -151,6 +151,6 @@ func TestSharedBy(t *testing.T) {
 	check("half kept", r.sharedBy(), []float64{15.0 / 7, 15.0 / 4, 30.0 / 19, 1})
 	// A request of no length (a clock read out of order is recorded as
 	// one) shares nothing and breaks no count.
-	r = reservoir{seen: 3, items: []sampled{s(0, 4), s(2, 2), s(1, 3)}}
+	r = reservoir{reservoirOf[sampled]{seen: 3, items: []sampled{s(0, 4), s(2, 2), s(1, 3)}}}
 	check("no length", r.sharedBy(), []float64{4.0 / 3, 1, 2})
 }

@@ -96,6 +96,12 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 	if r.host.n > 0 {
 		s.CleanLatency = r.cleanLatency()
 	}
+	if s.Tail = r.tail(); s.Tail != nil {
+		// The code's own figures: the requests no outside wait overlapped,
+		// where the probe measured them, rather than those of clean ticks.
+		q := s.Tail.Quiet
+		s.CleanLatency = &tare.CleanLatency{P50: q.P50, P95: q.P95, P99: q.P99, Requests: s.Tail.Requests - s.Tail.Overlapped, By: tare.CleanByRequests}
+	}
 	if r.goodput != nil {
 		g := &tare.Goodput{SLO: r.goodputSLO, Met: r.good}
 		if sent := r.total - r.dropped; sent > 0 {
@@ -144,5 +150,6 @@ func (r *Recorder) cleanLatency() *tare.CleanLatency {
 		P95:      c.ms(95),
 		P99:      c.ms(99),
 		Requests: int(c.n),
+		By:       tare.CleanByTicks,
 	}
 }

@@ -31,6 +31,8 @@ type tick struct {
 
 	host       *tare.HostSample // merged samples whose midpoint is in the tick
 	hostWeight time.Duration    // total length of the merged samples
+
+	outside []outsideWait // the outside waits that started in the tick, by start, until no request can overlap them
 }
 
 // tickPercentiles reads a tick's percentiles from its histogram.

@@ -1,0 +1,78 @@
+package judge
+
+import (
+	"fmt"
+
+	"github.com/tare-dev/tare"
+)
+
+// tail judges the slowest requests by what each of them overlapped
+// (tare.Tail, where the scheduler probe measured the waits). It fires
+// when the slowest 1 % (or 5 %) overlapped outside waits more often than
+// requests drawn at random from the run do (p below th.TailChance), and
+// those waits moved the percentile users read by th.TailFactor or more:
+// the p99 (p95) of every request, against the p99 (p95) of the requests'
+// latencies less the outside wait each overlapped. A neighbour that moved
+// the tail is pollution even when its mean share is small; one whose
+// waits fell on fast and slow requests alike moved nothing.
+func tail(s *tare.Summary, th Thresholds) tare.Signal {
+	sig := tare.Signal{Name: SignalTail, Threshold: th.TailFactor}
+	t := s.Tail
+	if t == nil {
+		sig.Detail = "the scheduler probe did not measure the waits, so which requests overlapped outside interference is not known: the neighbours signal judges the run's mean wait instead"
+		return sig
+	}
+	if t.Requests < minTailRequests {
+		sig.Value = tare.Float(0)
+		sig.Detail = fmt.Sprintf("only %d requests were measured whole: too few to tell the slowest from the rest (%d at least)", t.Requests, minTailRequests)
+		return sig
+	}
+	best, moved := -1, 0.0
+	for i, sl := range t.Slowest {
+		m := movedBy(s, t, sl)
+		if sl.P < th.TailChance && m > moved {
+			best, moved = i, m
+		}
+	}
+	if best < 0 {
+		sig.Value = tare.Float(0)
+		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
+			t.Sentence(t.Slowest[0]), pText(t.Slowest[0].P), th.TailChance)
+		return sig
+	}
+	sl := t.Slowest[best]
+	sig.Value = roundTo(moved, 2)
+	q := sl.Quantile()
+	text := fmt.Sprintf("%s, more than chance gives requests drawn at random (p %s, threshold %g); without the outside wait each overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g)",
+		t.Sentence(sl), pText(sl.P), th.TailChance, q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
+	if moved >= th.TailFactor {
+		sig.Fired = true
+		sig.Detail = text
+		return sig
+	}
+	sig.Detail = text + ": too little to change what the figures say"
+	return sig
+}
+
+// minTailRequests is the fewest measured requests the tail signal judges:
+// the slowest 1 % of fewer is one or two requests.
+const minTailRequests = 200
+
+// movedBy is how many times the run's latency percentile of the slowest
+// pct % is the same percentile without the outside waits; 0 when either
+// is missing.
+func movedBy(s *tare.Summary, t *tare.Tail, sl tare.TailSlice) float64 {
+	all, without := s.Latency.At(sl), t.Unwaited.At(sl)
+	if all == nil || without == nil || *without <= 0 {
+		return 0
+	}
+	return *all / *without
+}
+
+// pText is a p-value in words, three significant figures at most.
+func pText(p float64) string {
+	if p < 1e-4 {
+		return "< 0.0001"
+	}
+	return fmt.Sprintf("= %.2g", p)
+}

@@ -1,0 +1,317 @@
+package stats
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tare-dev/tare"
+)
+
+// Per-request blame: each request's exposure is the outside interference
+// that overlapped its life, from Scheduled to Done (tare.Tail explains
+// what counts). The ticks keep their outside waits, compact, until no
+// request waiting to be settled can overlap them; a request is settled
+// when its last tick closes, as its clean span is.
+
+// tailSlices are the slowest shares of the sample a tare.Tail describes.
+var tailSlices = []float64{1, 5}
+
+// outsideWait is one of a tick's outside waits, in the recorder's terms.
+type outsideWait struct {
+	from, to time.Duration // from the run's start
+	waited   time.Duration
+	owner    int32 // into Recorder.owners
+}
+
+// exposed is one settled request of the tail's sample.
+type exposed struct {
+	latency time.Duration
+	wait    time.Duration // outside wait it overlapped, at most latency
+	top     int32         // the owner it waited behind most; -1 when none
+	topWait time.Duration
+}
+
+// overlapped reports whether the request's outside wait counts
+// (tare.OverlapShare).
+func (e exposed) overlapped() bool {
+	return e.wait > 0 && float64(e.wait) >= tare.OverlapShare*float64(e.latency)
+}
+
+// exposures is the recorder's state of per-request blame.
+type exposures struct {
+	owners  []tare.TailOwner // outside owners seen, interned; their Requests and WaitMS unused
+	byKey   map[tare.BehindKey]int32
+	longest time.Duration // the longest outside wait seen: how far back a request's overlap looks
+	freed   int           // ticks before it have dropped their waits
+
+	requests, overlapped int
+	quiet, exposed       dist // latencies of requests that overlapped no outside wait, and of those that did
+	unwaited             dist // latency less the outside wait overlapped
+	sample               reservoirOf[exposed]
+}
+
+// owner returns the index of w's holder, interning it.
+func (e *exposures) owner(key tare.BehindKey, pid int) int32 {
+	if e.byKey == nil {
+		e.byKey = make(map[tare.BehindKey]int32)
+	}
+	i, ok := e.byKey[key]
+	if !ok {
+		i = int32(len(e.owners))
+		e.byKey[key] = i
+		e.owners = append(e.owners, tare.TailOwner{Owner: key.Owner, Name: key.Name, Root: key.Root})
+	}
+	if pid > 0 {
+		e.owners[i].PIDs = tare.AddPID(e.owners[i].PIDs, pid)
+	}
+	return i
+}
+
+// addWaits keeps the outside waits of a host sample in the ticks they
+// started in, and returns the sample's blame with only those: the rest
+// (waits behind the system under test, tare, or nobody) overlap no
+// request's interference, and a stored tick need not carry them.
+func (r *Recorder) addWaits(b *tare.Blame) *tare.Blame {
+	if b == nil || len(b.Waits) == 0 {
+		return b
+	}
+	c := *b
+	c.Waits = nil
+	for _, w := range b.Waits {
+		if !w.Outside() || !w.End.After(w.Start) {
+			continue
+		}
+		c.Waits = append(c.Waits, w)
+		k, outside := r.index(w.Start)
+		if k < 0 || outside || k < r.exp.freed {
+			continue
+		}
+		ow := outsideWait{
+			from:   w.Start.Sub(r.cfg.Start),
+			to:     w.End.Sub(r.cfg.Start),
+			waited: w.Waited,
+			owner:  r.exp.owner(tare.BehindKey{Owner: w.Owner, Name: w.Name, Root: w.Root}, w.PID),
+		}
+		t := r.at(k)
+		t.outside = append(t.outside, ow)
+		if n := len(t.outside); n > 1 && t.outside[n-2].from > ow.from {
+			slices.SortFunc(t.outside, func(a, b outsideWait) int { return cmp.Compare(a.from, b.from) })
+		}
+		r.exp.longest = max(r.exp.longest, ow.to-ow.from)
+	}
+	return &c
+}
+
+// measured reports whether the probe measured tick k: its waits, if
+// any, are all there.
+func (t *tick) measured() bool {
+	return t.host != nil && t.host.Blame != nil && t.host.Blame.Source == tare.BlameMeasured
+}
+
+// exposureOf is what outside interference overlapped request p: each
+// wait counted for at most the wall time it overlapped (k threads
+// waiting at once hold one request up by that time, not k times it), the
+// tick's steal for its share of the time overlapped, the whole at most
+// the request's latency. known is false when a tick of its life was not
+// measured by the probe.
+func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
+	e = exposed{latency: p.latency, top: -1}
+	if int(p.last) >= len(r.ticks) {
+		return e, false
+	}
+	for k := p.first; k <= p.last; k++ {
+		if !r.ticks[k].measured() {
+			return e, false
+		}
+	}
+	var by [4]struct {
+		owner int32
+		wait  time.Duration
+	}
+	n := 0
+	add := func(owner int32, d time.Duration) {
+		e.wait += d
+		for i := range n {
+			if by[i].owner == owner {
+				by[i].wait += d
+				return
+			}
+		}
+		if n < len(by) {
+			by[n].owner, by[n].wait = owner, d
+			n++
+		}
+	}
+	back := int32(r.exp.longest/r.cfg.Tick) + 1
+	for k := max(p.first-back, 0); k <= p.last; k++ {
+		t := &r.ticks[k]
+		for _, w := range t.outside {
+			if w.from >= p.to {
+				break
+			}
+			ov := min(w.to, p.to) - max(w.from, p.from)
+			if ov <= 0 {
+				continue
+			}
+			part := time.Duration(float64(w.waited) * float64(ov) / float64(w.to-w.from))
+			add(w.owner, min(part, ov))
+		}
+		if k < p.first || t.host.CPU.Steal <= 0 {
+			continue
+		}
+		start := time.Duration(k) * r.cfg.Tick
+		ov := min(start+r.cfg.Tick, p.to) - max(start, p.from)
+		if ov > 0 {
+			add(r.exp.owner(tare.BehindKey{Owner: tare.OwnerSteal}, 0), time.Duration(float64(ov)*t.host.CPU.Steal/100))
+		}
+	}
+	e.wait = min(e.wait, e.latency)
+	for i := range n {
+		if by[i].wait > e.topWait {
+			e.top, e.topWait = by[i].owner, by[i].wait
+		}
+	}
+	return e, true
+}
+
+// settle adds a settled request's exposure to the figures.
+func (x *exposures) settle(e exposed) {
+	x.requests++
+	if e.overlapped() {
+		x.overlapped++
+		x.exposed.add(e.latency)
+	} else {
+		x.quiet.add(e.latency)
+	}
+	x.unwaited.add(e.latency - e.wait)
+	x.sample.add(e)
+}
+
+// freeWaits drops the waits of the ticks no unsettled request can
+// overlap any more: those before the first tick of the oldest pending
+// request, less the longest wait's reach.
+func (r *Recorder) freeWaits() {
+	upto := r.firstOpen
+	for _, p := range r.pending {
+		upto = min(upto, int(p.first))
+	}
+	upto -= int(r.exp.longest/r.cfg.Tick) + 1
+	for k := r.exp.freed; k < min(upto, len(r.ticks)); k++ {
+		r.ticks[k].outside = nil
+	}
+	r.exp.freed = max(r.exp.freed, upto)
+}
+
+// tail is the run's per-request blame, with the pending requests the
+// samples in so far can settle, without settling them; nil when the probe
+// measured no request's life.
+func (r *Recorder) tail() *tare.Tail {
+	x := r.exp
+	x.quiet, x.exposed, x.unwaited = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone()
+	// A sample of its own: the pending requests replace items in a copy,
+	// drawn by a generator of its own, so a summary taken mid-run leaves
+	// the run's sample as it would have been without it.
+	x.sample.items = slices.Clone(r.exp.sample.items)
+	x.sample.rng = rand.New(rand.NewPCG(uint64(x.sample.seen), 0x7a11))
+	for _, p := range r.pending {
+		if !p.ok {
+			continue
+		}
+		if e, known := r.exposureOf(p); known {
+			x.settle(e)
+		}
+	}
+	if x.requests == 0 {
+		return nil
+	}
+	t := &tare.Tail{
+		Requests:   x.requests,
+		Overlapped: x.overlapped,
+		Quiet:      percentilesMS(&x.quiet),
+		Exposed:    percentilesMS(&x.exposed),
+		Unwaited:   percentilesMS(&x.unwaited),
+		Sampled:    len(x.sample.items),
+	}
+	items := slices.SortedFunc(slices.Values(x.sample.items), func(a, b exposed) int { return cmp.Compare(b.latency, a.latency) })
+	all := 0
+	for _, e := range items {
+		if e.overlapped() {
+			all++
+		}
+	}
+	for _, pct := range tailSlices {
+		n := int(math.Ceil(pct / 100 * float64(len(items))))
+		t.Slowest = append(t.Slowest, r.slice(pct, items[:n], len(items), all))
+	}
+	return t
+}
+
+// slice describes the slowest requests of a sample of n, all of which
+// overlapped outside waits.
+func (r *Recorder) slice(pct float64, slowest []exposed, n, all int) tare.TailSlice {
+	s := tare.TailSlice{Pct: pct, Requests: len(slowest), Behind: []tare.TailOwner{}}
+	var wait time.Duration
+	byOwner := map[int32]*tare.TailOwner{}
+	for _, e := range slowest {
+		if !e.overlapped() {
+			continue
+		}
+		s.Overlapped++
+		wait += e.wait
+		if e.top < 0 {
+			continue
+		}
+		o := byOwner[e.top]
+		if o == nil {
+			c := r.exp.owners[e.top]
+			c.PIDs = slices.Clone(c.PIDs)
+			o = &c
+			byOwner[e.top] = o
+		}
+		o.Requests++
+		o.WaitMS += ms(e.topWait)
+	}
+	if s.Overlapped > 0 {
+		s.WaitMS = round(ms(wait)/float64(s.Overlapped), 3)
+	}
+	for _, o := range byOwner {
+		o.WaitMS = *round(o.WaitMS/float64(o.Requests), 3)
+		s.Behind = append(s.Behind, *o)
+	}
+	slices.SortFunc(s.Behind, func(a, b tare.TailOwner) int {
+		return cmp.Or(cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Root, b.Root))
+	})
+	s.P = HypergeometricTail(s.Overlapped, n, all, len(slowest))
+	return s
+}
+
+// HypergeometricTail is the chance of k or more marked items among n
+// drawn without replacement from N items of which K are marked: how
+// unusual it is that the slowest n requests of a sample hold k that
+// overlapped outside waits, when K of all N did.
+func HypergeometricTail(k, N, K, n int) float64 {
+	if k <= 0 {
+		return 1
+	}
+	if N <= 0 || n > N || K > N || k > min(n, K) {
+		return 0
+	}
+	logC := func(a, b int) float64 {
+		x, _ := math.Lgamma(float64(a + 1))
+		y, _ := math.Lgamma(float64(b + 1))
+		z, _ := math.Lgamma(float64(a - b + 1))
+		return x - y - z
+	}
+	total := logC(N, n)
+	p := 0.0
+	for i := k; i <= min(n, K); i++ {
+		if n-i > N-K {
+			continue
+		}
+		p += math.Exp(logC(K, i) + logC(N-K, n-i) - total)
+	}
+	return min(p, 1)
+}

@@ -1,0 +1,150 @@
+package stats
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tare-dev/tare"
+)
+
+// measuredSample is a host sample over [from, to) seconds the probe
+// measured, with waits.
+func measuredSample(from, to float64, waits ...tare.Wait) tare.HostSample {
+	h := sample(from, to, 0)
+	h.Blame = &tare.Blame{Source: tare.BlameMeasured, Behind: []tare.Behind{}, Waits: waits}
+	return h
+}
+
+// hogWait is a wait of the system under test's threads behind the hog
+// (pid 42) from from to to seconds, waited ms in all.
+func hogWait(from, to, waited float64) tare.Wait {
+	return tare.Wait{Start: sec(from), End: sec(to), Group: tare.OwnerSUT, Owner: tare.OwnerOther, Name: "hog", PID: 42, Root: 42, Waited: msd(waited)}
+}
+
+func TestTailNamesWhoHeldTheSlowestUp(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	// 200 fast requests over 3 s, none while the hog held the CPU, and
+	// 4 slow ones that lived inside the hog's wait in tick 1.
+	for i := range 200 {
+		at := 0.01 + float64(i)*0.013
+		if at > 1.18 {
+			at += 0.15
+		}
+		r.AddResult(result(at, 0, 1))
+	}
+	for i := range 4 {
+		r.AddResult(span(1.2+float64(i)*0.01, 1.24+float64(i)*0.01))
+	}
+	r.AddHost(measuredSample(0, 1))
+	r.AddHost(measuredSample(1, 2,
+		hogWait(1.2, 1.3, 100),
+		tare.Wait{Start: sec(1.5), End: sec(1.6), Group: tare.OwnerSUT, Owner: tare.OwnerSUT, Waited: msd(50)}, // the service's own: no one's blame
+	))
+	r.AddHost(measuredSample(2, 3))
+	s := r.Summary(sec(3), 3*1e9)
+	tl := s.Tail
+	if tl == nil {
+		t.Fatal("Tail = nil, want the requests' exposure")
+	}
+	if tl.Requests != 204 || tl.Overlapped != 4 {
+		t.Errorf("requests %d, overlapped %d; want 204 and 4", tl.Requests, tl.Overlapped)
+	}
+	if len(tl.Slowest) != 2 {
+		t.Fatalf("slices = %+v, want the slowest 1 %% and 5 %%", tl.Slowest)
+	}
+	one := tl.Slowest[0]
+	if one.Requests != 3 || one.Overlapped != 3 || len(one.Behind) != 1 || one.Behind[0].Name != "hog" || one.Behind[0].Requests != 3 {
+		t.Errorf("slowest 1 %% = %+v, want 3 requests, all behind the hog", one)
+	}
+	if one.P >= 0.001 {
+		t.Errorf("p = %g, want the 3 slowest all overlapping (4 of 204) to be far from chance", one.P)
+	}
+	near(t, "mean wait of the slowest", one.WaitMS, 40, 0.01)
+	near(t, "quiet p99", tl.Quiet.P99, 1, 0.01)
+	near(t, "exposed p50", tl.Exposed.P50, 40, 0.01)
+	near(t, "unwaited max", tl.Unwaited.Max, 1, 0.01)
+	if c := s.CleanLatency; c == nil || c.By != tare.CleanByRequests || c.Requests != 200 {
+		t.Errorf("clean latency = %+v, want the 200 requests no outside wait overlapped", c)
+	}
+	if ws := r.Ticks()[1].Host.Blame.Waits; len(ws) != 1 || ws[0].Name != "hog" {
+		t.Errorf("tick 1 keeps waits %+v, want the hog's alone (the outside ones)", ws)
+	}
+}
+
+// A neighbour whose waits overlap fast and slow requests alike held up
+// no tail: the slowest are not more exposed than chance makes them.
+func TestTailOfWaitsThatSlowedNobody(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	var waits []tare.Wait
+	for i := range 100 {
+		at := float64(i) * 0.03
+		// Every other request overlaps a short wait, slow or fast.
+		lat := 1.0
+		if i%10 == 0 {
+			lat = 5
+		}
+		r.AddResult(result(at, 0, lat))
+		if i%2 == 0 {
+			waits = append(waits, hogWait(at, at+0.0001, 0.1))
+		}
+	}
+	r.AddHost(measuredSample(0, 3, waits...))
+	tl := r.Summary(sec(3), 3e9).Tail
+	if tl == nil || tl.Overlapped == 0 {
+		t.Fatalf("tail = %+v, want overlapped requests", tl)
+	}
+	for _, sl := range tl.Slowest {
+		if sl.P < 0.05 {
+			t.Errorf("slowest %g %%: p = %g, want no sign the slow ones overlapped more (%d of %d)", sl.Pct, sl.P, sl.Overlapped, sl.Requests)
+		}
+	}
+}
+
+func TestTailNeedsTheProbe(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	r.AddResult(result(0.1, 0, 1))
+	r.AddHost(measuredSample(0, 1))
+	r.AddResult(result(1.1, 0, 1))
+	r.AddHost(sample(1, 2, 0)) // estimated: the probe did not run
+	s := r.Summary(sec(2), 2e9)
+	if s.Tail == nil || s.Tail.Requests != 1 {
+		t.Errorf("tail = %+v, want the one request of the measured tick", s.Tail)
+	}
+	r2 := newRecorder(t, Config{Start: t0})
+	r2.AddResult(result(0.1, 0, 1))
+	r2.AddHost(sample(0, 1, 0))
+	if s := r2.Summary(sec(1), 1e9); s.Tail != nil || s.CleanLatency == nil || s.CleanLatency.By != tare.CleanByTicks {
+		t.Errorf("without the probe: tail %+v, clean %+v; want no tail and clean ticks' latency", s.Tail, s.CleanLatency)
+	}
+}
+
+// Steal counts for its share of the time a request overlapped.
+func TestTailCountsSteal(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	r.AddResult(result(0.1, 0, 10))
+	h := measuredSample(0, 1)
+	h.CPU.Steal = 50
+	r.AddHost(h)
+	tl := r.Summary(sec(1), 1e9).Tail
+	if tl == nil || tl.Overlapped != 1 || len(tl.Slowest[0].Behind) != 1 || tl.Slowest[0].Behind[0].Owner != tare.OwnerSteal {
+		t.Fatalf("tail = %+v, want the request overlapping the hypervisor's steal", tl)
+	}
+	near(t, "its wait", tl.Slowest[0].WaitMS, 5, 0.01)
+}
+
+func TestHypergeometricTail(t *testing.T) {
+	for _, tt := range []struct {
+		k, N, K, n int
+		want       float64
+	}{
+		{2, 10, 2, 2, 1.0 / 45},
+		{1, 10, 2, 2, 17.0 / 45}, // 1 − C(8,2)/C(10,2)
+		{0, 10, 2, 2, 1},
+		{3, 10, 2, 3, 0}, // more marked than there are
+		{5, 5, 5, 5, 1},
+	} {
+		if got := HypergeometricTail(tt.k, tt.N, tt.K, tt.n); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("HypergeometricTail(%d, %d, %d, %d) = %g, want %g", tt.k, tt.N, tt.K, tt.n, got, tt.want)
+		}
+	}
+}

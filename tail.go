@@ -1,0 +1,162 @@
+package tare
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tail is per-request blame: what outside interference overlapped each
+// request's life (Scheduled to Done), and how the slowest requests compare
+// with the rest. Outside interference is the measured threads' wait behind
+// other processes and the kernel's threads (the probe's Waits) and the
+// hypervisor's steal of the ticks the request lived in. Every thread of
+// the system under test counts (tare cannot tell which thread served
+// which request): on a pool, one worker's wait also overlaps the requests
+// of the others, so a request's exposure is an upper bound, each wait
+// counted at most for the wall time it overlapped and the whole at most
+// the request's latency. The comparison of the slowest with the rest,
+// not the overlap alone, is what the verdict judges.
+type Tail struct {
+	// Requests are the finished requests whose ticks the probe all
+	// measured; Overlapped are those whose outside wait was at least
+	// OverlapShare of their latency.
+	Requests   int `json:"requests"`
+	Overlapped int `json:"overlapped"`
+	// Quiet are the latency percentiles of the requests that overlapped
+	// no outside wait: what the code does on a quiet host, measured from
+	// this run. Exposed are those of the ones that did.
+	Quiet   PercentilesMS `json:"quiet_ms"`
+	Exposed PercentilesMS `json:"exposed_ms"`
+	// Unwaited are the percentiles of every request's latency less the
+	// outside wait it overlapped: the run as it would have been without
+	// it, at most (the wait is an upper bound).
+	Unwaited PercentilesMS `json:"unwaited_ms"`
+	// Sampled is how many requests the slices were drawn from: all of a
+	// run up to that size, a uniform sample of a larger one.
+	Sampled int         `json:"sampled"`
+	Slowest []TailSlice `json:"slowest"` // the slowest 1 % and 5 %
+}
+
+// OverlapShare is the least outside wait, as a share of a request's
+// latency, for it to count as overlapped (Tail.Overlapped): a 2 % steal
+// over a whole run brushes every request and delays none by much.
+const OverlapShare = 0.05
+
+// OwnerSteal is the hypervisor, as what a request's life overlapped
+// (TailOwner.Owner): its steal of the ticks the request lived in.
+const OwnerSteal = "steal"
+
+// TailSlice is the slowest Pct % of the sampled requests, and what they
+// overlapped.
+type TailSlice struct {
+	Pct        float64 `json:"pct"`
+	Requests   int     `json:"requests"`
+	Overlapped int     `json:"overlapped"`
+	// WaitMS is the mean outside wait of the slice's requests that
+	// overlapped it; nil when none did.
+	WaitMS *float64 `json:"wait_ms"`
+	// Behind is whom the overlapped ones waited behind most, each
+	// request counted under its largest, the most requests first.
+	Behind []TailOwner `json:"behind"`
+	// P is the chance that Requests drawn at random from the sample hold
+	// Overlapped or more that overlapped (hypergeometric, one-sided):
+	// small when the slowest overlapped outside waits more than the rest.
+	P float64 `json:"p"`
+}
+
+// Quantile names the percentile the slice begins at: p99 for the slowest
+// 1 %, p95 for 5 %.
+func (sl TailSlice) Quantile() string {
+	if sl.Pct <= 1 {
+		return "p99"
+	}
+	return "p95"
+}
+
+// At is the percentile of p the slowest sl begin at (TailSlice.Quantile).
+func (p PercentilesMS) At(sl TailSlice) *float64 {
+	if sl.Pct <= 1 {
+		return p.P99
+	}
+	return p.P95
+}
+
+// At is the latency percentile the slowest sl begin at.
+func (l LatencyMS) At(sl TailSlice) *float64 {
+	return PercentilesMS{P95: l.P95, P99: l.P99}.At(sl)
+}
+
+// Sentence says what the slowest requests overlapped, as the summary
+// shows it: "the p99 tail: 31 of 36 requests overlapped waits behind
+// `nightly-batch` (pids 812, 813), 2.1 ms each on average; requests with
+// no outside wait: p99 0.9 ms".
+func (t *Tail) Sentence(sl TailSlice) string {
+	out := fmt.Sprintf("the %s tail: %d of %d requests overlapped outside waits", sl.Quantile(), sl.Overlapped, sl.Requests)
+	if len(sl.Behind) > 0 {
+		out = fmt.Sprintf("the %s tail: %d of %d requests overlapped waits behind %s", sl.Quantile(), sl.Overlapped, sl.Requests, OwnerNames(sl.Behind))
+	}
+	if sl.WaitMS != nil {
+		out += fmt.Sprintf(", %s each on average", MSText(*sl.WaitMS))
+	}
+	out += fmt.Sprintf(" (of all %d requests measured, %d did)", t.Requests, t.Overlapped)
+	if q := t.Quiet.At(sl); q != nil {
+		out += fmt.Sprintf("; requests with no outside wait: %s %s", sl.Quantile(), MSText(*q))
+	}
+	return out
+}
+
+// OwnerNames names the owners the slowest requests waited behind, the
+// most first: "`nightly-batch` (pids 812, 813)", "kernel threads", "the
+// hypervisor's steal"; at most three, and how many more.
+func OwnerNames(owners []TailOwner) string {
+	var names []string
+	for i, o := range owners {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("%d more", len(owners)-i))
+			break
+		}
+		names = append(names, o.Who())
+	}
+	return strings.Join(names, ", ")
+}
+
+// Who names the owner as the tail sentence does.
+func (o TailOwner) Who() string {
+	switch o.Owner {
+	case OwnerSteal:
+		return "the hypervisor's steal"
+	case OwnerKernel:
+		if o.Name != "" {
+			return fmt.Sprintf("kernel thread `%s`", o.Name)
+		}
+		return "kernel threads"
+	}
+	if o.Name == "" {
+		return "other processes"
+	}
+	return Behind{Name: o.Name, PIDs: o.PIDs}.Who()
+}
+
+// MSText formats milliseconds with three significant figures, in seconds
+// from one second on, as the reports do.
+func MSText(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.3gs", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fms", v)
+	}
+	return fmt.Sprintf("%.2fms", v)
+}
+
+// TailOwner is one owner the slowest requests waited behind.
+type TailOwner struct {
+	Owner    string  `json:"owner"` // OwnerOther, OwnerKernel or OwnerSteal
+	Name     string  `json:"name,omitempty"`
+	PIDs     []int   `json:"pids,omitempty"`
+	Root     int     `json:"root,omitempty"`
+	Requests int     `json:"requests"` // requests it held up most
+	WaitMS   float64 `json:"wait_ms"`  // their mean wait behind it
+}
