@@ -140,12 +140,12 @@ type reading struct {
 	// Final are the threads of SUT and Tare that exited, whose run delay
 	// the scheduler probe kept at their last switch: their final value,
 	// which /proc no longer shows.
-	Final map[int]bool
-	HasSUT    bool           // at least one process of the system under test existed
-	HasTare   bool
-	Procs     map[int]procStat // every process, for the ledger
-	HasProcs  bool
-	Uptime    uint64 // clock ticks since boot
+	Final    map[int]bool
+	HasSUT   bool // at least one process of the system under test existed
+	HasTare  bool
+	Procs    map[int]procStat // every process, for the ledger
+	HasProcs bool
+	Uptime   uint64 // clock ticks since boot
 }
 
 func newReading() reading {

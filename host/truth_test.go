@@ -82,7 +82,7 @@ func TestTruthThreadsComeAndGo(t *testing.T) {
 	if why := s.BlameWhy(); why != "" {
 		t.Fatalf("the probe did not run as root with BTF: %s", why)
 	}
-	const ticks = 20
+	const ticks = 40
 	compared, disagreed := 0, 0
 	// The first tick is not compared: the probe did not see the waits
 	// already under way when it began to watch.

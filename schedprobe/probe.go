@@ -315,10 +315,10 @@ type Exit struct {
 // among them: it is gone without a record.
 func (p *Probe) Exited() ([]Exit, error) {
 	var (
-		tid   uint32
-		e     probeExit
-		out   []Exit
-		tids  []uint32
+		tid  uint32
+		e    probeExit
+		out  []Exit
+		tids []uint32
 	)
 	it := p.objs.Exited.Iterate()
 	for it.Next(&tid, &e) {
