@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +47,7 @@ type blamer struct {
 	busiest  int                       // how many of the busiest other processes to watch (tare check)
 	waiters  map[int]tare.ProcessShare // group → the busiest process it watches
 	failed   bool                      // a Read failed since the last sample
+	exits    []schedprobe.Exit         // exited threads read, not yet added to a reading of their group
 
 	// fresh counts the samples whose run delay is not compared with
 	// schedstat's since the measured processes changed: the one that
@@ -127,11 +127,42 @@ func (b *blamer) around(group int, read func() bool) bool {
 	return ok
 }
 
+// exited adds to a reading of group's threads (delays and owner: thread
+// id → its run delay, its process) those the probe saw exit since, with
+// their final run delay, and marks them final. Schedstat alone loses the
+// waits of a thread between the last reading and its exit, and all of a
+// thread that came and went between two readings, while the probe counts
+// them: on a pool that starts threads per task, most ticks.
+func (b *blamer) exited(group int, delays map[int]uint64, owner map[int]int, final map[int]bool) {
+	if b.probe == nil {
+		return
+	}
+	exits, err := b.probe.Exited()
+	if err != nil {
+		b.failed = true
+		return
+	}
+	b.exits = append(b.exits, exits...)
+	kept := b.exits[:0]
+	for _, e := range b.exits {
+		switch e.Group {
+		case group:
+			delays[e.TID] = max(delays[e.TID], uint64(e.RunDelay))
+			owner[e.TID] = e.TGID
+			final[e.TID] = true
+		case groupSUT, groupTare:
+			kept = append(kept, e) // the other group's, for its reading
+		}
+	}
+	b.exits = kept
+}
+
 // read takes what the probe counted since the last reading, then hands it
 // the processes to watch from now: the system under test's (and what they
 // fork), tare's (and what its trees fork), and the busiest others chosen
-// at the last sample.
-func (b *blamer) read(m *members, tarePIDs []int) error {
+// at the last sample. procs is the process table of the reading (held:
+// whether it was read).
+func (b *blamer) read(m *members, tarePIDs []int, procs map[int]procStat, held bool) error {
 	if b.probe == nil {
 		return nil
 	}
@@ -148,11 +179,41 @@ func (b *blamer) read(m *members, tarePIDs []int) error {
 	for pid := range m.sut {
 		b.spare[pid] = schedprobe.Watch{Group: groupSUT, Inherit: true}
 	}
-	if !maps.Equal(b.spare, b.measured) {
+	if b.unwatched(procs, held) {
 		b.fresh = 2
 	}
 	b.measured, b.spare = b.spare, b.measured
 	return b.apply()
+}
+
+// unwatched reports whether the measured processes changed (spare, from
+// measured) in a way that makes the probe's run delay and schedstat's
+// count different waits: a process joined that the probe did not watch
+// (its waits under way, and those before it was watched, are in
+// schedstat's counters only), or one still alive left (the probe counts
+// its waits under way, schedstat no longer reads it). A process forked
+// by a measured one was watched from its fork (Watch.Inherit), and one
+// that exited left its threads' final run delays (exited): neither is a
+// change.
+func (b *blamer) unwatched(procs map[int]procStat, held bool) bool {
+	for pid, w := range b.spare {
+		old, ok := b.measured[pid]
+		switch {
+		case ok && old != w:
+			return true
+		case !ok && !b.probe.Watching(pid, w):
+			return true
+		}
+	}
+	for pid := range b.measured {
+		if _, ok := b.spare[pid]; ok {
+			continue
+		}
+		if _, alive := procs[pid]; alive || !held {
+			return true
+		}
+	}
+	return false
 }
 
 // apply hands the probe the measured processes and the busiest ones.
@@ -413,11 +474,12 @@ func (b *blamer) close() error {
 }
 
 // threadsGone reports whether a thread of the measured processes read at
-// prev was not there at cur: it exited, and its last waits with it.
+// prev was not there at cur: it exited, and its last waits with it, unless
+// prev holds its final run delay (the probe saw it exit).
 func threadsGone(prev, cur *reading) bool {
 	for _, p := range []struct{ before, now map[int]uint64 }{{prev.SUT, cur.SUT}, {prev.Tare, cur.Tare}} {
 		for tid := range p.before {
-			if _, ok := p.now[tid]; !ok {
+			if _, ok := p.now[tid]; !ok && !prev.Final[tid] {
 				return true
 			}
 		}

@@ -137,15 +137,19 @@ type reading struct {
 	SUT, Tare map[int]uint64 // thread id → cumulative run delay, ns
 	SUTOwner  map[int]int    // thread id of the system under test → its process
 	TareOwner map[int]int    // thread id of tare → its process
-	HasSUT    bool           // at least one process of the system under test existed
-	HasTare   bool
-	Procs     map[int]procStat // every process, for the ledger
-	HasProcs  bool
-	Uptime    uint64 // clock ticks since boot
+	// Final are the threads of SUT and Tare that exited, whose run delay
+	// the scheduler probe kept at their last switch: their final value,
+	// which /proc no longer shows.
+	Final    map[int]bool
+	HasSUT   bool // at least one process of the system under test existed
+	HasTare  bool
+	Procs    map[int]procStat // every process, for the ledger
+	HasProcs bool
+	Uptime   uint64 // clock ticks since boot
 }
 
 func newReading() reading {
-	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, SUTOwner: map[int]int{}, TareOwner: map[int]int{}, Procs: map[int]procStat{}}
+	return reading{SUT: map[int]uint64{}, Tare: map[int]uint64{}, SUTOwner: map[int]int{}, TareOwner: map[int]int{}, Final: map[int]bool{}, Procs: map[int]procStat{}}
 }
 
 // NewSampler checks the configuration, finds the measured cgroups and takes
@@ -450,11 +454,23 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		s.nodes, s.called = nodes, called
 		s.mu.Unlock()
 	}
-	r.HasSUT = s.blame.around(groupSUT, func() bool { return s.readTasks(s.sutTasks, s.members.sut, r.SUT) })
-	maps.Copy(clearMap(r.SUTOwner), s.sutTasks.owner)
-	r.HasTare = s.blame.around(groupTare, func() bool { return s.readTasks(s.tareTasks, s.members.tare, r.Tare) })
-	maps.Copy(clearMap(r.TareOwner), s.tareTasks.owner)
-	if err := s.blame.read(s.members, s.cfg.Tare); err != nil {
+	// The threads that exited since the last reading are added with their
+	// final run delay where the probe kept it, within the same bracket of
+	// the probe's figure: their waits are in it.
+	clear(r.Final)
+	r.HasSUT = s.blame.around(groupSUT, func() bool {
+		ok := s.readTasks(s.sutTasks, s.members.sut, r.SUT)
+		maps.Copy(clearMap(r.SUTOwner), s.sutTasks.owner)
+		s.blame.exited(groupSUT, r.SUT, r.SUTOwner, r.Final)
+		return ok
+	})
+	r.HasTare = s.blame.around(groupTare, func() bool {
+		ok := s.readTasks(s.tareTasks, s.members.tare, r.Tare)
+		maps.Copy(clearMap(r.TareOwner), s.tareTasks.owner)
+		s.blame.exited(groupTare, r.Tare, r.TareOwner, r.Final)
+		return ok
+	})
+	if err := s.blame.read(s.members, s.cfg.Tare, r.Procs, r.HasProcs); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
 	}
 	return nil

@@ -291,6 +291,51 @@ func (p *Probe) Waited() ([Groups]time.Duration, error) {
 	return out, nil
 }
 
+// Watching reports whether the program watches process tgid as w says,
+// whether Watch named it or the program added it at its fork.
+func (p *Probe) Watching(tgid int, w Watch) bool {
+	var v probeWatch
+	if err := p.objs.Watched.Lookup(uint32(tgid), &v); err != nil {
+		return false
+	}
+	return int(v.Group) == w.Group && (v.Inherit == 1) == w.Inherit
+}
+
+// Exit is a watched thread that exited, and its run delay as schedstat
+// showed it last: /proc no longer shows it once the thread is gone, and
+// the waits the probe counted of it are in Waited.
+type Exit struct {
+	TID, TGID int
+	Group     int
+	RunDelay  time.Duration // the thread's whole run delay, since it started
+}
+
+// Exited returns the watched threads that exited since the last call (or
+// Open), and forgets them. A thread whose exit found the map full is not
+// among them: it is gone without a record.
+func (p *Probe) Exited() ([]Exit, error) {
+	var (
+		tid  uint32
+		e    probeExit
+		out  []Exit
+		tids []uint32
+	)
+	it := p.objs.Exited.Iterate()
+	for it.Next(&tid, &e) {
+		out = append(out, Exit{TID: int(tid), TGID: int(e.Tgid), Group: int(e.Group), RunDelay: time.Duration(e.RunDelay)})
+		tids = append(tids, tid)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read the scheduler probe's exited threads: %w", err)
+	}
+	for _, tid := range tids {
+		if err := p.objs.Exited.Delete(tid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, fmt.Errorf("forget exited thread %d: %w", tid, err)
+		}
+	}
+	return out, nil
+}
+
 // alive reports whether process pid exists.
 func alive(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))

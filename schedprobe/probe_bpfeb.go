@@ -40,6 +40,13 @@ type probeCpuState struct {
 	Switches uint64
 }
 
+type probeExit struct {
+	_        structs.HostLayout
+	RunDelay uint64
+	Tgid     uint32
+	Group    uint32
+}
+
 type probeWaiter struct {
 	_      structs.HostLayout
 	Queued uint64
@@ -68,6 +75,7 @@ const (
 	probeMapCharges      = "charges"
 	probeMapCounters     = "counters"
 	probeMapCpus         = "cpus"
+	probeMapExited       = "exited"
 	probeMapWaited       = "waited"
 	probeMapWaiters      = "waiters"
 	probeMapWatched      = "watched"
@@ -134,6 +142,7 @@ type probeMapSpecs struct {
 	Charges  *ebpf.MapSpec `ebpf:"charges"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Cpus     *ebpf.MapSpec `ebpf:"cpus"`
+	Exited   *ebpf.MapSpec `ebpf:"exited"`
 	Waited   *ebpf.MapSpec `ebpf:"waited"`
 	Waiters  *ebpf.MapSpec `ebpf:"waiters"`
 	Watched  *ebpf.MapSpec `ebpf:"watched"`
@@ -168,6 +177,7 @@ type probeMaps struct {
 	Charges  *ebpf.Map `ebpf:"charges"`
 	Counters *ebpf.Map `ebpf:"counters"`
 	Cpus     *ebpf.Map `ebpf:"cpus"`
+	Exited   *ebpf.Map `ebpf:"exited"`
 	Waited   *ebpf.Map `ebpf:"waited"`
 	Waiters  *ebpf.Map `ebpf:"waiters"`
 	Watched  *ebpf.Map `ebpf:"watched"`
@@ -178,6 +188,7 @@ func (m *probeMaps) Close() error {
 		m.Charges,
 		m.Counters,
 		m.Cpus,
+		m.Exited,
 		m.Waited,
 		m.Waiters,
 		m.Watched,

@@ -35,13 +35,20 @@ enum {
 
 #define PF_KTHREAD 0x00200000 // include/linux/sched.h: I am a kernel thread
 #define TASK_RUNNING 0
+#define TASK_DEAD 0x00000080 // include/linux/sched.h: set for its last switch away
 
 struct thread_info {
 	__u32 cpu;
 } __attribute__((preserve_access_index));
 
+// CONFIG_SCHED_INFO: what /proc/<pid>/task/<tid>/schedstat shows.
+struct sched_info {
+	unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	struct thread_info thread_info;
+	struct sched_info sched_info;
 	unsigned int __state;
 	unsigned int flags;
 	int on_cpu;

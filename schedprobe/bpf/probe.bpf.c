@@ -130,6 +130,23 @@ struct {
 	__type(value, struct waits);
 } waited SEC(".maps");
 
+// A watched thread that exited: its run delay as schedstat showed it last,
+// which /proc no longer shows once the thread is gone, beside the waits the
+// probe counted of it. The loader drains the map every tick; when it is full
+// a thread's exit goes unrecorded, and the loader sees it gone without one.
+struct exit {
+	__u64 run_delay; // ns, final
+	__u32 tgid;
+	__u32 group;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); // thread id
+	__type(value, struct exit);
+} exited SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, COUNTERS);
@@ -316,10 +333,18 @@ int on_switch(__u64 *ctx)
 
 	// The thread that leaves while still runnable (preempted, or it
 	// yielded) starts waiting.
-	if (prev_pid != 0 && task_state(prev) == TASK_RUNNING) {
+	long prev_state = prev_pid != 0 ? task_state(prev) : 0;
+	if (prev_pid != 0 && prev_state == TASK_RUNNING) {
 		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
 		if (wt)
 			start_wait(prev_pid, wt->group, cpu, st, now);
+	} else if (prev_state & TASK_DEAD) {
+		// Its last switch: its run delay is final.
+		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
+		if (wt) {
+			struct exit e = {.run_delay = BPF_CORE_READ(prev, sched_info.run_delay), .tgid = prev_tgid, .group = wt->group};
+			bpf_map_update_elem(&exited, &prev_pid, &e, BPF_ANY);
+		}
 	}
 	return 0;
 }
@@ -370,7 +395,15 @@ int on_migrate(__u64 *ctx)
 	if (!dst)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	__u32 g = w->group & (GROUPS - 1);
+	__u32 g = w->group & (GROUPS - 1), zero = 0;
+	// The kernel adds the wait so far to the run delay at a move (it
+	// dequeues the thread), and counts the rest from its arrival on dest:
+	// so does waited, or a wait that a tick's end cuts after the move
+	// lands in one tick here and in two in schedstat.
+	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
+	if (done && now > w->queued)
+		__sync_fetch_and_add(&done->ns[g], now - w->queued);
+	w->queued = now;
 	struct cpu_state *src = cpu_of(w->cpu);
 	if (src && task_cpu(p) == w->cpu) {
 		__u64 from = w->since > src->last ? w->since : src->last;
