@@ -188,6 +188,8 @@ func mixBlame(a *tare.Blame, wa float64, b *tare.Blame, wb float64) *tare.Blame 
 	m.RunDelayPct = mixPtr(a.RunDelayPct, b.RunDelayPct, wa/(wa+wb), wb/(wa+wb))
 	m.RunDelaySpreadPct = mixPtr(a.RunDelaySpreadPct, b.RunDelaySpreadPct, wa/(wa+wb), wb/(wa+wb))
 	m.ProbeCPUPct = mixPtr(a.ProbeCPUPct, b.ProbeCPUPct, wa/(wa+wb), wb/(wa+wb))
+	m.Waits = slices.SortedStableFunc(slices.Values(slices.Concat(a.Waits, b.Waits)), func(x, y tare.Wait) int { return x.Start.Compare(y.Start) })
+	m.WaitsLost = a.WaitsLost + b.WaitsLost
 	return m
 }
 
@@ -202,6 +204,7 @@ func copyBlame(b *tare.Blame) *tare.Blame {
 		c.Behind[i].PIDs = slices.Clone(b.Behind[i].PIDs)
 	}
 	c.OthersByCPU = slices.Clone(b.OthersByCPU)
+	c.Waits = slices.Clone(b.Waits)
 	c.RunDelayPct = clonePtr(b.RunDelayPct)
 	c.RunDelaySpreadPct = clonePtr(b.RunDelaySpreadPct)
 	c.ProbeCPUPct = clonePtr(b.ProbeCPUPct)

@@ -148,3 +148,14 @@ func TestHypergeometricTail(t *testing.T) {
 		}
 	}
 }
+
+// Two host samples in one tick keep the waits of both.
+func TestTickKeepsTheWaitsOfMergedSamples(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	r.AddHost(measuredSample(0, 0.5, hogWait(0.1, 0.2, 10)))
+	r.AddHost(measuredSample(0.5, 1, hogWait(0.6, 0.7, 10)))
+	ws := r.Ticks()[0].Host.Blame.Waits
+	if len(ws) != 2 || !ws[0].Start.Before(ws[1].Start) {
+		t.Errorf("waits = %+v, want both samples' in order", ws)
+	}
+}

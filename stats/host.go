@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -44,6 +45,9 @@ func copySample(h *tare.HostSample) tare.HostSample {
 		c.CPUBy = &by
 	}
 	c.Blame = copyBlame(h.Blame)
+	c.PSIIOSome = clonePtr(h.PSIIOSome)
+	c.FixedWorkUS = clonePtr(h.FixedWorkUS)
+	c.IOBy = slices.Clone(h.IOBy)
 	return c
 }
 
@@ -97,6 +101,9 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.SUTRunDelay = mixPtr(acc.SUTRunDelay, s.SUTRunDelay, fa, fb)
 	acc.TareRunDelay = mixPtr(acc.TareRunDelay, s.TareRunDelay, fa, fb)
 	acc.Blame = mixBlame(acc.Blame, fa, s.Blame, fb)
+	acc.PSIIOSome = mixPtr(acc.PSIIOSome, s.PSIIOSome, fa, fb)
+	acc.FixedWorkUS = mixPtr(acc.FixedWorkUS, s.FixedWorkUS, fa, fb)
+	acc.IOBy = mergeIO(acc.IOBy, s.IOBy)
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
@@ -386,4 +393,24 @@ func roundCPUBy(by *tare.CPUBy) {
 	for i := range by.TopOthers {
 		by.TopOthers[i].CPUPct = *round(by.TopOthers[i].CPUPct, 2)
 	}
+}
+
+// mergeIO adds up two ticks' I/O by process, the busiest first, keeping
+// as many as the longer of the two named.
+func mergeIO(a, b []tare.ProcessIO) []tare.ProcessIO {
+	if len(b) == 0 {
+		return a
+	}
+	keep := max(len(a), len(b))
+	out := slices.Clone(a)
+	for _, p := range b {
+		i := slices.IndexFunc(out, func(q tare.ProcessIO) bool { return q.Name == p.Name && q.PID == p.PID })
+		if i < 0 {
+			out = append(out, p)
+			continue
+		}
+		out[i].Bytes += p.Bytes
+	}
+	slices.SortStableFunc(out, func(x, y tare.ProcessIO) int { return cmp.Compare(y.Bytes, x.Bytes) })
+	return out[:min(len(out), keep)]
 }
