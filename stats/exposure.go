@@ -315,3 +315,59 @@ func HypergeometricTail(k, N, K, n int) float64 {
 	}
 	return min(p, 1)
 }
+
+// Overlaps answers, for any request of a run read back, what outside
+// interference overlapped its life, by the recorder's own rule: what a
+// reader of stored records (the report's scatter of every request) colours
+// each request by.
+type Overlaps struct{ r *Recorder }
+
+// Exposure is what outside interference overlapped one request.
+type Exposure struct {
+	Wait time.Duration  // outside wait overlapped, at most the request's latency
+	Top  tare.TailOwner // whom it waited behind most (Requests and WaitMS unset); zero when nobody
+	// Overlapped: Wait was at least tare.OverlapShare of the latency.
+	Overlapped bool
+}
+
+// NewOverlaps indexes the outside waits of a run's ticks (their host
+// samples, as stored); the ticks are of one length, from the first.
+func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
+	if len(ticks) == 0 {
+		return &Overlaps{}, nil
+	}
+	r, err := NewRecorder(Config{Start: ticks[0].Start, Tick: max(ticks[0].End.Sub(ticks[0].Start), MinTick), Grace: 1<<63 - 1})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ticks {
+		if t.Host != nil {
+			r.AddHost(*t.Host)
+		}
+	}
+	return &Overlaps{r: r}, nil
+}
+
+// Of is what overlapped res; known is false when the probe did not
+// measure every tick of its life, or res did not succeed.
+func (o *Overlaps) Of(res *tare.Result) (e Exposure, known bool) {
+	if o.r == nil || !res.OK() || res.Done.IsZero() {
+		return e, false
+	}
+	r := o.r
+	from := res.Scheduled.Sub(r.cfg.Start)
+	first, _ := r.index(res.Scheduled)
+	last, _ := r.index(res.Done)
+	if first < 0 {
+		return e, false
+	}
+	x, known := r.exposureOf(pendingReq{latency: res.Latency(), from: from, to: max(res.Done.Sub(r.cfg.Start), from), first: int32(first), last: int32(max(first, last)), ok: true})
+	if !known {
+		return e, false
+	}
+	e.Wait, e.Overlapped = x.wait, x.overlapped()
+	if x.top >= 0 {
+		e.Top = r.exp.owners[x.top]
+	}
+	return e, true
+}

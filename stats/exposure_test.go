@@ -159,3 +159,26 @@ func TestTickKeepsTheWaitsOfMergedSamples(t *testing.T) {
 		t.Errorf("waits = %+v, want both samples' in order", ws)
 	}
 }
+
+// A stored run's ticks answer for its records as the recorder did.
+func TestOverlapsOfStoredTicks(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	slow := span(1.2, 1.24)
+	r.AddResult(slow)
+	r.AddHost(measuredSample(0, 1))
+	r.AddHost(measuredSample(1, 2, hogWait(1.2, 1.3, 100)))
+	o, err := NewOverlaps(r.Ticks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, known := o.Of(slow)
+	if !known || !e.Overlapped || e.Top.Name != "hog" || e.Wait != msd(40) {
+		t.Errorf("Of(slow) = %+v, %v; want 40 ms behind the hog", e, known)
+	}
+	if _, known := o.Of(span(2.5, 2.6)); known {
+		t.Error("a request of an unsampled tick is known")
+	}
+	if e, known := o.Of(span(0.1, 0.2)); !known || e.Overlapped || e.Wait != 0 {
+		t.Errorf("a quiet request: %+v, %v", e, known)
+	}
+}
