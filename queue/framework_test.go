@@ -32,15 +32,15 @@ func TestProtocolOf(t *testing.T) {
 func TestParseFrameworkURL(t *testing.T) {
 	tests := []struct {
 		name, url, protocol string
-		want                frameworkURL
+		want                FrameworkURL
 		err                 string // part of the message; "" for none
 	}{
 		{name: "celery", url: "celery+redis://127.0.0.1:6379/2?queue=agents&task=app.tasks.answer", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://127.0.0.1:6379/2", backend: "redis://127.0.0.1:6379/2", queue: "agents", task: "app.tasks.answer", db: 2}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "Redis://127.0.0.1:6379/2", Backend: "Redis://127.0.0.1:6379/2", Queue: "agents", Task: "app.tasks.answer", DB: 2}},
 		{name: "celery default queue, other backend", url: "celery+redis://h:6379/0?task=t.a&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://h:6379/0", backend: "redis://h:6379/1", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "Redis://h:6379/0", Backend: "Redis://h:6379/1", Queue: "celery", Task: "t.a"}},
 		{name: "rq with a password and a client option", url: "rq+redis://u:pw@h:6379/3?func=jobs.run&dial_timeout=3s", protocol: ProtocolRQ,
-			want: frameworkURL{protocol: ProtocolRQ, redis: "redis://u:pw@h:6379/3?dial_timeout=3s", backend: "redis://u:pw@h:6379/3?dial_timeout=3s", queue: "default", task: "jobs.run", db: 3}},
+			want: FrameworkURL{Protocol: ProtocolRQ, Redis: "Redis://u:pw@h:6379/3?dial_timeout=3s", Backend: "Redis://u:pw@h:6379/3?dial_timeout=3s", Queue: "default", Task: "jobs.run", DB: 3}},
 		{name: "no task", url: "celery+redis://h:6379/0", protocol: ProtocolCelery, err: `task="": give the task name`},
 		{name: "task with a space", url: "celery+redis://h:6379/0?task=a b", protocol: ProtocolCelery, err: `task="a b"`},
 		{name: "no func", url: "rq+redis://h:6379/0?queue=q", protocol: ProtocolRQ, err: `func="": give the function`},
@@ -49,12 +49,12 @@ func TestParseFrameworkURL(t *testing.T) {
 		{name: "password redacted", url: "celery+redis://u:s3cret@h:6379/0?task=", protocol: ProtocolCelery, err: "u:xxxxx@"},
 		{name: "bad backend", url: "celery+redis://h:6379/0?task=t&backend=http://h/", protocol: ProtocolCelery, err: "backend:"},
 		{name: "celery on rabbitmq", url: "celery+amqp://u:pw@rabbit:5672/agents?queue=q1&task=tasks.answer&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://u:pw@rabbit:5672/agents", backend: "redis://h:6379/1", queue: "q1", task: "tasks.answer"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "AMQP://u:pw@rabbit:5672/agents", Backend: "Redis://h:6379/1", Queue: "q1", Task: "tasks.answer"}},
 		{name: "celery on rabbitmq, tls, vhost /", url: "celery+amqps://rabbit//?task=t.a&backend=rediss://h:6380/0&heartbeat=30", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqps://rabbit//?heartbeat=30", backend: "rediss://h:6380/0", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqps://rabbit//?heartbeat=30", Backend: "rediss://h:6380/0", Queue: "celery", Task: "t.a"}},
 		{name: "amqp without backend", url: "celery+amqp://rabbit/?task=t.a", protocol: ProtocolCelery, err: "no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://"},
 		{name: "amqp with rpc backend", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://rabbit/", backend: "rpc://", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "AMQP://rabbit/", Backend: "rpc://", Queue: "celery", Task: "t.a"}},
 		{name: "amqp with rpc backend and more", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://h/x", protocol: ProtocolCelery, err: "want rpc://, nothing after it"},
 		{name: "amqp with another backend", url: "celery+amqp://rabbit/?task=t.a&backend=db%2Bpostgresql://h/x", protocol: ProtocolCelery, err: "the others are not supported"},
 		{name: "amqp bad port", url: "celery+amqp://u:s3cret@rabbit:99999/?task=t.a&backend=redis://h/0", protocol: ProtocolCelery, err: "want celery+amqp://USER:PASSWORD@HOST:5672/VHOST"},
@@ -64,7 +64,7 @@ func TestParseFrameworkURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseFrameworkURL(tt.url, tt.protocol, true)
+			got, err := ParseFrameworkURL(tt.url, tt.protocol, true)
 			switch {
 			case tt.err == "" && err != nil:
 				t.Fatalf("error %v", err)
@@ -91,18 +91,18 @@ func FuzzParseFrameworkURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, p := range []string{ProtocolCelery, ProtocolRQ} {
-			u, err := parseFrameworkURL(s, p, true)
+			u, err := ParseFrameworkURL(s, p, true)
 			if err != nil {
 				if tare.ErrorCode(err) != tare.EINVALID {
 					t.Fatalf("%q: error %v, want EINVALID", s, err)
 				}
 				continue
 			}
-			if !validTask(u.task) || !nameRE.MatchString(u.queue) {
-				t.Fatalf("%q: accepted task %q, queue %q", s, u.task, u.queue)
+			if !ValidTask(u.Task) || !nameRE.MatchString(u.Queue) {
+				t.Fatalf("%q: accepted task %q, queue %q", s, u.Task, u.Queue)
 			}
-			if (u.redis == "") == (u.amqp == "") || u.backend == "" {
-				t.Fatalf("%q: accepted broker %q / %q, backend %q: want one broker and a backend", s, u.redis, u.amqp, u.backend)
+			if (u.Redis == "") == (u.AMQP == "") || u.Backend == "" {
+				t.Fatalf("%q: accepted broker %q / %q, backend %q: want one broker and a backend", s, u.Redis, u.AMQP, u.Backend)
 			}
 		}
 	})
@@ -134,7 +134,7 @@ func TestJobArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args, kwargs := a.expand(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7")
+			args, kwargs := a.Expand(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7")
 			gotArgs, _ := json.Marshal(args)
 			gotKwargs, _ := json.Marshal(kwargs)
 			if string(gotArgs) != tt.wantArgs || string(gotKwargs) != tt.wantKwargs {
@@ -175,7 +175,7 @@ func TestParseCeleryTime(t *testing.T) {
 // TestCeleryMessage: a task message carries protocol 2's headers and a
 // body of [args, kwargs, embed], as Celery's Redis transport expects.
 func TestCeleryMessage(t *testing.T) {
-	c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, origin: "tare1@h"}
+	c := &Celery{f: FrameworkURL{Queue: "agents", Task: "tasks.answer"}, origin: "tare1@h"}
 	m, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestCeleryMessageExpires(t *testing.T) {
 		{0, nil},
 		{90 * time.Second, "2026-12-01T16:01:30.123456+00:00"},
 	} {
-		c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, fw: FrameworkConfig{Timeout: tt.timeout}}
+		c := &Celery{f: FrameworkURL{Queue: "agents", Task: "tasks.answer"}, fw: FrameworkConfig{Timeout: tt.timeout}}
 		m, err := c.message("tare-r-1", nil, nil, enqueued)
 		if err != nil {
 			t.Fatal(err)

@@ -61,7 +61,7 @@ func TestCleanupLeavesForeignKeys(t *testing.T) {
 			t.Errorf("foreign key %q after cleanup: %q, %v; want it untouched", k, v, err)
 		}
 	}
-	if left, err := scanKeys(ctx, rdb, p+"*"); err != nil || len(left) != 0 {
+	if left, err := ScanKeys(ctx, rdb, p+"*"); err != nil || len(left) != 0 {
 		t.Errorf("keys of queue %q left after cleanup: %q, %v", q, left, err)
 	}
 	if again, err := Cleanup(ctx, rdb, q); err != nil || len(again) != 0 {

@@ -1,4 +1,4 @@
-package queue
+package bullmq
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 )
 
 func TestParseBullMQURL(t *testing.T) {
 	tests := []struct {
 		name, url string
-		want      frameworkURL
+		want      queue.FrameworkURL
 		err       string // part of the message; "" for none
 	}{
 		{name: "plain", url: "bullmq+redis://127.0.0.1:6379/2?queue=agents&name=answer",
-			want: frameworkURL{protocol: ProtocolBullMQ, redis: "redis://127.0.0.1:6379/2", backend: "redis://127.0.0.1:6379/2", queue: "agents", task: "answer", prefix: "bull", db: 2}},
+			want: queue.FrameworkURL{Protocol: queue.ProtocolBullMQ, Redis: "Redis://127.0.0.1:6379/2", Backend: "Redis://127.0.0.1:6379/2", Queue: "agents", Task: "answer", Prefix: "bull", DB: 2}},
 		{name: "TLS, a password, a prefix with a hash tag, a name with spaces", url: "BULLMQ+REDISS://u:pw@h:6380/0?queue=q1&name=send%20mail&prefix=%7Bbull%7D",
-			want: frameworkURL{protocol: ProtocolBullMQ, redis: "rediss://u:pw@h:6380/0", backend: "rediss://u:pw@h:6380/0", queue: "q1", task: "send mail", prefix: "{bull}"}},
+			want: queue.FrameworkURL{Protocol: queue.ProtocolBullMQ, Redis: "rediss://u:pw@h:6380/0", Backend: "rediss://u:pw@h:6380/0", Queue: "q1", Task: "send mail", Prefix: "{bull}"}},
 		{name: "no queue", url: "bullmq+redis://h:6379/0?name=answer", err: `no queue: give the queue the worker consumes`},
 		{name: "no name", url: "bullmq+redis://h:6379/0?queue=agents", err: `name="": give the job name`},
 		{name: "name with a newline", url: "bullmq+redis://h:6379/0?queue=agents&name=a%0Ab", err: `name="a\nb"`},
@@ -31,10 +32,10 @@ func TestParseBullMQURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if p := ProtocolOf(tt.url); p != ProtocolBullMQ {
-				t.Fatalf("ProtocolOf(%q) = %q, want %q", tt.url, p, ProtocolBullMQ)
+			if p := queue.ProtocolOf(tt.url); p != queue.ProtocolBullMQ {
+				t.Fatalf("ProtocolOf(%q) = %q, want %q", tt.url, p, queue.ProtocolBullMQ)
 			}
-			got, err := parseFrameworkURL(tt.url, ProtocolBullMQ, true)
+			got, err := queue.ParseFrameworkURL(tt.url, queue.ProtocolBullMQ, true)
 			if tt.err != "" {
 				if err == nil || tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want an EINVALID one containing %q", err, tt.err)
@@ -59,15 +60,15 @@ func FuzzParseBullMQURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		u, err := parseFrameworkURL(s, ProtocolBullMQ, true)
+		u, err := queue.ParseFrameworkURL(s, queue.ProtocolBullMQ, true)
 		if err != nil {
 			if tare.ErrorCode(err) != tare.EINVALID {
 				t.Fatalf("%q: error %v, want EINVALID", s, err)
 			}
 			return
 		}
-		if !validJobName(u.task) || !nameRE.MatchString(u.queue) || !prefixRE.MatchString(u.prefix) {
-			t.Fatalf("%q: accepted name %q, queue %q, prefix %q", s, u.task, u.queue, u.prefix)
+		if !validJobName(u.Task) || !nameRE.MatchString(u.Queue) || !prefixRE.MatchString(u.Prefix) {
+			t.Fatalf("%q: accepted name %q, queue %q, prefix %q", s, u.Task, u.Queue, u.Prefix)
 		}
 	})
 }
@@ -89,7 +90,7 @@ func TestJobData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := ParseJobArgsFor("bullmq+redis://h/0?queue=q&name=n", tt.args, tt.kwargs)
+			a, err := queue.ParseJobArgsFor("bullmq+redis://h/0?queue=q&name=n", tt.args, tt.kwargs)
 			if tt.err != "" {
 				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
@@ -99,14 +100,14 @@ func TestJobData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := json.Marshal(a.expandData(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7"))
+			got, _ := json.Marshal(a.ExpandData(queue.Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7"))
 			if string(got) != tt.want {
 				t.Errorf("data %s, want %s", got, tt.want)
 			}
 		})
 	}
 	// Celery's and RQ's arguments stay as they were.
-	if _, err := ParseJobArgsFor("rq+redis://h/0?func=f", `{"a": 1}`, ""); tare.ErrorCode(err) != tare.EINVALID {
+	if _, err := queue.ParseJobArgsFor("rq+redis://h/0?func=f", `{"a": 1}`, ""); tare.ErrorCode(err) != tare.EINVALID {
 		t.Errorf("rq with an object for --job-args: error %v, want EINVALID", err)
 	}
 }
@@ -119,7 +120,7 @@ func TestParseBullClients(t *testing.T) {
 		"id=7 addr=127.0.0.1:50130 laddr=127.0.0.1:6379 fd=11 name=bull:YWdlbnRz:qe age=3 idle=0 flags=b db=0 cmd=xread\n" +
 		"id=8 addr=127.0.0.1:50140 laddr=127.0.0.1:6379 fd=12 name=bull:b3RoZXI= age=3 idle=0 flags=b db=0 cmd=bzpopmin\n"
 	got := parseBullClients(list, bullKeysOf("bull", "agents").client, now)
-	want := []WorkerInfo{
+	want := []queue.WorkerInfo{
 		{Name: "bullmq worker at 127.0.0.1:50120", ClientAddr: "127.0.0.1:50120", ServerAddr: "127.0.0.1:6379", Started: now.Add(-12 * time.Second)},
 		{Name: "gpu-1", ClientAddr: "[::1]:50200", ServerAddr: "[::1]:6379", Started: now.Add(-3 * time.Second)},
 	}
@@ -170,13 +171,13 @@ func TestBullMQStartBeforeAdd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &BullMQ{pending: newPendingJobs(), reasons: map[string]int{}}
-			b.pending.add("tare-r-0", Job{ID: "0", RunID: "r", Enqueued: sent})
+			b := &Source{pending: queue.NewPendingJobs(), reasons: map[string]int{}}
+			b.pending.Add("tare-r-0", queue.Job{ID: "0", RunID: "r", Enqueued: sent})
 			if !tt.active.IsZero() {
-				b.pending.start("tare-r-0", b.notBeforeEnqueue("tare-r-0", tt.active), "", false)
+				b.pending.Start("tare-r-0", b.notBeforeEnqueue("tare-r-0", tt.active), "", false)
 			}
 			b.finishFromHash("tare-r-0", bullJob{ok: true, processedOn: tt.processed, finishedOn: tt.done, attempts: 1, completed: true})
-			out := b.pending.take(context.Background(), 1, 0)
+			out := b.pending.Take(context.Background(), 1, 0)
 			if len(out) != 1 {
 				t.Fatalf("results %+v, want one", out)
 			}

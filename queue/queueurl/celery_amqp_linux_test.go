@@ -1,4 +1,4 @@
-package queue
+package queueurl
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/celery"
 )
 
 // The tests below are what only Celery on RabbitMQ does: the broker
@@ -22,16 +24,16 @@ import (
 // amqpSource opens the Celery queue q of the shared RabbitMQ, its results
 // in a private Redis, with no worker, and a Target on it whose jobs time
 // out after timeout.
-func amqpSource(t *testing.T, q string, timeout time.Duration) (*Target, *Celery, *testservice.PrivateRedis) {
+func amqpSource(t *testing.T, q string, timeout time.Duration) (*queue.Target, *celery.Source, *testservice.PrivateRedis) {
 	t.Helper()
 	broker := testservice.RabbitMQ(t)
 	r := testservice.NewPrivateRedis(t)
 	u := "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
-	c, err := OpenCelery(testContext(t), u, FrameworkConfig{Timeout: timeout})
+	c, err := celery.Open(testContext(t), u, queue.FrameworkConfig{Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", u, err)
 	}
-	tg, err := NewTarget(c, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 50 * time.Millisecond})
+	tg, err := queue.NewTarget(c, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +54,8 @@ func TestCeleryAMQPNoQueue(t *testing.T) {
 	ctx := testContext(t)
 	// A job whose timeout ends it is a timeout (the kind says so): all 5
 	// unroutable is all 5 failed from the broker's return, before it.
-	if k := kinds(doAll(ctx, tg, 5)); k[KindUnroutable] != 5 {
-		t.Fatalf("outcomes %v: want all 5 %q, not %q", k, KindUnroutable, KindTimeout)
+	if k := kinds(doAll(ctx, tg, 5)); k[queue.KindUnroutable] != 5 {
+		t.Fatalf("outcomes %v: want all 5 %q, not %q", k, queue.KindUnroutable, queue.KindTimeout)
 	}
 	if ws, err := tg.Workers(ctx); err != nil || len(ws) != 0 {
 		t.Errorf("workers %v, %v: want none for a queue that does not exist", ws, err)
@@ -81,8 +83,8 @@ func TestCeleryAMQPUnconfirmed(t *testing.T) {
 		return err == nil && d.Waiting == 1
 	})
 	k := kinds(<-done)
-	if k[KindUnconfirmed] != 2 || k[KindTimeout] != 1 {
-		t.Errorf("outcomes %v: want 2 %q (the queue was full) and the one it took %q", k, KindUnconfirmed, KindTimeout)
+	if k[queue.KindUnconfirmed] != 2 || k[queue.KindTimeout] != 1 {
+		t.Errorf("outcomes %v: want 2 %q (the queue was full) and the one it took %q", k, queue.KindUnconfirmed, queue.KindTimeout)
 	}
 	if st := tg.Stats(); st.Unconfirmed != 2 || st.Enqueued != 1 {
 		t.Errorf("stats %+v: want 2 unconfirmed, 1 enqueued", st)
@@ -129,7 +131,7 @@ func TestCeleryAMQPCleanup(t *testing.T) {
 	for _, k := range append([]string{celeryMetaPrefix + "tare-run-1-0"}, userKeys...) {
 		rdb.Set(ctx, k, "x", 0)
 	}
-	removed, err := CleanupFramework(ctx, "celery+"+c.f.amqp+"?"+url.Values{"queue": {q}, "backend": {r.URL()}}.Encode())
+	removed, err := Cleanup(ctx, "celery+"+c.f.AMQP+"?"+url.Values{"queue": {q}, "backend": {r.URL()}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestCeleryAMQPBadURL(t *testing.T) {
 	raw := "celery+" + u.String() + "?" + url.Values{"task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = OpenCelery(ctx, raw, FrameworkConfig{})
+	_, err = celery.Open(ctx, raw, queue.FrameworkConfig{})
 	if tare.ErrorCode(err) != tare.EUNAVAILABLE || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "nobody:xxxxx@") {
 		t.Errorf("error %v: want EUNAVAILABLE naming the broker, password hidden", err)
 	}
@@ -218,7 +220,7 @@ func TestCeleryAMQPRPC(t *testing.T) {
 	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "rpc://") {
 		t.Errorf("notes %q: want them to say the ends are when tare received the replies", notes)
 	}
-	for task, want := range map[string]string{"tasks.boom": "task raised ValueError", "tasks.nope": KindUnknownTask} {
+	for task, want := range map[string]string{"tasks.boom": "task raised ValueError", "tasks.nope": queue.KindUnknownTask} {
 		tg, _ := rig.open(t, task, 10*time.Second)
 		if k := kinds(drive(t, tg, 5, 20, nil)); k[want] != 5 {
 			t.Errorf("%s: outcomes %v, want all 5 %q", task, k, want)

@@ -1,4 +1,4 @@
-package queue
+package bullmq
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/queue"
 )
 
 // The tests below load a real BullMQ worker (Node, bullmq pinned by
@@ -52,24 +53,24 @@ const testJobData = `{"seq": "{{seq}}", "prompt": "job {{id}}"}`
 
 // open opens the rig's queue for job name with the test jobs' data, as a
 // Target whose jobs time out after timeout, and waits for a worker.
-func (rig bullRig) open(t *testing.T, name string, timeout time.Duration) (*Target, *BullMQ) {
+func (rig bullRig) open(t *testing.T, name string, timeout time.Duration) (*queue.Target, *Source) {
 	t.Helper()
 	return rig.openWith(t, name, testJobData, timeout)
 }
 
 // openWith is open with the jobs' data given, --job-args.
-func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Duration) (*Target, *BullMQ) {
+func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Duration) (*queue.Target, *Source) {
 	t.Helper()
-	data, err := ParseJobData(jobData, "")
+	data, err := queue.ParseJobData(jobData, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testContext(t)
-	src, err := OpenBullMQ(ctx, rig.url(name), FrameworkConfig{Args: data, Timeout: timeout})
+	src, err := Open(ctx, rig.url(name), queue.FrameworkConfig{Args: data, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", rig.url(name), err)
 	}
-	tg, err := NewTarget(src, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
+	tg, err := queue.NewTarget(src, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Dur
 // bullReturned reads what job seq of run returned, from its hash: {"seq": …}.
 func bullReturned(t *testing.T, rdb *redis.Client, runID string, seq int) int {
 	t.Helper()
-	raw, err := rdb.HGet(testContext(t), fmt.Sprintf("bull:agents:%s%s-%d", jobIDPrefix, runID, seq), "returnvalue").Result()
+	raw, err := rdb.HGet(testContext(t), fmt.Sprintf("bull:agents:%s%s-%d", queue.JobIDPrefix, runID, seq), "returnvalue").Result()
 	if err != nil {
 		t.Fatalf("returnvalue of job %d: %v", seq, err)
 	}
@@ -156,16 +157,16 @@ func bullmqScript(t *testing.T, script string, args ...string) string {
 func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	rig := newBullRig(t)
 	ctx := testContext(t)
-	data, err := ParseJobData(`{"seq": "{{seq}}", "prompt": "{{prompt}}"}`, "")
+	data, err := queue.ParseJobData(`{"seq": "{{seq}}", "prompt": "{{prompt}}"}`, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := OpenBullMQ(ctx, rig.url("answer"), FrameworkConfig{Args: data})
+	src, err := Open(ctx, rig.url("answer"), queue.FrameworkConfig{Args: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	job := Job{ID: "4", RunID: "r1", Enqueued: time.Now(), Prompt: "hello"}
+	job := queue.Job{ID: "4", RunID: "r1", Enqueued: time.Now(), Prompt: "hello"}
 	if err := src.Enqueue(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 		}
 		return h
 	}
-	ours, want := read(frameworkJobID(job)), read(theirs)
+	ours, want := read(queue.FrameworkJobID(job)), read(theirs)
 	if ours["timestamp"] == "" || want["timestamp"] == "" {
 		t.Fatalf("timestamps %q, %q: want both set", ours["timestamp"], want["timestamp"])
 	}
@@ -192,7 +193,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	if fmt.Sprint(ourOpts) != fmt.Sprint(theirOpts) || fmt.Sprint(ours) != fmt.Sprint(want) {
 		t.Errorf("tare's job %v opts %v\nQueue.add's %v opts %v", ours, ourOpts, want, theirOpts)
 	}
-	if wait := rig.rdb.LRange(ctx, "bull:agents:wait", 0, -1).Val(); !slices.Equal(wait, []string{theirs, frameworkJobID(job)}) {
+	if wait := rig.rdb.LRange(ctx, "bull:agents:wait", 0, -1).Val(); !slices.Equal(wait, []string{theirs, queue.FrameworkJobID(job)}) {
 		t.Errorf("wait list %q: want both jobs, newest first", wait)
 	}
 	if n := rig.rdb.ZCard(ctx, "bull:agents:marker").Val(); n != 1 {
@@ -205,7 +206,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	if want := []string{"added true", "waiting true", "added true", "waiting true"}; !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
-	got := strings.TrimSpace(bullmqScript(t, "read.js", rig.redis.URL(), "agents", frameworkJobID(job)))
+	got := strings.TrimSpace(bullmqScript(t, "read.js", rig.redis.URL(), "agents", queue.FrameworkJobID(job)))
 	if want := `answer {"prompt":"hello","seq":4}`; got != want {
 		t.Errorf("BullMQ's Job.fromId reads tare's job as %q, want %q", got, want)
 	}
@@ -217,12 +218,12 @@ func TestBullMQPaused(t *testing.T) {
 	rig := newBullRig(t)
 	ctx := testContext(t)
 	rig.rdb.HSet(ctx, "bull:agents:meta", "paused", 1)
-	src, err := OpenBullMQ(ctx, rig.url("answer"), FrameworkConfig{})
+	src, err := Open(ctx, rig.url("answer"), queue.FrameworkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	job := Job{ID: "0", RunID: "r1", Enqueued: time.Now()}
+	job := queue.Job{ID: "0", RunID: "r1", Enqueued: time.Now()}
 	if err := src.Enqueue(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +265,11 @@ func TestBullMQFaults(t *testing.T) {
 			}
 		}
 		t.Logf("outcomes %v, %d ok after a second delivery, stats %+v, notes %q", k, redelivered, tg.Stats(), tg.Notes())
-		if k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
+		if k[""]+k[queue.KindTimeout]+k[queue.KindTaskFailed] != 80 {
 			t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 		}
 		servedAfter(t, results, restartedAt)
-		if redelivered+k[KindTimeout]+k[KindTaskFailed] == 0 {
+		if redelivered+k[queue.KindTimeout]+k[queue.KindTaskFailed] == 0 {
 			t.Errorf("outcomes %v, none delivered twice: want the jobs the killed worker held run again, or counted lost", k)
 		}
 	})
@@ -287,8 +288,8 @@ func TestBullMQFaults(t *testing.T) {
 		})
 		k := kinds(results)
 		t.Logf("outcomes %v, stats %+v", k, tg.Stats())
-		if k[""] == 0 || k[KindUnavailable] == 0 || k[""]+k[KindUnavailable]+k[KindTimeout] != 80 {
-			t.Errorf("outcomes %v: want some ok, some %q, and no other kind but %q", k, KindUnavailable, KindTimeout)
+		if k[""] == 0 || k[queue.KindUnavailable] == 0 || k[""]+k[queue.KindUnavailable]+k[queue.KindTimeout] != 80 {
+			t.Errorf("outcomes %v: want some ok, some %q, and no other kind but %q", k, queue.KindUnavailable, queue.KindTimeout)
 		}
 		if k[""] < 20 {
 			t.Errorf("outcomes %v: want the worker back serving after the restart", k)
@@ -337,7 +338,7 @@ func TestBullMQRemovedOnFinish(t *testing.T) {
 	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "20 BullMQ jobs were removed by the worker") {
 		t.Errorf("notes %q: want them to say the stamps came from the events", notes)
 	}
-	if n := rig.rdb.Exists(testContext(t), fmt.Sprintf("bull:agents:%s%s-0", jobIDPrefix, tg.RunID())).Val(); n != 0 {
+	if n := rig.rdb.Exists(testContext(t), fmt.Sprintf("bull:agents:%s%s-0", queue.JobIDPrefix, tg.RunID())).Val(); n != 0 {
 		t.Errorf("job 0's hash exists: the worker was to remove it")
 	}
 }
@@ -360,12 +361,12 @@ func TestBullMQCleanup(t *testing.T) {
 	ctx := testContext(t)
 	theirs := strings.TrimSpace(bullmqScript(t, "add.js", rig.redis.URL(), "agents", "answer", `{"seq":1}`, "their-1"))
 	u := rig.url("answer")
-	src, err := OpenSource(ctx, u, "", FrameworkConfig{})
+	src, err := OpenSource(ctx, u, "", queue.FrameworkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 { // no worker: the jobs wait in the queue
-		if err := src.Enqueue(ctx, Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
+		if err := src.Enqueue(ctx, queue.Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

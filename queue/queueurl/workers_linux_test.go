@@ -1,4 +1,4 @@
-package queue
+package queueurl
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/queue"
 )
 
 // The tests below load real Celery and RQ workers, Debian's
@@ -38,15 +39,15 @@ type frameworkRig struct {
 }
 
 // The rigs by name: the protocol, and the broker when it is not Redis.
-const protocolCeleryAMQP = ProtocolCelery + "+amqp"
+const protocolCeleryAMQP = queue.ProtocolCelery + "+amqp"
 
 func rig(t *testing.T, name string) frameworkRig {
 	switch name {
-	case ProtocolCelery:
+	case queue.ProtocolCelery:
 		return celeryRig(t, true)
 	case protocolCeleryAMQP:
 		return celeryAMQPRig(t, false)
-	case ProtocolRQ:
+	case queue.ProtocolRQ:
 		return rqRig(t)
 	}
 	t.Fatalf("no rig %q", name)
@@ -136,18 +137,18 @@ func rqRig(t *testing.T) frameworkRig {
 
 // open opens the rig's queue for task with the test jobs' arguments, as
 // a Target whose jobs time out after timeout, and waits for a worker.
-func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (*Target, Source) {
+func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (*queue.Target, queue.Source) {
 	t.Helper()
-	args, err := ParseJobArgs(`["{{seq}}"]`, `{"prompt": "job {{id}}"}`)
+	args, err := queue.ParseJobArgs(`["{{seq}}"]`, `{"prompt": "job {{id}}"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testContext(t)
-	src, err := OpenSource(ctx, rig.url(task), "", FrameworkConfig{Args: args, Timeout: timeout})
+	src, err := Open(ctx, rig.url(task), "", queue.FrameworkConfig{Args: args, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", rig.url(task), err)
 	}
-	tg, err := NewTarget(src, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
+	tg, err := queue.NewTarget(src, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func eventuallyWithin(t *testing.T, within time.Duration, what string, ok func()
 // drive sends jobs at rate through the load engine, open loop, calling
 // during(elapsed) every 100 ms meanwhile, and returns every result by
 // job number.
-func drive(t *testing.T, tg *Target, jobs int, rate float64, during func(time.Duration)) []tare.Result {
+func drive(t *testing.T, tg *queue.Target, jobs int, rate float64, during func(time.Duration)) []tare.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -248,10 +249,10 @@ func kinds(results []tare.Result) map[string]int {
 func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) int {
 	t.Helper()
 	ctx := testContext(t)
-	id := fmt.Sprintf("%s%s-%d", jobIDPrefix, runID, seq)
+	id := fmt.Sprintf("%s%s-%d", queue.JobIDPrefix, runID, seq)
 	var value []byte
 	switch protocol {
-	case ProtocolCelery:
+	case queue.ProtocolCelery:
 		raw, err := rdb.Get(ctx, celeryMetaPrefix+id).Bytes()
 		if err != nil {
 			t.Fatalf("celery result of job %d: %v", seq, err)
@@ -261,7 +262,7 @@ func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) 
 			t.Fatal(err)
 		}
 		value = meta.Result
-	case ProtocolRQ:
+	case queue.ProtocolRQ:
 		msgs, err := rdb.XRevRangeN(ctx, "rq:results:"+id, "+", "-", 1).Result()
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("rq result of job %d: %v (%d entries)", seq, err, len(msgs))
@@ -282,7 +283,7 @@ func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) 
 // framework (Celery on Redis and on RabbitMQ): every job ok, with a queue
 // wait and a service, and each result the one of its own job.
 func TestFrameworkJobs(t *testing.T) {
-	for _, name := range []string{ProtocolCelery, protocolCeleryAMQP, ProtocolRQ} {
+	for _, name := range []string{queue.ProtocolCelery, protocolCeleryAMQP, queue.ProtocolRQ} {
 		t.Run(name, func(t *testing.T) {
 			protocol, _, _ := strings.Cut(name, "+")
 			rig := rig(t, name)
@@ -333,7 +334,7 @@ func TestFrameworkJobs(t *testing.T) {
 // mid-run, and tasks that fail: every job is accounted for once, ok or an
 // error of its kind.
 func TestFrameworkFaults(t *testing.T) {
-	for _, name := range []string{ProtocolCelery, protocolCeleryAMQP, ProtocolRQ} {
+	for _, name := range []string{queue.ProtocolCelery, protocolCeleryAMQP, queue.ProtocolRQ} {
 		t.Run(name+"/worker killed", func(t *testing.T) {
 			rig := rig(t, name)
 			w := rig.start(t)
@@ -354,24 +355,24 @@ func TestFrameworkFaults(t *testing.T) {
 			})
 			k := kinds(results)
 			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
-			if k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
+			if k[""]+k[queue.KindTimeout]+k[queue.KindTaskFailed] != 80 {
 				t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 			}
 			servedAfter(t, results, restartedAt)
 			// RabbitMQ puts back what the dead worker had prefetched, at
 			// once: only the tasks it was running (2 at most) are lost.
-			if name == protocolCeleryAMQP && k[KindTimeout] > 2 {
+			if name == protocolCeleryAMQP && k[queue.KindTimeout] > 2 {
 				t.Errorf("outcomes %v: want at most the 2 tasks the killed worker ran to time out", k)
 			}
 		})
 		t.Run(name+"/broker restarted", func(t *testing.T) {
 			var rg frameworkRig
-			timeout, outage := 4*time.Second, []string{KindUnavailable}
+			timeout, outage := 4*time.Second, []string{queue.KindUnavailable}
 			if name == protocolCeleryAMQP {
 				// A node of its own, killed and booted again: the boot
 				// takes seconds, and publishes cut by the crash are not
 				// confirmed.
-				rg, timeout, outage = celeryAMQPRig(t, true), 20*time.Second, []string{KindUnavailable, KindUnconfirmed}
+				rg, timeout, outage = celeryAMQPRig(t, true), 20*time.Second, []string{queue.KindUnavailable, queue.KindUnconfirmed}
 			} else {
 				rg = rig(t, name)
 			}
@@ -390,8 +391,8 @@ func TestFrameworkFaults(t *testing.T) {
 			for _, kind := range outage {
 				cut += k[kind]
 			}
-			if k[""] == 0 || cut == 0 || k[""]+cut+k[KindTimeout] != 80 {
-				t.Errorf("outcomes %v: want some ok, some of %q, and no other kind but %q", k, outage, KindTimeout)
+			if k[""] == 0 || cut == 0 || k[""]+cut+k[queue.KindTimeout] != 80 {
+				t.Errorf("outcomes %v: want some ok, some of %q, and no other kind but %q", k, outage, queue.KindTimeout)
 			}
 		})
 		t.Run(name+"/task raises", func(t *testing.T) {
@@ -406,8 +407,8 @@ func TestFrameworkFaults(t *testing.T) {
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.nope", 10*time.Second)
-			if k := kinds(drive(t, tg, 5, 20, nil)); k[KindUnknownTask] != 5 {
-				t.Errorf("outcomes %v: want all 5 %q", k, KindUnknownTask)
+			if k := kinds(drive(t, tg, 5, 20, nil)); k[queue.KindUnknownTask] != 5 {
+				t.Errorf("outcomes %v: want all 5 %q", k, queue.KindUnknownTask)
 			}
 		})
 	}
@@ -456,17 +457,17 @@ func TestFrameworkCleanup(t *testing.T) {
 		fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", r.Port),
 		fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", r.Port),
 	} {
-		src, err := OpenSource(ctx, u, "", FrameworkConfig{})
+		src, err := Open(ctx, u, "", queue.FrameworkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 { // no worker: the jobs wait in the queue
-			if err := src.Enqueue(ctx, Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
+			if err := src.Enqueue(ctx, queue.Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		src.Close()
-		removed, err := CleanupFramework(ctx, u)
+		removed, err := Cleanup(ctx, u)
 		if err != nil {
 			t.Fatalf("cleanup %s: %v", u, err)
 		}
@@ -548,7 +549,7 @@ func TestRQBacklogExpires(t *testing.T) {
 // leaveBacklog enqueues 5 jobs with the job timeout onto the rig's queue
 // once its worker is gone, as a run whose worker died leaves them, and
 // returns their framework ids and the queue they are on.
-func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, Source, []string) {
+func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, queue.Source, []string) {
 	t.Helper()
 	w := rig.start(t)
 	_, src := rig.open(t, "tasks.answer", timeout)
@@ -556,11 +557,11 @@ func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (framew
 	runID := fmt.Sprintf("%x", time.Now().UnixNano())
 	var ids []string
 	for i := range 5 {
-		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
+		job := queue.Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
 		if err := src.Enqueue(testContext(t), job); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, frameworkJobID(job))
+		ids = append(ids, queue.FrameworkJobID(job))
 	}
 	return rig, src, ids
 }
