@@ -218,3 +218,15 @@ func DialFramework(ctx context.Context, f FrameworkURL, rawURL string) (*redis.C
 	}
 	return rdb, nil
 }
+
+// DialFrameworkURL parses rawURL, a queue of protocol p on a Redis broker
+// (ParseFrameworkURL, needTask as there), and connects to its broker
+// (DialFramework).
+func DialFrameworkURL(ctx context.Context, rawURL, p string, needTask bool) (FrameworkURL, *redis.Client, error) {
+	f, err := ParseFrameworkURL(rawURL, p, needTask)
+	if err != nil {
+		return FrameworkURL{}, nil, err
+	}
+	rdb, err := DialFramework(ctx, f, rawURL)
+	return f, rdb, err
+}

@@ -130,11 +130,7 @@ return 1
 // when the queue's key prefix is not "bull"), notes where its events
 // stream ends and Redis's clock against this host's.
 func Open(ctx context.Context, rawURL string, fw queue.FrameworkConfig) (*Source, error) {
-	f, err := queue.ParseFrameworkURL(rawURL, queue.ProtocolBullMQ, true)
-	if err != nil {
-		return nil, err
-	}
-	rdb, err := queue.DialFramework(ctx, f, rawURL)
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolBullMQ, true)
 	if err != nil {
 		return nil, err
 	}
@@ -687,12 +683,24 @@ func truncate(s string, n int) string {
 // Close closes the connection.
 func (b *Source) Close() error { return b.rdb.Close() }
 
-// Cleanup deletes tare's jobs (their hashes and the keys beside
+// Cleanup removes what tare's runs put in the BullMQ queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolBullMQ, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	return cleanup(ctx, rdb, f)
+}
+
+// cleanup deletes tare's jobs (their hashes and the keys beside
 // them, bull:<queue>:tare-*) and tare's keys, and takes tare's job ids out
 // of the queue's lists and sets. The queue's own keys (its id counter,
 // meta, events stream, marker) stay: they are the queue's, which its
 // workers share.
-func Cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
+func cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
 	k := bullKeysOf(f.Prefix, f.Queue)
 	var removed []string
 	for _, prefix := range []string{k.base + queue.JobIDPrefix, k.tare} {

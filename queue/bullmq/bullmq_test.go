@@ -2,115 +2,12 @@ package bullmq
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/queue"
 )
-
-func TestParseBullMQURL(t *testing.T) {
-	tests := []struct {
-		name, url string
-		want      queue.FrameworkURL
-		err       string // part of the message; "" for none
-	}{
-		{name: "plain", url: "bullmq+redis://127.0.0.1:6379/2?queue=agents&name=answer",
-			want: queue.FrameworkURL{Protocol: queue.ProtocolBullMQ, Redis: "Redis://127.0.0.1:6379/2", Backend: "Redis://127.0.0.1:6379/2", Queue: "agents", Task: "answer", Prefix: "bull", DB: 2}},
-		{name: "TLS, a password, a prefix with a hash tag, a name with spaces", url: "BULLMQ+REDISS://u:pw@h:6380/0?queue=q1&name=send%20mail&prefix=%7Bbull%7D",
-			want: queue.FrameworkURL{Protocol: queue.ProtocolBullMQ, Redis: "rediss://u:pw@h:6380/0", Backend: "rediss://u:pw@h:6380/0", Queue: "q1", Task: "send mail", Prefix: "{bull}"}},
-		{name: "no queue", url: "bullmq+redis://h:6379/0?name=answer", err: `no queue: give the queue the worker consumes`},
-		{name: "no name", url: "bullmq+redis://h:6379/0?queue=agents", err: `name="": give the job name`},
-		{name: "name with a newline", url: "bullmq+redis://h:6379/0?queue=agents&name=a%0Ab", err: `name="a\nb"`},
-		{name: "queue with a colon", url: "bullmq+redis://h:6379/0?queue=a:b&name=x", err: `queue="a:b"`},
-		{name: "bad prefix", url: "bullmq+redis://h:6379/0?queue=q&name=x&prefix=a*b", err: `prefix="a*b"`},
-		{name: "a backend", url: "bullmq+redis://h:6379/0?queue=q&name=x&backend=redis://u:s3cret@h/1", err: "drop backend"},
-		{name: "bad database", url: "bullmq+redis://h:6379/x?queue=q&name=x", err: "want bullmq+redis://HOST:6379/0?queue=agents&name=answer"},
-		{name: "password redacted", url: "bullmq+redis://u:s3cret@h:6379/0?queue=q", err: "u:xxxxx@"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if p := queue.ProtocolOf(tt.url); p != queue.ProtocolBullMQ {
-				t.Fatalf("ProtocolOf(%q) = %q, want %q", tt.url, p, queue.ProtocolBullMQ)
-			}
-			got, err := queue.ParseFrameworkURL(tt.url, queue.ProtocolBullMQ, true)
-			if tt.err != "" {
-				if err == nil || tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want an EINVALID one containing %q", err, tt.err)
-				}
-				if strings.Contains(err.Error(), "s3cret") {
-					t.Fatalf("error %v shows the password", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-func FuzzParseBullMQURL(f *testing.F) {
-	for _, s := range []string{"bullmq+redis://h:6379/0?queue=agents&name=answer", "bullmq+rediss://u:p@h/1?queue=q&name=a&prefix={b}", "bullmq+redis://%zz", "bullmq+redis://h/0?queue=&name=x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := queue.ParseFrameworkURL(s, queue.ProtocolBullMQ, true)
-		if err != nil {
-			if tare.ErrorCode(err) != tare.EINVALID {
-				t.Fatalf("%q: error %v, want EINVALID", s, err)
-			}
-			return
-		}
-		if !validJobName(u.Task) || !nameRE.MatchString(u.Queue) || !prefixRE.MatchString(u.Prefix) {
-			t.Fatalf("%q: accepted name %q, queue %q, prefix %q", s, u.Task, u.Queue, u.Prefix)
-		}
-	})
-}
-
-func TestJobData(t *testing.T) {
-	tests := []struct {
-		name, args, kwargs string
-		want               string // JSON of one job's data
-		err                string
-	}{
-		{name: "none", want: `{}`},
-		{name: "an object", args: `{"seq": "{{seq}}", "prompt": "{{prompt}}", "tags": ["job {{id}}"]}`,
-			want: `{"prompt":"hi","seq":7,"tags":["job tare-r-7"]}`},
-		{name: "a list", args: `["{{seq}}", 2]`, want: `[7,2]`},
-		{name: "a string", args: `"{{prompt}}"`, want: `"hi"`},
-		{name: "null", args: `null`, want: `{}`},
-		{name: "broken", args: `{"a":`, err: "--job-args"},
-		{name: "kwargs", kwargs: `{"a": 1}`, err: "--job-kwargs"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, err := queue.ParseJobArgsFor("bullmq+redis://h/0?queue=q&name=n", tt.args, tt.kwargs)
-			if tt.err != "" {
-				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := json.Marshal(a.ExpandData(queue.Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7"))
-			if string(got) != tt.want {
-				t.Errorf("data %s, want %s", got, tt.want)
-			}
-		})
-	}
-	// Celery's and RQ's arguments stay as they were.
-	if _, err := queue.ParseJobArgsFor("rq+redis://h/0?func=f", `{"a": 1}`, ""); tare.ErrorCode(err) != tare.EINVALID {
-		t.Errorf("rq with an object for --job-args: error %v, want EINVALID", err)
-	}
-}
 
 func TestParseBullClients(t *testing.T) {
 	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)

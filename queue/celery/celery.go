@@ -544,12 +544,23 @@ func (c *Source) closeClients() error {
 	return err
 }
 
-// Cleanup deletes the states of tare's tasks and tare's keys from
+// Cleanup removes what tare's runs put in the Celery queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, err := queue.ParseFrameworkURL(rawURL, queue.ProtocolCelery, false)
+	if err != nil {
+		return nil, err
+	}
+	return cleanup(ctx, f, rawURL)
+}
+
+// cleanup deletes the states of tare's tasks and tare's keys from
 // the result backend, and takes tare's messages out of a Redis broker's
 // lists. An AMQP broker's messages are left: a queue gives no way to take
 // some out and leave the others, and tare's expire by themselves (the
 // job timeout is their AMQP expiration).
-func Cleanup(ctx context.Context, f queue.FrameworkURL, rawURL string) ([]string, error) {
+func cleanup(ctx context.Context, f queue.FrameworkURL, rawURL string) ([]string, error) {
 	if f.RPC() {
 		return nil, nil // the replies went to a queue gone with tare's connection
 	}

@@ -56,24 +56,13 @@ func Probe(ctx context.Context, rawURL, name string, wait time.Duration, locate 
 // by themselves (see celery.Source). It never stops the workers: they are
 // the user's. tare's own protocol has queue.Cleanup.
 func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
-	p := queue.ProtocolOf(rawURL)
-	if p == queue.ProtocolTare {
-		return nil, tare.Errorf(tare.EINVALID, "queue URL %q: not a Celery, RQ or BullMQ queue; want %s", queue.RedactURL(rawURL), queue.URLForms)
+	switch queue.ProtocolOf(rawURL) {
+	case queue.ProtocolCelery:
+		return celery.Cleanup(ctx, rawURL)
+	case queue.ProtocolRQ:
+		return rq.Cleanup(ctx, rawURL)
+	case queue.ProtocolBullMQ:
+		return bullmq.Cleanup(ctx, rawURL)
 	}
-	f, err := queue.ParseFrameworkURL(rawURL, p, false)
-	if err != nil {
-		return nil, err
-	}
-	if p == queue.ProtocolCelery {
-		return celery.Cleanup(ctx, f, rawURL)
-	}
-	rdb, err := queue.DialFramework(ctx, f, rawURL)
-	if err != nil {
-		return nil, err
-	}
-	defer rdb.Close()
-	if p == queue.ProtocolBullMQ {
-		return bullmq.Cleanup(ctx, rdb, f)
-	}
-	return rq.Cleanup(ctx, rdb, f)
+	return nil, tare.Errorf(tare.EINVALID, "queue URL %q: not a Celery, RQ or BullMQ queue; want %s", queue.RedactURL(rawURL), queue.URLForms)
 }

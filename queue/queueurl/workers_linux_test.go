@@ -1,23 +1,21 @@
 package queueurl
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/internal/testservice"
-	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 // The tests below load real Celery and RQ workers, Debian's
@@ -100,7 +98,7 @@ func celeryAMQPRigWith(t *testing.T, restartable, rpc bool) frameworkRig {
 	}
 	r := testservice.NewPrivateRedis(t)
 	model := testModel(t)
-	q := uniqueQueue(t, nil)
+	q := queuetest.QueueName()
 	if node == nil {
 		testservice.DeleteQueueAtEnd(t, broker, q)
 	}
@@ -143,7 +141,7 @@ func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	src, err := Open(ctx, rig.url(task), "", queue.FrameworkConfig{Args: args, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", rig.url(task), err)
@@ -156,108 +154,27 @@ func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (
 		tg.Close()
 		src.Close()
 	})
-	eventuallyWithin(t, 20*time.Second, "a worker to show on "+rig.url(task), func() bool {
+	queuetest.Eventually(t, 20*time.Second, "a worker to show on "+rig.url(task), func() bool {
 		ws, err := tg.Workers(ctx)
 		return err == nil && len(ws) > 0
 	})
 	return tg, src
 }
 
-func eventuallyWithin(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// drive sends jobs at rate through the load engine, open loop, calling
-// during(elapsed) every 100 ms meanwhile, and returns every result by
-// job number.
-func drive(t *testing.T, tg *queue.Target, jobs int, rate float64, during func(time.Duration)) []tare.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	out := make(chan tare.Result, jobs) // closed by Run
-	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load.New(tg, load.Config{Drain: time.Minute}).Run(ctx, start, arrival.Bound(arrival.NewConstant(rate), jobs, 0), out)
-	}()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-tick.C:
-			if during != nil {
-				during(time.Since(start))
-			}
-		}
-	}
-	results := make([]tare.Result, jobs)
-	seen := make([]bool, jobs)
-	for r := range out {
-		if r.Seq >= uint64(jobs) || seen[r.Seq] {
-			t.Fatalf("result for job %d: out of range or reported twice", r.Seq)
-		}
-		seen[r.Seq], results[r.Seq] = true, r
-	}
-	for seq, ok := range seen {
-		if !ok {
-			t.Errorf("job %d has no result: lost", seq)
-		}
-	}
-	return results
-}
-
-// servedAfter checks that every job sent after a worker was restarted
-// (the one before it killed) was served: those reach no worker but the
-// new one.
-func servedAfter(t *testing.T, results []tare.Result, restartedAt time.Time) {
-	t.Helper()
-	after, missed := 0, map[int]string{}
-	for seq, r := range results {
-		if r.Sent.After(restartedAt) {
-			after++
-			if r.Err != "" {
-				missed[seq] = r.Err
-			}
-		}
-	}
-	if after == 0 || len(missed) > 0 {
-		t.Errorf("of the %d jobs sent after the restart, %d failed (%v): want the restarted worker to serve every one", after, len(missed), missed)
-	}
-}
-
-// kinds counts results by error kind ("" for ok).
-func kinds(results []tare.Result) map[string]int {
-	out := map[string]int{}
-	for _, r := range results {
-		out[r.Err]++
-	}
-	return out
-}
-
 // returned reads what the task returned for job seq of tg's run, from
 // the framework's own result keys: {"seq": …}.
 func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) int {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	id := fmt.Sprintf("%s%s-%d", queue.JobIDPrefix, runID, seq)
 	var value []byte
 	switch protocol {
 	case queue.ProtocolCelery:
-		raw, err := rdb.Get(ctx, celeryMetaPrefix+id).Bytes()
+		raw, err := rdb.Get(ctx, "celery-task-meta-"+id).Bytes()
 		if err != nil {
 			t.Fatalf("celery result of job %d: %v", seq, err)
 		}
-		var meta celeryMeta
+		var meta struct{ Result json.RawMessage }
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			t.Fatal(err)
 		}
@@ -290,8 +207,8 @@ func TestFrameworkJobs(t *testing.T) {
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.answer", 30*time.Second)
 			const jobs = 200
-			results := drive(t, tg, jobs, 20, nil)
-			if k := kinds(results); k[""] != jobs {
+			results := queuetest.Drive(t, tg, jobs, 20, nil)
+			if k := queuetest.Kinds(results); k[""] != jobs {
 				t.Fatalf("outcomes %v: want all %d ok", k, jobs)
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
@@ -344,7 +261,7 @@ func TestFrameworkFaults(t *testing.T) {
 			const timeout = 20 * time.Second
 			tg, _ := rig.open(t, "tasks.answer", timeout)
 			var restartedAt time.Time
-			results := drive(t, tg, 80, 20, func(at time.Duration) {
+			results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 				switch {
 				case at > 1500*time.Millisecond && !w.Gone():
 					w.Kill()
@@ -353,12 +270,12 @@ func TestFrameworkFaults(t *testing.T) {
 					restartedAt = time.Now()
 				}
 			})
-			k := kinds(results)
+			k := queuetest.Kinds(results)
 			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
 			if k[""]+k[queue.KindTimeout]+k[queue.KindTaskFailed] != 80 {
 				t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 			}
-			servedAfter(t, results, restartedAt)
+			queuetest.ServedAfter(t, results, restartedAt)
 			// RabbitMQ puts back what the dead worker had prefetched, at
 			// once: only the tasks it was running (2 at most) are lost.
 			if name == protocolCeleryAMQP && k[queue.KindTimeout] > 2 {
@@ -379,13 +296,13 @@ func TestFrameworkFaults(t *testing.T) {
 			rg.start(t)
 			tg, _ := rg.open(t, "tasks.answer", timeout)
 			restarted := false
-			results := drive(t, tg, 80, 20, func(at time.Duration) {
+			results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 				if at > 1500*time.Millisecond && !restarted {
 					rg.restart(t)
 					restarted = true
 				}
 			})
-			k := kinds(results)
+			k := queuetest.Kinds(results)
 			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
 			cut := 0
 			for _, kind := range outage {
@@ -399,7 +316,7 @@ func TestFrameworkFaults(t *testing.T) {
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.boom", 10*time.Second)
-			if k := kinds(drive(t, tg, 10, 20, nil)); k["task raised ValueError"] != 10 {
+			if k := queuetest.Kinds(queuetest.Drive(t, tg, 10, 20, nil)); k["task raised ValueError"] != 10 {
 				t.Errorf("outcomes %v: want all 10 %q", k, "task raised ValueError")
 			}
 		})
@@ -407,7 +324,7 @@ func TestFrameworkFaults(t *testing.T) {
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.nope", 10*time.Second)
-			if k := kinds(drive(t, tg, 5, 20, nil)); k[queue.KindUnknownTask] != 5 {
+			if k := queuetest.Kinds(queuetest.Drive(t, tg, 5, 20, nil)); k[queue.KindUnknownTask] != 5 {
 				t.Errorf("outcomes %v: want all 5 %q", k, queue.KindUnknownTask)
 			}
 		})
@@ -421,8 +338,8 @@ func TestCeleryWithoutTrackStarted(t *testing.T) {
 	rig := celeryRig(t, false)
 	rig.start(t)
 	tg, _ := rig.open(t, "tasks.answer", 10*time.Second)
-	results := drive(t, tg, 10, 20, nil)
-	if k := kinds(results); k[""] != 10 {
+	results := queuetest.Drive(t, tg, 10, 20, nil)
+	if k := queuetest.Kinds(results); k[""] != 10 {
 		t.Fatalf("outcomes %v: want all ok", k)
 	}
 	for seq, r := range results {
@@ -441,7 +358,7 @@ func TestFrameworkCleanup(t *testing.T) {
 	testservice.NeedPython(t, "celery")
 	testservice.NeedPython(t, "rq")
 	r := testservice.NewPrivateRedis(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port)})
 	defer rdb.Close()
 	// A user's own keys, which must stay: another task's state, a job of
@@ -481,7 +398,7 @@ func TestFrameworkCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append(append([]string{}, userKeys...), "rq:queue:default", "rq:queues")
-	if strings.Join(sortedStrings(keys), " ") != strings.Join(sortedStrings(want), " ") {
+	if strings.Join(slices.Sorted(slices.Values(keys)), " ") != strings.Join(slices.Sorted(slices.Values(want)), " ") {
 		t.Errorf("keys left %q, want exactly the user's %q", keys, want)
 	}
 	if ids := rdb.LRange(ctx, "rq:queue:default", 0, -1).Val(); len(ids) != 1 {
@@ -495,13 +412,13 @@ func TestFrameworkCleanup(t *testing.T) {
 func TestCeleryBacklogExpires(t *testing.T) {
 	const timeout = time.Second
 	rig, _, ids := leaveBacklog(t, celeryRig(t, true), timeout)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	time.Sleep(timeout + 500*time.Millisecond)
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 	defer rdb.Close()
 	states := map[string]string{}
-	eventuallyWithin(t, 30*time.Second, "a state for every left-over task", func() bool {
+	queuetest.Eventually(t, 30*time.Second, "a state for every left-over task", func() bool {
 		for _, id := range ids {
 			var meta struct{ Status string }
 			if b, err := rdb.Get(ctx, "celery-task-meta-"+id).Bytes(); err == nil && json.Unmarshal(b, &meta) == nil {
@@ -524,13 +441,13 @@ func TestCeleryBacklogExpires(t *testing.T) {
 func TestRQBacklogExpires(t *testing.T) {
 	const timeout = time.Second
 	rig, _, ids := leaveBacklog(t, rqRig(t), timeout)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	time.Sleep(timeout + 1500*time.Millisecond) // Redis expires keys to the millisecond
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 	defer rdb.Close()
 	// The worker takes every id off the queue, job or not.
-	eventuallyWithin(t, 30*time.Second, "the left-over ids taken off the queue", func() bool {
+	queuetest.Eventually(t, 30*time.Second, "the left-over ids taken off the queue", func() bool {
 		n, err := rdb.LLen(ctx, "rq:queue:default").Result()
 		return err == nil && n == 0
 	})
@@ -558,7 +475,7 @@ func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (framew
 	var ids []string
 	for i := range 5 {
 		job := queue.Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
-		if err := src.Enqueue(testContext(t), job); err != nil {
+		if err := src.Enqueue(queuetest.Context(t), job); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, queue.FrameworkJobID(job))

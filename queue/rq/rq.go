@@ -84,11 +84,7 @@ const rqTimeLayout = "2006-01-02T15:04:05.000000Z"
 // and notes whether the queue existed, so cleanup removes only a queue
 // tare created.
 func Open(ctx context.Context, rawURL string, fw queue.FrameworkConfig) (*Source, error) {
-	f, err := queue.ParseFrameworkURL(rawURL, queue.ProtocolRQ, true)
-	if err != nil {
-		return nil, err
-	}
-	rdb, err := queue.DialFramework(ctx, f, rawURL)
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolRQ, true)
 	if err != nil {
 		return nil, err
 	}
@@ -395,10 +391,22 @@ func (r *Source) Notes() []string {
 // Close closes the connection.
 func (r *Source) Close() error { return r.rdb.Close() }
 
-// Cleanup deletes tare's jobs, their results and registry entries, and
+// Cleanup removes what tare's runs put in the RQ queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolRQ, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	return cleanup(ctx, rdb, f)
+}
+
+// cleanup deletes tare's jobs, their results and registry entries, and
 // tare's keys; it takes tare's ids out of the queue's list, and the queue
 // out of rq:queues when tare created it and it is empty.
-func Cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
+func cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
 	k := rqKeysOf(f.Queue)
 	var removed []string
 	for _, prefix := range []string{"rq:job:" + queue.JobIDPrefix, "rq:results:" + queue.JobIDPrefix} {
