@@ -34,11 +34,11 @@ func TestParseFrameworkURL(t *testing.T) {
 		err                 string // part of the message; "" for none
 	}{
 		{name: "celery", url: "celery+redis://127.0.0.1:6379/2?queue=agents&task=app.tasks.answer", protocol: ProtocolCelery,
-			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "Redis://127.0.0.1:6379/2", Backend: "Redis://127.0.0.1:6379/2", Queue: "agents", Task: "app.tasks.answer", DB: 2}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "redis://127.0.0.1:6379/2", Backend: "redis://127.0.0.1:6379/2", Queue: "agents", Task: "app.tasks.answer", DB: 2}},
 		{name: "celery default queue, other backend", url: "celery+redis://h:6379/0?task=t.a&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "Redis://h:6379/0", Backend: "Redis://h:6379/1", Queue: "celery", Task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "redis://h:6379/0", Backend: "redis://h:6379/1", Queue: "celery", Task: "t.a"}},
 		{name: "rq with a password and a client option", url: "rq+redis://u:pw@h:6379/3?func=jobs.run&dial_timeout=3s", protocol: ProtocolRQ,
-			want: FrameworkURL{Protocol: ProtocolRQ, Redis: "Redis://u:pw@h:6379/3?dial_timeout=3s", Backend: "Redis://u:pw@h:6379/3?dial_timeout=3s", Queue: "default", Task: "jobs.run", DB: 3}},
+			want: FrameworkURL{Protocol: ProtocolRQ, Redis: "redis://u:pw@h:6379/3?dial_timeout=3s", Backend: "redis://u:pw@h:6379/3?dial_timeout=3s", Queue: "default", Task: "jobs.run", DB: 3}},
 		{name: "no task", url: "celery+redis://h:6379/0", protocol: ProtocolCelery, err: `task="": give the task name`},
 		{name: "task with a space", url: "celery+redis://h:6379/0?task=a b", protocol: ProtocolCelery, err: `task="a b"`},
 		{name: "no func", url: "rq+redis://h:6379/0?queue=q", protocol: ProtocolRQ, err: `func="": give the function`},
@@ -47,12 +47,12 @@ func TestParseFrameworkURL(t *testing.T) {
 		{name: "password redacted", url: "celery+redis://u:s3cret@h:6379/0?task=", protocol: ProtocolCelery, err: "u:xxxxx@"},
 		{name: "bad backend", url: "celery+redis://h:6379/0?task=t&backend=http://h/", protocol: ProtocolCelery, err: "backend:"},
 		{name: "celery on rabbitmq", url: "celery+amqp://u:pw@rabbit:5672/agents?queue=q1&task=tasks.answer&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "AMQP://u:pw@rabbit:5672/agents", Backend: "Redis://h:6379/1", Queue: "q1", Task: "tasks.answer"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqp://u:pw@rabbit:5672/agents", Backend: "redis://h:6379/1", Queue: "q1", Task: "tasks.answer"}},
 		{name: "celery on rabbitmq, tls, vhost /", url: "celery+amqps://rabbit//?task=t.a&backend=rediss://h:6380/0&heartbeat=30", protocol: ProtocolCelery,
 			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqps://rabbit//?heartbeat=30", Backend: "rediss://h:6380/0", Queue: "celery", Task: "t.a"}},
 		{name: "amqp without backend", url: "celery+amqp://rabbit/?task=t.a", protocol: ProtocolCelery, err: "no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://"},
 		{name: "amqp with rpc backend", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://", protocol: ProtocolCelery,
-			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "AMQP://rabbit/", Backend: "rpc://", Queue: "celery", Task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqp://rabbit/", Backend: "rpc://", Queue: "celery", Task: "t.a"}},
 		{name: "amqp with rpc backend and more", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://h/x", protocol: ProtocolCelery, err: "want rpc://, nothing after it"},
 		{name: "amqp with another backend", url: "celery+amqp://rabbit/?task=t.a&backend=db%2Bpostgresql://h/x", protocol: ProtocolCelery, err: "the others are not supported"},
 		{name: "amqp bad port", url: "celery+amqp://u:s3cret@rabbit:99999/?task=t.a&backend=redis://h/0", protocol: ProtocolCelery, err: "want celery+amqp://USER:PASSWORD@HOST:5672/VHOST"},
@@ -149,7 +149,7 @@ func TestParseBullMQURL(t *testing.T) {
 		err       string // part of the message; "" for none
 	}{
 		{name: "plain", url: "bullmq+redis://127.0.0.1:6379/2?queue=agents&name=answer",
-			want: FrameworkURL{Protocol: ProtocolBullMQ, Redis: "Redis://127.0.0.1:6379/2", Backend: "Redis://127.0.0.1:6379/2", Queue: "agents", Task: "answer", Prefix: "bull", DB: 2}},
+			want: FrameworkURL{Protocol: ProtocolBullMQ, Redis: "redis://127.0.0.1:6379/2", Backend: "redis://127.0.0.1:6379/2", Queue: "agents", Task: "answer", Prefix: "bull", DB: 2}},
 		{name: "TLS, a password, a prefix with a hash tag, a name with spaces", url: "BULLMQ+REDISS://u:pw@h:6380/0?queue=q1&name=send%20mail&prefix=%7Bbull%7D",
 			want: FrameworkURL{Protocol: ProtocolBullMQ, Redis: "rediss://u:pw@h:6380/0", Backend: "rediss://u:pw@h:6380/0", Queue: "q1", Task: "send mail", Prefix: "{bull}"}},
 		{name: "no queue", url: "bullmq+redis://h:6379/0?name=answer", err: `no queue: give the queue the worker consumes`},

@@ -19,7 +19,7 @@ import (
 	"github.com/tare-dev/tare/queue"
 )
 
-// BullMQ is a Source on a BullMQ queue in Redis: it adds jobs the way
+// Source is a queue.Source on a BullMQ queue in Redis: it adds jobs the way
 // BullMQ 5's Queue.add does (its addStandardJob script: the job's hash,
 // its id on the wait list, the events stream, the id counter), as a Lua
 // script of tare's own, and follows each job through the queue's events

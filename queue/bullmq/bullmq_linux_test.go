@@ -146,7 +146,7 @@ func bullmqScript(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("node", append([]string{script}, args...)...)
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "internal", "testservice", "testdata", "bullmq")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "internal", "testservice", "testdata", "bullmq")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node %s %v: %v\n%s", script, args, err, out)

@@ -20,7 +20,7 @@ import (
 	"github.com/tare-dev/tare/queue"
 )
 
-// Celery is a Source on a Celery queue: it publishes Celery task messages
+// Source is a queue.Source on a Celery queue: it publishes Celery task messages
 // (message protocol version 2, JSON) onto the queue the worker consumes,
 // through its broker, Redis or an AMQP broker (RabbitMQ), and reads each
 // task's state from the Redis result backend. docs/celery.md gives the
@@ -56,7 +56,7 @@ type Source struct {
 }
 
 // celeryBroker carries a Celery queue's task messages to its workers, and
-// their events back to Celery.onEvent: Redis lists and pub/sub
+// their events back to Source.onEvent: Redis lists and pub/sub
 // (celeryRedis), or an AMQP broker (celeryAMQP, celery_amqp.go).
 type celeryBroker interface {
 	// publish puts one task message at the queue's tail.

@@ -22,7 +22,7 @@ import (
 	"github.com/tare-dev/tare/queue"
 )
 
-// RQ is a Source on an RQ queue in Redis: it enqueues RQ jobs (a job hash
+// Source is a queue.Source on an RQ queue in Redis: it enqueues RQ jobs (a job hash
 // whose data is the JSON serializer's [func, null, args, kwargs], and the
 // job's id pushed onto the queue's list) and reads each job's status and
 // timestamps back from its hash. docs/rq.md gives the exact keys.
