@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 // The shared suite: every test runs against Memory and Redis, which must
@@ -36,7 +38,7 @@ func sameResult(a, b Result) bool {
 func enqueue(t *testing.T, b Broker, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if err := b.Enqueue(testContext(t), sampleJob(id)); err != nil {
+		if err := b.Enqueue(queuetest.Context(t), sampleJob(id)); err != nil {
 			t.Fatalf("Enqueue(%s): %v", id, err)
 		}
 	}
@@ -44,7 +46,7 @@ func enqueue(t *testing.T, b Broker, ids ...string) {
 
 func fetch(t *testing.T, b Broker, consumer string, n int, block time.Duration) []Delivery {
 	t.Helper()
-	ds, err := b.Fetch(testContext(t), consumer, n, block)
+	ds, err := b.Fetch(queuetest.Context(t), consumer, n, block)
 	if err != nil {
 		t.Fatalf("Fetch(%s, %d): %v", consumer, n, err)
 	}
@@ -58,7 +60,7 @@ func fetch(t *testing.T, b Broker, consumer string, n int, block time.Duration) 
 
 func claim(t *testing.T, b Broker, consumer string, idle time.Duration, n int) []Delivery {
 	t.Helper()
-	ds, err := b.Claim(testContext(t), consumer, idle, n)
+	ds, err := b.Claim(queuetest.Context(t), consumer, idle, n)
 	if err != nil {
 		t.Fatalf("Claim(%s, %v, %d): %v", consumer, idle, n, err)
 	}
@@ -67,7 +69,7 @@ func claim(t *testing.T, b Broker, consumer string, idle time.Duration, n int) [
 
 func depth(t *testing.T, b Broker) Depth {
 	t.Helper()
-	d, err := b.Depth(testContext(t))
+	d, err := b.Depth(queuetest.Context(t))
 	if err != nil {
 		t.Fatalf("Depth: %v", err)
 	}
@@ -78,7 +80,7 @@ func complete(t *testing.T, b Broker, d Delivery, worker string) Result {
 	t.Helper()
 	r := sampleResult(d.Job.ID, worker)
 	r.Deliveries = d.Count
-	if err := b.Complete(testContext(t), d, r); err != nil {
+	if err := b.Complete(queuetest.Context(t), d, r); err != nil {
 		t.Fatalf("Complete(%s): %v", d.ID, err)
 	}
 	return r
@@ -118,17 +120,17 @@ func TestEnqueueFetchComplete(t *testing.T) {
 		if d := depth(t, b); d.Pending != 2 {
 			t.Errorf("pending after one completion = %d, want 2", d.Pending)
 		}
-		got, _, err := b.Results(testContext(t), "", 10, 0)
+		got, _, err := b.Results(queuetest.Context(t), "", 10, 0)
 		if err != nil {
 			t.Fatalf("Results: %v", err)
 		}
 		if len(got) != 1 || !sameResult(got[0], want) {
 			t.Fatalf("Results = %+v, want [%+v]", got, want)
 		}
-		if err := b.Complete(testContext(t), first[0], want); !errors.Is(err, ErrNotPending) {
+		if err := b.Complete(queuetest.Context(t), first[0], want); !errors.Is(err, ErrNotPending) {
 			t.Errorf("second Complete of a delivery = %v, want ErrNotPending", err)
 		}
-		if err := b.Ack(testContext(t), first[1].ID); err != nil {
+		if err := b.Ack(queuetest.Context(t), first[1].ID); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 		if d := depth(t, b); d.Pending != 1 {
@@ -151,7 +153,7 @@ func TestFetchWaits(t *testing.T) {
 		}
 		ch := make(chan fetched, 1)
 		go func() {
-			ds, err := b.Fetch(testContext(t), "a", 1, 5*time.Second)
+			ds, err := b.Fetch(queuetest.Context(t), "a", 1, 5*time.Second)
 			ch <- fetched{ds, err}
 		}()
 		time.Sleep(50 * time.Millisecond)
@@ -185,10 +187,10 @@ func TestClaimAfterIdle(t *testing.T) {
 		// The presumed-dead consumer was only slow: it completes job 1
 		// first, and the consumer that claimed it publishes nothing.
 		complete(t, b, dead[0], "dead")
-		if err := b.Complete(testContext(t), got[0], sampleResult("1", "alive")); !errors.Is(err, ErrNotPending) {
+		if err := b.Complete(queuetest.Context(t), got[0], sampleResult("1", "alive")); !errors.Is(err, ErrNotPending) {
 			t.Errorf("completing a job another consumer completed = %v, want ErrNotPending", err)
 		}
-		rs, _, err := b.Results(testContext(t), "", 10, 0)
+		rs, _, err := b.Results(queuetest.Context(t), "", 10, 0)
 		if err != nil || len(rs) != 1 || rs[0].Worker != "dead" {
 			t.Errorf("Results = %+v, %v; want one, from the consumer that completed first", rs, err)
 		}
@@ -209,7 +211,7 @@ func TestTouchKeepsJob(t *testing.T) {
 		ds := fetch(t, b, "slow", 1, 0)
 		const idle = 250 * time.Millisecond
 		time.Sleep(idle + 50*time.Millisecond)
-		if err := b.Touch(testContext(t), "slow", ds[0].ID); err != nil {
+		if err := b.Touch(queuetest.Context(t), "slow", ds[0].ID); err != nil {
 			t.Fatalf("Touch: %v", err)
 		}
 		if got := claim(t, b, "other", idle, 10); len(got) != 0 {
@@ -249,7 +251,7 @@ func TestDepth(t *testing.T) {
 
 func TestResultsCursor(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		enqueue(t, b, "1", "2", "3")
 		for _, d := range fetch(t, b, "a", 3, 0) {
 			complete(t, b, d, "a")
@@ -282,7 +284,7 @@ func TestResultsCursor(t *testing.T) {
 
 func TestStopSignal(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		check := func(want bool) {
 			t.Helper()
 			got, err := b.Stopped(ctx)
@@ -304,7 +306,7 @@ func TestStopSignal(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		started := time.Unix(1700000000, 0)
 		for _, name := range []string{"b", "a"} {
 			w := WorkerInfo{Name: name, Host: "h", PID: 42, Started: started, Concurrency: 3}
@@ -352,7 +354,7 @@ func TestRegistry(t *testing.T) {
 
 func TestWaitWorkers(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		if err := WaitWorkers(ctx, b, 10*time.Millisecond); err != nil {
 			t.Fatalf("WaitWorkers with none registered: %v", err)
 		}
@@ -376,7 +378,7 @@ func TestWaitWorkers(t *testing.T) {
 
 func TestCleanupLosesState(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		enqueue(t, b, "1", "2")
 		ds := fetch(t, b, "a", 1, 0)
 		complete(t, b, ds[0], "a")
@@ -437,7 +439,7 @@ func TestConcurrentConsumers(t *testing.T) {
 			go func() {
 				name := fmt.Sprint("c", c)
 				for {
-					ds, err := b.Fetch(testContext(t), name, 7, 0)
+					ds, err := b.Fetch(queuetest.Context(t), name, 7, 0)
 					if err != nil {
 						errs <- err
 						return
@@ -448,7 +450,7 @@ func TestConcurrentConsumers(t *testing.T) {
 					}
 					for _, d := range ds {
 						r := sampleResult(d.Job.ID, name)
-						if err := b.Complete(testContext(t), d, r); err != nil {
+						if err := b.Complete(queuetest.Context(t), d, r); err != nil {
 							errs <- err
 							return
 						}
@@ -480,7 +482,7 @@ func TestConcurrentConsumers(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		if _, err := b.Fetch(ctx, "", 1, 0); err == nil {
 			t.Error("Fetch with an empty consumer name succeeded")
 		}

@@ -20,17 +20,24 @@
 //
 // A Target loads any Source: a Broker, with tare's own protocol, or the
 // queue of a job framework users already run, whose workers it loads
-// unchanged: Celery (task messages, protocol 2, JSON, on Redis or on
-// RabbitMQ through package rabbitmq, read back from the Redis result
-// backend or rpc:// replies), RQ (jobs, JSON serializer, read back from
-// their hashes) and BullMQ 5 (jobs as Queue.add writes them, followed
-// through the queue's events stream and their hashes). OpenSource picks
-// one by the URL's scheme (redis://, celery+redis://, celery+amqp://,
-// rq+redis://, bullmq+redis://); docs/celery.md, docs/rq.md and
-// docs/bullmq.md give what each writes and reads.
+// unchanged, each in a package of its own below this one: celery (task
+// messages, protocol 2, JSON, on Redis or on RabbitMQ through package
+// rabbitmq, read back from the Redis result backend or rpc:// replies), rq
+// (jobs, JSON serializer, read back from their hashes) and bullmq (BullMQ 5
+// jobs as Queue.add writes them, followed through the queue's events
+// stream and their hashes). What they share lives here, a file a concern:
+// the URLs and their protocols (frameworkurl.go), the jobs' arguments
+// (jobargs.go), the jobs waiting for their final state (pending.go), the
+// epoch that tells a lost queue state (epoch.go), cleanup's key removal
+// (cleanup.go), the pre-flight probe (probe.go) and the failure kinds
+// (framework.go). The adapters import this package and never each other;
+// package queueurl opens one by the URL's scheme (redis://,
+// celery+redis://, celery+amqp://, rq+redis://, bullmq+redis://), and
+// docs/celery.md, docs/rq.md and docs/bullmq.md give what each writes and
+// reads.
 //
-// The package is tare's one owner of Redis, so two more uses of the server
-// live here: beside each queue, the worker hosts' interference samples
+// The package and those below it are tare's one owner of Redis, so two
+// more uses of the server live here: beside each queue, the worker hosts' interference samples
 // (Hosts: workers publish, the generator reads them back to judge each
 // host), and, under "tare:barrier:<id>:", the barrier at which the shards
 // of a run meet and the clock each measures its own against (Coordinator,

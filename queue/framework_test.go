@@ -1,11 +1,9 @@
 package queue
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -32,15 +30,15 @@ func TestProtocolOf(t *testing.T) {
 func TestParseFrameworkURL(t *testing.T) {
 	tests := []struct {
 		name, url, protocol string
-		want                frameworkURL
+		want                FrameworkURL
 		err                 string // part of the message; "" for none
 	}{
 		{name: "celery", url: "celery+redis://127.0.0.1:6379/2?queue=agents&task=app.tasks.answer", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://127.0.0.1:6379/2", backend: "redis://127.0.0.1:6379/2", queue: "agents", task: "app.tasks.answer", db: 2}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "redis://127.0.0.1:6379/2", Backend: "redis://127.0.0.1:6379/2", Queue: "agents", Task: "app.tasks.answer", DB: 2}},
 		{name: "celery default queue, other backend", url: "celery+redis://h:6379/0?task=t.a&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, redis: "redis://h:6379/0", backend: "redis://h:6379/1", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, Redis: "redis://h:6379/0", Backend: "redis://h:6379/1", Queue: "celery", Task: "t.a"}},
 		{name: "rq with a password and a client option", url: "rq+redis://u:pw@h:6379/3?func=jobs.run&dial_timeout=3s", protocol: ProtocolRQ,
-			want: frameworkURL{protocol: ProtocolRQ, redis: "redis://u:pw@h:6379/3?dial_timeout=3s", backend: "redis://u:pw@h:6379/3?dial_timeout=3s", queue: "default", task: "jobs.run", db: 3}},
+			want: FrameworkURL{Protocol: ProtocolRQ, Redis: "redis://u:pw@h:6379/3?dial_timeout=3s", Backend: "redis://u:pw@h:6379/3?dial_timeout=3s", Queue: "default", Task: "jobs.run", DB: 3}},
 		{name: "no task", url: "celery+redis://h:6379/0", protocol: ProtocolCelery, err: `task="": give the task name`},
 		{name: "task with a space", url: "celery+redis://h:6379/0?task=a b", protocol: ProtocolCelery, err: `task="a b"`},
 		{name: "no func", url: "rq+redis://h:6379/0?queue=q", protocol: ProtocolRQ, err: `func="": give the function`},
@@ -49,12 +47,12 @@ func TestParseFrameworkURL(t *testing.T) {
 		{name: "password redacted", url: "celery+redis://u:s3cret@h:6379/0?task=", protocol: ProtocolCelery, err: "u:xxxxx@"},
 		{name: "bad backend", url: "celery+redis://h:6379/0?task=t&backend=http://h/", protocol: ProtocolCelery, err: "backend:"},
 		{name: "celery on rabbitmq", url: "celery+amqp://u:pw@rabbit:5672/agents?queue=q1&task=tasks.answer&backend=redis://h:6379/1", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://u:pw@rabbit:5672/agents", backend: "redis://h:6379/1", queue: "q1", task: "tasks.answer"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqp://u:pw@rabbit:5672/agents", Backend: "redis://h:6379/1", Queue: "q1", Task: "tasks.answer"}},
 		{name: "celery on rabbitmq, tls, vhost /", url: "celery+amqps://rabbit//?task=t.a&backend=rediss://h:6380/0&heartbeat=30", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqps://rabbit//?heartbeat=30", backend: "rediss://h:6380/0", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqps://rabbit//?heartbeat=30", Backend: "rediss://h:6380/0", Queue: "celery", Task: "t.a"}},
 		{name: "amqp without backend", url: "celery+amqp://rabbit/?task=t.a", protocol: ProtocolCelery, err: "no backend: give the worker's result_backend, backend=redis://HOST:6379/0 or backend=rpc://"},
 		{name: "amqp with rpc backend", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://", protocol: ProtocolCelery,
-			want: frameworkURL{protocol: ProtocolCelery, amqp: "amqp://rabbit/", backend: "rpc://", queue: "celery", task: "t.a"}},
+			want: FrameworkURL{Protocol: ProtocolCelery, AMQP: "amqp://rabbit/", Backend: "rpc://", Queue: "celery", Task: "t.a"}},
 		{name: "amqp with rpc backend and more", url: "celery+amqp://rabbit/?task=t.a&backend=rpc://h/x", protocol: ProtocolCelery, err: "want rpc://, nothing after it"},
 		{name: "amqp with another backend", url: "celery+amqp://rabbit/?task=t.a&backend=db%2Bpostgresql://h/x", protocol: ProtocolCelery, err: "the others are not supported"},
 		{name: "amqp bad port", url: "celery+amqp://u:s3cret@rabbit:99999/?task=t.a&backend=redis://h/0", protocol: ProtocolCelery, err: "want celery+amqp://USER:PASSWORD@HOST:5672/VHOST"},
@@ -64,7 +62,7 @@ func TestParseFrameworkURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseFrameworkURL(tt.url, tt.protocol, true)
+			got, err := ParseFrameworkURL(tt.url, tt.protocol, true)
 			switch {
 			case tt.err == "" && err != nil:
 				t.Fatalf("error %v", err)
@@ -91,18 +89,18 @@ func FuzzParseFrameworkURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, p := range []string{ProtocolCelery, ProtocolRQ} {
-			u, err := parseFrameworkURL(s, p, true)
+			u, err := ParseFrameworkURL(s, p, true)
 			if err != nil {
 				if tare.ErrorCode(err) != tare.EINVALID {
 					t.Fatalf("%q: error %v, want EINVALID", s, err)
 				}
 				continue
 			}
-			if !validTask(u.task) || !nameRE.MatchString(u.queue) {
-				t.Fatalf("%q: accepted task %q, queue %q", s, u.task, u.queue)
+			if !ValidTask(u.Task) || !nameRE.MatchString(u.Queue) {
+				t.Fatalf("%q: accepted task %q, queue %q", s, u.Task, u.Queue)
 			}
-			if (u.redis == "") == (u.amqp == "") || u.backend == "" {
-				t.Fatalf("%q: accepted broker %q / %q, backend %q: want one broker and a backend", s, u.redis, u.amqp, u.backend)
+			if (u.Redis == "") == (u.AMQP == "") || u.Backend == "" {
+				t.Fatalf("%q: accepted broker %q / %q, backend %q: want one broker and a backend", s, u.Redis, u.AMQP, u.Backend)
 			}
 		}
 	})
@@ -134,7 +132,7 @@ func TestJobArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args, kwargs := a.expand(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7")
+			args, kwargs := a.Expand(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7")
 			gotArgs, _ := json.Marshal(args)
 			gotKwargs, _ := json.Marshal(kwargs)
 			if string(gotArgs) != tt.wantArgs || string(gotKwargs) != tt.wantKwargs {
@@ -144,98 +142,103 @@ func TestJobArgs(t *testing.T) {
 	}
 }
 
-func TestRQFailureKind(t *testing.T) {
-	for _, tt := range []struct{ name, traceback, want string }{
-		{"raised", "Traceback (most recent call last):\n  File \"tasks.py\", line 9, in boom\n    raise ValueError(\"boom\")\nValueError: boom 2\n", "task raised ValueError"},
-		{"dotted type", "Traceback…\nrequests.exceptions.ConnectionError: refused", "task raised requests.exceptions.ConnectionError"},
-		{"bare type", "Traceback…\nKeyboardInterrupt", "task raised KeyboardInterrupt"},
-		{"unknown function", "  File \"/usr/lib/python3/dist-packages/rq/utils.py\", line 220, in import_attribute\n    attribute_owner = getattr(module, attribute_owner_name)\nAttributeError: module 'tasks' has no attribute 'nope'", KindUnknownTask},
-		{"unknown module", "  File \"rq/utils.py\", line 1, in import_attribute\nModuleNotFoundError: No module named 'nope'", KindUnknownTask},
-		{"work horse killed", "Work-horse terminated unexpectedly; waitpid returned 9 (signal 9); ", KindTaskFailed},
-		{"empty", "", KindTaskFailed},
-	} {
-		if got := rqFailureKind(tt.traceback); got != tt.want {
-			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestParseCeleryTime(t *testing.T) {
-	want := time.Date(2026, 12, 1, 13, 35, 53, 521115000, time.UTC)
-	for _, s := range []string{"2026-12-01T13:35:53.521115", "2026-12-01T13:35:53.521115+00:00", "2026-12-01T14:35:53.521115+01:00"} {
-		if got, ok := parseCeleryTime(s); !ok || !got.Equal(want) {
-			t.Errorf("parseCeleryTime(%q) = %v, %v; want %v", s, got, ok, want)
-		}
-	}
-	if _, ok := parseCeleryTime("yesterday"); ok {
-		t.Error("parseCeleryTime(yesterday) ok")
-	}
-}
-
-// TestCeleryMessage: a task message carries protocol 2's headers and a
-// body of [args, kwargs, embed], as Celery's Redis transport expects.
-func TestCeleryMessage(t *testing.T) {
-	c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, origin: "tare1@h"}
-	m, err := c.message("tare-r-1", []any{uint64(1)}, map[string]any{"prompt": "hi"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := m.envelope()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var env celeryEnvelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatal(err)
-	}
-	for k, want := range map[string]any{"lang": "py", "task": "tasks.answer", "id": "tare-r-1", "root_id": "tare-r-1"} {
-		if env.Headers[k] != want {
-			t.Errorf("header %s = %v, want %v", k, env.Headers[k], want)
-		}
-	}
-	info, _ := env.Properties["delivery_info"].(map[string]any)
-	if env.Properties["correlation_id"] != "tare-r-1" || env.Properties["body_encoding"] != "base64" || info["routing_key"] != "agents" {
-		t.Errorf("properties %v", env.Properties)
-	}
-	body, err := base64.StdEncoding.DecodeString(env.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `[[1],{"prompt":"hi"},{"callbacks":null,"chain":null,"chord":null,"errbacks":null}]`; string(body) != want {
-		t.Errorf("body %s, want %s", body, want)
-	}
-}
-
-// TestCeleryMessageExpires: with a job timeout the task expires that long
-// after it was enqueued, written as Celery writes times (and its message
-// too, on an AMQP broker); without, never.
-func TestCeleryMessageExpires(t *testing.T) {
-	enqueued := time.Date(2026, 12, 1, 17, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	for _, tt := range []struct {
-		timeout time.Duration
-		want    any
+func TestParseBullMQURL(t *testing.T) {
+	tests := []struct {
+		name, url string
+		want      FrameworkURL
+		err       string // part of the message; "" for none
 	}{
-		{0, nil},
-		{90 * time.Second, "2026-12-01T16:01:30.123456+00:00"},
-	} {
-		c := &Celery{f: frameworkURL{queue: "agents", task: "tasks.answer"}, fw: FrameworkConfig{Timeout: tt.timeout}}
-		m, err := c.message("tare-r-1", nil, nil, enqueued)
+		{name: "plain", url: "bullmq+redis://127.0.0.1:6379/2?queue=agents&name=answer",
+			want: FrameworkURL{Protocol: ProtocolBullMQ, Redis: "redis://127.0.0.1:6379/2", Backend: "redis://127.0.0.1:6379/2", Queue: "agents", Task: "answer", Prefix: "bull", DB: 2}},
+		{name: "TLS, a password, a prefix with a hash tag, a name with spaces", url: "BULLMQ+REDISS://u:pw@h:6380/0?queue=q1&name=send%20mail&prefix=%7Bbull%7D",
+			want: FrameworkURL{Protocol: ProtocolBullMQ, Redis: "rediss://u:pw@h:6380/0", Backend: "rediss://u:pw@h:6380/0", Queue: "q1", Task: "send mail", Prefix: "{bull}"}},
+		{name: "no queue", url: "bullmq+redis://h:6379/0?name=answer", err: `no queue: give the queue the worker consumes`},
+		{name: "no name", url: "bullmq+redis://h:6379/0?queue=agents", err: `name="": give the job name`},
+		{name: "name with a newline", url: "bullmq+redis://h:6379/0?queue=agents&name=a%0Ab", err: `name="a\nb"`},
+		{name: "queue with a colon", url: "bullmq+redis://h:6379/0?queue=a:b&name=x", err: `queue="a:b"`},
+		{name: "bad prefix", url: "bullmq+redis://h:6379/0?queue=q&name=x&prefix=a*b", err: `prefix="a*b"`},
+		{name: "a backend", url: "bullmq+redis://h:6379/0?queue=q&name=x&backend=redis://u:s3cret@h/1", err: "drop backend"},
+		{name: "bad database", url: "bullmq+redis://h:6379/x?queue=q&name=x", err: "want bullmq+redis://HOST:6379/0?queue=agents&name=answer"},
+		{name: "password redacted", url: "bullmq+redis://u:s3cret@h:6379/0?queue=q", err: "u:xxxxx@"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if p := ProtocolOf(tt.url); p != ProtocolBullMQ {
+				t.Fatalf("ProtocolOf(%q) = %q, want %q", tt.url, p, ProtocolBullMQ)
+			}
+			got, err := ParseFrameworkURL(tt.url, ProtocolBullMQ, true)
+			if tt.err != "" {
+				if err == nil || tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want an EINVALID one containing %q", err, tt.err)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("error %v shows the password", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseBullMQURL(f *testing.F) {
+	for _, s := range []string{"bullmq+redis://h:6379/0?queue=agents&name=answer", "bullmq+rediss://u:p@h/1?queue=q&name=a&prefix={b}", "bullmq+redis://%zz", "bullmq+redis://h/0?queue=&name=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ParseFrameworkURL(s, ProtocolBullMQ, true)
 		if err != nil {
-			t.Fatal(err)
+			if tare.ErrorCode(err) != tare.EINVALID {
+				t.Fatalf("%q: error %v, want EINVALID", s, err)
+			}
+			return
 		}
-		if m.expiry != tt.timeout {
-			t.Errorf("timeout %v: the message expires in the broker after %v", tt.timeout, m.expiry)
+		if !validJobName(u.Task) || !nameRE.MatchString(u.Queue) || !prefixRE.MatchString(u.Prefix) {
+			t.Fatalf("%q: accepted name %q, queue %q, prefix %q", s, u.Task, u.Queue, u.Prefix)
 		}
-		raw, err := m.envelope()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var env celeryEnvelope
-		if err := json.Unmarshal(raw, &env); err != nil {
-			t.Fatal(err)
-		}
-		if got := env.Headers["expires"]; got != tt.want {
-			t.Errorf("timeout %v: expires %v; want %v", tt.timeout, got, tt.want)
-		}
+	})
+}
+
+func TestJobData(t *testing.T) {
+	tests := []struct {
+		name, args, kwargs string
+		want               string // JSON of one job's data
+		err                string
+	}{
+		{name: "none", want: `{}`},
+		{name: "an object", args: `{"seq": "{{seq}}", "prompt": "{{prompt}}", "tags": ["job {{id}}"]}`,
+			want: `{"prompt":"hi","seq":7,"tags":["job tare-r-7"]}`},
+		{name: "a list", args: `["{{seq}}", 2]`, want: `[7,2]`},
+		{name: "a string", args: `"{{prompt}}"`, want: `"hi"`},
+		{name: "null", args: `null`, want: `{}`},
+		{name: "broken", args: `{"a":`, err: "--job-args"},
+		{name: "kwargs", kwargs: `{"a": 1}`, err: "--job-kwargs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := ParseJobArgsFor("bullmq+redis://h/0?queue=q&name=n", tt.args, tt.kwargs)
+			if tt.err != "" {
+				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(a.ExpandData(Job{ID: "7", RunID: "r", Prompt: "hi"}, "tare-r-7"))
+			if string(got) != tt.want {
+				t.Errorf("data %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// Celery's and RQ's arguments stay as they were.
+	if _, err := ParseJobArgsFor("rq+redis://h/0?func=f", `{"a": 1}`, ""); tare.ErrorCode(err) != tare.EINVALID {
+		t.Errorf("rq with an object for --job-args: error %v, want EINVALID", err)
 	}
 }

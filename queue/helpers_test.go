@@ -2,13 +2,12 @@ package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 	"go.uber.org/goleak"
 )
 
@@ -18,9 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // when the test ends.
 func uniqueQueue(t *testing.T, rdb redis.UniversalClient) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	q := "test-" + hex.EncodeToString(b[:])
+	q := queuetest.QueueName()
 	if rdb != nil {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -45,21 +42,13 @@ var brokers = []struct {
 	}},
 	{"redis", func(t *testing.T) Broker {
 		rdb := redisClient(t)
-		r, err := NewRedis(testContext(t), rdb, uniqueQueue(t, rdb))
+		r, err := NewRedis(queuetest.Context(t), rdb, uniqueQueue(t, rdb))
 		if err != nil {
 			t.Fatalf("NewRedis: %v", err)
 		}
 		t.Cleanup(func() { r.Close() })
 		return r
 	}},
-}
-
-// testContext is cancelled when the test ends, and in any case after 20 s,
-// so a broken test cannot hang.
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func sampleJob(id string) Job {

@@ -40,7 +40,7 @@ func NewHosts(rawURL, queue string) (*Hosts, error) {
 	if err := ValidateName(queue); err != nil {
 		return nil, err
 	}
-	opt, err := parseURL(rawURL)
+	opt, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, err
 	}

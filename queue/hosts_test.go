@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 // TestHostsPublishAndRead: samples published by two hosts come back by
@@ -21,7 +22,7 @@ func TestHostsPublishAndRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	start := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	for i := range 5 {
 		at := start.Add(time.Duration(i) * time.Second)

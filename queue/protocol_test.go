@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 const protocolDoc = "../docs/job-protocol.md"
@@ -60,7 +61,7 @@ func TestProtocolDoc(t *testing.T) {
 // with the raw commands it lists, serving a Target.
 func TestForeignWorker(t *testing.T) {
 	rdb := redisClient(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	q := uniqueQueue(t, rdb)
 	b, err := NewRedis(ctx, rdb, q)
 	if err != nil {
@@ -186,7 +187,7 @@ func TestProtocolDocIsEnough(t *testing.T) {
 // deleted, and XPENDING gives the claimed entry's delivery count.
 func TestForeignClaim(t *testing.T) {
 	rdb := redisClient(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	q := uniqueQueue(t, rdb)
 	b, err := NewRedis(ctx, rdb, q)
 	if err != nil {

@@ -67,7 +67,7 @@ func OpenRedis(ctx context.Context, rawURL, queue string) (*Redis, error) {
 	if err := ValidateName(queue); err != nil {
 		return nil, err
 	}
-	opt, err := parseURL(rawURL)
+	opt, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +81,9 @@ func OpenRedis(ctx context.Context, rawURL, queue string) (*Redis, error) {
 	return r, nil
 }
 
-// parseURL parses a redis:// or rediss:// URL; an error is a *tare.Error
+// ParseRedisURL parses a redis:// or rediss:// URL; an error is a *tare.Error
 // with code EINVALID, with any password redacted.
-func parseURL(rawURL string) (*redis.Options, error) {
+func ParseRedisURL(rawURL string) (*redis.Options, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the whole URL, password included: keep only
@@ -542,7 +542,7 @@ func (r *Redis) Unregister(ctx context.Context, name string) error {
 
 // Workers scans the worker keys and reads them.
 func (r *Redis) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	keys, err := scanKeys(ctx, r.rdb, r.keys.worker+"*")
+	keys, err := ScanKeys(ctx, r.rdb, r.keys.worker+"*")
 	if err != nil {
 		return nil, err
 	}
@@ -604,7 +604,7 @@ func Cleanup(ctx context.Context, rdb redis.UniversalClient, queue string) ([]st
 		return nil, err
 	}
 	prefix := KeyPrefix(queue)
-	keys, err := scanKeys(ctx, rdb, prefix+"*")
+	keys, err := ScanKeys(ctx, rdb, prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("clean up queue %q: %w", queue, err)
 	}
@@ -626,9 +626,9 @@ func Cleanup(ctx context.Context, rdb redis.UniversalClient, queue string) ([]st
 	return keys, nil
 }
 
-// scanKeys returns the keys matching pattern, sorted and without the
+// ScanKeys returns the keys matching pattern, sorted and without the
 // duplicates SCAN may return.
-func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+func ScanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
 	seen := map[string]bool{}
 	var cursor uint64
 	for {

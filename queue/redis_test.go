@@ -10,11 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 func TestCleanupLeavesForeignKeys(t *testing.T) {
 	rdb := redisClient(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	q := uniqueQueue(t, rdb)
 	r, err := NewRedis(ctx, rdb, q)
 	if err != nil {
@@ -36,7 +37,7 @@ func TestCleanupLeavesForeignKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { rdb.Del(testContext(t), foreign...) })
+	t.Cleanup(func() { rdb.Del(queuetest.Context(t), foreign...) })
 
 	enqueue(t, r, "1", "2")
 	complete(t, r, fetch(t, r, "w1", 1, 0)[0], "w1")
@@ -61,7 +62,7 @@ func TestCleanupLeavesForeignKeys(t *testing.T) {
 			t.Errorf("foreign key %q after cleanup: %q, %v; want it untouched", k, v, err)
 		}
 	}
-	if left, err := scanKeys(ctx, rdb, p+"*"); err != nil || len(left) != 0 {
+	if left, err := ScanKeys(ctx, rdb, p+"*"); err != nil || len(left) != 0 {
 		t.Errorf("keys of queue %q left after cleanup: %q, %v", q, left, err)
 	}
 	if again, err := Cleanup(ctx, rdb, q); err != nil || len(again) != 0 {
@@ -72,7 +73,7 @@ func TestCleanupLeavesForeignKeys(t *testing.T) {
 func TestCleanupRejectsPatterns(t *testing.T) {
 	rdb := redisClient(t)
 	for _, q := range []string{"*", "q*", "q:x", "", "a?", "[ab]", "q\\", strings.Repeat("x", 65)} {
-		if _, err := Cleanup(testContext(t), rdb, q); tare.ErrorCode(err) != tare.EINVALID {
+		if _, err := Cleanup(queuetest.Context(t), rdb, q); tare.ErrorCode(err) != tare.EINVALID {
 			t.Errorf("Cleanup(%q) = %v, want an EINVALID error", q, err)
 		}
 	}
@@ -80,7 +81,7 @@ func TestCleanupRejectsPatterns(t *testing.T) {
 
 func TestRedisBadEntries(t *testing.T) {
 	rdb := redisClient(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	r, err := NewRedis(ctx, rdb, uniqueQueue(t, rdb))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestRedisBadEntries(t *testing.T) {
 func TestOpenRedis(t *testing.T) {
 	u, _ := redisURL()
 	redisClient(t) // skips when no server answers
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	tests := []struct {
 		name, url, queue, code string
 		notShown               string

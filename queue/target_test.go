@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 func newTarget(t *testing.T, b Broker, cfg TargetConfig) *Target {
@@ -57,23 +58,6 @@ func okResult(d Delivery, worker string) Result {
 	}
 }
 
-// doAll runs n Do calls at once and returns their results by Seq.
-func doAll(ctx context.Context, tg *Target, n int) []tare.Result {
-	out := make([]tare.Result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := tare.Result{Seq: uint64(i), Scheduled: time.Now(), Sent: time.Now()}
-			tg.Do(ctx, &res)
-			out[i] = res
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
 // eventually polls cond for up to 5 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -98,7 +82,7 @@ func TestTargetMatchesResults(t *testing.T) {
 			return okResult(d, "w")
 		})
 		const n = 30
-		for _, res := range doAll(testContext(t), tg, n) {
+		for _, res := range queuetest.DoAll(queuetest.Context(t), tg, n) {
 			switch {
 			case !res.OK():
 				t.Errorf("job %d failed: %q", res.Seq, res.Err)
@@ -136,7 +120,7 @@ func TestTargetReportsOnce(t *testing.T) {
 			return okResult(d, "w")
 		})
 		const n = 10
-		for _, res := range doAll(testContext(t), tg, n) {
+		for _, res := range queuetest.DoAll(queuetest.Context(t), tg, n) {
 			if !res.OK() || res.Worker != "w" {
 				t.Errorf("job %d: %q from %q, want ok from w", res.Seq, res.Err, res.Worker)
 			}
@@ -156,7 +140,7 @@ func TestTargetFailedJob(t *testing.T) {
 			r.Status, r.Error, r.TokensOut = StatusError, "http 503", 0
 			return r
 		})
-		res := doAll(testContext(t), tg, 1)[0]
+		res := queuetest.DoAll(queuetest.Context(t), tg, 1)[0]
 		if res.Err != "http 503" || res.Started.IsZero() || res.Worker != "w" {
 			t.Errorf("failed job recorded as %q by %q (started %v), want \"http 503\" by w with its stamps", res.Err, res.Worker, res.Started)
 		}
@@ -166,9 +150,9 @@ func TestTargetFailedJob(t *testing.T) {
 func TestTargetUnfinished(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
 		tg := newTarget(t, b, TargetConfig{})
-		ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(queuetest.Context(t), 100*time.Millisecond)
 		defer cancel()
-		res := doAll(ctx, tg, 3)
+		res := queuetest.DoAll(ctx, tg, 3)
 		for _, r := range res {
 			if r.Err != KindUnfinished {
 				t.Errorf("job %d with no worker: %q, want %q", r.Seq, r.Err, KindUnfinished)
@@ -188,7 +172,7 @@ func TestTargetTimeout(t *testing.T) {
 	b := NewMemory(MemoryConfig{})
 	defer b.Close()
 	tg := newTarget(t, b, TargetConfig{Timeout: 50 * time.Millisecond})
-	for _, r := range doAll(testContext(t), tg, 2) {
+	for _, r := range queuetest.DoAll(queuetest.Context(t), tg, 2) {
 		if r.Err != KindTimeout {
 			t.Errorf("job %d with no worker and a 50ms timeout: %q, want %q", r.Seq, r.Err, KindTimeout)
 		}
@@ -207,11 +191,11 @@ func TestTargetForeignResults(t *testing.T) {
 			{ID: "0", RunID: "another run", Enqueued: time.Now()},
 			{ID: "not-a-seq", RunID: "mine", Enqueued: time.Now()},
 		} {
-			if err := b.Enqueue(testContext(t), j); err != nil {
+			if err := b.Enqueue(queuetest.Context(t), j); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if res := doAll(testContext(t), tg, 1)[0]; !res.OK() {
+		if res := queuetest.DoAll(queuetest.Context(t), tg, 1)[0]; !res.OK() {
 			t.Fatalf("job failed: %q", res.Err)
 		}
 		eventually(t, "foreign and unknown results to be counted", func() bool { st := tg.Stats(); return st.Foreign == 1 && st.Unknown == 1 })
@@ -231,7 +215,7 @@ func TestTargetQueueUnavailable(t *testing.T) {
 			closeBroker = b.Close
 		case *Redis:
 			// A client of its own, closed under the target.
-			r, err := OpenRedis(testContext(t), mustURL(), b.Queue())
+			r, err := OpenRedis(queuetest.Context(t), mustURL(), b.Queue())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +225,7 @@ func TestTargetQueueUnavailable(t *testing.T) {
 		if err := closeBroker(); err != nil {
 			t.Fatal(err)
 		}
-		res := doAll(testContext(t), tg, 2)
+		res := queuetest.DoAll(queuetest.Context(t), tg, 2)
 		for _, r := range res {
 			if r.Err != KindUnavailable {
 				t.Errorf("job %d on a closed broker: %q, want %q", r.Seq, r.Err, KindUnavailable)
@@ -262,9 +246,9 @@ func TestTargetQueueLost(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
 		tg := newTarget(t, b, TargetConfig{})
 		done := make(chan []tare.Result, 1)
-		go func() { done <- doAll(testContext(t), tg, 4) }()
+		go func() { done <- queuetest.DoAll(queuetest.Context(t), tg, 4) }()
 		eventually(t, "the jobs to be enqueued", func() bool { return tg.Stats().Enqueued == 4 })
-		if _, err := b.Cleanup(testContext(t)); err != nil {
+		if _, err := b.Cleanup(queuetest.Context(t)); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range <-done {
@@ -278,7 +262,7 @@ func TestTargetQueueLost(t *testing.T) {
 		// The target goes on working on the fresh queue.
 		consume(t, b, "w", func(d Delivery) Result { return okResult(d, "w") })
 		res := tare.Result{Seq: 100, Sent: time.Now()}
-		tg.Do(testContext(t), &res)
+		tg.Do(queuetest.Context(t), &res)
 		if !res.OK() {
 			t.Errorf("job after the loss: %q, want ok", res.Err)
 		}
@@ -293,7 +277,7 @@ func TestTargetClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan []tare.Result, 1)
-	go func() { done <- doAll(context.Background(), tg, 2) }()
+	go func() { done <- queuetest.DoAll(context.Background(), tg, 2) }()
 	eventually(t, "the jobs to be enqueued", func() bool { return tg.Stats().Enqueued == 2 })
 	if err := tg.Close(); err != nil {
 		t.Fatal(err)
@@ -345,7 +329,7 @@ func TestSeqSet(t *testing.T) {
 // while a worker holds it, and the workers all going away.
 func TestTargetCountsTrouble(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		tg := newTarget(t, b, TargetConfig{RunID: "mine"})
 		if err := b.Register(ctx, WorkerInfo{Name: "dies", Concurrency: 1}, time.Minute); err != nil {
 			t.Fatal(err)
@@ -356,7 +340,7 @@ func TestTargetCountsTrouble(t *testing.T) {
 
 		// A worker takes job 0 and dies holding it.
 		done := make(chan tare.Result, 1)
-		go func() { done <- doAll(ctx, tg, 1)[0] }()
+		go func() { done <- queuetest.DoAll(ctx, tg, 1)[0] }()
 		var held []Delivery
 		eventually(t, "the job to be fetched", func() bool {
 			ds, err := b.Fetch(ctx, "dies", 1, 0)
@@ -416,10 +400,10 @@ func TestTargetCountsTrouble(t *testing.T) {
 // to it rather than matched to the new job 0.
 func TestTargetSetRunID(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b Broker) {
-		ctx := testContext(t)
+		ctx := queuetest.Context(t)
 		tg := newTarget(t, b, TargetConfig{RunID: "first"})
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		if r := doAll(short, tg, 1)[0]; r.Err != KindUnfinished {
+		if r := queuetest.DoAll(short, tg, 1)[0]; r.Err != KindUnfinished {
 			t.Fatalf("first run's job with no worker: %q", r.Err)
 		}
 		cancel()
@@ -435,7 +419,7 @@ func TestTargetSetRunID(t *testing.T) {
 			mu.Unlock()
 			return okResult(d, "w")
 		})
-		if r := doAll(ctx, tg, 1)[0]; !r.OK() {
+		if r := queuetest.DoAll(ctx, tg, 1)[0]; !r.OK() {
 			t.Fatalf("second run's job: %q", r.Err)
 		}
 		eventually(t, "the first run's result to be counted foreign", func() bool { return tg.Stats().Foreign == 1 })
@@ -452,7 +436,7 @@ func TestTargetSetRunID(t *testing.T) {
 
 func enqueueRaw(t *testing.T, b Broker, j Job) {
 	t.Helper()
-	if err := b.Enqueue(testContext(t), j); err != nil {
+	if err := b.Enqueue(queuetest.Context(t), j); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/queueurl"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -144,7 +145,7 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		if err != nil {
 			return nil, err
 		}
-		b, err := queue.OpenSource(ctx, t.Queue, t.QueueName, queue.FrameworkConfig{Args: args, Timeout: t.JobTimeout})
+		b, err := queueurl.Open(ctx, t.Queue, t.QueueName, queue.FrameworkConfig{Args: args, Timeout: t.JobTimeout})
 		if err != nil {
 			return nil, Flagged(err, "queue")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tare-dev/tare"
 	jdg "github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/queueurl"
 	"github.com/tare-dev/tare/session"
 )
 
@@ -88,7 +89,7 @@ speak:
 			}
 			if q.url != "" {
 				locate := func(ws []queue.WorkerInfo) { session.LocateWorkers("", ws) }
-				line, err := queue.ProbeLocating(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers, locate)
+				line, err := queueurl.Probe(cmd.Context(), q.url, q.name, session.DefaultWaitWorkers, locate)
 				if err != nil {
 					return session.Flagged(err, "queue")
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/tare-dev/tare/metrics"
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/queueurl"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/worker"
 )
@@ -145,7 +146,7 @@ by themselves, after --job-timeout (their AMQP expiration).`,
 			}
 			ctx := cmd.Context()
 			if queue.ProtocolOf(q.url) != queue.ProtocolTare {
-				removed, err := queue.CleanupFramework(ctx, q.url)
+				removed, err := queueurl.Cleanup(ctx, q.url)
 				if err != nil {
 					return session.Flagged(err, "queue")
 				}

@@ -1,18 +1,25 @@
-package queue
+package queueurl
 
 import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/celery"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The tests below are what only Celery on RabbitMQ does: the broker
 // confirms each message or says why not, returns those no queue takes,
@@ -22,16 +29,16 @@ import (
 // amqpSource opens the Celery queue q of the shared RabbitMQ, its results
 // in a private Redis, with no worker, and a Target on it whose jobs time
 // out after timeout.
-func amqpSource(t *testing.T, q string, timeout time.Duration) (*Target, *Celery, *testservice.PrivateRedis) {
+func amqpSource(t *testing.T, q string, timeout time.Duration) (*queue.Target, *celery.Source, *testservice.PrivateRedis) {
 	t.Helper()
 	broker := testservice.RabbitMQ(t)
 	r := testservice.NewPrivateRedis(t)
 	u := "celery+" + broker + "?" + url.Values{"queue": {q}, "task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
-	c, err := OpenCelery(testContext(t), u, FrameworkConfig{Timeout: timeout})
+	c, err := celery.Open(queuetest.Context(t), u, queue.FrameworkConfig{Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", u, err)
 	}
-	tg, err := NewTarget(c, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 50 * time.Millisecond})
+	tg, err := queue.NewTarget(c, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +55,12 @@ func amqpSource(t *testing.T, q string, timeout time.Duration) (*Target, *Celery
 // serves it.
 func TestCeleryAMQPNoQueue(t *testing.T) {
 	testservice.NeedPython(t, "celery") // the rig of every Celery test
-	tg, _, _ := amqpSource(t, uniqueQueue(t, nil), 20*time.Second)
-	ctx := testContext(t)
+	tg, _, _ := amqpSource(t, queuetest.QueueName(), 20*time.Second)
+	ctx := queuetest.Context(t)
 	// A job whose timeout ends it is a timeout (the kind says so): all 5
 	// unroutable is all 5 failed from the broker's return, before it.
-	if k := kinds(doAll(ctx, tg, 5)); k[KindUnroutable] != 5 {
-		t.Fatalf("outcomes %v: want all 5 %q, not %q", k, KindUnroutable, KindTimeout)
+	if k := queuetest.Kinds(queuetest.DoAll(ctx, tg, 5)); k[queue.KindUnroutable] != 5 {
+		t.Fatalf("outcomes %v: want all 5 %q, not %q", k, queue.KindUnroutable, queue.KindTimeout)
 	}
 	if ws, err := tg.Workers(ctx); err != nil || len(ws) != 0 {
 		t.Errorf("workers %v, %v: want none for a queue that does not exist", ws, err)
@@ -68,21 +75,21 @@ func TestCeleryAMQPNoQueue(t *testing.T) {
 // confirmed", counted apart, while the one it took waits for a worker.
 func TestCeleryAMQPUnconfirmed(t *testing.T) {
 	testservice.NeedPython(t, "celery")
-	q := uniqueQueue(t, nil)
+	q := queuetest.QueueName()
 	broker := testservice.RabbitMQ(t)
 	testservice.DeclareQueue(t, broker, q, map[string]any{"x-max-length": int32(1), "x-overflow": "reject-publish"})
 	tg, _, _ := amqpSource(t, q, 4*time.Second)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	done := make(chan []tare.Result)
-	go func() { done <- doAll(ctx, tg, 3) }()
+	go func() { done <- queuetest.DoAll(ctx, tg, 3) }()
 	// Before the job it holds times out (and its message expires with it).
-	eventuallyWithin(t, 3*time.Second, "the queue to hold the 1 message it took", func() bool {
+	queuetest.Eventually(t, 3*time.Second, "the queue to hold the 1 message it took", func() bool {
 		d, err := tg.Depth(ctx)
 		return err == nil && d.Waiting == 1
 	})
-	k := kinds(<-done)
-	if k[KindUnconfirmed] != 2 || k[KindTimeout] != 1 {
-		t.Errorf("outcomes %v: want 2 %q (the queue was full) and the one it took %q", k, KindUnconfirmed, KindTimeout)
+	k := queuetest.Kinds(<-done)
+	if k[queue.KindUnconfirmed] != 2 || k[queue.KindTimeout] != 1 {
+		t.Errorf("outcomes %v: want 2 %q (the queue was full) and the one it took %q", k, queue.KindUnconfirmed, queue.KindTimeout)
 	}
 	if st := tg.Stats(); st.Unconfirmed != 2 || st.Enqueued != 1 {
 		t.Errorf("stats %+v: want 2 unconfirmed, 1 enqueued", st)
@@ -95,13 +102,13 @@ func TestCeleryAMQPUnconfirmed(t *testing.T) {
 func TestCeleryAMQPBacklogExpires(t *testing.T) {
 	const timeout = time.Second
 	rig, src, ids := leaveBacklog(t, celeryAMQPRig(t, false), timeout)
-	ctx := testContext(t)
-	eventuallyWithin(t, 10*time.Second, "the left-over messages to expire", func() bool {
+	ctx := queuetest.Context(t)
+	queuetest.Eventually(t, 10*time.Second, "the left-over messages to expire", func() bool {
 		d, err := src.Depth(ctx)
 		return err == nil && d.Waiting == 0
 	})
 	rig.start(t)
-	eventuallyWithin(t, 20*time.Second, "the worker back", func() bool {
+	queuetest.Eventually(t, 20*time.Second, "the worker back", func() bool {
 		ws, err := src.Workers(ctx)
 		return err == nil && len(ws) > 0
 	})
@@ -109,7 +116,7 @@ func TestCeleryAMQPBacklogExpires(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 	defer rdb.Close()
 	for _, id := range ids {
-		if s, err := rdb.Get(ctx, celeryMetaPrefix+id).Result(); err != redis.Nil {
+		if s, err := rdb.Get(ctx, "celery-task-meta-"+id).Result(); err != redis.Nil {
 			t.Errorf("left-over task %s: state %q (%v); want none, expired before a worker took it", id, s, err)
 		}
 	}
@@ -119,17 +126,17 @@ func TestCeleryAMQPBacklogExpires(t *testing.T) {
 // from the result backend, and nothing else.
 func TestCeleryAMQPCleanup(t *testing.T) {
 	testservice.NeedPython(t, "celery")
-	q := uniqueQueue(t, nil)
-	tg, c, r := amqpSource(t, q, 5*time.Second)
-	ctx := testContext(t)
-	doAll(ctx, tg, 2) // no queue: both fail at once, the epoch key stays
+	q := queuetest.QueueName()
+	tg, _, r := amqpSource(t, q, 5*time.Second)
+	ctx := queuetest.Context(t)
+	queuetest.DoAll(ctx, tg, 2) // no queue: both fail at once, the epoch key stays
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port)})
 	defer rdb.Close()
 	userKeys := []string{"celery-task-meta-5a8a9881-7963-4772-95cf-0c98de7aa3cf", "app:settings"}
-	for _, k := range append([]string{celeryMetaPrefix + "tare-run-1-0"}, userKeys...) {
+	for _, k := range append([]string{"celery-task-meta-" + "tare-run-1-0"}, userKeys...) {
 		rdb.Set(ctx, k, "x", 0)
 	}
-	removed, err := CleanupFramework(ctx, "celery+"+c.f.amqp+"?"+url.Values{"queue": {q}, "backend": {r.URL()}}.Encode())
+	removed, err := Cleanup(ctx, "celery+"+testservice.RabbitMQ(t)+"?"+url.Values{"queue": {q}, "backend": {r.URL()}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +144,7 @@ func TestCeleryAMQPCleanup(t *testing.T) {
 		t.Errorf("removed %q: want tare's task state and its epoch key", removed)
 	}
 	keys, _ := rdb.Keys(ctx, "*").Result()
-	if strings.Join(sortedStrings(keys), " ") != strings.Join(sortedStrings(userKeys), " ") {
+	if strings.Join(slices.Sorted(slices.Values(keys)), " ") != strings.Join(slices.Sorted(slices.Values(userKeys)), " ") {
 		t.Errorf("keys left %q, want exactly the user's %q", keys, userKeys)
 	}
 }
@@ -155,7 +162,7 @@ func TestCeleryAMQPBadURL(t *testing.T) {
 	raw := "celery+" + u.String() + "?" + url.Values{"task": {"tasks.answer"}, "backend": {r.URL()}}.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = OpenCelery(ctx, raw, FrameworkConfig{})
+	_, err = celery.Open(ctx, raw, queue.FrameworkConfig{})
 	if tare.ErrorCode(err) != tare.EUNAVAILABLE || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "nobody:xxxxx@") {
 		t.Errorf("error %v: want EUNAVAILABLE naming the broker, password hidden", err)
 	}
@@ -167,7 +174,7 @@ func TestCeleryAMQPBadURL(t *testing.T) {
 func TestCeleryAMQPCheckTask(t *testing.T) {
 	rig := celeryAMQPRig(t, false)
 	rig.start(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	for _, tt := range []struct{ task, err string }{
 		{"tasks.answer", ""},
 		{"tasks.nope", `unknown task "tasks.nope": the Celery worker of queue`},
@@ -194,8 +201,8 @@ func TestCeleryAMQPRPC(t *testing.T) {
 	rig.start(t)
 	tg, _ := rig.open(t, "tasks.answer", 30*time.Second)
 	const jobs = 100
-	results := drive(t, tg, jobs, 20, nil)
-	if k := kinds(results); k[""] != jobs {
+	results := queuetest.Drive(t, tg, jobs, 20, nil)
+	if k := queuetest.Kinds(results); k[""] != jobs {
 		t.Fatalf("outcomes %v: want all %d ok", k, jobs)
 	}
 	noService := 0
@@ -218,9 +225,9 @@ func TestCeleryAMQPRPC(t *testing.T) {
 	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "rpc://") {
 		t.Errorf("notes %q: want them to say the ends are when tare received the replies", notes)
 	}
-	for task, want := range map[string]string{"tasks.boom": "task raised ValueError", "tasks.nope": KindUnknownTask} {
+	for task, want := range map[string]string{"tasks.boom": "task raised ValueError", "tasks.nope": queue.KindUnknownTask} {
 		tg, _ := rig.open(t, task, 10*time.Second)
-		if k := kinds(drive(t, tg, 5, 20, nil)); k[want] != 5 {
+		if k := queuetest.Kinds(queuetest.Drive(t, tg, 5, 20, nil)); k[want] != 5 {
 			t.Errorf("%s: outcomes %v, want all 5 %q", task, k, want)
 		}
 	}

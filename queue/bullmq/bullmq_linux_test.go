@@ -1,4 +1,4 @@
-package queue
+package bullmq
 
 import (
 	"encoding/json"
@@ -12,10 +12,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare/internal/testservice"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The tests below load a real BullMQ worker (Node, bullmq pinned by
 // internal/testservice/testdata/bullmq/package-lock.json) whose "answer"
@@ -52,24 +57,24 @@ const testJobData = `{"seq": "{{seq}}", "prompt": "job {{id}}"}`
 
 // open opens the rig's queue for job name with the test jobs' data, as a
 // Target whose jobs time out after timeout, and waits for a worker.
-func (rig bullRig) open(t *testing.T, name string, timeout time.Duration) (*Target, *BullMQ) {
+func (rig bullRig) open(t *testing.T, name string, timeout time.Duration) (*queue.Target, *Source) {
 	t.Helper()
 	return rig.openWith(t, name, testJobData, timeout)
 }
 
 // openWith is open with the jobs' data given, --job-args.
-func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Duration) (*Target, *BullMQ) {
+func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Duration) (*queue.Target, *Source) {
 	t.Helper()
-	data, err := ParseJobData(jobData, "")
+	data, err := queue.ParseJobData(jobData, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
-	src, err := OpenBullMQ(ctx, rig.url(name), FrameworkConfig{Args: data, Timeout: timeout})
+	ctx := queuetest.Context(t)
+	src, err := Open(ctx, rig.url(name), queue.FrameworkConfig{Args: data, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", rig.url(name), err)
 	}
-	tg, err := NewTarget(src, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
+	tg, err := queue.NewTarget(src, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +82,7 @@ func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Dur
 		tg.Close()
 		src.Close()
 	})
-	eventuallyWithin(t, 20*time.Second, "a worker to show on "+rig.url(name), func() bool {
+	queuetest.Eventually(t, 20*time.Second, "a worker to show on "+rig.url(name), func() bool {
 		ws, err := tg.Workers(ctx)
 		return err == nil && len(ws) > 0
 	})
@@ -87,7 +92,7 @@ func (rig bullRig) openWith(t *testing.T, name, jobData string, timeout time.Dur
 // bullReturned reads what job seq of run returned, from its hash: {"seq": …}.
 func bullReturned(t *testing.T, rdb *redis.Client, runID string, seq int) int {
 	t.Helper()
-	raw, err := rdb.HGet(testContext(t), fmt.Sprintf("bull:agents:%s%s-%d", jobIDPrefix, runID, seq), "returnvalue").Result()
+	raw, err := rdb.HGet(queuetest.Context(t), fmt.Sprintf("bull:agents:%s%s-%d", queue.JobIDPrefix, runID, seq), "returnvalue").Result()
 	if err != nil {
 		t.Fatalf("returnvalue of job %d: %v", seq, err)
 	}
@@ -106,8 +111,8 @@ func TestBullMQJobs(t *testing.T) {
 	rig.start(t, testservice.BullMQOptions{})
 	tg, _ := rig.open(t, "answer", 30*time.Second)
 	const jobs = 200
-	results := drive(t, tg, jobs, 20, nil)
-	if k := kinds(results); k[""] != jobs {
+	results := queuetest.Drive(t, tg, jobs, 20, nil)
+	if k := queuetest.Kinds(results); k[""] != jobs {
 		t.Fatalf("outcomes %v: want all %d ok", k, jobs)
 	}
 	for seq, r := range results {
@@ -130,7 +135,7 @@ func TestBullMQJobs(t *testing.T) {
 	if notes := tg.Notes(); len(notes) != 0 {
 		t.Errorf("notes %q: want none", notes)
 	}
-	if n, _ := rig.rdb.Get(testContext(t), "bull:agents:id").Int(); n != jobs {
+	if n, _ := rig.rdb.Get(queuetest.Context(t), "bull:agents:id").Int(); n != jobs {
 		t.Errorf("bull:agents:id is %d, want %d: one per job, as Queue.add counts", n, jobs)
 	}
 }
@@ -141,7 +146,7 @@ func bullmqScript(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("node", append([]string{script}, args...)...)
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "internal", "testservice", "testdata", "bullmq")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "internal", "testservice", "testdata", "bullmq")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node %s %v: %v\n%s", script, args, err, out)
@@ -155,17 +160,17 @@ func bullmqScript(t *testing.T, script string, args ...string) string {
 // Job.fromId reads tare's job back with its name and data.
 func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	rig := newBullRig(t)
-	ctx := testContext(t)
-	data, err := ParseJobData(`{"seq": "{{seq}}", "prompt": "{{prompt}}"}`, "")
+	ctx := queuetest.Context(t)
+	data, err := queue.ParseJobData(`{"seq": "{{seq}}", "prompt": "{{prompt}}"}`, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := OpenBullMQ(ctx, rig.url("answer"), FrameworkConfig{Args: data})
+	src, err := Open(ctx, rig.url("answer"), queue.FrameworkConfig{Args: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	job := Job{ID: "4", RunID: "r1", Enqueued: time.Now(), Prompt: "hello"}
+	job := queue.Job{ID: "4", RunID: "r1", Enqueued: time.Now(), Prompt: "hello"}
 	if err := src.Enqueue(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +183,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 		}
 		return h
 	}
-	ours, want := read(frameworkJobID(job)), read(theirs)
+	ours, want := read(queue.FrameworkJobID(job)), read(theirs)
 	if ours["timestamp"] == "" || want["timestamp"] == "" {
 		t.Fatalf("timestamps %q, %q: want both set", ours["timestamp"], want["timestamp"])
 	}
@@ -192,7 +197,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	if fmt.Sprint(ourOpts) != fmt.Sprint(theirOpts) || fmt.Sprint(ours) != fmt.Sprint(want) {
 		t.Errorf("tare's job %v opts %v\nQueue.add's %v opts %v", ours, ourOpts, want, theirOpts)
 	}
-	if wait := rig.rdb.LRange(ctx, "bull:agents:wait", 0, -1).Val(); !slices.Equal(wait, []string{theirs, frameworkJobID(job)}) {
+	if wait := rig.rdb.LRange(ctx, "bull:agents:wait", 0, -1).Val(); !slices.Equal(wait, []string{theirs, queue.FrameworkJobID(job)}) {
 		t.Errorf("wait list %q: want both jobs, newest first", wait)
 	}
 	if n := rig.rdb.ZCard(ctx, "bull:agents:marker").Val(); n != 1 {
@@ -205,7 +210,7 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 	if want := []string{"added true", "waiting true", "added true", "waiting true"}; !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
-	got := strings.TrimSpace(bullmqScript(t, "read.js", rig.redis.URL(), "agents", frameworkJobID(job)))
+	got := strings.TrimSpace(bullmqScript(t, "read.js", rig.redis.URL(), "agents", queue.FrameworkJobID(job)))
 	if want := `answer {"prompt":"hello","seq":4}`; got != want {
 		t.Errorf("BullMQ's Job.fromId reads tare's job as %q, want %q", got, want)
 	}
@@ -215,14 +220,14 @@ func TestBullMQAddsAsQueueAdd(t *testing.T) {
 // with no marker, as BullMQ 5 puts them, and are served once it resumes.
 func TestBullMQPaused(t *testing.T) {
 	rig := newBullRig(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	rig.rdb.HSet(ctx, "bull:agents:meta", "paused", 1)
-	src, err := OpenBullMQ(ctx, rig.url("answer"), FrameworkConfig{})
+	src, err := Open(ctx, rig.url("answer"), queue.FrameworkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	job := Job{ID: "0", RunID: "r1", Enqueued: time.Now()}
+	job := queue.Job{ID: "0", RunID: "r1", Enqueued: time.Now()}
 	if err := src.Enqueue(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +252,7 @@ func TestBullMQFaults(t *testing.T) {
 		// busy machine: the jobs sent after the restart wait for it.
 		tg, _ := rig.openWith(t, "answer", `{"seq": "{{seq}}", "sleep_ms": 80}`, 20*time.Second)
 		var restartedAt time.Time
-		results := drive(t, tg, 80, 20, func(at time.Duration) {
+		results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 			switch {
 			case at > 1500*time.Millisecond && !w.Gone():
 				w.Kill()
@@ -256,7 +261,7 @@ func TestBullMQFaults(t *testing.T) {
 				restartedAt = time.Now()
 			}
 		})
-		k := kinds(results)
+		k := queuetest.Kinds(results)
 		redelivered := 0
 		for _, r := range results {
 			if r.Err == "" && r.Deliveries > 1 {
@@ -264,11 +269,11 @@ func TestBullMQFaults(t *testing.T) {
 			}
 		}
 		t.Logf("outcomes %v, %d ok after a second delivery, stats %+v, notes %q", k, redelivered, tg.Stats(), tg.Notes())
-		if k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
+		if k[""]+k[queue.KindTimeout]+k[queue.KindTaskFailed] != 80 {
 			t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 		}
-		servedAfter(t, results, restartedAt)
-		if redelivered+k[KindTimeout]+k[KindTaskFailed] == 0 {
+		queuetest.ServedAfter(t, results, restartedAt)
+		if redelivered+k[queue.KindTimeout]+k[queue.KindTaskFailed] == 0 {
 			t.Errorf("outcomes %v, none delivered twice: want the jobs the killed worker held run again, or counted lost", k)
 		}
 	})
@@ -277,7 +282,7 @@ func TestBullMQFaults(t *testing.T) {
 		rig.start(t, testservice.BullMQOptions{})
 		tg, _ := rig.open(t, "answer", 4*time.Second)
 		restarted := false
-		results := drive(t, tg, 80, 20, func(at time.Duration) {
+		results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 			if at > 1500*time.Millisecond && !restarted {
 				rig.redis.Stop()
 				time.Sleep(500 * time.Millisecond)
@@ -285,10 +290,10 @@ func TestBullMQFaults(t *testing.T) {
 				restarted = true
 			}
 		})
-		k := kinds(results)
+		k := queuetest.Kinds(results)
 		t.Logf("outcomes %v, stats %+v", k, tg.Stats())
-		if k[""] == 0 || k[KindUnavailable] == 0 || k[""]+k[KindUnavailable]+k[KindTimeout] != 80 {
-			t.Errorf("outcomes %v: want some ok, some %q, and no other kind but %q", k, KindUnavailable, KindTimeout)
+		if k[""] == 0 || k[queue.KindUnavailable] == 0 || k[""]+k[queue.KindUnavailable]+k[queue.KindTimeout] != 80 {
+			t.Errorf("outcomes %v: want some ok, some %q, and no other kind but %q", k, queue.KindUnavailable, queue.KindTimeout)
 		}
 		if k[""] < 20 {
 			t.Errorf("outcomes %v: want the worker back serving after the restart", k)
@@ -298,7 +303,7 @@ func TestBullMQFaults(t *testing.T) {
 		rig := newBullRig(t)
 		rig.start(t, testservice.BullMQOptions{})
 		tg, _ := rig.open(t, "boom", 10*time.Second)
-		if k := kinds(drive(t, tg, 10, 20, nil)); k["task raised TypeError"] != 10 {
+		if k := queuetest.Kinds(queuetest.Drive(t, tg, 10, 20, nil)); k["task raised TypeError"] != 10 {
 			t.Errorf("outcomes %v: want all 10 %q", k, "task raised TypeError")
 		}
 		if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "10 BullMQ jobs failed") || !strings.Contains(notes, `"boom `) {
@@ -309,7 +314,7 @@ func TestBullMQFaults(t *testing.T) {
 		rig := newBullRig(t)
 		rig.start(t, testservice.BullMQOptions{})
 		tg, _ := rig.open(t, "nope", 10*time.Second)
-		if k := kinds(drive(t, tg, 5, 20, nil)); k["task raised Error"] != 5 {
+		if k := queuetest.Kinds(queuetest.Drive(t, tg, 5, 20, nil)); k["task raised Error"] != 5 {
 			t.Errorf("outcomes %v: want all 5 %q", k, "task raised Error")
 		}
 		if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, `"unknown job name nope" (5)`) {
@@ -325,8 +330,8 @@ func TestBullMQRemovedOnFinish(t *testing.T) {
 	rig := newBullRig(t)
 	rig.start(t, testservice.BullMQOptions{Remove: true})
 	tg, _ := rig.open(t, "answer", 10*time.Second)
-	results := drive(t, tg, 20, 20, nil)
-	if k := kinds(results); k[""] != 20 {
+	results := queuetest.Drive(t, tg, 20, 20, nil)
+	if k := queuetest.Kinds(results); k[""] != 20 {
 		t.Fatalf("outcomes %v: want all ok", k)
 	}
 	for seq, r := range results {
@@ -337,7 +342,7 @@ func TestBullMQRemovedOnFinish(t *testing.T) {
 	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "20 BullMQ jobs were removed by the worker") {
 		t.Errorf("notes %q: want them to say the stamps came from the events", notes)
 	}
-	if n := rig.rdb.Exists(testContext(t), fmt.Sprintf("bull:agents:%s%s-0", jobIDPrefix, tg.RunID())).Val(); n != 0 {
+	if n := rig.rdb.Exists(queuetest.Context(t), fmt.Sprintf("bull:agents:%s%s-0", queue.JobIDPrefix, tg.RunID())).Val(); n != 0 {
 		t.Errorf("job 0's hash exists: the worker was to remove it")
 	}
 }
@@ -347,7 +352,7 @@ func TestBullMQNamedWorker(t *testing.T) {
 	rig := newBullRig(t)
 	rig.start(t, testservice.BullMQOptions{Name: "gpu-1"})
 	tg, _ := rig.open(t, "answer", 10*time.Second)
-	ws, err := tg.Workers(testContext(t))
+	ws, err := tg.Workers(queuetest.Context(t))
 	if err != nil || len(ws) != 1 || ws[0].Name != "gpu-1" || ws[0].ClientAddr == "" || ws[0].ServerAddr == "" {
 		t.Fatalf("workers %+v, %v: want gpu-1 with its connection's addresses", ws, err)
 	}
@@ -357,15 +362,15 @@ func TestBullMQNamedWorker(t *testing.T) {
 // and leaves the user's job and the queue's own keys.
 func TestBullMQCleanup(t *testing.T) {
 	rig := newBullRig(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	theirs := strings.TrimSpace(bullmqScript(t, "add.js", rig.redis.URL(), "agents", "answer", `{"seq":1}`, "their-1"))
 	u := rig.url("answer")
-	src, err := OpenSource(ctx, u, "", FrameworkConfig{})
+	src, err := Open(ctx, u, queue.FrameworkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 { // no worker: the jobs wait in the queue
-		if err := src.Enqueue(ctx, Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
+		if err := src.Enqueue(ctx, queue.Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -374,7 +379,7 @@ func TestBullMQCleanup(t *testing.T) {
 	rig.rdb.ZAdd(ctx, "bull:agents:completed", redis.Z{Score: 1, Member: "tare-run-1-2"})
 	rig.rdb.Set(ctx, "bull:agents:tare-run-1-2:lock", "x", 0)
 	src.Close()
-	removed, err := CleanupFramework(ctx, strings.Replace(u, "&name=answer", "", 1))
+	removed, err := Cleanup(ctx, strings.Replace(u, "&name=answer", "", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,8 +389,8 @@ func TestBullMQCleanup(t *testing.T) {
 	if !slices.Equal(removed, want) {
 		t.Errorf("removed %q\nwant %q", removed, want)
 	}
-	keys := sortedStrings(rig.rdb.Keys(ctx, "*").Val())
-	if want := sortedStrings([]string{"bull:agents:" + theirs, "bull:agents:events", "bull:agents:id", "bull:agents:marker", "bull:agents:meta", "bull:agents:wait"}); !slices.Equal(keys, want) {
+	keys := slices.Sorted(slices.Values(rig.rdb.Keys(ctx, "*").Val()))
+	if want := slices.Sorted(slices.Values([]string{"bull:agents:" + theirs, "bull:agents:events", "bull:agents:id", "bull:agents:marker", "bull:agents:meta", "bull:agents:wait"})); !slices.Equal(keys, want) {
 		t.Errorf("keys left %q, want the user's job and the queue's own keys %q", keys, want)
 	}
 	if ids := rig.rdb.LRange(ctx, "bull:agents:wait", 0, -1).Val(); !slices.Equal(ids, []string{theirs}) {

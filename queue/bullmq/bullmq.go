@@ -1,4 +1,4 @@
-package queue
+package bullmq
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,9 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 )
 
-// BullMQ is a Source on a BullMQ queue in Redis: it adds jobs the way
+// Source is a queue.Source on a BullMQ queue in Redis: it adds jobs the way
 // BullMQ 5's Queue.add does (its addStandardJob script: the job's hash,
 // its id on the wait list, the events stream, the id counter), as a Lua
 // script of tare's own, and follows each job through the queue's events
@@ -37,13 +39,13 @@ import (
 // BullMQ keeps no registry of workers: a worker names its blocking
 // connection bull:<base64 queue>[:w:<name>], and CLIENT LIST finds it, as
 // BullMQ's own Queue.getWorkers does.
-type BullMQ struct {
+type Source struct {
 	rdb     *redis.Client
-	f       frameworkURL
-	fw      FrameworkConfig
+	f       queue.FrameworkURL
+	fw      queue.FrameworkConfig
 	keys    bullKeys
-	epoch   epochKeeper
-	pending *pendingJobs
+	epoch   queue.EpochKeeper
+	pending *queue.PendingJobs
 	from    string        // the events stream's last id when opened: where reading starts
 	offset  time.Duration // Redis's clock − this host's, applied to stamps of event ids
 	version string        // the library version a producer wrote into the queue's meta
@@ -83,7 +85,7 @@ func bullKeysOf(prefix, q string) bullKeys {
 	}
 }
 
-var _ Source = (*BullMQ)(nil)
+var _ queue.Source = (*Source)(nil)
 
 // bullAdd adds one job as BullMQ 5's addStandardJob does for a job
 // without a parent, delay, priority or deduplication: the counter, the
@@ -123,30 +125,26 @@ redis.call("XADD", events, "MAXLEN", "~", maxEvents, "*", "event", "waiting", "j
 return 1
 `)
 
-// OpenBullMQ connects to the BullMQ queue rawURL names,
+// Open connects to the BullMQ queue rawURL names,
 // bullmq+redis://[user:password@]host:port/db?queue=Q&name=JOB (prefix=…
 // when the queue's key prefix is not "bull"), notes where its events
 // stream ends and Redis's clock against this host's.
-func OpenBullMQ(ctx context.Context, rawURL string, fw FrameworkConfig) (*BullMQ, error) {
-	f, err := parseFrameworkURL(rawURL, ProtocolBullMQ, true)
+func Open(ctx context.Context, rawURL string, fw queue.FrameworkConfig) (*Source, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolBullMQ, true)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := dialFramework(ctx, f, rawURL)
-	if err != nil {
-		return nil, err
-	}
-	b := &BullMQ{rdb: rdb, f: f, fw: fw, keys: bullKeysOf(f.prefix, f.queue), pending: newPendingJobs(),
+	b := &Source{rdb: rdb, f: f, fw: fw, keys: bullKeysOf(f.Prefix, f.Queue), pending: queue.NewPendingJobs(),
 		adding: map[string]bool{}, missing: map[string]int{}, reasons: map[string]int{}, workerNames: map[string]string{}}
-	b.epoch.key = b.keys.tare + "epoch"
+	b.epoch.Key = b.keys.tare + "epoch"
 	if err := b.open(ctx); err != nil {
 		rdb.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open bullmq queue %q: %w", f.queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open bullmq queue %q: %w", f.Queue, err)
 	}
 	return b, nil
 }
 
-func (b *BullMQ) open(ctx context.Context) error {
+func (b *Source) open(ctx context.Context) error {
 	last, err := b.rdb.XRevRangeN(ctx, b.keys.events, "+", "-", 1).Result()
 	if err != nil {
 		return fmt.Errorf("read %q: %w", b.keys.events, err)
@@ -160,7 +158,7 @@ func (b *BullMQ) open(ctx context.Context) error {
 	}
 	// Stamps taken from event ids are Redis's: moved onto this host's
 	// clock only beyond the measurement's own error, as Target does.
-	off, rtt, err := ClockOffset(ctx, b, time.Now, 3)
+	off, rtt, err := queue.ClockOffset(ctx, b, time.Now, 3)
 	if err != nil {
 		return err
 	}
@@ -171,28 +169,28 @@ func (b *BullMQ) open(ctx context.Context) error {
 }
 
 // Queue returns the queue's name.
-func (b *BullMQ) Queue() string { return b.f.queue }
+func (b *Source) Queue() string { return b.f.Queue }
 
 // String names the target for a run's description.
-func (b *BullMQ) String() string {
-	return fmt.Sprintf("bullmq job %s on queue %s", b.f.task, b.f.queue)
+func (b *Source) String() string {
+	return fmt.Sprintf("bullmq job %s on queue %s", b.f.Task, b.f.Queue)
 }
 
 // Enqueue adds job to the queue with the configuration's data, in one
 // script (bullAdd).
-func (b *BullMQ) Enqueue(ctx context.Context, job Job) error {
-	id := frameworkJobID(job)
+func (b *Source) Enqueue(ctx context.Context, job queue.Job) error {
+	id := queue.FrameworkJobID(job)
 	if strings.Contains(id, ":") {
 		return fmt.Errorf("add bullmq job %q: BullMQ job ids cannot contain ':'", id)
 	}
-	data, err := json.Marshal(b.fw.Args.expandData(job, id))
+	data, err := json.Marshal(b.fw.Args.ExpandData(job, id))
 	if err != nil {
 		return fmt.Errorf("encode bullmq job %q: %w", id, err)
 	}
 	// The options Queue.add(name, data, {jobId}) stores: no retries
 	// (attempts 0, BullMQ's default), and the worker's own retention.
 	opts := fmt.Sprintf(`{"attempts":0,"jobId":%q}`, id)
-	if err := b.epoch.ensure(ctx, b.rdb); err != nil {
+	if err := b.epoch.Ensure(ctx, b.rdb); err != nil {
 		return fmt.Errorf("add bullmq job %q: %w", id, err)
 	}
 	k := b.keys
@@ -201,14 +199,14 @@ func (b *BullMQ) Enqueue(ctx context.Context, job Job) error {
 	b.mu.Unlock()
 	// Pending before it is added: its events may be read before the
 	// script returns.
-	b.pending.add(id, job)
+	b.pending.Add(id, job)
 	err = bullAdd.Run(ctx, b.rdb, []string{k.wait, k.paused, k.meta, k.id, k.active, k.events, k.marker, k.base + id},
-		id, b.f.task, data, opts, job.Enqueued.UnixMilli()).Err()
+		id, b.f.Task, data, opts, job.Enqueued.UnixMilli()).Err()
 	b.mu.Lock()
 	delete(b.adding, id)
 	b.mu.Unlock()
 	if err != nil {
-		b.pending.remove(id)
+		b.pending.Remove(id)
 		return fmt.Errorf("add bullmq job %q onto %q: %w", id, k.wait, err)
 	}
 	return nil
@@ -226,17 +224,17 @@ const bullReadCount = 512
 // bullPollEvery has passed, then reads the events stream from cursor (""
 // is where it ended when the queue was opened), waiting up to block for
 // an entry, and returns the results found and the next cursor.
-func (b *BullMQ) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error) {
-	if err := b.epoch.check(ctx, b.rdb, b.f.queue); err != nil {
-		if errors.Is(err, ErrLost) {
-			b.pending.lose()
+func (b *Source) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]queue.Result, string, error) {
+	if err := b.epoch.Check(ctx, b.rdb, b.f.Queue); err != nil {
+		if errors.Is(err, queue.ErrLost) {
+			b.pending.Lose()
 			b.mu.Lock()
 			clear(b.missing)
 			b.mu.Unlock()
 		}
 		return nil, cursor, err
 	}
-	if out := b.pending.take(ctx, limit, 0); len(out) > 0 {
+	if out := b.pending.Take(ctx, limit, 0); len(out) > 0 {
 		return out, cursor, nil
 	}
 	if cursor == "" {
@@ -273,7 +271,7 @@ func (b *BullMQ) Results(ctx context.Context, cursor string, limit int, block ti
 	if err := b.settle(ctx, finals); err != nil {
 		return nil, cursor, err
 	}
-	return b.pending.take(ctx, limit, 0), cursor, nil
+	return b.pending.Take(ctx, limit, 0), cursor, nil
 }
 
 // bullFinal is what an event said of a job's end: when (the entry's id,
@@ -287,15 +285,15 @@ type bullFinal struct {
 
 // onEvent takes one entry of the events stream: a start (active) of one
 // of this Source's jobs, or its end, which settle reads the hash of.
-func (b *BullMQ) onEvent(m redis.XMessage, finals map[string]bullFinal) {
+func (b *Source) onEvent(m redis.XMessage, finals map[string]bullFinal) {
 	id, _ := m.Values["jobId"].(string)
-	if !strings.HasPrefix(id, jobIDPrefix) {
+	if !strings.HasPrefix(id, queue.JobIDPrefix) {
 		return
 	}
 	at := b.brokerTime(m.ID)
 	switch event, _ := m.Values["event"].(string); event {
 	case "active":
-		b.pending.start(id, b.notBeforeEnqueue(id, at), "", false)
+		b.pending.Start(id, b.notBeforeEnqueue(id, at), "", false)
 	case "completed":
 		finals[id] = bullFinal{at: at}
 	case "failed":
@@ -312,7 +310,7 @@ func (b *BullMQ) onEvent(m redis.XMessage, finals map[string]bullFinal) {
 
 // brokerTime is the time of an events stream entry id ("<ms>-<seq>", on
 // Redis's clock) on this host's clock.
-func (b *BullMQ) brokerTime(id string) time.Time {
+func (b *Source) brokerTime(id string) time.Time {
 	ms, _, _ := strings.Cut(id, "-")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil {
@@ -352,7 +350,7 @@ func parseBullJob(v []any) bullJob {
 }
 
 // readJobs reads the hashes of jobs ids (HMGET, pipelined).
-func (b *BullMQ) readJobs(ctx context.Context, ids []string) ([]bullJob, error) {
+func (b *Source) readJobs(ctx context.Context, ids []string) ([]bullJob, error) {
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
@@ -370,13 +368,13 @@ func (b *BullMQ) readJobs(ctx context.Context, ids []string) ([]bullJob, error) 
 
 // settle turns the jobs that ended by the events into results, with
 // their stamps from their hashes when the worker kept them.
-func (b *BullMQ) settle(ctx context.Context, finals map[string]bullFinal) error {
+func (b *Source) settle(ctx context.Context, finals map[string]bullFinal) error {
 	if len(finals) == 0 {
 		return nil
 	}
 	ids := make([]string, 0, len(finals))
 	for id := range finals {
-		if b.isPending(id) { // not settled already by a poll
+		if b.pending.Has(id) { // not settled already by a poll
 			ids = append(ids, id)
 		}
 	}
@@ -388,7 +386,7 @@ func (b *BullMQ) settle(ctx context.Context, finals map[string]bullFinal) error 
 		fin, j := finals[id], jobs[i]
 		switch {
 		case fin.removed:
-			b.pending.finish(id, fin.at, "", KindRevoked)
+			b.pending.Finish(id, fin.at, "", queue.KindRevoked)
 		case !j.finishedOn.IsZero():
 			b.finishFromHash(id, j)
 		default:
@@ -401,23 +399,15 @@ func (b *BullMQ) settle(ctx context.Context, finals map[string]bullFinal) error 
 			if fin.failed {
 				kind = b.failureKind(fin.reason, "")
 			}
-			b.pending.finish(id, fin.at, "", kind)
+			b.pending.Finish(id, fin.at, "", kind)
 		}
 	}
 	return nil
 }
 
-// isPending reports whether job id still waits for its result.
-func (b *BullMQ) isPending(id string) bool {
-	b.pending.mu.Lock()
-	defer b.pending.mu.Unlock()
-	_, ok := b.pending.jobs[id]
-	return ok
-}
-
 // finishFromHash turns a job whose hash has finishedOn into its result.
-func (b *BullMQ) finishFromHash(id string, j bullJob) {
-	if !b.isPending(id) {
+func (b *Source) finishFromHash(id string, j bullJob) {
+	if !b.pending.Has(id) {
 		return
 	}
 	kind := ""
@@ -426,12 +416,12 @@ func (b *BullMQ) finishFromHash(id string, j bullJob) {
 	}
 	b.startFromHash(id, j)
 	done := j.finishedOn
-	b.pending.mu.Lock()
-	if p, ok := b.pending.jobs[id]; ok && done.Before(p.started) {
-		done = p.started // both stamps floored to the millisecond, the start moved up
-	}
-	b.pending.mu.Unlock()
-	b.pending.finish(id, done, j.worker, kind)
+	b.pending.Update(id, func(p *queue.PendingJob) {
+		if done.Before(p.Started) {
+			done = p.Started // both stamps floored to the millisecond, the start moved up
+		}
+	})
+	b.pending.Finish(id, done, j.worker, kind)
 }
 
 // startFromHash takes a job's start, processedOn, and its attempts from
@@ -444,41 +434,37 @@ func (b *BullMQ) finishFromHash(id string, j bullJob) {
 // was added, by up to the worker's round trip to Redis. Such a job started
 // when Redis moved it: at its active event, when tare read that, and no
 // earlier than its add.
-func (b *BullMQ) startFromHash(id string, j bullJob) {
+func (b *Source) startFromHash(id string, j bullJob) {
 	if j.processedOn.IsZero() {
 		return
 	}
 	start := j.processedOn
-	b.pending.mu.Lock()
-	if p, ok := b.pending.jobs[id]; ok {
-		p.deliveries = j.attempts
-		if sent := p.job.Enqueued; start.Before(sent) {
+	b.pending.Update(id, func(p *queue.PendingJob) {
+		p.Deliveries = j.attempts
+		if sent := p.Job.Enqueued; start.Before(sent) {
 			early := sent.Sub(start)
 			start = sent
-			if !p.started.IsZero() && !p.exact && p.started.After(sent) {
-				start = p.started
+			if !p.Started.IsZero() && !p.Exact && p.Started.After(sent) {
+				start = p.Started
 			}
 			b.mu.Lock()
 			b.early++
 			b.earlyMax = max(b.earlyMax, early)
 			b.mu.Unlock()
 		}
-	}
-	b.pending.mu.Unlock()
-	b.pending.start(id, start, j.worker, true)
+	})
+	b.pending.Start(id, start, j.worker, true)
 }
 
 // notBeforeEnqueue is t, a start of job id in whole milliseconds
 // (floored), or the job's enqueue when t falls in the millisecond before
 // it: the job cannot have started before it was added.
-func (b *BullMQ) notBeforeEnqueue(id string, t time.Time) time.Time {
-	b.pending.mu.Lock()
-	defer b.pending.mu.Unlock()
-	if p, ok := b.pending.jobs[id]; ok {
-		if sent := p.job.Enqueued; t.Before(sent) && t.Add(time.Millisecond).After(sent) {
-			return sent
+func (b *Source) notBeforeEnqueue(id string, t time.Time) time.Time {
+	b.pending.Update(id, func(p *queue.PendingJob) {
+		if sent := p.Job.Enqueued; t.Before(sent) && t.Add(time.Millisecond).After(sent) {
+			t = sent
 		}
-	}
+	})
 	return t
 }
 
@@ -498,7 +484,7 @@ const bullReasonsKept = 3
 // starts with ("TypeError: boom" → "task raised TypeError"), "task failed"
 // without one (a job that stalled too often: its worker died holding
 // it); and counts its reason for Notes.
-func (b *BullMQ) failureKind(reason, stacktrace string) string {
+func (b *Source) failureKind(reason, stacktrace string) string {
 	b.mu.Lock()
 	b.failed++
 	if _, ok := b.reasons[reason]; ok || len(b.reasons) < bullReasonsKept {
@@ -509,9 +495,9 @@ func (b *BullMQ) failureKind(reason, stacktrace string) string {
 	}
 	b.mu.Unlock()
 	if reason == bullStalledReason {
-		return KindTaskFailed
+		return queue.KindTaskFailed
 	}
-	return raisedKind(errorClass(stacktrace))
+	return queue.RaisedKind(errorClass(stacktrace))
 }
 
 // errorClass is the class of the last error in a job's stacktrace field
@@ -524,7 +510,7 @@ func errorClass(stacktrace string) string {
 	}
 	first, _, _ := strings.Cut(stacks[len(stacks)-1], "\n")
 	class, _, _ := strings.Cut(first, ":")
-	if !validTask(class) {
+	if !queue.ValidTask(class) {
 		return "" // not "Name: message"
 	}
 	return class
@@ -534,11 +520,11 @@ func errorClass(stacktrace string) string {
 // its end being read from the events is settled from its hash; one whose
 // hash is gone at two polls in a row was removed without an event tare
 // read, or lost.
-func (b *BullMQ) poll(ctx context.Context) error {
+func (b *Source) poll(ctx context.Context) error {
 	b.mu.Lock()
 	b.lastPoll = time.Now()
 	b.mu.Unlock()
-	all := b.pending.ids()
+	all := b.pending.IDs()
 	ids := all[:0]
 	b.mu.Lock()
 	for _, id := range all {
@@ -570,11 +556,11 @@ func (b *BullMQ) poll(ctx context.Context) error {
 				b.mu.Lock()
 				delete(b.missing, id)
 				b.mu.Unlock()
-				kind := KindUnavailable
-				if b.fw.Timeout > 0 && b.pending.olderThan(id, b.fw.Timeout, now) {
-					kind = KindTimeout
+				kind := queue.KindUnavailable
+				if b.fw.Timeout > 0 && b.pending.OlderThan(id, b.fw.Timeout, now) {
+					kind = queue.KindTimeout
 				}
-				b.pending.finish(id, now, "", kind)
+				b.pending.Finish(id, now, "", kind)
 			case !j.finishedOn.IsZero():
 				b.finishFromHash(id, j)
 			case !j.processedOn.IsZero():
@@ -587,43 +573,43 @@ func (b *BullMQ) poll(ctx context.Context) error {
 
 // Depth is the backlog the way BullMQ counts it: the wait, paused and
 // prioritized jobs (LLEN, ZCARD) waiting, and the active list pending.
-func (b *BullMQ) Depth(ctx context.Context) (Depth, error) {
+func (b *Source) Depth(ctx context.Context) (queue.Depth, error) {
 	pipe := b.rdb.Pipeline()
 	wait := pipe.LLen(ctx, b.keys.wait)
 	paused := pipe.LLen(ctx, b.keys.paused)
 	prio := pipe.ZCard(ctx, b.keys.prioritized)
 	active := pipe.LLen(ctx, b.keys.active)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Depth{}, fmt.Errorf("read depth of bullmq queue %q: %w", b.f.queue, err)
+		return queue.Depth{}, fmt.Errorf("read depth of bullmq queue %q: %w", b.f.Queue, err)
 	}
-	d := Depth{Waiting: wait.Val() + paused.Val() + prio.Val(), Pending: active.Val()}
-	d.OldestPending, _ = b.pending.oldestStarted(time.Now())
+	d := queue.Depth{Waiting: wait.Val() + paused.Val() + prio.Val(), Pending: active.Val()}
+	d.OldestPending, _ = b.pending.OldestStarted(time.Now())
 	return d, nil
 }
 
 // Time is the Redis server's clock.
-func (b *BullMQ) Time(ctx context.Context) (time.Time, error) { return b.rdb.Time(ctx).Result() }
+func (b *Source) Time(ctx context.Context) (time.Time, error) { return b.rdb.Time(ctx).Result() }
 
 // Workers lists the queue's workers by their blocking connections, which
 // a BullMQ worker names bull:<base64 queue>, or bull:<base64 queue>:w:<name>
 // when it has a name (CLIENT LIST, as BullMQ's Queue.getWorkers). Their
 // pids are not known here: the connections' addresses find them on this
 // host (WorkerInfo.ClientAddr).
-func (b *BullMQ) Workers(ctx context.Context) ([]WorkerInfo, error) {
+func (b *Source) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	list, err := b.rdb.ClientList(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("list bullmq workers of queue %q by their connections (CLIENT LIST, as BullMQ's getWorkers; a server that refuses it needs --wait-workers 0): %w", b.f.queue, err)
+		return nil, fmt.Errorf("list bullmq workers of queue %q by their connections (CLIENT LIST, as BullMQ's getWorkers; a server that refuses it needs --wait-workers 0): %w", b.f.Queue, err)
 	}
 	ws := parseBullClients(list, b.keys.client, time.Now())
-	sortWorkers(ws)
+	queue.SortWorkers(ws)
 	return ws, nil
 }
 
 // parseBullClients returns the workers among CLIENT LIST's lines
 // ("id=7 addr=127.0.0.1:52144 laddr=127.0.0.1:6379 fd=9 name=bull:YWdlbnRz age=3 …"),
 // those whose connection name is client or starts client+":w:".
-func parseBullClients(list, client string, now time.Time) []WorkerInfo {
-	var out []WorkerInfo
+func parseBullClients(list, client string, now time.Time) []queue.WorkerInfo {
+	var out []queue.WorkerInfo
 	sc := bufio.NewScanner(strings.NewReader(list))
 	for sc.Scan() {
 		fields := map[string]string{}
@@ -639,7 +625,7 @@ func parseBullClients(list, client string, now time.Time) []WorkerInfo {
 		if !named {
 			worker = "bullmq worker at " + fields["addr"]
 		}
-		w := WorkerInfo{Name: worker, ClientAddr: fields["addr"], ServerAddr: fields["laddr"]}
+		w := queue.WorkerInfo{Name: worker, ClientAddr: fields["addr"], ServerAddr: fields["laddr"]}
 		if age, err := strconv.Atoi(fields["age"]); err == nil {
 			w.Started = now.Add(-time.Duration(age) * time.Second).Truncate(time.Second)
 		}
@@ -649,10 +635,10 @@ func parseBullClients(list, client string, now time.Time) []WorkerInfo {
 }
 
 // WorkerHint says how to start a BullMQ worker on the queue.
-func (b *BullMQ) WorkerHint() string {
-	hint := fmt.Sprintf("start one with `new Worker(%q, processor, { connection })` in Node (BullMQ 5), its processor handling job name %q, on the Redis %s", b.f.queue, b.f.task, RedactURL(b.f.redis))
-	if b.f.prefix != "bull" {
-		hint += fmt.Sprintf(" with prefix %q", b.f.prefix)
+func (b *Source) WorkerHint() string {
+	hint := fmt.Sprintf("start one with `new Worker(%q, processor, { connection })` in Node (BullMQ 5), its processor handling job name %q, on the Redis %s", b.f.Queue, b.f.Task, queue.RedactURL(b.f.Redis))
+	if b.f.Prefix != "bull" {
+		hint += fmt.Sprintf(" with prefix %q", b.f.Prefix)
 	}
 	return hint
 }
@@ -660,7 +646,7 @@ func (b *BullMQ) WorkerHint() string {
 // Notes says why jobs failed, when their start and end came from the
 // events, when jobs stalled, and when the queue's producers run another
 // BullMQ than the one tare writes jobs as.
-func (b *BullMQ) Notes() []string {
+func (b *Source) Notes() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var notes []string
@@ -695,22 +681,34 @@ func truncate(s string, n int) string {
 }
 
 // Close closes the connection.
-func (b *BullMQ) Close() error { return b.rdb.Close() }
+func (b *Source) Close() error { return b.rdb.Close() }
 
-// cleanupBullMQ deletes tare's jobs (their hashes and the keys beside
+// Cleanup removes what tare's runs put in the BullMQ queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolBullMQ, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	return cleanup(ctx, rdb, f)
+}
+
+// cleanup deletes tare's jobs (their hashes and the keys beside
 // them, bull:<queue>:tare-*) and tare's keys, and takes tare's job ids out
 // of the queue's lists and sets. The queue's own keys (its id counter,
 // meta, events stream, marker) stay: they are the queue's, which its
 // workers share.
-func cleanupBullMQ(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]string, error) {
-	k := bullKeysOf(f.prefix, f.queue)
+func cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
+	k := bullKeysOf(f.Prefix, f.Queue)
 	var removed []string
-	for _, prefix := range []string{k.base + jobIDPrefix, k.tare} {
-		keys, err := scanKeys(ctx, rdb, prefix+"*")
+	for _, prefix := range []string{k.base + queue.JobIDPrefix, k.tare} {
+		keys, err := queue.ScanKeys(ctx, rdb, prefix+"*")
 		if err != nil {
 			return nil, err
 		}
-		if err := unlinkKeys(ctx, rdb, prefix, keys); err != nil {
+		if err := queue.UnlinkKeys(ctx, rdb, prefix, keys); err != nil {
 			return nil, err
 		}
 		removed = append(removed, keys...)
@@ -718,32 +716,33 @@ func cleanupBullMQ(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]st
 	for _, list := range []string{k.wait, k.paused, k.active} {
 		ids, err := rdb.LRange(ctx, list, 0, -1).Result()
 		if err != nil {
-			return nil, fmt.Errorf("clean up bullmq queue %q: read %q: %w", f.queue, list, err)
+			return nil, fmt.Errorf("clean up bullmq queue %q: read %q: %w", f.Queue, list, err)
 		}
 		for _, id := range ids {
-			if strings.HasPrefix(id, jobIDPrefix) {
+			if strings.HasPrefix(id, queue.JobIDPrefix) {
 				if err := rdb.LRem(ctx, list, 0, id).Err(); err != nil {
-					return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.queue, err)
+					return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.Queue, err)
 				}
 				removed = append(removed, strconv.Quote(list)+" entry "+id)
 			}
 		}
 	}
 	for _, set := range []string{k.completed, k.failed, k.delayed, k.prioritized, k.waitingChilds} {
-		gone, err := removeTaresMembers(ctx, rdb, set)
+		gone, err := queue.RemoveTaresMembers(ctx, rdb, set)
 		removed = append(removed, gone...)
 		if err != nil {
-			return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.queue, err)
+			return nil, fmt.Errorf("clean up bullmq queue %q: %w", f.Queue, err)
 		}
 	}
 	members, err := rdb.SMembers(ctx, k.stalled).Result()
 	if err != nil {
-		return nil, fmt.Errorf("clean up bullmq queue %q: read %q: %w", f.queue, k.stalled, err)
+		return nil, fmt.Errorf("clean up bullmq queue %q: read %q: %w", f.Queue, k.stalled, err)
 	}
 	for _, id := range members {
-		if strings.HasPrefix(id, jobIDPrefix) && rdb.SRem(ctx, k.stalled, id).Val() > 0 {
+		if strings.HasPrefix(id, queue.JobIDPrefix) && rdb.SRem(ctx, k.stalled, id).Val() > 0 {
 			removed = append(removed, strconv.Quote(k.stalled)+" entry "+id)
 		}
 	}
-	return sortedStrings(removed), nil
+	slices.Sort(removed)
+	return removed, nil
 }

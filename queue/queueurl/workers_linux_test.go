@@ -1,22 +1,21 @@
-package queue
+package queueurl
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/internal/testservice"
-	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
+	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/queue/internal/queuetest"
 )
 
 // The tests below load real Celery and RQ workers, Debian's
@@ -38,15 +37,15 @@ type frameworkRig struct {
 }
 
 // The rigs by name: the protocol, and the broker when it is not Redis.
-const protocolCeleryAMQP = ProtocolCelery + "+amqp"
+const protocolCeleryAMQP = queue.ProtocolCelery + "+amqp"
 
 func rig(t *testing.T, name string) frameworkRig {
 	switch name {
-	case ProtocolCelery:
+	case queue.ProtocolCelery:
 		return celeryRig(t, true)
 	case protocolCeleryAMQP:
 		return celeryAMQPRig(t, false)
-	case ProtocolRQ:
+	case queue.ProtocolRQ:
 		return rqRig(t)
 	}
 	t.Fatalf("no rig %q", name)
@@ -99,7 +98,7 @@ func celeryAMQPRigWith(t *testing.T, restartable, rpc bool) frameworkRig {
 	}
 	r := testservice.NewPrivateRedis(t)
 	model := testModel(t)
-	q := uniqueQueue(t, nil)
+	q := queuetest.QueueName()
 	if node == nil {
 		testservice.DeleteQueueAtEnd(t, broker, q)
 	}
@@ -136,18 +135,18 @@ func rqRig(t *testing.T) frameworkRig {
 
 // open opens the rig's queue for task with the test jobs' arguments, as
 // a Target whose jobs time out after timeout, and waits for a worker.
-func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (*Target, Source) {
+func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (*queue.Target, queue.Source) {
 	t.Helper()
-	args, err := ParseJobArgs(`["{{seq}}"]`, `{"prompt": "job {{id}}"}`)
+	args, err := queue.ParseJobArgs(`["{{seq}}"]`, `{"prompt": "job {{id}}"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
-	src, err := OpenSource(ctx, rig.url(task), "", FrameworkConfig{Args: args, Timeout: timeout})
+	ctx := queuetest.Context(t)
+	src, err := Open(ctx, rig.url(task), "", queue.FrameworkConfig{Args: args, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("open %s: %v", rig.url(task), err)
 	}
-	tg, err := NewTarget(src, TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
+	tg, err := queue.NewTarget(src, queue.TargetConfig{RunID: fmt.Sprintf("%x", time.Now().UnixNano()), Timeout: timeout, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,113 +154,32 @@ func (rig frameworkRig) open(t *testing.T, task string, timeout time.Duration) (
 		tg.Close()
 		src.Close()
 	})
-	eventuallyWithin(t, 20*time.Second, "a worker to show on "+rig.url(task), func() bool {
+	queuetest.Eventually(t, 20*time.Second, "a worker to show on "+rig.url(task), func() bool {
 		ws, err := tg.Workers(ctx)
 		return err == nil && len(ws) > 0
 	})
 	return tg, src
 }
 
-func eventuallyWithin(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// drive sends jobs at rate through the load engine, open loop, calling
-// during(elapsed) every 100 ms meanwhile, and returns every result by
-// job number.
-func drive(t *testing.T, tg *Target, jobs int, rate float64, during func(time.Duration)) []tare.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	out := make(chan tare.Result, jobs) // closed by Run
-	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load.New(tg, load.Config{Drain: time.Minute}).Run(ctx, start, arrival.Bound(arrival.NewConstant(rate), jobs, 0), out)
-	}()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-tick.C:
-			if during != nil {
-				during(time.Since(start))
-			}
-		}
-	}
-	results := make([]tare.Result, jobs)
-	seen := make([]bool, jobs)
-	for r := range out {
-		if r.Seq >= uint64(jobs) || seen[r.Seq] {
-			t.Fatalf("result for job %d: out of range or reported twice", r.Seq)
-		}
-		seen[r.Seq], results[r.Seq] = true, r
-	}
-	for seq, ok := range seen {
-		if !ok {
-			t.Errorf("job %d has no result: lost", seq)
-		}
-	}
-	return results
-}
-
-// servedAfter checks that every job sent after a worker was restarted
-// (the one before it killed) was served: those reach no worker but the
-// new one.
-func servedAfter(t *testing.T, results []tare.Result, restartedAt time.Time) {
-	t.Helper()
-	after, missed := 0, map[int]string{}
-	for seq, r := range results {
-		if r.Sent.After(restartedAt) {
-			after++
-			if r.Err != "" {
-				missed[seq] = r.Err
-			}
-		}
-	}
-	if after == 0 || len(missed) > 0 {
-		t.Errorf("of the %d jobs sent after the restart, %d failed (%v): want the restarted worker to serve every one", after, len(missed), missed)
-	}
-}
-
-// kinds counts results by error kind ("" for ok).
-func kinds(results []tare.Result) map[string]int {
-	out := map[string]int{}
-	for _, r := range results {
-		out[r.Err]++
-	}
-	return out
-}
-
 // returned reads what the task returned for job seq of tg's run, from
 // the framework's own result keys: {"seq": …}.
 func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) int {
 	t.Helper()
-	ctx := testContext(t)
-	id := fmt.Sprintf("%s%s-%d", jobIDPrefix, runID, seq)
+	ctx := queuetest.Context(t)
+	id := fmt.Sprintf("%s%s-%d", queue.JobIDPrefix, runID, seq)
 	var value []byte
 	switch protocol {
-	case ProtocolCelery:
-		raw, err := rdb.Get(ctx, celeryMetaPrefix+id).Bytes()
+	case queue.ProtocolCelery:
+		raw, err := rdb.Get(ctx, "celery-task-meta-"+id).Bytes()
 		if err != nil {
 			t.Fatalf("celery result of job %d: %v", seq, err)
 		}
-		var meta celeryMeta
+		var meta struct{ Result json.RawMessage }
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			t.Fatal(err)
 		}
 		value = meta.Result
-	case ProtocolRQ:
+	case queue.ProtocolRQ:
 		msgs, err := rdb.XRevRangeN(ctx, "rq:results:"+id, "+", "-", 1).Result()
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("rq result of job %d: %v (%d entries)", seq, err, len(msgs))
@@ -282,15 +200,15 @@ func returned(t *testing.T, rdb *redis.Client, protocol, runID string, seq int) 
 // framework (Celery on Redis and on RabbitMQ): every job ok, with a queue
 // wait and a service, and each result the one of its own job.
 func TestFrameworkJobs(t *testing.T) {
-	for _, name := range []string{ProtocolCelery, protocolCeleryAMQP, ProtocolRQ} {
+	for _, name := range []string{queue.ProtocolCelery, protocolCeleryAMQP, queue.ProtocolRQ} {
 		t.Run(name, func(t *testing.T) {
 			protocol, _, _ := strings.Cut(name, "+")
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.answer", 30*time.Second)
 			const jobs = 200
-			results := drive(t, tg, jobs, 20, nil)
-			if k := kinds(results); k[""] != jobs {
+			results := queuetest.Drive(t, tg, jobs, 20, nil)
+			if k := queuetest.Kinds(results); k[""] != jobs {
 				t.Fatalf("outcomes %v: want all %d ok", k, jobs)
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
@@ -333,7 +251,7 @@ func TestFrameworkJobs(t *testing.T) {
 // mid-run, and tasks that fail: every job is accounted for once, ok or an
 // error of its kind.
 func TestFrameworkFaults(t *testing.T) {
-	for _, name := range []string{ProtocolCelery, protocolCeleryAMQP, ProtocolRQ} {
+	for _, name := range []string{queue.ProtocolCelery, protocolCeleryAMQP, queue.ProtocolRQ} {
 		t.Run(name+"/worker killed", func(t *testing.T) {
 			rig := rig(t, name)
 			w := rig.start(t)
@@ -343,7 +261,7 @@ func TestFrameworkFaults(t *testing.T) {
 			const timeout = 20 * time.Second
 			tg, _ := rig.open(t, "tasks.answer", timeout)
 			var restartedAt time.Time
-			results := drive(t, tg, 80, 20, func(at time.Duration) {
+			results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 				switch {
 				case at > 1500*time.Millisecond && !w.Gone():
 					w.Kill()
@@ -352,53 +270,53 @@ func TestFrameworkFaults(t *testing.T) {
 					restartedAt = time.Now()
 				}
 			})
-			k := kinds(results)
+			k := queuetest.Kinds(results)
 			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
-			if k[""]+k[KindTimeout]+k[KindTaskFailed] != 80 {
+			if k[""]+k[queue.KindTimeout]+k[queue.KindTaskFailed] != 80 {
 				t.Errorf("outcomes %v: want every job ok, or timed out or failed with the worker", k)
 			}
-			servedAfter(t, results, restartedAt)
+			queuetest.ServedAfter(t, results, restartedAt)
 			// RabbitMQ puts back what the dead worker had prefetched, at
 			// once: only the tasks it was running (2 at most) are lost.
-			if name == protocolCeleryAMQP && k[KindTimeout] > 2 {
+			if name == protocolCeleryAMQP && k[queue.KindTimeout] > 2 {
 				t.Errorf("outcomes %v: want at most the 2 tasks the killed worker ran to time out", k)
 			}
 		})
 		t.Run(name+"/broker restarted", func(t *testing.T) {
 			var rg frameworkRig
-			timeout, outage := 4*time.Second, []string{KindUnavailable}
+			timeout, outage := 4*time.Second, []string{queue.KindUnavailable}
 			if name == protocolCeleryAMQP {
 				// A node of its own, killed and booted again: the boot
 				// takes seconds, and publishes cut by the crash are not
 				// confirmed.
-				rg, timeout, outage = celeryAMQPRig(t, true), 20*time.Second, []string{KindUnavailable, KindUnconfirmed}
+				rg, timeout, outage = celeryAMQPRig(t, true), 20*time.Second, []string{queue.KindUnavailable, queue.KindUnconfirmed}
 			} else {
 				rg = rig(t, name)
 			}
 			rg.start(t)
 			tg, _ := rg.open(t, "tasks.answer", timeout)
 			restarted := false
-			results := drive(t, tg, 80, 20, func(at time.Duration) {
+			results := queuetest.Drive(t, tg, 80, 20, func(at time.Duration) {
 				if at > 1500*time.Millisecond && !restarted {
 					rg.restart(t)
 					restarted = true
 				}
 			})
-			k := kinds(results)
+			k := queuetest.Kinds(results)
 			t.Logf("outcomes %v, stats %+v", k, tg.Stats())
 			cut := 0
 			for _, kind := range outage {
 				cut += k[kind]
 			}
-			if k[""] == 0 || cut == 0 || k[""]+cut+k[KindTimeout] != 80 {
-				t.Errorf("outcomes %v: want some ok, some of %q, and no other kind but %q", k, outage, KindTimeout)
+			if k[""] == 0 || cut == 0 || k[""]+cut+k[queue.KindTimeout] != 80 {
+				t.Errorf("outcomes %v: want some ok, some of %q, and no other kind but %q", k, outage, queue.KindTimeout)
 			}
 		})
 		t.Run(name+"/task raises", func(t *testing.T) {
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.boom", 10*time.Second)
-			if k := kinds(drive(t, tg, 10, 20, nil)); k["task raised ValueError"] != 10 {
+			if k := queuetest.Kinds(queuetest.Drive(t, tg, 10, 20, nil)); k["task raised ValueError"] != 10 {
 				t.Errorf("outcomes %v: want all 10 %q", k, "task raised ValueError")
 			}
 		})
@@ -406,8 +324,8 @@ func TestFrameworkFaults(t *testing.T) {
 			rig := rig(t, name)
 			rig.start(t)
 			tg, _ := rig.open(t, "tasks.nope", 10*time.Second)
-			if k := kinds(drive(t, tg, 5, 20, nil)); k[KindUnknownTask] != 5 {
-				t.Errorf("outcomes %v: want all 5 %q", k, KindUnknownTask)
+			if k := queuetest.Kinds(queuetest.Drive(t, tg, 5, 20, nil)); k[queue.KindUnknownTask] != 5 {
+				t.Errorf("outcomes %v: want all 5 %q", k, queue.KindUnknownTask)
 			}
 		})
 	}
@@ -420,8 +338,8 @@ func TestCeleryWithoutTrackStarted(t *testing.T) {
 	rig := celeryRig(t, false)
 	rig.start(t)
 	tg, _ := rig.open(t, "tasks.answer", 10*time.Second)
-	results := drive(t, tg, 10, 20, nil)
-	if k := kinds(results); k[""] != 10 {
+	results := queuetest.Drive(t, tg, 10, 20, nil)
+	if k := queuetest.Kinds(results); k[""] != 10 {
 		t.Fatalf("outcomes %v: want all ok", k)
 	}
 	for seq, r := range results {
@@ -440,7 +358,7 @@ func TestFrameworkCleanup(t *testing.T) {
 	testservice.NeedPython(t, "celery")
 	testservice.NeedPython(t, "rq")
 	r := testservice.NewPrivateRedis(t)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port)})
 	defer rdb.Close()
 	// A user's own keys, which must stay: another task's state, a job of
@@ -456,17 +374,17 @@ func TestFrameworkCleanup(t *testing.T) {
 		fmt.Sprintf("celery+redis://127.0.0.1:%d/0?queue=celery&task=tasks.answer", r.Port),
 		fmt.Sprintf("rq+redis://127.0.0.1:%d/0?queue=default&func=tasks.answer", r.Port),
 	} {
-		src, err := OpenSource(ctx, u, "", FrameworkConfig{})
+		src, err := Open(ctx, u, "", queue.FrameworkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 { // no worker: the jobs wait in the queue
-			if err := src.Enqueue(ctx, Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
+			if err := src.Enqueue(ctx, queue.Job{ID: fmt.Sprint(i), RunID: "run-1", Enqueued: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		src.Close()
-		removed, err := CleanupFramework(ctx, u)
+		removed, err := Cleanup(ctx, u)
 		if err != nil {
 			t.Fatalf("cleanup %s: %v", u, err)
 		}
@@ -480,7 +398,7 @@ func TestFrameworkCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append(append([]string{}, userKeys...), "rq:queue:default", "rq:queues")
-	if strings.Join(sortedStrings(keys), " ") != strings.Join(sortedStrings(want), " ") {
+	if strings.Join(slices.Sorted(slices.Values(keys)), " ") != strings.Join(slices.Sorted(slices.Values(want)), " ") {
 		t.Errorf("keys left %q, want exactly the user's %q", keys, want)
 	}
 	if ids := rdb.LRange(ctx, "rq:queue:default", 0, -1).Val(); len(ids) != 1 {
@@ -494,13 +412,13 @@ func TestFrameworkCleanup(t *testing.T) {
 func TestCeleryBacklogExpires(t *testing.T) {
 	const timeout = time.Second
 	rig, _, ids := leaveBacklog(t, celeryRig(t, true), timeout)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	time.Sleep(timeout + 500*time.Millisecond)
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 	defer rdb.Close()
 	states := map[string]string{}
-	eventuallyWithin(t, 30*time.Second, "a state for every left-over task", func() bool {
+	queuetest.Eventually(t, 30*time.Second, "a state for every left-over task", func() bool {
 		for _, id := range ids {
 			var meta struct{ Status string }
 			if b, err := rdb.Get(ctx, "celery-task-meta-"+id).Bytes(); err == nil && json.Unmarshal(b, &meta) == nil {
@@ -523,13 +441,13 @@ func TestCeleryBacklogExpires(t *testing.T) {
 func TestRQBacklogExpires(t *testing.T) {
 	const timeout = time.Second
 	rig, _, ids := leaveBacklog(t, rqRig(t), timeout)
-	ctx := testContext(t)
+	ctx := queuetest.Context(t)
 	time.Sleep(timeout + 1500*time.Millisecond) // Redis expires keys to the millisecond
 	rig.start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", rig.redis.Port)})
 	defer rdb.Close()
 	// The worker takes every id off the queue, job or not.
-	eventuallyWithin(t, 30*time.Second, "the left-over ids taken off the queue", func() bool {
+	queuetest.Eventually(t, 30*time.Second, "the left-over ids taken off the queue", func() bool {
 		n, err := rdb.LLen(ctx, "rq:queue:default").Result()
 		return err == nil && n == 0
 	})
@@ -548,7 +466,7 @@ func TestRQBacklogExpires(t *testing.T) {
 // leaveBacklog enqueues 5 jobs with the job timeout onto the rig's queue
 // once its worker is gone, as a run whose worker died leaves them, and
 // returns their framework ids and the queue they are on.
-func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, Source, []string) {
+func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (frameworkRig, queue.Source, []string) {
 	t.Helper()
 	w := rig.start(t)
 	_, src := rig.open(t, "tasks.answer", timeout)
@@ -556,11 +474,11 @@ func leaveBacklog(t *testing.T, rig frameworkRig, timeout time.Duration) (framew
 	runID := fmt.Sprintf("%x", time.Now().UnixNano())
 	var ids []string
 	for i := range 5 {
-		job := Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
-		if err := src.Enqueue(testContext(t), job); err != nil {
+		job := queue.Job{ID: fmt.Sprint(i), RunID: runID, Enqueued: time.Now(), Prompt: "left over"}
+		if err := src.Enqueue(queuetest.Context(t), job); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, frameworkJobID(job))
+		ids = append(ids, queue.FrameworkJobID(job))
 	}
 	return rig, src, ids
 }

@@ -1,4 +1,4 @@
-package queue
+package celery
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 )
 
 // celeryRedis is a Celery queue's Redis broker (celery+redis://): task
@@ -37,18 +38,18 @@ func celeryPriorityLists(q string) []string {
 
 // openCeleryRedis connects to the Redis broker of f and hands each
 // worker event's body to onEvent until close.
-func openCeleryRedis(ctx context.Context, f frameworkURL, rawURL string, onEvent func([]byte, time.Time)) (*celeryRedis, error) {
-	rdb, err := dialFramework(ctx, f, rawURL)
+func openCeleryRedis(ctx context.Context, f queue.FrameworkURL, rawURL string, onEvent func([]byte, time.Time)) (*celeryRedis, error) {
+	rdb, err := queue.DialFramework(ctx, f, rawURL)
 	if err != nil {
 		return nil, err
 	}
-	beats := rdb.PSubscribe(ctx, fmt.Sprintf("/%d.celeryev/*", f.db))
+	beats := rdb.PSubscribe(ctx, fmt.Sprintf("/%d.celeryev/*", f.DB))
 	if _, err := beats.Receive(ctx); err != nil { // the subscription's confirmation
 		beats.Close()
 		rdb.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to worker events: %w", f.queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to worker events: %w", f.Queue, err)
 	}
-	b := &celeryRedis{rdb: rdb, queue: f.queue}
+	b := &celeryRedis{rdb: rdb, queue: f.Queue}
 	lctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(1)

@@ -1,4 +1,4 @@
-package queue
+package celery
 
 import (
 	"context"
@@ -17,9 +17,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 )
 
-// Celery is a Source on a Celery queue: it publishes Celery task messages
+// Source is a queue.Source on a Celery queue: it publishes Celery task messages
 // (message protocol version 2, JSON) onto the queue the worker consumes,
 // through its broker, Redis or an AMQP broker (RabbitMQ), and reads each
 // task's state from the Redis result backend. docs/celery.md gives the
@@ -35,15 +36,15 @@ import (
 // worker does only with task_track_started; its end is the state's
 // date_done. Without STARTED, jobs have no queue wait (Notes says what to
 // turn on).
-type Celery struct {
+type Source struct {
 	broker  celeryBroker
 	backend *redis.Client // nil with rpc://
 	inbox   string        // with rpc://, the queue the task states come back to
-	f       frameworkURL
-	fw      FrameworkConfig
+	f       queue.FrameworkURL
+	fw      queue.FrameworkConfig
 	origin  string
-	epoch   epochKeeper
-	pending *pendingJobs
+	epoch   queue.EpochKeeper
+	pending *queue.PendingJobs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -55,7 +56,7 @@ type Celery struct {
 }
 
 // celeryBroker carries a Celery queue's task messages to its workers, and
-// their events back to Celery.onEvent: Redis lists and pub/sub
+// their events back to Source.onEvent: Redis lists and pub/sub
 // (celeryRedis), or an AMQP broker (celeryAMQP, celery_amqp.go).
 type celeryBroker interface {
 	// publish puts one task message at the queue's tail.
@@ -70,33 +71,33 @@ type celeryBroker interface {
 
 // celeryWorker is a worker seen by its heartbeat.
 type celeryWorker struct {
-	info    WorkerInfo
+	info    queue.WorkerInfo
 	expires time.Time
 }
 
-var _ Source = (*Celery)(nil)
+var _ queue.Source = (*Source)(nil)
 
 // celeryMetaPrefix starts the result backend's key of a task's state.
 const celeryMetaPrefix = "celery-task-meta-"
 
-// OpenCelery connects to the Celery queue rawURL names,
+// Open connects to the Celery queue rawURL names,
 // celery+redis://[user:password@]host:port/db?queue=celery&task=tasks.answer
 // (backend=redis://… when the result backend is another Redis) or
 // celery+amqp://user:password@host:port/vhost?queue=celery&task=tasks.answer&backend=redis://…,
 // and starts listening to task states and worker heartbeats. Close stops
 // it.
-func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery, error) {
-	f, err := parseFrameworkURL(rawURL, ProtocolCelery, true)
+func Open(ctx context.Context, rawURL string, fw queue.FrameworkConfig) (*Source, error) {
+	f, err := queue.ParseFrameworkURL(rawURL, queue.ProtocolCelery, true)
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	c := &Celery{f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
-		epoch: epochKeeper{key: "tare:celery:" + f.queue + ":epoch"}, pending: newPendingJobs(), workers: map[string]celeryWorker{}}
-	if f.rpc() {
+	c := &Source{f: f, fw: fw, origin: fmt.Sprintf("tare%d@%s", os.Getpid(), host),
+		epoch: queue.EpochKeeper{Key: "tare:celery:" + f.Queue + ":epoch"}, pending: queue.NewPendingJobs(), workers: map[string]celeryWorker{}}
+	if f.RPC() {
 		c.inbox = "tare.reply." + uuid.NewString()
 	}
-	if f.amqp != "" {
+	if f.AMQP != "" {
 		c.broker, err = openCeleryAMQP(ctx, f, rawURL, c.origin, c.inbox, c.onEvent, c.onReturn, c.onReply)
 	} else {
 		c.broker, err = openCeleryRedis(ctx, f, rawURL, c.onEvent)
@@ -106,20 +107,20 @@ func OpenCelery(ctx context.Context, rawURL string, fw FrameworkConfig) (*Celery
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if f.rpc() {
+	if f.RPC() {
 		return c, nil
 	}
-	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
+	opt, _ := queue.ParseRedisURL(f.Backend) // checked by ParseFrameworkURL
 	c.backend = redis.NewClient(opt)
 	if err := c.backend.Ping(ctx).Err(); err != nil {
 		c.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", queue.RedactURL(f.Backend), err)
 	}
-	states := c.backend.PSubscribe(ctx, celeryMetaPrefix+jobIDPrefix+"*")
+	states := c.backend.PSubscribe(ctx, celeryMetaPrefix+queue.JobIDPrefix+"*")
 	if _, err := states.Receive(ctx); err != nil { // the subscription's confirmation
 		states.Close()
 		c.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to task states: %w", f.queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open celery queue %q: subscribe to task states: %w", f.Queue, err)
 	}
 	c.wg.Add(1)
 	go listen(lctx, &c.wg, states, func(m *redis.Message, at time.Time) {
@@ -171,7 +172,7 @@ type celeryException struct {
 
 // apply takes one state of task id, seen at at; live says it was
 // published just now (a start time is only taken from such a state).
-func (c *Celery) apply(id string, payload []byte, at time.Time, live bool) {
+func (c *Source) apply(id string, payload []byte, at time.Time, live bool) {
 	var meta celeryMeta
 	if err := json.Unmarshal(payload, &meta); err != nil {
 		return // not a state tare can read; its poll sees the final one
@@ -181,36 +182,33 @@ func (c *Celery) apply(id string, payload []byte, at time.Time, live bool) {
 		if live {
 			var s celeryStarted
 			_ = json.Unmarshal(meta.Result, &s)
-			c.pending.start(id, at, s.Hostname, false)
+			c.pending.Start(id, at, s.Hostname, false)
 		}
 	case "SUCCESS":
 		c.finish(id, meta, at, "")
 	case "FAILURE":
 		var e celeryException
 		_ = json.Unmarshal(meta.Result, &e)
-		kind := raisedKind(e.Type)
+		kind := queue.RaisedKind(e.Type)
 		if e.Type == "NotRegistered" {
-			kind = KindUnknownTask
+			kind = queue.KindUnknownTask
 		}
 		c.finish(id, meta, at, kind)
 	case "REVOKED":
-		c.finish(id, meta, at, KindRevoked)
+		c.finish(id, meta, at, queue.KindRevoked)
 	}
 	// PENDING, RECEIVED, RETRY: not final.
 }
 
-func (c *Celery) finish(id string, meta celeryMeta, at time.Time, kind string) {
+func (c *Source) finish(id string, meta celeryMeta, at time.Time, kind string) {
 	done := at
 	if meta.DateDone != nil {
 		if t, ok := parseCeleryTime(*meta.DateDone); ok {
 			done = t
 		}
 	}
-	c.pending.mu.Lock()
-	j, ok := c.pending.jobs[id]
-	hasStart := ok && !j.started.IsZero()
-	c.pending.mu.Unlock()
-	if !ok {
+	hasStart := false
+	if !c.pending.Update(id, func(j *queue.PendingJob) { hasStart = !j.Started.IsZero() }) {
 		return
 	}
 	c.mu.Lock()
@@ -220,7 +218,7 @@ func (c *Celery) finish(id string, meta celeryMeta, at time.Time, kind string) {
 		c.unstarted++
 	}
 	c.mu.Unlock()
-	c.pending.finish(id, done, "", kind)
+	c.pending.Finish(id, done, "", kind)
 }
 
 // celeryTime is how Celery writes a time in a message (Python's
@@ -253,15 +251,15 @@ type celeryEvent struct {
 // heartbeats, which every worker sends, and the task-started events of a
 // worker with events on, whose stamp is the worker's own: a start more
 // exact than the moment tare heard of it.
-func (c *Celery) onEvent(body []byte, at time.Time) {
+func (c *Source) onEvent(body []byte, at time.Time) {
 	var b celeryEvent
 	if json.Unmarshal(body, &b) != nil || b.Hostname == "" {
 		return
 	}
 	if b.Type == "task-started" {
-		if strings.HasPrefix(b.UUID, jobIDPrefix) && b.Timestamp > 0 {
+		if strings.HasPrefix(b.UUID, queue.JobIDPrefix) && b.Timestamp > 0 {
 			sec, frac := math.Modf(b.Timestamp)
-			c.pending.start(b.UUID, time.Unix(int64(sec), int64(frac*1e9)), b.Hostname, true)
+			c.pending.Start(b.UUID, time.Unix(int64(sec), int64(frac*1e9)), b.Hostname, true)
 		}
 		return
 	}
@@ -287,31 +285,31 @@ func (c *Celery) onEvent(body []byte, at time.Time) {
 }
 
 // Queue returns the queue's name.
-func (c *Celery) Queue() string { return c.f.queue }
+func (c *Source) Queue() string { return c.f.Queue }
 
 // String names the target for a run's description.
-func (c *Celery) String() string {
-	return fmt.Sprintf("celery task %s on queue %s", c.f.task, c.f.queue)
+func (c *Source) String() string {
+	return fmt.Sprintf("celery task %s on queue %s", c.f.Task, c.f.Queue)
 }
 
 // Enqueue publishes one task message of job, with the arguments of the
 // configuration, onto the queue.
-func (c *Celery) Enqueue(ctx context.Context, job Job) error {
-	id := frameworkJobID(job)
-	args, kwargs := c.fw.Args.expand(job, id)
+func (c *Source) Enqueue(ctx context.Context, job queue.Job) error {
+	id := queue.FrameworkJobID(job)
+	args, kwargs := c.fw.Args.Expand(job, id)
 	msg, err := c.message(id, args, kwargs, job.Enqueued)
 	if err != nil {
 		return err
 	}
 	if c.backend != nil {
-		if err := c.epoch.ensure(ctx, c.backend); err != nil {
+		if err := c.epoch.Ensure(ctx, c.backend); err != nil {
 			return fmt.Errorf("publish celery task %q: %w", id, err)
 		}
 	}
-	c.pending.add(id, job)
+	c.pending.Add(id, job)
 	if err := c.broker.publish(ctx, msg); err != nil {
-		c.pending.remove(id)
-		return fmt.Errorf("publish celery task %q onto %q: %w", id, c.f.queue, err)
+		c.pending.Remove(id)
+		return fmt.Errorf("publish celery task %q onto %q: %w", id, c.f.Queue, err)
 	}
 	return nil
 }
@@ -319,13 +317,13 @@ func (c *Celery) Enqueue(ctx context.Context, job Job) error {
 // onReply takes a task state sent back to the inbox (rpc://): the same
 // state as the Redis backend stores, without date_done, so the moment tare
 // receives it stands for its time.
-func (c *Celery) onReply(id string, body []byte, at time.Time) { c.apply(id, body, at, true) }
+func (c *Source) onReply(id string, body []byte, at time.Time) { c.apply(id, body, at, true) }
 
 // onReturn fails the job whose message the broker returned, having no
 // queue to put it in.
-func (c *Celery) onReturn(id string) {
-	if strings.HasPrefix(id, jobIDPrefix) {
-		c.pending.finish(id, time.Now(), "", KindUnroutable)
+func (c *Source) onReturn(id string) {
+	if strings.HasPrefix(id, queue.JobIDPrefix) {
+		c.pending.Finish(id, time.Now(), "", queue.KindUnroutable)
 	}
 }
 
@@ -346,7 +344,7 @@ type celeryTask struct {
 // version 2, JSON. With a job timeout the task expires then: a worker
 // that reaches it later (a backlog left when the run ended) revokes it
 // instead of running it into the next run's measurement.
-func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued time.Time) (celeryTask, error) {
+func (c *Source) message(id string, args []any, kwargs map[string]any, enqueued time.Time) (celeryTask, error) {
 	embed := map[string]any{"callbacks": nil, "errbacks": nil, "chain": nil, "chord": nil}
 	body, err := json.Marshal([]any{args, kwargs, embed})
 	if err != nil {
@@ -358,8 +356,8 @@ func (c *Celery) message(id string, args []any, kwargs map[string]any, enqueued 
 	}
 	argsRepr, _ := json.Marshal(args)
 	kwargsRepr, _ := json.Marshal(kwargs)
-	return celeryTask{id: id, queue: c.f.queue, body: body, expiry: c.fw.Timeout, replyTo: c.inbox, headers: map[string]any{
-		"lang": "py", "task": c.f.task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
+	return celeryTask{id: id, queue: c.f.Queue, body: body, expiry: c.fw.Timeout, replyTo: c.inbox, headers: map[string]any{
+		"lang": "py", "task": c.f.Task, "id": id, "root_id": id, "parent_id": nil, "group": nil,
 		"shadow": nil, "eta": nil, "expires": expires, "retries": 0, "timelimit": []any{nil, nil},
 		"argsrepr": string(argsRepr), "kwargsrepr": string(kwargsRepr), "origin": c.origin,
 	}}, nil
@@ -372,11 +370,11 @@ const pollEvery = time.Second
 
 // Results checks the epoch, then waits up to block for final states. The
 // cursor is unused: each job's final state is handed over once.
-func (c *Celery) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error) {
+func (c *Source) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]queue.Result, string, error) {
 	if c.backend != nil {
-		if err := c.epoch.check(ctx, c.backend, c.f.queue); err != nil {
-			if errors.Is(err, ErrLost) {
-				c.pending.lose()
+		if err := c.epoch.Check(ctx, c.backend, c.f.Queue); err != nil {
+			if errors.Is(err, queue.ErrLost) {
+				c.pending.Lose()
 			}
 			return nil, cursor, err
 		}
@@ -384,12 +382,12 @@ func (c *Celery) Results(ctx context.Context, cursor string, limit int, block ti
 			return nil, cursor, err
 		}
 	}
-	return c.pending.take(ctx, limit, min(block, pollEvery)), cursor, nil
+	return c.pending.Take(ctx, limit, min(block, pollEvery)), cursor, nil
 }
 
 // poll reads the stored states of the pending tasks (MGET).
-func (c *Celery) poll(ctx context.Context) error {
-	ids := c.pending.ids()
+func (c *Source) poll(ctx context.Context) error {
+	ids := c.pending.IDs()
 	for i := 0; i < len(ids); i += 256 {
 		part := ids[i:min(len(ids), i+256)]
 		keys := make([]string, len(part))
@@ -412,19 +410,19 @@ func (c *Celery) poll(ctx context.Context) error {
 
 // Depth is the broker's count of the queue's waiting messages, and the
 // tasks of this Target that started and have not finished.
-func (c *Celery) Depth(ctx context.Context) (Depth, error) {
+func (c *Source) Depth(ctx context.Context) (queue.Depth, error) {
 	n, err := c.broker.depth(ctx)
 	if err != nil {
-		return Depth{}, fmt.Errorf("read depth of celery queue %q: %w", c.f.queue, err)
+		return queue.Depth{}, fmt.Errorf("read depth of celery queue %q: %w", c.f.Queue, err)
 	}
-	d := Depth{Waiting: n}
-	d.OldestPending, d.Pending = c.pending.oldestStarted(time.Now())
+	d := queue.Depth{Waiting: n}
+	d.OldestPending, d.Pending = c.pending.OldestStarted(time.Now())
 	return d, nil
 }
 
 // Time is the result backend's clock; with rpc://, this host's (AMQP
 // has no clock to read).
-func (c *Celery) Time(ctx context.Context) (time.Time, error) {
+func (c *Source) Time(ctx context.Context) (time.Time, error) {
 	if c.backend == nil {
 		return time.Now(), nil
 	}
@@ -434,7 +432,7 @@ func (c *Celery) Time(ctx context.Context) (time.Time, error) {
 // Workers lists the workers whose heartbeats are current: every Celery
 // worker on this Redis database or AMQP virtual host, whichever queues it
 // consumes; none while an AMQP broker says the queue has no consumer.
-func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
+func (c *Source) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	serving, err := c.broker.serving(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list celery workers: %w", err)
@@ -442,7 +440,7 @@ func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []WorkerInfo
+	var out []queue.WorkerInfo
 	for name, w := range c.workers {
 		if now.After(w.expires) {
 			delete(c.workers, name)
@@ -452,7 +450,7 @@ func (c *Celery) Workers(ctx context.Context) ([]WorkerInfo, error) {
 			out = append(out, w.info)
 		}
 	}
-	sortWorkers(out)
+	queue.SortWorkers(out)
 	return out, nil
 }
 
@@ -473,7 +471,7 @@ const askWait = 2 * time.Second
 // solo pool busy with a task, a worker started without remote control),
 // as that one may know the task; and on a Redis broker, where tare does
 // not ask.
-func (c *Celery) CheckTask(ctx context.Context) error {
+func (c *Source) CheckTask(ctx context.Context) error {
 	a, ok := c.broker.(taskAsker)
 	if !ok {
 		return nil
@@ -496,7 +494,7 @@ func (c *Celery) CheckTask(ctx context.Context) error {
 	}
 	var all []string
 	for _, tasks := range reg {
-		if slices.Contains(tasks, c.f.task) {
+		if slices.Contains(tasks, c.f.Task) {
 			return nil
 		}
 		all = append(all, tasks...)
@@ -507,21 +505,21 @@ func (c *Celery) CheckTask(ctx context.Context) error {
 		names = "no task"
 	}
 	return tare.Errorf(tare.EINVALID, "unknown task %q: the Celery %s of queue %q that answered register %s; give task= one of them, as the worker lists it under [tasks]",
-		c.f.task, map[bool]string{true: "worker", false: "workers"}[len(reg) == 1], c.f.queue, names)
+		c.f.Task, map[bool]string{true: "worker", false: "workers"}[len(reg) == 1], c.f.Queue, names)
 }
 
 // WorkerHint says how to start a Celery worker on the queue.
-func (c *Celery) WorkerHint() string {
-	module, _, _ := cutLast(c.f.task, ".")
-	return fmt.Sprintf("start one with `celery -A %s worker -Q %s` (with task_track_started = True for queue wait), on the broker %s", module, c.f.queue, RedactURL(c.f.broker()))
+func (c *Source) WorkerHint() string {
+	module, _, _ := cutLast(c.f.Task, ".")
+	return fmt.Sprintf("start one with `celery -A %s worker -Q %s` (with task_track_started = True for queue wait), on the broker %s", module, c.f.Queue, queue.RedactURL(c.f.Broker()))
 }
 
 // Notes says what the worker did not tell: when its jobs started.
-func (c *Celery) Notes() []string {
+func (c *Source) Notes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var notes []string
-	if c.f.rpc() && c.unstarted+c.started > 0 {
+	if c.f.RPC() && c.unstarted+c.started > 0 {
 		notes = append(notes, "with the rpc:// result backend each Celery job's end is when tare received its final state (the reply carries no date_done): service and end-to-end include the reply's trip through RabbitMQ")
 	}
 	if c.unstarted == 0 {
@@ -532,13 +530,13 @@ func (c *Celery) Notes() []string {
 }
 
 // Close stops listening and closes the connections.
-func (c *Celery) Close() error {
+func (c *Source) Close() error {
 	c.cancel()
 	c.wg.Wait()
 	return c.closeClients()
 }
 
-func (c *Celery) closeClients() error {
+func (c *Source) closeClients() error {
 	err := c.broker.close()
 	if c.backend != nil {
 		err = errors.Join(err, c.backend.Close())
@@ -546,44 +544,56 @@ func (c *Celery) closeClients() error {
 	return err
 }
 
-// cleanupCelery deletes the states of tare's tasks and tare's keys from
+// Cleanup removes what tare's runs put in the Celery queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, err := queue.ParseFrameworkURL(rawURL, queue.ProtocolCelery, false)
+	if err != nil {
+		return nil, err
+	}
+	return cleanup(ctx, f, rawURL)
+}
+
+// cleanup deletes the states of tare's tasks and tare's keys from
 // the result backend, and takes tare's messages out of a Redis broker's
 // lists. An AMQP broker's messages are left: a queue gives no way to take
 // some out and leave the others, and tare's expire by themselves (the
 // job timeout is their AMQP expiration).
-func cleanupCelery(ctx context.Context, f frameworkURL, rawURL string) ([]string, error) {
-	if f.rpc() {
+func cleanup(ctx context.Context, f queue.FrameworkURL, rawURL string) ([]string, error) {
+	if f.RPC() {
 		return nil, nil // the replies went to a queue gone with tare's connection
 	}
-	opt, _ := parseURL(f.backend) // checked by parseFrameworkURL
+	opt, _ := queue.ParseRedisURL(f.Backend) // checked by ParseFrameworkURL
 	backend := redis.NewClient(opt)
 	defer backend.Close()
 	if err := backend.Ping(ctx).Err(); err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", RedactURL(f.backend), err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery result backend at %s: %w", queue.RedactURL(f.Backend), err)
 	}
 	var removed []string
-	for _, prefix := range []string{celeryMetaPrefix + jobIDPrefix, "tare:celery:" + f.queue + ":"} {
-		keys, err := scanKeys(ctx, backend, prefix+"*")
+	for _, prefix := range []string{celeryMetaPrefix + queue.JobIDPrefix, "tare:celery:" + f.Queue + ":"} {
+		keys, err := queue.ScanKeys(ctx, backend, prefix+"*")
 		if err != nil {
 			return nil, err
 		}
-		if err := unlinkKeys(ctx, backend, prefix, keys); err != nil {
+		if err := queue.UnlinkKeys(ctx, backend, prefix, keys); err != nil {
 			return nil, err
 		}
 		removed = append(removed, keys...)
 	}
-	if f.redis == "" {
-		return sortedStrings(removed), nil
+	if f.Redis == "" {
+		slices.Sort(removed)
+		return removed, nil
 	}
-	rdb, err := dialFramework(ctx, f, rawURL)
+	rdb, err := queue.DialFramework(ctx, f, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	defer rdb.Close()
-	for _, list := range celeryPriorityLists(f.queue) {
+	for _, list := range celeryPriorityLists(f.Queue) {
 		msgs, err := rdb.LRange(ctx, list, 0, -1).Result()
 		if err != nil {
-			return nil, fmt.Errorf("clean up celery queue %q: read %q: %w", f.queue, list, err)
+			return nil, fmt.Errorf("clean up celery queue %q: read %q: %w", f.Queue, list, err)
 		}
 		for _, m := range msgs {
 			var env celeryEnvelope
@@ -591,14 +601,23 @@ func cleanupCelery(ctx context.Context, f frameworkURL, rawURL string) ([]string
 				continue
 			}
 			id, _ := env.Headers["id"].(string)
-			if !strings.HasPrefix(id, jobIDPrefix) {
+			if !strings.HasPrefix(id, queue.JobIDPrefix) {
 				continue
 			}
 			if err := rdb.LRem(ctx, list, 1, m).Err(); err != nil {
-				return nil, fmt.Errorf("clean up celery queue %q: remove task %q from %q: %w", f.queue, id, list, err)
+				return nil, fmt.Errorf("clean up celery queue %q: remove task %q from %q: %w", f.Queue, id, list, err)
 			}
 			removed = append(removed, fmt.Sprintf("%s entry %s", strconv.Quote(list), id))
 		}
 	}
-	return sortedStrings(removed), nil
+	slices.Sort(removed)
+	return removed, nil
+}
+
+// cutLast slices s around the last sep: "tasks.answer" → "tasks", "answer".
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }

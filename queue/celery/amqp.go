@@ -1,4 +1,4 @@
-package queue
+package celery
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/rabbitmq"
 )
 
@@ -38,14 +39,14 @@ const (
 // broker returned (no queue took it) to onReturn, and, when inbox is not
 // "", each task state sent back to that queue (rpc://) to onReply, until
 // close.
-func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin, inbox string, onEvent func([]byte, time.Time), onReturn func(string),
+func openCeleryAMQP(ctx context.Context, f queue.FrameworkURL, rawURL, origin, inbox string, onEvent func([]byte, time.Time), onReturn func(string),
 	onReply func(string, []byte, time.Time)) (*celeryAMQP, error) {
 	var in *rabbitmq.Inbox
 	if inbox != "" {
 		in = &rabbitmq.Inbox{Queue: inbox, On: onReply}
 	}
 	conn, err := rabbitmq.Dial(ctx, rabbitmq.Config{
-		URL:  f.amqp,
+		URL:  f.AMQP,
 		Name: "tare " + origin,
 		Subscribe: &rabbitmq.Subscription{
 			Exchange: celeryEventExchange, Kind: "topic", Keys: []string{"worker.#", "task.started"}, TTL: celeryEventTTL,
@@ -55,9 +56,9 @@ func openCeleryAMQP(ctx context.Context, f frameworkURL, rawURL, origin, inbox s
 		Inbox:    in,
 	})
 	if err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery broker at %s: %w", RedactURL(rawURL), err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "celery broker at %s: %w", queue.RedactURL(rawURL), err)
 	}
-	return &celeryAMQP{conn: conn, queue: f.queue}, nil
+	return &celeryAMQP{conn: conn, queue: f.Queue}, nil
 }
 
 // publish publishes m and waits for the broker's confirm: a message the
@@ -70,7 +71,7 @@ func (b *celeryAMQP) publish(ctx context.Context, m celeryTask) error {
 		Headers: m.headers, CorrelationID: m.id, ReplyTo: m.replyTo, Persistent: true, TTL: m.expiry,
 	})
 	if errors.Is(err, rabbitmq.ErrUnconfirmed) {
-		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+		return fmt.Errorf("%w: %w", queue.ErrUnconfirmed, err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package queue
+package rq
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,9 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/queue"
 )
 
-// RQ is a Source on an RQ queue in Redis: it enqueues RQ jobs (a job hash
+// Source is a queue.Source on an RQ queue in Redis: it enqueues RQ jobs (a job hash
 // whose data is the JSON serializer's [func, null, args, kwargs], and the
 // job's id pushed onto the queue's list) and reads each job's status and
 // timestamps back from its hash. docs/rq.md gives the exact keys.
@@ -34,12 +36,12 @@ import (
 //
 // RQ stamps started_at and ended_at on the worker's clock, to the
 // microsecond: queue wait and service are always measured.
-type RQ struct {
+type Source struct {
 	rdb     *redis.Client
-	f       frameworkURL
-	fw      FrameworkConfig
-	epoch   epochKeeper
-	pending *pendingJobs
+	f       queue.FrameworkURL
+	fw      queue.FrameworkConfig
+	epoch   queue.EpochKeeper
+	pending *queue.PendingJobs
 	keys    rqKeys
 
 	existed bool // the queue was registered (rq:queues) before tare opened it
@@ -72,34 +74,30 @@ func rqRegistries(q string) []string {
 	return out
 }
 
-var _ Source = (*RQ)(nil)
+var _ queue.Source = (*Source)(nil)
 
 // rqTimeLayout is how RQ writes times: UTC, microseconds, a Z.
 const rqTimeLayout = "2006-01-02T15:04:05.000000Z"
 
-// OpenRQ connects to the RQ queue rawURL names,
+// Open connects to the RQ queue rawURL names,
 // rq+redis://[user:password@]host:port/db?queue=default&func=tasks.answer,
 // and notes whether the queue existed, so cleanup removes only a queue
 // tare created.
-func OpenRQ(ctx context.Context, rawURL string, fw FrameworkConfig) (*RQ, error) {
-	f, err := parseFrameworkURL(rawURL, ProtocolRQ, true)
+func Open(ctx context.Context, rawURL string, fw queue.FrameworkConfig) (*Source, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolRQ, true)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := dialFramework(ctx, f, rawURL)
-	if err != nil {
-		return nil, err
-	}
-	r := &RQ{rdb: rdb, f: f, fw: fw, keys: rqKeysOf(f.queue), pending: newPendingJobs()}
-	r.epoch.key = r.keys.tare + "epoch"
+	r := &Source{rdb: rdb, f: f, fw: fw, keys: rqKeysOf(f.Queue), pending: queue.NewPendingJobs()}
+	r.epoch.Key = r.keys.tare + "epoch"
 	if err := r.open(ctx); err != nil {
 		rdb.Close()
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "open rq queue %q: %w", f.queue, err)
+		return nil, tare.Errorf(tare.EUNAVAILABLE, "open rq queue %q: %w", f.Queue, err)
 	}
 	return r, nil
 }
 
-func (r *RQ) open(ctx context.Context) error {
+func (r *Source) open(ctx context.Context) error {
 	known, err := r.rdb.SIsMember(ctx, r.keys.queues, r.keys.queue).Result()
 	if err != nil {
 		return fmt.Errorf("read %q: %w", r.keys.queues, err)
@@ -111,7 +109,7 @@ func (r *RQ) open(ctx context.Context) error {
 // beforeFirstJob writes tare's keys beside the queue, once, before its
 // first job: the epoch, and whether tare creates the queue (so cleanup may
 // remove it).
-func (r *RQ) beforeFirstJob(ctx context.Context) error {
+func (r *Source) beforeFirstJob(ctx context.Context) error {
 	r.mu.Lock()
 	marked := r.marked
 	r.mu.Unlock()
@@ -120,10 +118,10 @@ func (r *RQ) beforeFirstJob(ctx context.Context) error {
 	}
 	if !r.existed {
 		if err := r.rdb.SetNX(ctx, r.keys.tare+"created", "1", 0).Err(); err != nil {
-			return fmt.Errorf("mark rq queue %q created by tare: %w", r.f.queue, err)
+			return fmt.Errorf("mark rq queue %q created by tare: %w", r.f.Queue, err)
 		}
 	}
-	if err := r.epoch.ensure(ctx, r.rdb); err != nil {
+	if err := r.epoch.Ensure(ctx, r.rdb); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -133,17 +131,17 @@ func (r *RQ) beforeFirstJob(ctx context.Context) error {
 }
 
 // Queue returns the queue's name.
-func (r *RQ) Queue() string { return r.f.queue }
+func (r *Source) Queue() string { return r.f.Queue }
 
 // String names the target for a run's description.
-func (r *RQ) String() string { return fmt.Sprintf("rq func %s on queue %s", r.f.task, r.f.queue) }
+func (r *Source) String() string { return fmt.Sprintf("rq func %s on queue %s", r.f.Task, r.f.Queue) }
 
 // Enqueue writes job's hash and pushes its id onto the queue, in one
 // transaction.
-func (r *RQ) Enqueue(ctx context.Context, job Job) error {
-	id := frameworkJobID(job)
-	args, kwargs := r.fw.Args.expand(job, id)
-	data, err := json.Marshal([]any{r.f.task, nil, args, kwargs})
+func (r *Source) Enqueue(ctx context.Context, job queue.Job) error {
+	id := queue.FrameworkJobID(job)
+	args, kwargs := r.fw.Args.Expand(job, id)
+	data, err := json.Marshal([]any{r.f.Task, nil, args, kwargs})
 	if err != nil {
 		return fmt.Errorf("encode rq job %q: %w", id, err)
 	}
@@ -169,7 +167,7 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 	argsText, _ := json.Marshal(args)
 	fields := []any{
 		"status", "queued", "created_at", now, "enqueued_at", now, "data", z.String(),
-		"origin", r.f.queue, "description", r.f.task + "(" + strings.Trim(string(argsText), "[]") + ")",
+		"origin", r.f.Queue, "description", r.f.Task + "(" + strings.Trim(string(argsText), "[]") + ")",
 		"timeout", timeout,
 		"started_at", "", "ended_at", "", "worker_name", "", "last_heartbeat", "",
 	}
@@ -191,7 +189,7 @@ func (r *RQ) Enqueue(ctx context.Context, job Job) error {
 	// Pending once its hash exists, so poll never takes a job not yet
 	// written for one that vanished; its states stay in the hash, so none
 	// is missed.
-	r.pending.add(id, job)
+	r.pending.Add(id, job)
 	return nil
 }
 
@@ -201,10 +199,10 @@ const rqPollEvery = 50 * time.Millisecond
 
 // Results checks the epoch, then reads the pending jobs' hashes every
 // rqPollEvery until one is final or block passes. The cursor is unused.
-func (r *RQ) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]Result, string, error) {
-	if err := r.epoch.check(ctx, r.rdb, r.f.queue); err != nil {
-		if errors.Is(err, ErrLost) {
-			r.pending.lose()
+func (r *Source) Results(ctx context.Context, cursor string, limit int, block time.Duration) ([]queue.Result, string, error) {
+	if err := r.epoch.Check(ctx, r.rdb, r.f.Queue); err != nil {
+		if errors.Is(err, queue.ErrLost) {
+			r.pending.Lose()
 		}
 		return nil, cursor, err
 	}
@@ -213,7 +211,7 @@ func (r *RQ) Results(ctx context.Context, cursor string, limit int, block time.D
 		if err := r.poll(ctx); err != nil {
 			return nil, cursor, err
 		}
-		if out := r.pending.take(ctx, limit, 0); len(out) > 0 || !time.Now().Before(deadline) {
+		if out := r.pending.Take(ctx, limit, 0); len(out) > 0 || !time.Now().Before(deadline) {
 			return out, cursor, nil
 		}
 		if tare.Sleep(ctx, min(rqPollEvery, time.Until(deadline))) != nil {
@@ -227,8 +225,8 @@ var rqJobFields = []string{"status", "started_at", "ended_at", "worker_name", "e
 
 // poll reads the status of every pending job (HMGET, pipelined), then the
 // traceback of each that failed.
-func (r *RQ) poll(ctx context.Context) error {
-	ids := r.pending.ids()
+func (r *Source) poll(ctx context.Context) error {
+	ids := r.pending.IDs()
 	if len(ids) == 0 {
 		return nil
 	}
@@ -247,25 +245,25 @@ func (r *RQ) poll(ctx context.Context) error {
 		started, _ := time.Parse(rqTimeLayout, field(1))
 		ended, _ := time.Parse(rqTimeLayout, field(2))
 		if !started.IsZero() {
-			r.pending.start(id, started, field(3), true)
+			r.pending.Start(id, started, field(3), true)
 		}
 		switch status {
 		case "finished":
-			r.pending.finish(id, ended, field(3), "")
+			r.pending.Finish(id, ended, field(3), "")
 		case "failed":
-			r.pending.finish(id, ended, field(3), r.failureKind(ctx, id, field(4)))
+			r.pending.Finish(id, ended, field(3), r.failureKind(ctx, id, field(4)))
 		case "stopped", "canceled":
-			r.pending.finish(id, ended, field(3), KindRevoked)
+			r.pending.Finish(id, ended, field(3), queue.KindRevoked)
 		case "":
 			// No hash: the job is gone without a final state: no worker
 			// took it within its TTL, which is the job timeout; or it was
 			// deleted, or the server lost it (which the epoch tells next).
 			if v[0] == nil {
-				kind := KindUnavailable
-				if r.fw.Timeout > 0 && r.pending.olderThan(id, r.fw.Timeout, time.Now()) {
-					kind = KindTimeout
+				kind := queue.KindUnavailable
+				if r.fw.Timeout > 0 && r.pending.OlderThan(id, r.fw.Timeout, time.Now()) {
+					kind = queue.KindTimeout
 				}
-				r.pending.finish(id, time.Now(), "", kind)
+				r.pending.Finish(id, time.Now(), "", kind)
 			}
 		}
 	}
@@ -274,7 +272,7 @@ func (r *RQ) poll(ctx context.Context) error {
 
 // failureKind reads job id's traceback (its results stream, or the
 // hash's exc_info in RQ before 1.12) and names its exception.
-func (r *RQ) failureKind(ctx context.Context, id, excInfo string) string {
+func (r *Source) failureKind(ctx context.Context, id, excInfo string) string {
 	text := excInfo
 	if msgs, err := r.rdb.XRevRangeN(ctx, "rq:results:"+id, "+", "-", 1).Result(); err == nil && len(msgs) == 1 {
 		if s, ok := msgs[0].Values["exc_string"].(string); ok {
@@ -284,7 +282,7 @@ func (r *RQ) failureKind(ctx context.Context, id, excInfo string) string {
 		}
 	}
 	kind := rqFailureKind(inflate(text))
-	if kind == raisedKind("DeserializationError") || kind == raisedKind("UnpicklingError") {
+	if kind == queue.RaisedKind("DeserializationError") || kind == queue.RaisedKind("UnpicklingError") {
 		r.mu.Lock()
 		r.badFormat++
 		r.mu.Unlock()
@@ -314,36 +312,36 @@ func rqFailureKind(traceback string) string {
 	lines := strings.Split(strings.TrimSpace(traceback), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
 	exc, _, _ := strings.Cut(last, ":")
-	if !validTask(exc) || strings.Contains(exc, " ") {
+	if !queue.ValidTask(exc) || strings.Contains(exc, " ") {
 		exc = "" // not an exception line: "Work-horse terminated unexpectedly; …"
 	}
 	if strings.Contains(traceback, "in import_attribute") &&
 		(exc == "AttributeError" || exc == "ModuleNotFoundError" || exc == "ImportError" || exc == "ValueError") {
-		return KindUnknownTask
+		return queue.KindUnknownTask
 	}
-	return raisedKind(exc)
+	return queue.RaisedKind(exc)
 }
 
 // Depth is the queue's length (LLEN) and its started registry's size
 // (ZCARD rq:wip:<queue>), both the framework's own figures.
-func (r *RQ) Depth(ctx context.Context) (Depth, error) {
+func (r *Source) Depth(ctx context.Context) (queue.Depth, error) {
 	pipe := r.rdb.Pipeline()
 	n := pipe.LLen(ctx, r.keys.queue)
 	wip := pipe.ZCard(ctx, r.keys.wip)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Depth{}, fmt.Errorf("read depth of rq queue %q: %w", r.f.queue, err)
+		return queue.Depth{}, fmt.Errorf("read depth of rq queue %q: %w", r.f.Queue, err)
 	}
-	d := Depth{Waiting: n.Val(), Pending: wip.Val()}
-	d.OldestPending, _ = r.pending.oldestStarted(time.Now())
+	d := queue.Depth{Waiting: n.Val(), Pending: wip.Val()}
+	d.OldestPending, _ = r.pending.OldestStarted(time.Now())
 	return d, nil
 }
 
 // Time is the Redis server's clock.
-func (r *RQ) Time(ctx context.Context) (time.Time, error) { return r.rdb.Time(ctx).Result() }
+func (r *Source) Time(ctx context.Context) (time.Time, error) { return r.rdb.Time(ctx).Result() }
 
 // Workers lists the workers registered on the queue (rq:workers:<queue>)
 // whose hash has not expired.
-func (r *RQ) Workers(ctx context.Context) ([]WorkerInfo, error) {
+func (r *Source) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	names, err := r.rdb.SMembers(ctx, r.keys.workers).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list rq workers of %q: %w", r.keys.workers, err)
@@ -358,7 +356,7 @@ func (r *RQ) Workers(ctx context.Context) ([]WorkerInfo, error) {
 			return nil, fmt.Errorf("read rq workers: %w", err)
 		}
 	}
-	var out []WorkerInfo
+	var out []queue.WorkerInfo
 	for i, key := range names {
 		v := cmds[i].Val()
 		pidText, _ := v[0].(string)
@@ -369,19 +367,19 @@ func (r *RQ) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		pid, _ := strconv.Atoi(pidText)
 		birth, _ := v[2].(string)
 		started, _ := time.Parse(rqTimeLayout, birth)
-		out = append(out, WorkerInfo{Name: strings.TrimPrefix(key, "rq:worker:"), Host: host, PID: pid, Started: started, Concurrency: 1})
+		out = append(out, queue.WorkerInfo{Name: strings.TrimPrefix(key, "rq:worker:"), Host: host, PID: pid, Started: started, Concurrency: 1})
 	}
-	sortWorkers(out)
+	queue.SortWorkers(out)
 	return out, nil
 }
 
 // WorkerHint says how to start an RQ worker on the queue.
-func (r *RQ) WorkerHint() string {
-	return fmt.Sprintf("start one with `rq worker -u %s -S rq.serializers.JSONSerializer %s`", RedactURL(r.f.redis), r.f.queue)
+func (r *Source) WorkerHint() string {
+	return fmt.Sprintf("start one with `rq worker -u %s -S rq.serializers.JSONSerializer %s`", queue.RedactURL(r.f.Redis), r.f.Queue)
 }
 
 // Notes says when the worker could not read tare's jobs.
-func (r *RQ) Notes() []string {
+func (r *Source) Notes() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.badFormat == 0 {
@@ -391,58 +389,72 @@ func (r *RQ) Notes() []string {
 }
 
 // Close closes the connection.
-func (r *RQ) Close() error { return r.rdb.Close() }
+func (r *Source) Close() error { return r.rdb.Close() }
 
-// cleanupRQ deletes tare's jobs, their results and registry entries, and
+// Cleanup removes what tare's runs put in the RQ queue rawURL names,
+// and nothing else (see queueurl.Cleanup), and returns what it removed,
+// sorted.
+func Cleanup(ctx context.Context, rawURL string) ([]string, error) {
+	f, rdb, err := queue.DialFrameworkURL(ctx, rawURL, queue.ProtocolRQ, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	return cleanup(ctx, rdb, f)
+}
+
+// cleanup deletes tare's jobs, their results and registry entries, and
 // tare's keys; it takes tare's ids out of the queue's list, and the queue
 // out of rq:queues when tare created it and it is empty.
-func cleanupRQ(ctx context.Context, rdb *redis.Client, f frameworkURL) ([]string, error) {
-	k := rqKeysOf(f.queue)
+func cleanup(ctx context.Context, rdb *redis.Client, f queue.FrameworkURL) ([]string, error) {
+	k := rqKeysOf(f.Queue)
 	var removed []string
-	for _, prefix := range []string{"rq:job:" + jobIDPrefix, "rq:results:" + jobIDPrefix} {
-		keys, err := scanKeys(ctx, rdb, prefix+"*")
+	for _, prefix := range []string{"rq:job:" + queue.JobIDPrefix, "rq:results:" + queue.JobIDPrefix} {
+		keys, err := queue.ScanKeys(ctx, rdb, prefix+"*")
 		if err != nil {
 			return nil, err
 		}
-		if err := unlinkKeys(ctx, rdb, prefix, keys); err != nil {
+		if err := queue.UnlinkKeys(ctx, rdb, prefix, keys); err != nil {
 			return nil, err
 		}
 		removed = append(removed, keys...)
 	}
 	ids, err := rdb.LRange(ctx, k.queue, 0, -1).Result()
 	if err != nil {
-		return nil, fmt.Errorf("clean up rq queue %q: read %q: %w", f.queue, k.queue, err)
+		return nil, fmt.Errorf("clean up rq queue %q: read %q: %w", f.Queue, k.queue, err)
 	}
 	for _, id := range ids {
-		if strings.HasPrefix(id, jobIDPrefix) {
+		if strings.HasPrefix(id, queue.JobIDPrefix) {
 			if err := rdb.LRem(ctx, k.queue, 0, id).Err(); err != nil {
-				return nil, fmt.Errorf("clean up rq queue %q: %w", f.queue, err)
+				return nil, fmt.Errorf("clean up rq queue %q: %w", f.Queue, err)
 			}
 			removed = append(removed, strconv.Quote(k.queue)+" entry "+id)
 		}
 	}
-	for _, reg := range rqRegistries(f.queue) {
-		gone, err := removeTaresMembers(ctx, rdb, reg)
+	for _, reg := range rqRegistries(f.Queue) {
+		gone, err := queue.RemoveTaresMembers(ctx, rdb, reg)
 		removed = append(removed, gone...)
 		if err != nil {
-			return nil, fmt.Errorf("clean up rq queue %q: %w", f.queue, err)
+			return nil, fmt.Errorf("clean up rq queue %q: %w", f.Queue, err)
 		}
 	}
 	created, err := rdb.Exists(ctx, k.tare+"created").Result()
 	if err != nil {
-		return nil, fmt.Errorf("clean up rq queue %q: %w", f.queue, err)
+		return nil, fmt.Errorf("clean up rq queue %q: %w", f.Queue, err)
 	}
 	if n, _ := rdb.LLen(ctx, k.queue).Result(); created > 0 && n == 0 {
 		if rdb.SRem(ctx, k.queues, k.queue).Val() > 0 {
 			removed = append(removed, strconv.Quote(k.queues)+" entry "+k.queue)
 		}
 	}
-	keys, err := scanKeys(ctx, rdb, k.tare+"*")
+	keys, err := queue.ScanKeys(ctx, rdb, k.tare+"*")
 	if err != nil {
 		return nil, err
 	}
-	if err := unlinkKeys(ctx, rdb, k.tare, keys); err != nil {
+	if err := queue.UnlinkKeys(ctx, rdb, k.tare, keys); err != nil {
 		return nil, err
 	}
-	return sortedStrings(append(removed, keys...)), nil
+	removed = append(removed, keys...)
+	slices.Sort(removed)
+	return removed, nil
 }
