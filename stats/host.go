@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -44,7 +45,29 @@ func copySample(h *tare.HostSample) tare.HostSample {
 		c.CPUBy = &by
 	}
 	c.Blame = copyBlame(h.Blame)
+	c.PSIIOSome = clonePtr(h.PSIIOSome)
+	c.IOBy = slices.Clone(h.IOBy)
+	c.FixedWorkUS = clonePtr(h.FixedWorkUS)
 	return c
+}
+
+// mergeIOBy adds up the bytes of two ticks' IOBy by process (bytes are
+// counts, not shares: they add), busiest first, five at most, as the
+// sampler names them.
+func mergeIOBy(a, b []tare.ProcessIO) []tare.ProcessIO {
+	if b == nil {
+		return a
+	}
+	out := slices.Clone(a)
+	for _, p := range b {
+		if i := slices.IndexFunc(out, func(q tare.ProcessIO) bool { return q.PID == p.PID && q.Name == p.Name }); i >= 0 {
+			out[i].Bytes += p.Bytes
+		} else {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y tare.ProcessIO) int { return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.PID, y.PID)) })
+	return slices.Clip(out[:min(len(out), 5)])
 }
 
 // cloneShares returns a copy of ps that shares no slice with it.
@@ -97,6 +120,9 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.SUTRunDelay = mixPtr(acc.SUTRunDelay, s.SUTRunDelay, fa, fb)
 	acc.TareRunDelay = mixPtr(acc.TareRunDelay, s.TareRunDelay, fa, fb)
 	acc.Blame = mixBlame(acc.Blame, fa, s.Blame, fb)
+	acc.PSIIOSome = mixPtr(acc.PSIIOSome, s.PSIIOSome, fa, fb)
+	acc.FixedWorkUS = mixPtr(acc.FixedWorkUS, s.FixedWorkUS, fa, fb)
+	acc.IOBy = mergeIOBy(acc.IOBy, s.IOBy)
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
