@@ -38,7 +38,9 @@
 // BenchmarkSample on the 2-vCPU development VM, busy with other builds:
 // 120–180 µs, 193 allocations (36 KB) per reading, most of it syscalls and
 // procfs parsing the long "intr" line of /proc/stat; that is under 0.02 % of
-// a core at 1 s ticks and 0.2 % at 100 ms.
+// a core at 1 s ticks and 0.2 % at 100 ms. The timed fixed work adds ~80 µs
+// to each reading, and the whose-CPU ledger's table (proctable.go) costs
+// more, per process on the host.
 //
 // Beside the counters, each reading times a small fixed piece of CPU work
 // of tare's own (fixedwork.go): a CPU that runs slower than it did, which
