@@ -62,15 +62,20 @@ type HostSample struct {
 	// (/proc/pressure/io): a service blocked off CPU while it rose was
 	// held up by the host's I/O, not by its own code.
 	PSIIOSome *float64 `json:"psi_io_some,omitempty"`
-	// IOBy names the processes that read and wrote the most in the tick
-	// (bytes from /proc/<pid>/io, where it can be read), the busiest
-	// first; nil when none did or it could not be read.
+	// IOBy names the processes that read and wrote the most to storage
+	// in the tick (read_bytes + write_bytes of /proc/<pid>/io, where it
+	// can be read; a child's once it is reaped is its parent's), the
+	// busiest first, five at most; nil when none did or it could not be
+	// read.
 	IOBy []ProcessIO `json:"io_by,omitempty"`
 	// FixedWorkUS is how long a small fixed piece of CPU work of tare's
-	// own took in the tick, in µs (the fastest of a few tries): a CPU
-	// made slower by a shared physical core, memory bandwidth or a
-	// hypervisor that reports no steal takes longer, where no counter
-	// shows it. Nil when not timed.
+	// own took at the end of the tick, in µs (the fastest of a few tries,
+	// on the CPU the sampler ran on): a CPU made slower by a busy sibling
+	// on its physical core, a lower clock, or a hypervisor that takes it
+	// in slices it reports as no steal takes longer, where no counter
+	// shows it. Waiting for a CPU does not count (that is run delay), and
+	// its data stays in the core's cache, so memory bandwidth does not
+	// slow it. Nil when not timed.
 	FixedWorkUS *float64 `json:"fixed_work_us,omitempty"`
 }
 

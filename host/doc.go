@@ -8,6 +8,10 @@
 //	                             steal, idle per CPU and for all online CPUs
 //	/proc/pressure/cpu           PSI some/full: share of the tick tasks
 //	                             waited for a CPU
+//	/proc/pressure/io            PSI some: share of the tick a task waited
+//	                             for I/O
+//	/proc/<pid>/io               read_bytes + write_bytes of every process:
+//	                             who did the tick's storage I/O (procio.go)
 //	<cgroup>/cpu.stat            throttled time of the measured cgroup
 //	                             (v1 throttled_time ns, v2 throttled_usec)
 //	/proc/<pid>/task/*/schedstat run delay: time the measured processes'
@@ -34,7 +38,13 @@
 // BenchmarkSample on the 2-vCPU development VM, busy with other builds:
 // 120–180 µs, 193 allocations (36 KB) per reading, most of it syscalls and
 // procfs parsing the long "intr" line of /proc/stat; that is under 0.02 % of
-// a core at 1 s ticks and 0.2 % at 100 ms.
+// a core at 1 s ticks and 0.2 % at 100 ms. The timed fixed work adds ~80 µs
+// to each reading, and the whose-CPU ledger's table (proctable.go) costs
+// more, per process on the host.
+//
+// Beside the counters, each reading times a small fixed piece of CPU work
+// of tare's own (fixedwork.go): a CPU that runs slower than it did, which
+// no counter shows, takes longer.
 //
 // Kernel documentation of the files read:
 //   - /proc/stat: https://docs.kernel.org/filesystems/proc.html (1.8)
@@ -42,4 +52,5 @@
 //   - cgroup v1 CFS bandwidth: https://docs.kernel.org/scheduler/sched-bwc.html
 //   - cgroup v2 cpu.stat: https://docs.kernel.org/admin-guide/cgroup-v2.html
 //   - schedstat: https://docs.kernel.org/scheduler/sched-stats.html
+//   - /proc/<pid>/io: https://docs.kernel.org/filesystems/proc.html (3.3)
 package host

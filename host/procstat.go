@@ -25,6 +25,13 @@ type procStat struct {
 	// parent that started them.
 	Reaped uint64
 	Start  uint64 // starttime (field 22), clock ticks after boot: tells a reused pid apart
+
+	// IO is read_bytes + write_bytes of /proc/<pid>/io (parseIO), which
+	// the process table reads beside the stat; HasIO is false where that
+	// file could not be read (a kernel thread, another user's process
+	// when tare is not root).
+	IO    uint64
+	HasIO bool
 }
 
 // pfKThread is the PF_KTHREAD bit of the flags field (include/linux/sched.h):

@@ -109,11 +109,14 @@ func checkTable(t *testing.T, moment string, pt *procTable, got, want map[int]pr
 	}
 }
 
-// countOpen counts the entries of pt that hold a file open.
+// countOpen counts the files the entries of pt hold open: stat and io.
 func countOpen(pt *procTable) int {
 	n := 0
 	for _, e := range pt.procs {
 		if e.fd >= 0 {
+			n++
+		}
+		if e.ioFD >= 0 {
 			n++
 		}
 	}
@@ -285,8 +288,17 @@ func TestProcTableLive(t *testing.T) {
 	if s.Comm != wantComm || s.PPID != os.Getppid() || s.KThread || s.Ticks == 0 || s.Start == 0 {
 		t.Errorf("this test reads as %+v, want comm %q, ppid %d, not a kernel thread, ticks and start above 0", s, wantComm, os.Getppid())
 	}
-	if pt.held != len(got) {
-		t.Errorf("%d files held for %d processes", pt.held, len(got))
+	withIO := 0
+	for _, p := range got {
+		if p.HasIO {
+			withIO++
+		}
+	}
+	if pt.held != len(got)+withIO || countOpen(pt) != pt.held {
+		t.Errorf("%d files held (%d open) for %d processes, %d of them with I/O counters", pt.held, countOpen(pt), len(got), withIO)
+	}
+	if os.Geteuid() == 0 && !s.HasIO {
+		t.Errorf("this test's io file not read as root: %+v", s)
 	}
 
 	again := readTable(t, pt)

@@ -40,11 +40,11 @@ func TestPSI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p0, ok0, err := readPSI(procFS(t, filepath.Join("testdata", tt.t0)))
+			p0, ok0, err := readPSI(procFS(t, filepath.Join("testdata", tt.t0)), psiCPU)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p1, ok1, err := readPSI(procFS(t, filepath.Join("testdata", tt.t1)))
+			p1, ok1, err := readPSI(procFS(t, filepath.Join("testdata", tt.t1)), psiCPU)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,58 @@ func TestPSI(t *testing.T) {
 func TestReadPSIMalformed(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"pressure/cpu": "some avg10=x total=1\n"})
-	if _, ok, err := readPSI(procFS(t, dir)); ok || !errors.Is(err, ErrParse) {
+	if _, ok, err := readPSI(procFS(t, dir), psiCPU); ok || !errors.Is(err, ErrParse) {
 		t.Errorf("available %v, error %v; want false and one wrapping ErrParse", ok, err)
+	}
+}
+
+// TestPSIIO: the I/O pressure of a tick is the delta of io's "some" total,
+// as the CPU's is of cpu's; nil (not 0) where the file is absent.
+func TestPSIIO(t *testing.T) {
+	tests := []struct {
+		name     string
+		t0, t1   string // proc roots of the two readings
+		tick     time.Duration
+		wantOK   bool
+		wantSome *float64
+	}{
+		{
+			// captured on the development VM around a 64 MB O_DIRECT
+			// write: some total 92893424 → 92914783 µs, 21359 µs of a
+			// 1 s tick = 2.1359 %
+			name: "live capture", t0: "psi/io/t0", t1: "psi/io/t1", tick: time.Second,
+			wantOK: true, wantSome: ptr(2.1359),
+		},
+		{
+			// some 5000000 → 4000000 goes backwards: 0
+			name: "backwards", t0: "psi/io-backwards/t0", t1: "psi/io-backwards/t1", tick: time.Second,
+			wantOK: true, wantSome: ptr(0),
+		},
+		{
+			// /proc/pressure/cpu alone (the live fixture): no I/O pressure
+			name: "absent", t0: "live/t0/proc", t1: "live/t1/proc", tick: time.Second,
+			wantOK: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p0, ok0, err := readPSI(procFS(t, filepath.Join("testdata", tt.t0)), psiIO)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1, ok1, err := readPSI(procFS(t, filepath.Join("testdata", tt.t1)), psiIO)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok0 != tt.wantOK || ok1 != tt.wantOK {
+				t.Fatalf("available %v, %v; want %v", ok0, ok1, tt.wantOK)
+			}
+			if !tt.wantOK {
+				return
+			}
+			if some, _ := psiShares(p0, p1, tt.tick); !nearPtr(some, tt.wantSome) {
+				t.Errorf("some %v, want %v", fmtPtr(some), fmtPtr(tt.wantSome))
+			}
+		})
 	}
 }

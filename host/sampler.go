@@ -132,6 +132,8 @@ type reading struct {
 	CPUs      []cpuTimes
 	PSI       psiTotals
 	HasPSI    bool
+	PSIIO     psiTotals // of /proc/pressure/io
+	HasPSIIO  bool
 	Cgroup    [2]cgroupCPUStat // of Sampler.cgroups, in order
 	HasCgroup [2]bool
 	SUT, Tare map[int]uint64 // thread id → cumulative run delay, ns
@@ -146,6 +148,9 @@ type reading struct {
 	Procs    map[int]procStat // every process, for the ledger
 	HasProcs bool
 	Uptime   uint64 // clock ticks since boot
+	// FixedWork is how long tare's fixed piece of CPU work took at this
+	// reading, the fastest of a few tries (timeFixedWork).
+	FixedWork time.Duration
 }
 
 func newReading() reading {
@@ -413,8 +418,13 @@ func (s *Sampler) read(r *reading, now time.Time) error {
 		return err
 	}
 	r.CPUs = cpus
+	r.FixedWork = timeFixedWork()
 
-	r.PSI, r.HasPSI, err = readPSI(s.fs)
+	r.PSI, r.HasPSI, err = readPSI(s.fs, psiCPU)
+	if err != nil {
+		s.warn(err)
+	}
+	r.PSIIO, r.HasPSIIO, err = readPSI(s.fs, psiIO)
 	if err != nil {
 		s.warn(err)
 	}
@@ -507,6 +517,9 @@ func diff(prev, cur *reading, m *members, nodes int) (tare.HostSample, error) {
 	if prev.HasPSI && cur.HasPSI {
 		hs.PSISome, hs.PSIFull = psiShares(prev.PSI, cur.PSI, tick)
 	}
+	if prev.HasPSIIO && cur.HasPSIIO {
+		hs.PSIIOSome, _ = psiShares(prev.PSIIO, cur.PSIIO, tick)
+	}
 	for i := range cur.Cgroup {
 		if prev.HasCgroup[i] && cur.HasCgroup[i] {
 			t := throttleOf(prev.Cgroup[i], cur.Cgroup[i], tick).Time
@@ -540,6 +553,12 @@ func diff(prev, cur *reading, m *members, nodes int) (tare.HostSample, error) {
 			}
 		}
 		hs.CPUBy = &by
+	}
+	if prev.HasProcs && cur.HasProcs {
+		hs.IOBy = ioBy(prev.Procs, cur.Procs, prev.Uptime)
+	}
+	if cur.FixedWork > 0 {
+		hs.FixedWorkUS = ptr(float64(cur.FixedWork) / float64(time.Microsecond))
 	}
 	return hs, nil
 }

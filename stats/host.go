@@ -46,9 +46,28 @@ func copySample(h *tare.HostSample) tare.HostSample {
 	}
 	c.Blame = copyBlame(h.Blame)
 	c.PSIIOSome = clonePtr(h.PSIIOSome)
-	c.FixedWorkUS = clonePtr(h.FixedWorkUS)
 	c.IOBy = slices.Clone(h.IOBy)
+	c.FixedWorkUS = clonePtr(h.FixedWorkUS)
 	return c
+}
+
+// mergeIOBy adds up the bytes of two ticks' IOBy by process (bytes are
+// counts, not shares: they add), busiest first, five at most, as the
+// sampler names them.
+func mergeIOBy(a, b []tare.ProcessIO) []tare.ProcessIO {
+	if b == nil {
+		return a
+	}
+	out := slices.Clone(a)
+	for _, p := range b {
+		if i := slices.IndexFunc(out, func(q tare.ProcessIO) bool { return q.PID == p.PID && q.Name == p.Name }); i >= 0 {
+			out[i].Bytes += p.Bytes
+		} else {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y tare.ProcessIO) int { return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.PID, y.PID)) })
+	return slices.Clip(out[:min(len(out), 5)])
 }
 
 // cloneShares returns a copy of ps that shares no slice with it.
@@ -103,7 +122,7 @@ func mergeSample(acc *tare.HostSample, wa time.Duration, s *tare.HostSample, ws 
 	acc.Blame = mixBlame(acc.Blame, fa, s.Blame, fb)
 	acc.PSIIOSome = mixPtr(acc.PSIIOSome, s.PSIIOSome, fa, fb)
 	acc.FixedWorkUS = mixPtr(acc.FixedWorkUS, s.FixedWorkUS, fa, fb)
-	acc.IOBy = mergeIO(acc.IOBy, s.IOBy)
+	acc.IOBy = mergeIOBy(acc.IOBy, s.IOBy)
 	switch {
 	case acc.CPUBy == nil && s.CPUBy != nil:
 		by := *s.CPUBy
@@ -393,24 +412,4 @@ func roundCPUBy(by *tare.CPUBy) {
 	for i := range by.TopOthers {
 		by.TopOthers[i].CPUPct = *round(by.TopOthers[i].CPUPct, 2)
 	}
-}
-
-// mergeIO adds up two ticks' I/O by process, the busiest first, keeping
-// as many as the longer of the two named.
-func mergeIO(a, b []tare.ProcessIO) []tare.ProcessIO {
-	if len(b) == 0 {
-		return a
-	}
-	keep := max(len(a), len(b))
-	out := slices.Clone(a)
-	for _, p := range b {
-		i := slices.IndexFunc(out, func(q tare.ProcessIO) bool { return q.Name == p.Name && q.PID == p.PID })
-		if i < 0 {
-			out = append(out, p)
-			continue
-		}
-		out[i].Bytes += p.Bytes
-	}
-	slices.SortStableFunc(out, func(x, y tare.ProcessIO) int { return cmp.Compare(y.Bytes, x.Bytes) })
-	return out[:min(len(out), keep)]
 }

@@ -23,7 +23,7 @@ const (
 	tickColumns = "idx, start_ns, end_ns, arrivals, completions, errors, dropped, in_flight, " +
 		"p50_ns, p95_ns, p99_ns, queue_depth, host_start_ns, host_end_ns, steal, busy, " +
 		"max_cpu_steal, psi_some, psi_full, throttled, run_delay, cpu, per_cpu, " +
-		"sut_run_delay, tare_run_delay, cpu_by, blame"
+		"sut_run_delay, tare_run_delay, cpu_by, blame, psi_io_some, io_by, fixed_work_us"
 	runColumns = "id, label, window_name, target, arrival, protocol, version, config, " +
 		"status, started_at, ended_at, heartbeat_at, owner"
 )
@@ -136,7 +136,7 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 	)
 	h := t.Host
 	if h == nil {
-		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
+		return append(dst, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil), nil
 	}
 	cpu, err := json.Marshal(toSharesJSON(h.CPU))
 	if err != nil {
@@ -166,12 +166,21 @@ func tickArgs(dst []any, run int64, idx int, t *tare.Tick) ([]any, error) {
 		}
 		blame = string(b)
 	}
+	var ioBy any // NULL when no process's storage I/O was seen
+	if h.IOBy != nil {
+		b, err := json.Marshal(h.IOBy)
+		if err != nil {
+			return dst, fmt.Errorf("encode I/O by process: %w", err)
+		}
+		ioBy = string(b)
+	}
 	return append(dst,
 		nsOf(h.Start), nsOf(h.End),
 		h.CPU.Steal, h.CPU.Busy(), h.MaxCPUSteal(),
 		nullFloat(h.PSISome), nullFloat(h.PSIFull), nullFloat(h.Throttled), nullFloat(h.RunDelay),
 		string(cpu), string(perCPU),
 		nullFloat(h.SUTRunDelay), nullFloat(h.TareRunDelay), cpuBy, blame,
+		nullFloat(h.PSIIOSome), ioBy, nullFloat(h.FixedWorkUS),
 	), nil
 }
 
@@ -188,6 +197,8 @@ type tickScan struct {
 	cpu, perCPU                                  sql.NullString
 	sutRunDelay, tareRunDelay                    sql.NullFloat64
 	cpuBy, blame                                 sql.NullString
+	psiIOSome, fixedWorkUS                       sql.NullFloat64
+	ioBy                                         sql.NullString
 	dest                                         []any
 }
 
@@ -196,7 +207,8 @@ func newTickScan() *tickScan {
 	s.dest = []any{&s.idx, &s.start, &s.end, &s.arrivals, &s.completions, &s.errors,
 		&s.dropped, &s.infl, &s.p50, &s.p95, &s.p99, &s.queueDepth, &s.hostStart,
 		&s.hostEnd, &s.steal, &s.busy, &s.maxCPUSteal, &s.psiSome, &s.psiFull,
-		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU, &s.sutRunDelay, &s.tareRunDelay, &s.cpuBy, &s.blame}
+		&s.throttled, &s.runDelay, &s.cpu, &s.perCPU, &s.sutRunDelay, &s.tareRunDelay, &s.cpuBy, &s.blame,
+		&s.psiIOSome, &s.ioBy, &s.fixedWorkUS}
 	return s
 }
 
@@ -244,6 +256,13 @@ func (s *tickScan) tick() (tare.Tick, error) {
 			return t, fmt.Errorf("%w: tick %d: blame %q: %w", ErrDecode, s.idx, clip(s.blame.String), err)
 		}
 		h.Blame = &b
+	}
+	h.PSIIOSome = floatOf(s.psiIOSome)
+	h.FixedWorkUS = floatOf(s.fixedWorkUS)
+	if s.ioBy.Valid {
+		if err := json.Unmarshal([]byte(s.ioBy.String), &h.IOBy); err != nil {
+			return t, fmt.Errorf("%w: tick %d: I/O by process %q: %w", ErrDecode, s.idx, clip(s.ioBy.String), err)
+		}
 	}
 	t.Host = h
 	return t, nil

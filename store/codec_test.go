@@ -65,7 +65,7 @@ func FuzzDecodeHost(f *testing.F) {
 			return // NaN cannot come out of JSON, but ±Inf-free floats can be large: fine
 		}
 		n := len(args)
-		again, err := decodeHost(args[n-6].(string), args[n-5].(string)) // cpu and per_cpu, before the three ledger columns and blame
+		again, err := decodeHost(args[n-9].(string), args[n-8].(string)) // cpu and per_cpu, before the three ledger columns, blame and the three of the I/O evidence
 		if err != nil || !reflect.DeepEqual(again.CPU, h.CPU) || len(again.PerCPU) != len(h.PerCPU) {
 			t.Fatalf("round trip of %+v gave %+v, %v", h, again, err)
 		}

@@ -218,9 +218,12 @@ func TestSchema2Store(t *testing.T) {
 		}
 		old := &core{set: &Settings{}, b: pgBackend{pool: pool}, me: self()}
 		fillSchema2(t, testStore{c: old, Store: &Postgres{core: *old, pool: pool}})
-		// The ticks' blame column came later too (its values written above go with it).
-		if _, err := pool.Exec(ctx, "ALTER TABLE ticks DROP COLUMN blame"); err != nil {
-			t.Fatal(err)
+		// The ticks' blame column came later too (its values written above
+		// go with it), and the I/O evidence columns.
+		for _, col := range []string{"blame", "psi_io_some", "io_by", "fixed_work_us"} {
+			if _, err := pool.Exec(ctx, "ALTER TABLE ticks DROP COLUMN "+col); err != nil {
+				t.Fatal(err)
+			}
 		}
 		pool.Close()
 		s, err := OpenPostgres(ctx, fresh.dsn)
@@ -235,8 +238,8 @@ func TestSchema2Store(t *testing.T) {
 func checkSchema2(t *testing.T, s testStore) {
 	ctx := testContext(t)
 	var version int
-	if err := s.c.b.queryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != 5 {
-		t.Fatalf("schema version %d, %v; want 5, the latest", version, err)
+	if err := s.c.b.queryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != 6 {
+		t.Fatalf("schema version %d, %v; want 6, the latest", version, err)
 	}
 	if got, want := streamAll(t, s, schema2Complete), schema2Results(0, 300); !reflect.DeepEqual(got, want) {
 		t.Fatalf("the complete run streamed %d records, not the %d stored", len(got), len(want))

@@ -241,6 +241,12 @@ func makeTicks(first, n int) []tare.Tick {
 						{Owner: tare.OwnerWakeup, PIDs: []int{}, WaitPct: 0.6},
 					},
 					OthersByCPU: []tare.CPUWait{{CPU: 0, WaitPct: 2.5}}},
+				PSIIOSome: tare.Float(12.5),
+				IOBy: []tare.ProcessIO{
+					{Name: "pg_dump", PID: 5120, Bytes: 96 << 20},
+					{Name: "postgres", PID: 880, Bytes: 4096},
+				},
+				FixedWorkUS: tare.Float(17.25),
 			}
 		}
 		out[i] = t

@@ -229,7 +229,7 @@ func (b sqliteBackend) inTx(ctx context.Context, fn func(q querier) error) error
 	return tx.Commit()
 }
 
-var sqliteInsertTick = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(28) + ")"
+var sqliteInsertTick = "INSERT INTO ticks (run, " + tickColumns + ") VALUES (" + placeholders(31) + ")"
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

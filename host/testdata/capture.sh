@@ -2,7 +2,7 @@
 # capture.sh DIR PID [CGROUP_ROOT]
 #
 # Copies, from this machine, the files the host sampler reads into a fixture
-# tree DIR/proc/... and DIR/cgroup/...: /proc/stat, /proc/pressure/cpu,
+# tree DIR/proc/... and DIR/cgroup/...: /proc/stat, /proc/pressure/cpu and io,
 # /proc/cpuinfo, kernel hostname and release, /proc/PID/cgroup and the
 # schedstat and children files of every thread of PID, and cpu.stat of the
 # v1 cpu controller's root and of the v2 unified root. Run it twice, a second
@@ -19,6 +19,7 @@ copy() { # copy SRC DST: /proc files have size 0, so read them with cat
 
 copy /proc/stat "$dir/proc/stat"
 copy /proc/pressure/cpu "$dir/proc/pressure/cpu"
+copy /proc/pressure/io "$dir/proc/pressure/io"
 copy /proc/cpuinfo "$dir/proc/cpuinfo"
 copy /proc/sys/kernel/hostname "$dir/proc/sys/kernel/hostname"
 copy /proc/sys/kernel/osrelease "$dir/proc/sys/kernel/osrelease"
