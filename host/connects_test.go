@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/schedprobe"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 )

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 func TestMain(m *testing.M) {
