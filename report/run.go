@@ -60,7 +60,7 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 }
 
 // AddResult adds one raw record. It never fails; the error return lets it
-// be passed to tare.Store.StreamResults and report.ReadRecords as it is.
+// be passed to tare.Store.StreamResults and records.Read as it is.
 func (r *Run) AddResult(res *tare.Result) error {
 	r.records++
 	if res.Dropped || res.Done.IsZero() || res.Scheduled.IsZero() {
