@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/loopback"
+	"github.com/tare-dev/tare/internal/testkit/loopback"
 )
 
 // TestErrorKind feeds the classifier real errors, provoked on loopback or

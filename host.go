@@ -227,6 +227,29 @@ func (h *HostSample) estimatedNeighbourWait() *float64 {
 	return Float(min(*h.RunDelay*n/all, n*cpus))
 }
 
+// DefaultPollutedThreshold is the share (%) of steal, throttling or wait
+// behind neighbours above which a tick is polluted (HostSample.Polluted)
+// unless a run sets another: the verdict's default (judge's
+// Thresholds.Steal), the recorder's, and the report's for a summary that
+// recorded none (Summary.PollutedThreshold).
+const DefaultPollutedThreshold = 10
+
+// PollutedThresholdKey is the key of Summary.Thresholds that records the
+// polluted-tick threshold a run's verdict used. It says steal because the
+// same figure thresholds a tick's steal, but it thresholds the tick's
+// throttling and its wait behind neighbours too.
+const PollutedThresholdKey = "steal_pct"
+
+// The length of a tick, the time slice every figure is kept per.
+const (
+	// DefaultTick is the tick when a run sets none.
+	DefaultTick = time.Second
+	// MinTick is the shortest tick: /proc/stat counts in 10 ms jiffies, so
+	// a 100 ms tick already quantises each CPU's shares to 10 %, and below
+	// it every share is noise.
+	MinTick = 100 * time.Millisecond
+)
+
 // Polluted reports whether interference from outside the test exceeded
 // threshold (percent) in the tick: steal, throttling, or the measured
 // processes waiting behind neighbours. CPU pressure alone does not pollute

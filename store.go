@@ -46,6 +46,30 @@ type Store interface {
 	CalendarStore
 }
 
+// ProcessID names one process of one machine for as long as it lives, so
+// that a reader of a run may tell whether the run's writer still runs.
+// Every part is needed: a PID means one process only within one boot and
+// one PID namespace, and only until it is reused, which the start time
+// tells. The zero ProcessID is a process nobody can name.
+type ProcessID struct {
+	Boot  string // /proc/sys/kernel/random/boot_id
+	PIDNS string // the link /proc/self/ns/pid, e.g. "pid:[4026531836]"
+	PID   int
+	Start uint64 // clock ticks after boot, field 22 of /proc/<pid>/stat
+}
+
+// Processes is the process table as this process sees it: the store
+// records Self as the writer of the runs it creates, and asks Alive of the
+// writer of a run still marked running (host.Processes reads /proc).
+type Processes interface {
+	// Self is this process; the zero ProcessID when it cannot be named.
+	Self() ProcessID
+	// Alive reports whether p is a process still running; known is false
+	// when p lives where this process cannot look (another machine, boot
+	// or PID namespace).
+	Alive(p ProcessID) (alive, known bool)
+}
+
 // RunFilter selects runs; zero fields match everything.
 type RunFilter struct {
 	ID       string

@@ -37,6 +37,16 @@ type Summary struct {
 	Warmup       *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
 }
 
+// PollutedThreshold is the share (%) above which a tick of the run was
+// polluted: the threshold its verdict recorded, DefaultPollutedThreshold
+// when it recorded none (a summary written before thresholds were kept).
+func (s *Summary) PollutedThreshold() float64 {
+	if v, ok := s.Thresholds[PollutedThresholdKey]; ok {
+		return v
+	}
+	return DefaultPollutedThreshold
+}
+
 // QuantilesMS are the usual tail percentiles, in milliseconds.
 type QuantilesMS struct {
 	P50 *float64 `json:"p50"`

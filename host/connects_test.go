@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/schedprobe"
 )
 
@@ -22,7 +23,7 @@ func TestSamplerConnectsFailed(t *testing.T) {
 		return nil, errors.New("connection tracer: load the eBPF program: the verifier said no")
 	}
 	t.Cleanup(func() { openConnects = schedprobe.OpenConnects })
-	s, err := NewSampler(Config{Tick: MinTick, SUT: []int{os.Getpid()}})
+	s, err := NewSampler(Config{Tick: tare.MinTick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatal(err)
 	}

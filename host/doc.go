@@ -1,8 +1,24 @@
-// Package host samples the interference a load test suffers from the machine
-// it runs on: every tick it reads /proc and the cgroup filesystem and turns
-// the counters into shares of that tick (tare.HostSample).
+// Package host owns /proc and the cgroup filesystem: everything tare learns
+// of the machine it runs on comes through it. Its parts:
 //
-// Sources, each a delta of cumulative counters between two readings:
+//   - the Sampler: every tick it reads the counters below and turns them
+//     into shares of that tick (tare.HostSample);
+//   - the whose-CPU ledger (ledger.go, proctable.go): each tick, the CPU of
+//     every process on the host, by owner (the system under test, tare,
+//     each neighbour by name and container, the kernel, steal), and the
+//     blame (blame.go): whom the measured threads waited behind, measured
+//     by the scheduler probe (package schedprobe, which host drives) or
+//     estimated from the ledger;
+//   - finding the system under test: the listeners of a loopback target's
+//     port (FindService, ListenerPIDs, UnixListenerPIDs), a container
+//     (FindContainer), a cgroup (CgroupPIDs), and the processes it talks
+//     to while the run goes (graph.go, ConnectionPIDs);
+//   - the process table as this process sees it (ProcessTable, and
+//     Processes, which tells the store whether a run's writer still runs)
+//     and the machine's description (tare.Env, Hostname).
+//
+// The sampler's sources, each a delta of cumulative counters between two
+// readings:
 //
 //	/proc/stat                   user, nice, system, iowait, irq, softirq,
 //	                             steal, idle per CPU and for all online CPUs
@@ -34,17 +50,16 @@
 // are lumpy; summed over a run they are exact.
 //
 // The sampler runs beside the load, so its own cost is itself interference:
-// a reading is a few small file reads per source and per measured thread.
-// BenchmarkSample on the 2-vCPU development VM, busy with other builds:
-// 120–180 µs, 193 allocations (36 KB) per reading, most of it syscalls and
-// procfs parsing the long "intr" line of /proc/stat; that is under 0.02 % of
-// a core at 1 s ticks and 0.2 % at 100 ms. The timed fixed work adds ~80 µs
-// to each reading, and the whose-CPU ledger's table (proctable.go) costs
-// more, per process on the host.
+// a reading is a few small file reads per source and per measured thread,
+// and the ledger's read of every process's stat line. BenchmarkSample
+// measures one reading, ledger included; docs/performance.md keeps the
+// figure of the last measurement on an idle machine (goal 4 there: under
+// 0.2 % of a core at 1 s ticks, 1 % at 100 ms); tare check --every records
+// what each of its samples cost (cost_cpu_ms).
 //
 // Beside the counters, each reading times a small fixed piece of CPU work
-// of tare's own (fixedwork.go): a CPU that runs slower than it did, which
-// no counter shows, takes longer.
+// of tare's own (fixedwork.go, about 80 µs a reading): a CPU that runs
+// slower than it did, which no counter shows, takes longer.
 //
 // Kernel documentation of the files read:
 //   - /proc/stat: https://docs.kernel.org/filesystems/proc.html (1.8)

@@ -9,7 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // writeDirect writes n MiB of zeros to a new file in dir with O_DIRECT,
@@ -86,7 +87,7 @@ func TestSamplerIOEvidence(t *testing.T) {
 			}
 			wrote = 32 * mib
 		}
-		time.Sleep(MinTick)
+		time.Sleep(tare.MinTick)
 		hs, err := s.Sample(time.Now())
 		if err != nil {
 			t.Fatal(err)

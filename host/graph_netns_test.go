@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/scenario"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/schedprobe"
 )
 
@@ -130,7 +130,7 @@ func TestGraphAcrossNetnsPerConnection(t *testing.T) {
 	via := "tcp 10.231.4.2:8080 in netns of pid "
 	var missed []string
 	for run := range runs {
-		s, err := NewSampler(Config{Tick: MinTick, Parts: []Part{{PIDs: proxies, How: "listening socket"}}, Tare: []int{os.Getpid()}})
+		s, err := NewSampler(Config{Tick: tare.MinTick, Parts: []Part{{PIDs: proxies, How: "listening socket"}}, Tare: []int{os.Getpid()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestGraphAcrossNetnsPerConnection(t *testing.T) {
 			t.Fatalf("the connection tracer did not open where it is expected: %v", s.Warnings())
 		}
 		for range 10 {
-			time.Sleep(MinTick)
+			time.Sleep(tare.MinTick)
 			s.Sample(time.Now())
 		}
 		graph := s.Graph()

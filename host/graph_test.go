@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/schedprobe"
 )
 
@@ -172,7 +172,7 @@ func TestSamplerCountsCalledProcesses(t *testing.T) {
 	defer c.Close()
 
 	// This test process is the system under test here: it called srv.
-	s, err := NewSampler(Config{Tick: MinTick, SUT: []int{os.Getpid()}})
+	s, err := NewSampler(Config{Tick: tare.MinTick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestGraphShortLivedConnections(t *testing.T) {
 	unixSrv := startDetached(t, python, "import os,socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(64)\nprint(os.getpid(),0,flush=True)\nend=time.time()+30\nwhile time.time()<end:\n c,_=s.accept(); c.close()", path)
 	// Connects to each every 300 ms and closes at once, for 20 s at most.
 	sut := startPython(t, python, "import socket,sys,time\nprint('go',flush=True)\nend=time.time()+20\nwhile time.time()<end:\n a=socket.create_connection(('127.0.0.1',int(sys.argv[1]))); a.close()\n b=socket.socket(socket.AF_UNIX); b.connect(sys.argv[2]); b.close()\n time.sleep(0.3)", strconv.Itoa(tcpSrv.port), path)
-	s, err := NewSampler(Config{Tick: MinTick, SUT: []int{sut}, Tare: []int{os.Getpid()}})
+	s, err := NewSampler(Config{Tick: tare.MinTick, SUT: []int{sut}, Tare: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
 )
 
 // samplesOf runs a sampler for n ticks and returns what it sent.

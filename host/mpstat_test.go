@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // mpstatCPU is one row of mpstat -o JSON's "cpu-load".

@@ -18,18 +18,28 @@ import (
 // pid namespace, or on another host, a pid names another process.
 // procRoot is where proc is mounted; DefaultProcRoot when empty.
 func ProcessTable(procRoot string) (string, error) {
+	boot, ns, err := readProcessTable(procRoot)
+	if err != nil {
+		return "", err
+	}
+	return boot + " " + ns, nil
+}
+
+// readProcessTable reads the two parts of ProcessTable's name: the boot id
+// and the pid namespace link, e.g. "pid:[4026531836]".
+func readProcessTable(procRoot string) (boot, pidNS string, err error) {
 	if procRoot == "" {
 		procRoot = DefaultProcRoot
 	}
-	boot, err := os.ReadFile(filepath.Join(procRoot, "sys", "kernel", "random", "boot_id"))
+	b, err := os.ReadFile(filepath.Join(procRoot, "sys", "kernel", "random", "boot_id"))
 	if err != nil {
-		return "", fmt.Errorf("read the boot id: %w", err)
+		return "", "", fmt.Errorf("read the boot id: %w", err)
 	}
 	ns, err := os.Readlink(filepath.Join(procRoot, "self", "ns", "pid"))
 	if err != nil {
-		return "", fmt.Errorf("read the pid namespace: %w", err)
+		return "", "", fmt.Errorf("read the pid namespace: %w", err)
 	}
-	return strings.TrimSpace(string(boot)) + " " + ns, nil
+	return strings.TrimSpace(string(b)), ns, nil
 }
 
 // localAddrs are the addresses a network namespace takes as its own: a

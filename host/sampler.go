@@ -22,10 +22,6 @@ import (
 const (
 	DefaultProcRoot   = "/proc"
 	DefaultCgroupRoot = "/sys/fs/cgroup"
-	DefaultTick       = time.Second
-	// MinTick is the shortest tick: /proc/stat counts in 10 ms jiffies, so
-	// a 100 ms tick already quantises each CPU's shares to 10 %.
-	MinTick = 100 * time.Millisecond
 )
 
 // minLedgerJiffies is the shortest tick, in jiffies per CPU, that gets a
@@ -36,11 +32,11 @@ const minLedgerJiffies = 5
 const maxWarnings = 16
 
 // Config says what a Sampler measures. Its zero value samples the host every
-// DefaultTick with no measured process (Throttled and RunDelay nil).
+// tare.DefaultTick with no measured process (Throttled and RunDelay nil).
 type Config struct {
 	ProcRoot   string        // where proc is mounted; DefaultProcRoot when empty
 	CgroupRoot string        // where cgroupfs is mounted; DefaultCgroupRoot when empty
-	Tick       time.Duration // sampling period for Run; DefaultTick when 0, at least MinTick
+	Tick       time.Duration // sampling period for Run; tare.DefaultTick when 0, at least tare.MinTick
 
 	// SUT are the processes of the system under test, each with its threads
 	// and every descendant, found again at every tick: their run delay is
@@ -159,7 +155,7 @@ func newReading() reading {
 
 // NewSampler checks the configuration, finds the measured cgroups and takes
 // the first reading, against which the first Sample is computed. A tick
-// below MinTick or a bad pid is an *tare.Error with code EINVALID; a pid or
+// below tare.MinTick or a bad pid is an *tare.Error with code EINVALID; a pid or
 // an explicit cgroup that does not exist, ENOTFOUND. When the cgroup of a
 // measured process cannot be found, its throttling is not measured and
 // Warnings says why.
@@ -178,9 +174,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	}
 	switch {
 	case cfg.Tick == 0:
-		cfg.Tick = DefaultTick
-	case cfg.Tick < MinTick:
-		return nil, tare.Errorf(tare.EINVALID, "host sampling tick %v is too short: use %v or more", cfg.Tick, MinTick)
+		cfg.Tick = tare.DefaultTick
+	case cfg.Tick < tare.MinTick:
+		return nil, tare.Errorf(tare.EINVALID, "host sampling tick %v is too short: use %v or more", cfg.Tick, tare.MinTick)
 	}
 	cfg.SUT = slices.Clone(cfg.SUT)
 	if len(cfg.Parts) == 0 && len(cfg.SUT) > 0 {

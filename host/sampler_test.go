@@ -252,7 +252,7 @@ func TestNewSamplerNoCgroup(t *testing.T) {
 
 // TestRun samples the live machine at the shortest tick.
 func TestRun(t *testing.T) {
-	s, err := NewSampler(Config{Tick: MinTick, SUT: []int{os.Getpid()}})
+	s, err := NewSampler(Config{Tick: tare.MinTick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatal(err)
 	}

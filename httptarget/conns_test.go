@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/connwatch"
+	"github.com/tare-dev/tare/internal/testkit/connwatch"
 	"github.com/tare-dev/tare/load"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testpki"
+	"github.com/tare-dev/tare/internal/testkit/testpki"
 	"github.com/tare-dev/tare/load"
 )
 

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/leakcheck"
-	"github.com/tare-dev/tare/internal/loopback"
+	"github.com/tare-dev/tare/internal/testkit/leakcheck"
+	"github.com/tare-dev/tare/internal/testkit/loopback"
 	"github.com/tare-dev/tare/load"
 
 	"github.com/tare-dev/tare"

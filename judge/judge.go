@@ -24,7 +24,13 @@ const (
 
 // Thresholds are the limits the signals test against. Shares are percent.
 type Thresholds struct {
-	Steal          float64       // mean steal, a tick's steal, or one CPU's mean steal above this fires (10)
+	// Steal is the polluted-tick threshold (recorded as "steal_pct"): a
+	// tick whose steal, throttling or wait behind neighbours exceeds it is
+	// polluted (tare.HostSample.Polluted), NeighbourTicks counts the ticks
+	// whose wait exceeds it, the busy check other processes' CPU above it,
+	// and the mean steal, a tick's steal, or one CPU's mean steal above it
+	// fires the steal signal (tare.DefaultPollutedThreshold, 10).
+	Steal          float64
 	StealTicks     float64       // share of ticks above Steal that fires (10)
 	ThrottledTicks float64       // share of ticks with any throttling that fires (5)
 	Neighbours     float64       // mean share of wall time the measured processes waited behind neighbours (5)
@@ -44,7 +50,7 @@ type Thresholds struct {
 // explains.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		Steal:          10,
+		Steal:          tare.DefaultPollutedThreshold,
 		StealTicks:     10,
 		ThrottledTicks: 5,
 		Neighbours:     5,
@@ -66,20 +72,20 @@ func DefaultThresholds() Thresholds {
 // (recorded in milliseconds). Map and ThresholdsOf both read it.
 func (t *Thresholds) named() map[string]any {
 	return map[string]any{
-		"steal_pct":           &t.Steal,
-		"steal_ticks_pct":     &t.StealTicks,
-		"throttled_ticks_pct": &t.ThrottledTicks,
-		"neighbour_wait_pct":  &t.Neighbours,
-		"neighbour_ticks_pct": &t.NeighbourTicks,
-		"run_delay_pct":       &t.RunDelay,
-		"latency_factor":      &t.LatencyFactor,
-		"latency_ticks":       &t.LatencyTicks,
-		"latency_ticks_pct":   &t.LatencyShare,
-		"send_lag_p99_ms":     &t.SendLagP99,
-		"latency_floor_ms":    &t.LatencyFloor,
-		"latency_p":           &t.LatencyChance,
-		"tail_factor":         &t.TailFactor,
-		"tail_p":              &t.TailChance,
+		tare.PollutedThresholdKey: &t.Steal,
+		"steal_ticks_pct":         &t.StealTicks,
+		"throttled_ticks_pct":     &t.ThrottledTicks,
+		"neighbour_wait_pct":      &t.Neighbours,
+		"neighbour_ticks_pct":     &t.NeighbourTicks,
+		"run_delay_pct":           &t.RunDelay,
+		"latency_factor":          &t.LatencyFactor,
+		"latency_ticks":           &t.LatencyTicks,
+		"latency_ticks_pct":       &t.LatencyShare,
+		"send_lag_p99_ms":         &t.SendLagP99,
+		"latency_floor_ms":        &t.LatencyFloor,
+		"latency_p":               &t.LatencyChance,
+		"tail_factor":             &t.TailFactor,
+		"tail_p":                  &t.TailChance,
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/connwatch"
+	"github.com/tare-dev/tare/internal/testkit/connwatch"
 )
 
 // unixServer serves h on a Unix socket in a directory of the test's,

@@ -3,7 +3,7 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/tare-dev/tare/internal/leakcheck"
+	"github.com/tare-dev/tare/internal/testkit/leakcheck"
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: the

@@ -20,8 +20,8 @@ import (
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/httptarget"
-	"github.com/tare-dev/tare/internal/loopback"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/loopback"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/metrics"
 )

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 	"go.uber.org/goleak"
 )
 

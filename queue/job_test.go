@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 // TestWireGolden pins the wire format that docs/job-protocol.md documents

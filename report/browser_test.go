@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // chromium returns Debian's chromium (or another Chrome) and a browser

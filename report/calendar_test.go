@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 // calendarFixture is the calendar package's golden calendar: two weeks of

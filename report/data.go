@@ -243,10 +243,7 @@ func (r *Run) latencyChart(id string) *chartData {
 	// other processes, not the system under test's own threads or tare.
 	c.addBand("behind neighbours", colNeighbours, host((*tare.HostSample).NeighbourWait))
 	if len(c.Bands) > 0 {
-		threshold := float64(DefaultPollutedThreshold)
-		if v, ok := r.Summary.Thresholds["steal_pct"]; ok {
-			threshold = v
-		}
+		threshold := r.Summary.PollutedThreshold()
 		c.Marks = append(c.Marks, markData{Name: fmt.Sprintf("polluted above %g%%", threshold), Value: threshold, Band: true, Color: colThreshold})
 	} else {
 		c.Note = "The host was not sampled during this run, so no interference is drawn."

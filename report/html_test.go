@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 	"github.com/tare-dev/tare/judge"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 	"github.com/tare-dev/tare/judge"
 )
 

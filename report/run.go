@@ -10,11 +10,6 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// DefaultPollutedThreshold is the share (%) of steal, throttling or PSI
-// some above which a tick is polluted, when a summary does not record the
-// threshold its verdict used.
-const DefaultPollutedThreshold = 10
-
 // Run is one run as the HTML report draws it: its summary and timeline,
 // and, once its raw records have been fed to AddResult, what the timeline
 // does not keep: the latency distribution over every request and over the
@@ -46,10 +41,7 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 	r := &Run{Summary: s, Ticks: ticks}
 	if len(ticks) > 0 {
 		r.start, r.tick = ticks[0].Start, ticks[0].End.Sub(ticks[0].Start)
-		threshold := float64(DefaultPollutedThreshold)
-		if v, ok := s.Thresholds["steal_pct"]; ok {
-			threshold = v
-		}
+		threshold := s.PollutedThreshold()
 		r.clean = make([]bool, len(ticks))
 		for i := range ticks {
 			h := ticks[i].Host
@@ -60,7 +52,7 @@ func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
 }
 
 // AddResult adds one raw record. It never fails; the error return lets it
-// be passed to tare.Store.StreamResults and report.ReadRecords as it is.
+// be passed to tare.Store.StreamResults and records.Read as it is.
 func (r *Run) AddResult(res *tare.Result) error {
 	r.records++
 	if res.Dropped || res.Done.IsZero() || res.Scheduled.IsZero() {

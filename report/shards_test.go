@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 	"github.com/tare-dev/tare/judge"
 )
 

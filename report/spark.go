@@ -79,10 +79,7 @@ func sparkRows(s *tare.Summary, ticks []tare.Tick) (p95, steal string) {
 		// Steal is drawn from 0 to at least twice the polluted threshold,
 		// so noise below it stays at the bottom and a polluted tick
 		// stands half-way up or more.
-		threshold := float64(DefaultPollutedThreshold)
-		if v, ok := s.Thresholds["steal_pct"]; ok {
-			threshold = v
-		}
+		threshold := s.PollutedThreshold()
 		scale := max(top, 2*threshold)
 		steal = sparkline(st, sparkWidth, 0, scale) + "  max " + pct(&top) + ", full height " + pct(&scale)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // TestConnectsAncestors: a connect made by a grandchild of this process,

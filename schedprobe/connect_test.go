@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // TestConnects: the tracer records a TCP connection and a Unix one this

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // open loads the probe, or skips the test where it cannot run (not root,

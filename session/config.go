@@ -113,7 +113,7 @@ func (nobody) SetQueueDepth(float64)   {}
 func DefaultConfig() Config {
 	return Config{
 		Engine:        load.Config{MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain},
-		Host:          host.Config{Tick: host.DefaultTick},
+		Host:          host.Config{Tick: tare.DefaultTick},
 		Thresholds:    judge.DefaultThresholds(),
 		ProgressEvery: DefaultProgressEvery,
 	}

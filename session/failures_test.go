@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/loopback"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/loopback"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"

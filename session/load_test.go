@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/records"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -126,7 +126,7 @@ func TestImportRecords(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jsonl")
 	var b strings.Builder
-	exp, err := report.NewExporter(&b, report.FormatJSONL, time.Time{}, time.Second, nil)
+	exp, err := records.NewExporter(&b, records.FormatJSONL, time.Time{}, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

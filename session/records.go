@@ -15,7 +15,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/judge"
-	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/records"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
@@ -67,8 +67,8 @@ func (f Records) each(fn func(r *tare.Result, target string) error) error {
 		return tare.Errorf(tare.EINVALID, "%s %s: %w", f.Command, f.Path, err)
 	}
 	defer file.Close()
-	err = report.ReadNamedRecords(bufio.NewReaderSize(file, 1<<20), fn)
-	if errors.Is(err, report.ErrRecord) {
+	err = records.ReadNamed(bufio.NewReaderSize(file, 1<<20), fn)
+	if errors.Is(err, records.ErrMalformed) {
 		return tare.Errorf(tare.EINVALID, "%s %s: neither a tare.summary/v1 JSON (tare run --json) nor raw JSONL records (tare runs export): %w", f.Command, f.Path, err)
 	}
 	return err

@@ -40,7 +40,7 @@ func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
 	return &Spec{
 		Target: DefaultTargetSpec(),
 		Load:   NewLoadSpec(rate, jobs, duration),
-		Host:   HostSpec{Tick: host.DefaultTick},
+		Host:   HostSpec{Tick: tare.DefaultTick},
 		Judge:  JudgeSpec{Thresholds: judge.DefaultThresholds()},
 	}
 }
@@ -596,8 +596,8 @@ func (h *HostSpec) Fields() []Field {
 // Sampling checks the spec and returns the sampler's configuration: self
 // is tare, the PIDs the system under test.
 func (h *HostSpec) Sampling(self int) (host.Config, error) {
-	if h.Tick < host.MinTick {
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, h.Tick)
+	if h.Tick < tare.MinTick {
+		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", tare.MinTick, h.Tick)
 	}
 	switch h.SchedProbe {
 	case "", "auto", "off":

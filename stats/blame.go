@@ -44,7 +44,7 @@ func (t *blameTotals) add(s *tare.HostSample, w float64) {
 	// Both count a wait when it ends: a sample of a few milliseconds (the
 	// last of a run) holds a whole wait or none, by a hair, and is not
 	// compared.
-	if s.RunDelay != nil && s.Blame.RunDelayPct != nil && w >= (MinTick/2).Seconds() {
+	if s.RunDelay != nil && s.Blame.RunDelayPct != nil && w >= (tare.MinTick/2).Seconds() {
 		t.truth.Ticks++
 		t.truthSum += *s.RunDelay * w
 		t.probeSum += *s.Blame.RunDelayPct * w

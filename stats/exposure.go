@@ -336,7 +336,7 @@ func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
 	if len(ticks) == 0 {
 		return &Overlaps{}, nil
 	}
-	r, err := NewRecorder(Config{Start: ticks[0].Start, Tick: max(ticks[0].End.Sub(ticks[0].Start), MinTick), Grace: 1<<63 - 1})
+	r, err := NewRecorder(Config{Start: ticks[0].Start, Tick: max(ticks[0].End.Sub(ticks[0].Start), tare.MinTick), Grace: 1<<63 - 1})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 // queueRun is a seeded synthetic run of the reference topology: Poisson jobs

@@ -262,7 +262,7 @@ func mixPtr(a, b *float64, fa, fb float64) *float64 {
 // Means are weighted by each sample's length: the last reading of a run
 // covers its last few milliseconds, a jiffy or two whose shares are noise
 // (one jiffy of steal in two is 50 %), and must not weigh as a whole tick.
-// For the same reason a sample shorter than MinTick/2 sets no maximum.
+// For the same reason a sample shorter than tare.MinTick/2 sets no maximum.
 type hostTotals struct {
 	n                     int
 	w                     float64 // the samples' lengths, in seconds
@@ -315,7 +315,7 @@ func (h *hostTotals) add(s *tare.HostSample, threshold float64, fallback time.Du
 		length = fallback // length unknown: count it as a whole tick
 	}
 	w := length.Seconds()
-	if h.n == 0 || length >= MinTick/2 {
+	if h.n == 0 || length >= tare.MinTick/2 {
 		h.stealMax, h.stealMaxCPU = max(h.stealMax, s.CPU.Steal), max(h.stealMaxCPU, s.MaxCPUSteal())
 	}
 	h.n++

@@ -10,27 +10,18 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// Defaults for a zero Config, and the shortest tick.
-const (
-	// DefaultTick is the tick length when Config.Tick is 0.
-	DefaultTick = time.Second
-	// DefaultThreshold is the polluted-tick threshold, in percent, when
-	// Config.Threshold is 0.
-	DefaultThreshold = 10.0
-	// DefaultMaxTicks caps the timeline when Config.MaxTicks is 0: about
-	// 12 days of 1 s ticks, 29 hours of 100 ms ticks.
-	DefaultMaxTicks = 1 << 20
-	// MinTick is the shortest tick: below it /proc/stat deltas are a
-	// handful of jiffies and every share is noise.
-	MinTick = 100 * time.Millisecond
-)
+// DefaultMaxTicks caps the timeline when Config.MaxTicks is 0: about 12
+// days of 1 s ticks, 29 hours of 100 ms ticks. The tick's bounds and the
+// polluted-tick threshold's default are the root's (tare.DefaultTick,
+// tare.MinTick, tare.DefaultPollutedThreshold).
+const DefaultMaxTicks = 1 << 20
 
 // Config sets up a Recorder. Its zero value, with Start set, uses the
 // defaults.
 type Config struct {
 	Start     time.Time     // run start: tick 0 begins here (required)
-	Tick      time.Duration // tick length; DefaultTick when 0, at least MinTick
-	Threshold float64       // polluted-tick threshold in percent; DefaultThreshold when 0
+	Tick      time.Duration // tick length; tare.DefaultTick when 0, at least tare.MinTick
+	Threshold float64       // polluted-tick threshold in percent; tare.DefaultPollutedThreshold when 0
 
 	// Grace is how long after a tick ends its late results and host samples
 	// are still awaited before the tick's percentiles are computed and its
@@ -57,13 +48,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, tare.Errorf(tare.EINVALID, "stats: run start is not set: give the instant tick 0 begins")
 	}
 	if c.Tick == 0 {
-		c.Tick = DefaultTick
+		c.Tick = tare.DefaultTick
 	}
-	if c.Tick < MinTick {
-		return c, tare.Errorf(tare.EINVALID, "tick %q is too short: use %s or more", c.Tick, MinTick)
+	if c.Tick < tare.MinTick {
+		return c, tare.Errorf(tare.EINVALID, "tick %q is too short: use %s or more", c.Tick, tare.MinTick)
 	}
 	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold
+		c.Threshold = tare.DefaultPollutedThreshold
 	}
 	if math.IsNaN(c.Threshold) || c.Threshold < 0 || c.Threshold > 100 {
 		return c, tare.Errorf(tare.EINVALID, "polluted-tick threshold %q is not a share: use a percentage between 0 and 100", fmt.Sprint(c.Threshold))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
 )
 
 func TestDecodeHost(t *testing.T) {
@@ -103,38 +104,15 @@ func TestDecodeConfig(t *testing.T) {
 	}
 }
 
+// TestOwner: this process, as the host names it, survives the stored form;
+// whether a named process is alive is host's TestProcessAlive.
 func TestOwner(t *testing.T) {
-	me := self()
-	if me.boot == "" {
+	me := host.Processes{}.Self()
+	if me.Boot == "" {
 		t.Skip("no /proc here")
 	}
-	if o, ok := parseOwner(me.String()); !ok || o != me {
-		t.Fatalf("parseOwner(%q) = %+v, %v; want %+v", me.String(), o, ok, me)
-	}
-	dead := me
-	dead.start++ // same PID, another process: a reused PID
-	tests := []struct {
-		name               string
-		o                  owner
-		wantAlive, wantKnw bool
-	}{
-		{"this process", me, true, true},
-		{"a reused PID", dead, false, true},
-		{"pid 1 started at another time", owner{boot: me.boot, pidNS: me.pidNS, pid: 1, start: math.MaxUint64}, false, true},
-		{"another boot", owner{boot: "other", pidNS: me.pidNS, pid: os.Getpid(), start: me.start}, false, false},
-		{"another PID namespace", owner{boot: me.boot, pidNS: "pid:[1]", pid: os.Getpid(), start: me.start}, false, false},
-		{"no such PID", owner{boot: me.boot, pidNS: me.pidNS, pid: math.MaxInt32, start: 1}, false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			alive, known := tt.o.alive(me)
-			if alive != tt.wantAlive || known != tt.wantKnw {
-				t.Errorf("alive = %v, known = %v; want %v, %v", alive, known, tt.wantAlive, tt.wantKnw)
-			}
-		})
-	}
-	if _, known := me.alive(owner{}); known {
-		t.Error("a reader without /proc claims to know")
+	if o, ok := parseOwner(formatOwner(me)); !ok || o != me {
+		t.Fatalf("parseOwner(%q) = %+v, %v; want %+v", formatOwner(me), o, ok, me)
 	}
 }
 
@@ -170,8 +148,8 @@ func FuzzParseOwner(f *testing.F) {
 		if !ok {
 			return
 		}
-		if again, ok := parseOwner(o.String()); !ok || again != o {
-			t.Fatalf("parseOwner(%q) = %+v, which does not survive String (%q)", s, o, o.String())
+		if again, ok := parseOwner(formatOwner(o)); !ok || again != o {
+			t.Fatalf("parseOwner(%q) = %+v, which does not survive formatOwner (%q)", s, o, formatOwner(o))
 		}
 	})
 }

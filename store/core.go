@@ -61,6 +61,10 @@ type Settings struct {
 	// StaleAfter is the heartbeat age after which a run still marked
 	// running reads as interrupted; DefaultStaleAfter when zero.
 	StaleAfter time.Duration
+	// Processes names this process as the writer of the runs it creates,
+	// and tells whether a run's writer still runs (host.Processes); nil
+	// records no writer and judges liveness by the heartbeat alone.
+	Processes tare.Processes
 }
 
 // core is the tare.Store both back ends share: the queries are the same
@@ -68,7 +72,6 @@ type Settings struct {
 type core struct {
 	set *Settings // the embedding store's
 	b   backend
-	me  owner // this process, recorded as the writer of the runs it creates
 }
 
 func (c *core) now() time.Time {
@@ -76,6 +79,14 @@ func (c *core) now() time.Time {
 		return c.set.Now()
 	}
 	return time.Now()
+}
+
+// me is this process, recorded as the writer of the runs it creates.
+func (c *core) me() tare.ProcessID {
+	if c.set.Processes == nil {
+		return tare.ProcessID{}
+	}
+	return c.set.Processes.Self()
 }
 
 func (c *core) staleAfter() time.Duration {
@@ -115,7 +126,7 @@ func (c *core) CreateRun(ctx context.Context, run tare.Run, env tare.Env) error 
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		run.ID, run.Label, run.Window, tare.RedactText(run.Target), run.Arrival, run.Protocol,
 		run.Version, cfg, string(envJSON), string(tare.StatusRunning), started.UnixNano(),
-		now.UnixNano(), c.me.String())
+		now.UnixNano(), formatOwner(c.me()))
 	switch {
 	case c.b.isUnique(err):
 		return tare.Errorf(tare.EINVALID, "create run: run id %q already exists", run.ID)
@@ -244,8 +255,8 @@ func (c *core) live(r *tare.Run, s *runScan) {
 		return
 	}
 	dead := c.now().Sub(time.Unix(0, s.heartbeatAt)) > c.staleAfter()
-	if o, ok := parseOwner(s.owner); ok && !dead {
-		alive, known := o.alive(c.me)
+	if o, ok := parseOwner(s.owner); ok && !dead && c.set.Processes != nil {
+		alive, known := c.set.Processes.Alive(o)
 		dead = known && !alive
 	}
 	if dead {

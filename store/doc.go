@@ -33,7 +33,9 @@
 // when either
 //
 //   - its writer ran on this machine, in this PID namespace, and that process
-//     (same PID and start time) is gone, which is known at once; or
+//     (same PID and start time) is gone, which is known at once where the
+//     store has Settings.Processes to ask (tare gives it host.Processes);
+//     or
 //   - its heartbeat is older than StaleAfter (DefaultStaleAfter, a minute),
 //     which is how a run written from another machine is judged. A Writer
 //     beats every DefaultHeartbeat even when there is nothing to write.

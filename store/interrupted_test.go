@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
 )
 
 // The child writer's instructions, passed in its environment.
@@ -31,7 +32,7 @@ const (
 func childMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := Open(ctx, os.Getenv(childEnv))
+	s, err := OpenWith(ctx, os.Getenv(childEnv), Settings{Processes: host.Processes{}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 3

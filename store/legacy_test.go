@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
 )
 
 // The per-record way results were stored before schema version 3, kept
@@ -216,7 +217,7 @@ func TestSchema2Store(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		old := &core{set: &Settings{}, b: pgBackend{pool: pool}, me: self()}
+		old := &core{set: &Settings{Processes: host.Processes{}}, b: pgBackend{pool: pool}}
 		fillSchema2(t, testStore{c: old, Store: &Postgres{core: *old, pool: pool}})
 		// The ticks' blame column came later too (its values written above
 		// go with it), and the I/O evidence columns.

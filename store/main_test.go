@@ -17,7 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 func TestMain(m *testing.M) {
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 // testStore is one back end under test, with its shared core exposed so
-// tests can set the clock and the owner.
+// tests can set the clock and the process table.
 type testStore struct {
 	tare.Store
 	c   *core
@@ -71,6 +72,7 @@ func openSQLiteT(t testing.TB) testStore {
 	if err != nil {
 		t.Fatalf("OpenSQLite(%q): %v", path, err)
 	}
+	s.Processes = host.Processes{}
 	t.Cleanup(func() { _ = s.Close() })
 	return testStore{Store: s, c: &s.core, dsn: path}
 }
@@ -108,6 +110,7 @@ func openPostgresT(t testing.TB) testStore {
 	if err != nil {
 		t.Fatalf("OpenPostgres: %v", err)
 	}
+	s.Processes = host.Processes{}
 	t.Cleanup(func() { _ = s.Close() })
 	return testStore{Store: s, c: &s.core, dsn: dsn}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 func TestOpenDispatch(t *testing.T) {

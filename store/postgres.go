@@ -61,7 +61,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		return nil, tare.Errorf(tare.EUNAVAILABLE, "postgres store %q does not answer: %w", shown, err)
 	}
 	p := &Postgres{pool: pool}
-	p.core = core{set: &p.Settings, b: pgBackend{pool: pool}, me: self()}
+	p.core = core{set: &p.Settings, b: pgBackend{pool: pool}}
 	lock := "SELECT pg_advisory_xact_lock(" + strconv.Itoa(pgMigrationLock) + ")"
 	if err := p.migrate(ctx, "postgres", strconv.Quote(shown), lock); err != nil {
 		pool.Close()

@@ -71,7 +71,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open sqlite store %q: %w", abs, err)
 	}
 	s := &SQLite{db: db, path: abs}
-	s.core = core{set: &s.Settings, b: sqliteBackend{db: db}, me: self()}
+	s.core = core{set: &s.Settings, b: sqliteBackend{db: db}}
 	if err := s.open(ctx); err != nil {
 		_ = db.Close()
 		return nil, describeSQLite(abs, err)

@@ -13,15 +13,33 @@ import (
 
 // Open opens the store named by dsn: a "postgres://" or "postgresql://" URL
 // opens PostgreSQL, anything else is the path of a SQLite file, and "" is
-// DefaultPath().
+// DefaultPath(). Its Settings are the defaults: it names no writer, so a
+// run's liveness is judged by its heartbeat alone (see OpenWith).
 func Open(ctx context.Context, dsn string) (tare.Store, error) {
+	return OpenWith(ctx, dsn, Settings{})
+}
+
+// OpenWith is Open with the store's Settings set; tare opens its stores
+// with host.Processes, so that a run whose writer died on this machine
+// reads as interrupted at once.
+func OpenWith(ctx context.Context, dsn string, set Settings) (tare.Store, error) {
 	if dsn == "" {
 		dsn = DefaultPath() // $TARE_DB may name a PostgreSQL too (a pod's, from a Secret)
 	}
 	if isPostgres(dsn) {
-		return OpenPostgres(ctx, dsn)
+		p, err := OpenPostgres(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		p.Settings = set
+		return p, nil
 	}
-	return OpenSQLite(ctx, dsn)
+	s, err := OpenSQLite(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s.Settings = set
+	return s, nil
 }
 
 func isPostgres(dsn string) bool {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 func TestCreateFindRuns(t *testing.T) {
@@ -415,7 +415,7 @@ func TestLiveness(t *testing.T) {
 
 		mine := NewRunID()
 		mustCreate(t, s, newRun(mine, base))
-		s.c.me = owner{} // now the store cannot see processes
+		s.c.set.Processes = nil // now the store cannot see processes
 		foreign := NewRunID()
 		mustCreate(t, s, newRun(foreign, base))
 		heartbeat := clock
@@ -467,7 +467,7 @@ func TestLiveness(t *testing.T) {
 func TestLiveOwner(t *testing.T) {
 	eachStore(t, func(t *testing.T, s testStore) {
 		ctx := testContext(t)
-		if s.c.me.boot == "" {
+		if s.c.me().Boot == "" {
 			t.Skip("no /proc here: liveness is judged by heartbeat alone")
 		}
 		id := NewRunID()
@@ -490,7 +490,7 @@ func TestUnfinishedSummary(t *testing.T) {
 		ctx := testContext(t)
 		clock := at(10 * time.Minute)
 		s.c.set.Now = func() time.Time { return clock }
-		s.c.me = owner{}
+		s.c.set.Processes = nil
 		const id = "0195a3c4-0000-7000-8000-000000000001"
 		mustCreate(t, s, newRun(id, base))
 		if err := s.AppendResults(ctx, id, makeResults(0, 100)); err != nil {

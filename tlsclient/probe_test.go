@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testpki"
+	"github.com/tare-dev/tare/internal/testkit/testpki"
 )
 
 // tlsServer serves TLS on loopback with cert; clientCAs, when not nil,

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/loopback"
+	"github.com/tare-dev/tare/internal/testkit/loopback"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/openai"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"

@@ -1,5 +1,5 @@
 // Command verdict-matrix runs every scenario of the verdict matrix
-// (internal/scenario) several times with a freshly built tare, and prints
+// (internal/testkit/scenario) several times with a freshly built tare, and prints
 // the confusion matrix of the level each was expected to get against the
 // level tare gave, each scenario's score, and the accuracy. The goal is
 // every run right. Scenarios marked pending (scenario.Scenario.Pending)
@@ -28,7 +28,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
 )
 
 // hostsApp is a WSGI app that writes each request's Host header to

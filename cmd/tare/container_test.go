@@ -11,8 +11,8 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/judge"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tare-dev/tare/internal/goldenfile"
-	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
 )
 
 // repoRoot is the repository, from this package's directory.
@@ -465,7 +465,7 @@ func testFuncs(t *testing.T) map[string][]string {
 
 // TestVerdictDocNamesEveryScenario: the table of docs/verdict.md's "The
 // scenario matrix" names every scenario of the verdict matrix by its name
-// in internal/scenario, and no scenario the matrix does not have.
+// in internal/testkit/scenario, and no scenario the matrix does not have.
 func TestVerdictDocNamesEveryScenario(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "verdict.md"))
 	if err != nil {
@@ -498,6 +498,6 @@ func TestVerdictDocNamesEveryScenario(t *testing.T) {
 		delete(documented, sc.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(documented)) {
-		t.Errorf("docs/verdict.md's matrix table names %q, which is no scenario of internal/scenario's Matrix", name)
+		t.Errorf("docs/verdict.md's matrix table names %q, which is no scenario of internal/testkit/scenario's Matrix", name)
 	}
 }

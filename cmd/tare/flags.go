@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"
 )
@@ -74,5 +75,5 @@ func (f *storeFlags) open(ctx context.Context) (tare.Store, error) {
 	if f.noStore {
 		return nil, nil
 	}
-	return store.Open(ctx, f.db)
+	return store.OpenWith(ctx, f.db, store.Settings{Processes: host.Processes{}})
 }

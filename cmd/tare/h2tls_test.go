@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/scenario"
-	"github.com/tare-dev/tare/internal/testpki"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
+	"github.com/tare-dev/tare/internal/testkit/testpki"
 	"github.com/tare-dev/tare/modelsim"
 )
 

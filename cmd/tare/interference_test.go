@@ -16,7 +16,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/judge"
 )
 

@@ -43,8 +43,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.reason }
 
-// exitCode maps the outcome of run to the process status: 0 success, 1 a
-// verdict or SLO that --fail-on asked to fail on, 2 usage or runtime errors.
+// exitCode maps the outcome of run to the process status: 0 success; an
+// *exitError's own code (exitSLO, 1, an SLO --fail-on slo failed on a
+// trustworthy run; exitInconclusive, 3, a verdict --fail-on asked to fail
+// on, or an SLO failed on a polluted run; 1 a deletion not confirmed; a
+// watched command's status); 2 usage, config or runtime errors.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 )

@@ -23,8 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	jdg "github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/session"
 	"github.com/tare-dev/tare/store"

@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"

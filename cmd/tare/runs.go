@@ -14,6 +14,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/atomicfile"
+	"github.com/tare-dev/tare/records"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
 )
@@ -173,12 +174,12 @@ model call or a queue job the first content token (first_token, ttft_ms).
 				targets = append(targets, t.Name)
 			}
 			// Validated before any file is made.
-			if _, err := report.NewExporter(io.Discard, format, s.Run.StartedAt, tick, targets); err != nil {
+			if _, err := records.NewExporter(io.Discard, format, s.Run.StartedAt, tick, targets); err != nil {
 				return session.Flagged(err, "format")
 			}
 			_, err = atomicfile.Write(cmp.Or(output, "-"), cmd.OutOrStdout(), "-o", func(w io.Writer) error {
 				bw := bufio.NewWriterSize(w, 256<<10)
-				exp, err := report.NewExporter(bw, format, s.Run.StartedAt, tick, targets)
+				exp, err := records.NewExporter(bw, format, s.Run.StartedAt, tick, targets)
 				if err != nil {
 					return err
 				}
@@ -193,7 +194,7 @@ model call or a queue job the first content token (first_token, ttft_ms).
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", report.FormatJSONL, "jsonl, csv or hdr")
+	cmd.Flags().StringVar(&format, "format", records.FormatJSONL, "jsonl, csv or hdr")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	return cmd
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/interfere"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/report"

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/scenario"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/scenario"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 )

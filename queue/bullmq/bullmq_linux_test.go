@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/queue/internal/queuetest"
@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The tests below load a real BullMQ worker (Node, bullmq pinned by
-// internal/testservice/testdata/bullmq/package-lock.json) whose "answer"
+// internal/testkit/testservice/testdata/bullmq/package-lock.json) whose "answer"
 // jobs call the simulated model over loopback. Each test has a
 // redis-server of its own.
 
@@ -146,7 +146,7 @@ func bullmqScript(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("node", append([]string{script}, args...)...)
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "internal", "testservice", "testdata", "bullmq")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "internal", "testkit", "testservice", "testdata", "bullmq")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node %s %v: %v\n%s", script, args, err, out)

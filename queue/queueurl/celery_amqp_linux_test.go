@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/queue/celery"
 	"github.com/tare-dev/tare/queue/internal/queuetest"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/queue/internal/queuetest"

@@ -1,4 +1,4 @@
-package report
+package records
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 var exportStart = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
@@ -77,7 +77,7 @@ func TestExportGolden(t *testing.T) {
 func TestJSONLRoundTrip(t *testing.T) {
 	results := seededResults(200)
 	var back []tare.Result
-	err := ReadRecords(bytes.NewReader(export(t, FormatJSONL, results)), func(r *tare.Result) error {
+	err := Read(bytes.NewReader(export(t, FormatJSONL, results)), func(r *tare.Result) error {
 		back = append(back, *r)
 		return nil
 	})
@@ -136,26 +136,26 @@ func TestExportUnknownFormat(t *testing.T) {
 	}
 }
 
-func TestReadRecordsErrors(t *testing.T) {
+func TestReadErrors(t *testing.T) {
 	for _, in := range []string{"{not json}\n", `{"seq": 1}` + "\n", "{}\n{\"seq\":\"x\"}\n"} {
-		err := ReadRecords(strings.NewReader(in), func(*tare.Result) error { return nil })
-		if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), "line ") {
-			t.Errorf("%q: err %v, want ErrRecord naming the line", in, err)
+		err := Read(strings.NewReader(in), func(*tare.Result) error { return nil })
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%q: err %v, want ErrMalformed naming the line", in, err)
 		}
 	}
 }
 
-func FuzzReadRecords(f *testing.F) {
+func FuzzRead(f *testing.F) {
 	f.Add(string(export(&testing.T{}, FormatJSONL, seededResults(3))))
 	f.Add(`{"seq":1,"scheduled":"2026-11-29T14:00:00Z","done":"2026-11-29T13:00:00Z"}`)
 	f.Add("\n\n{}")
 	f.Fuzz(func(t *testing.T, in string) {
-		err := ReadRecords(strings.NewReader(in), func(r *tare.Result) error {
+		err := Read(strings.NewReader(in), func(r *tare.Result) error {
 			_ = NewRecord(r)
 			return nil
 		})
-		if err != nil && !errors.Is(err, ErrRecord) {
-			t.Fatalf("error %v does not wrap ErrRecord", err)
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error %v does not wrap ErrMalformed", err)
 		}
 	})
 }
@@ -260,7 +260,7 @@ func TestExportNamesFirstAnswer(t *testing.T) {
 	old := `{"seq":1,"scheduled":"2026-11-29T14:00:00Z","sent":"2026-11-29T14:00:00.001Z","first_byte":"2026-11-29T14:00:00.041Z","done":"2026-11-29T14:00:00.091Z","status":200,"output_tokens":9,"token_source":"usage","ttft_ms":40}`
 	var back []tare.Result
 	in := strings.Join(lines[:2], "\n") + "\n" + old + "\n"
-	if err := ReadRecords(strings.NewReader(in), func(r *tare.Result) error { back = append(back, *r); return nil }); err != nil {
+	if err := Read(strings.NewReader(in), func(r *tare.Result) error { back = append(back, *r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []tare.Result{plain, model, model} {

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // Exclusive holds a machine-wide lock until the test ends, so that tests

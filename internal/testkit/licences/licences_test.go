@@ -11,7 +11,7 @@ import (
 )
 
 // script is scripts/licences, from this package's directory.
-var script = filepath.Join("..", "..", "scripts", "licences")
+var script = filepath.Join("..", "..", "..", "scripts", "licences")
 
 // run runs scripts/licences with args and returns its output and exit code.
 func run(t *testing.T, args ...string) (string, int) {
@@ -55,7 +55,7 @@ func module(t *testing.T, name string) string {
 }
 
 func TestCheckPassesOnProject(t *testing.T) {
-	out, code := run(t, "-C", filepath.Join("..", ".."), "check")
+	out, code := run(t, "-C", filepath.Join("..", "..", ".."), "check")
 	if code != 0 {
 		t.Fatalf("scripts/licences check on tare exited %d, want 0:\n%s", code, out)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // TestCPUCgroups: cgroups with a quota are made under the v1 cpu mount,

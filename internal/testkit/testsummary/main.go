@@ -8,7 +8,7 @@
 // that ran in this one: a test the suite skips on purpose to run it alone
 // afterwards (the scenario matrix) is not missing once it ran.
 //
-//	go test -json ./... | go run ./internal/testsummary -skips skips.txt
+//	go test -json ./... | go run ./internal/testkit/testsummary -skips skips.txt
 //
 // It exits 0 whatever the tests did: the caller keeps go test's status.
 package main

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/interfere"
-	"github.com/tare-dev/tare/internal/testservice"
+	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
 
 // TestSkipUnableHelper is not a test: TestSkipUnable runs it in a process

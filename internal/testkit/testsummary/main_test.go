@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/goldenfile"
+	"github.com/tare-dev/tare/internal/testkit/goldenfile"
 )
 
 // TestSummarise reads the go test -json of a module with a passing, a
