@@ -422,7 +422,7 @@ func holderOf(k probeChargeKey, c probeCharge) Holder {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
-	h := Holder{Kind: Kind(k.Kind), TGID: int(k.Tgid), Comm: string(b), Ancestors: pids(c.Ancestors)}
+	h := Holder{Kind: Kind(k.Kind), TGID: int(k.Tgid), Comm: string(b), Ancestors: asPIDs(c.Ancestors)}
 	if h.Kind == Watched {
 		h.Group = int(k.HolderGroup)
 	}

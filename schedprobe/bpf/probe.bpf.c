@@ -87,7 +87,7 @@ struct charge_key {
 struct charge {
 	__u64 wait_ns;
 	char comm[COMM_LEN]; // the holder's process's command at its latest charge
-	// The processes the holder's descended from when it was first charged:
+	// The processes the holder descended from when it was first charged:
 	// its parent, the parent's parent…; 0 past init or the ANCESTORS
 	// nearest. A child forked before its parent was watched and gone
 	// before tare looks again is its parent's (a database's backend).
