@@ -395,7 +395,11 @@ func blameOf(c *schedprobe.Counts, tick time.Duration, waiters map[int]tare.Proc
 // which the kernel cuts at 15 bytes) and, of another process that procs
 // holds, the root of its service. A holder the probe did not watch that
 // m finds in the system under test or tare (forked since the probe was
-// told whom to watch) is theirs.
+// told whom to watch) is theirs; one that procs does not hold (forked and
+// gone between two readings) is the system under test's when the nearest
+// of its ancestors that procs holds is: a backend a database forked for
+// one connection before the probe watched the postmaster is the
+// postmaster's.
 func ownerOf(h schedprobe.Holder, procs map[int]procStat, m *members) (owner, name string, root int) {
 	name = h.Comm
 	p, known := procs[h.TGID]
@@ -417,11 +421,28 @@ func ownerOf(h schedprobe.Holder, procs map[int]procStat, m *members) (owner, na
 		return tare.OwnerSUT, name, 0
 	case known && m != nil && m.tare[h.TGID]:
 		return tare.OwnerTare, name, 0
+	case !known && m != nil && descendsFrom(h.Ancestors, m.sut, procs):
+		return tare.OwnerSUT, name, 0
 	}
 	if known {
 		root = serviceRoot(h.TGID, procs)
 	}
 	return tare.OwnerOther, name, root // a busiest process tare check watches is another process all the same
+}
+
+// descendsFrom reports whether the nearest of ancestors (a process's
+// parent first) that set or procs holds is in set. An ancestor gone too
+// (a CGI script's shell) is passed over for its own parent.
+func descendsFrom(ancestors [schedprobe.Ancestry]int, set map[int]bool, procs map[int]procStat) bool {
+	for _, pid := range ancestors {
+		if set[pid] {
+			return true
+		}
+		if _, known := procs[pid]; known || pid <= 1 {
+			return false
+		}
+	}
+	return false
 }
 
 // sharePIDs are the processes of a ledger's share: a service's, or its one.

@@ -138,6 +138,60 @@ func TestBlameOfForkedMembers(t *testing.T) {
 	}
 }
 
+// TestOwnerOfGone: a process the probe did not watch, forked and gone
+// between two readings of the table (a backend PostgreSQL forked for one
+// connection before the probe watched the postmaster), is the system
+// under test's when the nearest of its ancestors the table holds is:
+// its parent, or past a parent gone too (a CGI script's shell), its
+// grandparent. One whose nearest known ancestor is another process, or
+// that the probe saw no ancestor of, is another's, named as the probe
+// named it.
+func TestOwnerOfGone(t *testing.T) {
+	procs := map[int]procStat{
+		1:   {PID: 1, Comm: "systemd"},
+		300: {PID: 300, Comm: "bash", PPID: 1},
+		500: {PID: 500, Comm: "postgres", PPID: 1},
+		600: {PID: 600, Comm: "apache2", PPID: 1},
+		601: {PID: 601, Comm: "apache2", PPID: 600},
+		700: {PID: 700, Comm: "cron", PPID: 1},
+		// 512 was a backend; its pid is another process's now
+		512: {PID: 512, Comm: "sleep", PPID: 700},
+		// 520 was forked by the postmaster and left its tree (a daemon)
+		520: {PID: 520, Comm: "postgres", PPID: 1},
+	}
+	m := newMembers()
+	m.find(procs, [][]int{{500}, {600}}, nil, nil)
+	ancestry := func(pids ...int) (a [schedprobe.Ancestry]int) {
+		copy(a[:], pids)
+		return a
+	}
+	for _, tc := range []struct {
+		name      string
+		tgid      int
+		comm      string
+		ancestors [schedprobe.Ancestry]int
+		owner     string
+		wantName  string
+	}{
+		{"a backend gone", 511, "postgres", ancestry(500, 1), tare.OwnerSUT, "postgres"},
+		{"a backend whose pid was reused", 512, "postgres", ancestry(500, 1), tare.OwnerSUT, "postgres"},
+		{"a CGI script whose shell is gone too", 620, "perl", ancestry(619, 601, 600, 1), tare.OwnerSUT, "perl"},
+		{"a neighbour's child gone", 310, "perl", ancestry(300, 1), tare.OwnerOther, "perl"},
+		{"a neighbour's grandchild, its parent gone", 311, "perl", ancestry(309, 300, 1), tare.OwnerOther, "perl"},
+		{"gone, no ancestor known", 320, "postgres", ancestry(), tare.OwnerOther, "postgres"},
+		{"gone, every ancestor gone up to init", 321, "postgres", ancestry(319, 318, 1), tare.OwnerOther, "postgres"},
+		{"alive, out of the tree since", 520, "postgres", ancestry(500, 1), tare.OwnerOther, "postgres"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedprobe.Holder{Kind: schedprobe.Other, TGID: tc.tgid, Comm: tc.comm, Ancestors: tc.ancestors}
+			owner, name, _ := ownerOf(h, procs, m)
+			if owner != tc.owner || name != tc.wantName {
+				t.Errorf("ownerOf(%+v) = %s %q, want %s %q", h, owner, name, tc.owner, tc.wantName)
+			}
+		})
+	}
+}
+
 // round rounds b's shares to 1e-9, as float sums leave them.
 func round(b *tare.Blame) {
 	r := func(v float64) float64 { return math.Round(v*1e9) / 1e9 }

@@ -94,7 +94,7 @@ func (c *Connects) Drain() ([]Connect, error) {
 		default:
 			continue
 		}
-		out = append(out, Connect{PID: int(k.Tgid), Ancestors: ancestors(tcpSeen[i]), TCP: netip.AddrPortFrom(addr, k.Dport)})
+		out = append(out, Connect{PID: int(k.Tgid), Ancestors: asPIDs(tcpSeen[i].Ancestors), TCP: netip.AddrPortFrom(addr, k.Dport)})
 	}
 	var uk connectUnixConnect
 	var unixKeys []connectUnixConnect
@@ -111,15 +111,17 @@ func (c *Connects) Drain() ([]Connect, error) {
 			return out, fmt.Errorf("connection tracer: forget a Unix connect: %w", err)
 		}
 		if name := unixName(k.Path[:min(int(k.Len), len(k.Path))]); name != "" {
-			out = append(out, Connect{PID: int(k.Tgid), Ancestors: ancestors(unixSeen[i]), Unix: name})
+			out = append(out, Connect{PID: int(k.Tgid), Ancestors: asPIDs(unixSeen[i].Ancestors), Unix: name})
 		}
 	}
 	return out, nil
 }
 
-func ancestors(s connectSeen) [Ancestry]int {
+// asPIDs are the ancestors the programs record, as ints. (Its argument's
+// type is how the build checks that both programs record Ancestry.)
+func asPIDs(ancestors [Ancestry]uint32) [Ancestry]int {
 	var out [Ancestry]int
-	for i, pid := range s.Ancestors {
+	for i, pid := range ancestors {
 		out[i] = int(pid)
 	}
 	return out

@@ -57,6 +57,12 @@ type Holder struct {
 	Group int    // the holder's own group, when Kind is Watched
 	TGID  int    // its process; 0 for Idle
 	Comm  string // its process's command (the thread group leader's comm)
+	// Ancestors are the processes an Other holder descended from when it
+	// was first charged: its parent, the parent's parent, and so on; 0
+	// past init or past the Ancestry nearest. A child forked before its
+	// parent was watched, and gone before the next Watch could name it
+	// (a database's backend for one connection), is told by its parent.
+	Ancestors [Ancestry]int
 }
 
 // Charge is wait of a group's threads behind one holder.
@@ -379,7 +385,7 @@ func (p *Probe) Read() (Counts, error) {
 		} else {
 			c.Charges = append(c.Charges, Charge{
 				Group:  int(key.Group),
-				Holder: holderOf(key, value.Comm),
+				Holder: holderOf(key, value),
 				Wait:   time.Duration(d),
 			})
 		}
@@ -453,15 +459,15 @@ func (p *Probe) Read() (Counts, error) {
 	return c, nil
 }
 
-func holderOf(k probeChargeKey, comm [16]int8) Holder {
-	b := make([]byte, 0, len(comm))
-	for _, ch := range comm {
+func holderOf(k probeChargeKey, c probeCharge) Holder {
+	b := make([]byte, 0, len(c.Comm))
+	for _, ch := range c.Comm {
 		b = append(b, byte(ch))
 	}
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
-	h := Holder{Kind: Kind(k.Kind), TGID: int(k.Tgid), Comm: string(b)}
+	h := Holder{Kind: Kind(k.Kind), TGID: int(k.Tgid), Comm: string(b), Ancestors: asPIDs(c.Ancestors)}
 	if h.Kind == Watched {
 		h.Group = int(k.HolderGroup)
 	}

@@ -14,9 +14,10 @@ import (
 )
 
 type probeCharge struct {
-	_      structs.HostLayout
-	WaitNs uint64
-	Comm   [16]int8
+	_         structs.HostLayout
+	WaitNs    uint64
+	Comm      [16]int8
+	Ancestors [4]uint32
 }
 
 type probeChargeKey struct {

@@ -150,8 +150,8 @@ func TestTwoNeighbours(t *testing.T) {
 
 // TestShortLived: a burst of short-lived processes on the busy loop's
 // CPU, each a `perl` that burns a few milliseconds and exits, is named
-// by its command, with many pids, though every one is gone before the
-// probe is read.
+// by its command, with many pids, and its parent (the burst's shell),
+// though every one is gone before the probe is read.
 func TestShortLived(t *testing.T) {
 	p := open(t)
 	interfere.Exclusive(t)
@@ -179,6 +179,9 @@ func TestShortLived(t *testing.T) {
 		if ch.Holder.Kind == Other && ch.Holder.Comm == "perl" {
 			waited += ch.Wait
 			pids = append(pids, ch.Holder.TGID)
+			if ch.Holder.Ancestors[0] != burst.Process.Pid {
+				t.Errorf("perl pid %d descended from %v, want the burst's shell (pid %d) first", ch.Holder.TGID, ch.Holder.Ancestors, burst.Process.Pid)
+			}
 		}
 	}
 	// The burst's CPU time, its perls' included (the shell waited for

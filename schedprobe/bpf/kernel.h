@@ -55,6 +55,7 @@ struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *group_leader;
+	struct task_struct *real_parent;
 	char comm[16];
 } __attribute__((preserve_access_index));
 

@@ -34,6 +34,7 @@
 // so that a group masked with GROUPS-1 is a bound the verifier accepts.
 #define GROUPS 8
 #define COMM_LEN 16
+#define ANCESTORS 4 // as connect.bpf.c's
 
 enum holder_kind {
 	HOLDER_OTHER = 0,   // a process nobody watches
@@ -86,6 +87,11 @@ struct charge_key {
 struct charge {
 	__u64 wait_ns;
 	char comm[COMM_LEN]; // the holder's process's command at its latest charge
+	// The processes the holder descended from when it was first charged:
+	// its parent, the parent's parent…; 0 past init or the ANCESTORS
+	// nearest. A child forked before its parent was watched and gone
+	// before tare looks again is its parent's (a database's backend).
+	__u32 ancestors[ANCESTORS];
 };
 
 struct {
@@ -182,6 +188,20 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ(o, state);
 }
 
+// ancestors_of fills out with the processes t descended from, nearest
+// first: read once per holder, when its charge is made.
+static __always_inline void ancestors_of(struct task_struct *t, __u32 *out)
+{
+	for (int i = 0; i < ANCESTORS; i++) {
+		t = BPF_CORE_READ(t, real_parent);
+		if (!t)
+			break;
+		out[i] = BPF_CORE_READ(t, tgid);
+		if (out[i] <= 1)
+			break; // init, or the idle task above it
+	}
+}
+
 // charge adds ns of wait of group's threads on the CPU of st to holder,
 // thread pid of process tgid.
 static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, struct cpu_state *st)
@@ -208,6 +228,8 @@ static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 
 	if (!c) {
 		struct charge fresh = {.wait_ns = ns};
 		BPF_CORE_READ_STR_INTO(&fresh.comm, holder, group_leader, comm);
+		if (key.kind == HOLDER_OTHER)
+			ancestors_of(holder, fresh.ancestors);
 		if (bpf_map_update_elem(&charges, &key, &fresh, BPF_NOEXIST) == 0)
 			return;
 		c = bpf_map_lookup_elem(&charges, &key); // made meanwhile on another CPU
