@@ -199,7 +199,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		defer stop()
 	}
 	cfg := session.DefaultConfig()
-	cfg.Run = tare.Run{Label: cmp.Or(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Version: version, Config: settings(cmd.Flags(), nil)}
+	cfg.Run = tare.Run{Label: cmp.Or(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Version: version, Config: recorded(cmd.Flags(), nil)}
 	if err := l.Into(&cfg); err != nil {
 		return err
 	}

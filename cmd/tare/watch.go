@@ -113,7 +113,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 
 			proc := session.NewChild(child)
 			run := tare.Run{Label: cmp.Or(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
-				Version: version, Config: settings(cmd.Flags(), nil)}
+				Version: version, Config: recorded(cmd.Flags(), nil)}
 			if st != nil {
 				run.ID = store.NewRunID()
 			}
