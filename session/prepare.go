@@ -294,19 +294,12 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 		// A queue run has an id even unstored: its jobs carry it.
 		run.ID = store.NewRunID()
 	}
-	cfg := DefaultConfig()
-	cfg.Store, cfg.Run = st, run
-	if err := l.Into(&cfg); err != nil {
-		return Config{}, err
-	}
-	cfg.Target, cfg.Depth = p.Target, p.depth
-	cfg.Connections = int(p.Spec.Target.Connections)
+	w := Window{Run: run, Load: &l, Target: p.Target, Depth: p.depth, Connections: int(p.Spec.Target.Connections),
+		Sampling: p.Sampling, SUTFoundBy: p.SUTFoundBy, Judging: p.Judging, Store: st}
 	if p.Mix != nil {
-		cfg.Mix = p.Mix
+		w.Mix = p.Mix // a nil *httptarget.Mix is not a nil TargetMix
 	}
-	cfg.Host, cfg.SUTFoundBy = p.Sampling, p.SUTFoundBy
-	cfg.Thresholds, cfg.SLO = p.Judging.Thresholds, p.Judging.SLO
-	return cfg, nil
+	return w.Config()
 }
 
 // Shard makes cfg, a window of p, this shard's part of it: its share of
