@@ -171,11 +171,11 @@ func (t *TargetSpec) PromptSource(toModel bool, seed uint64) (tare.Prompts, erro
 	}
 	switch {
 	case !toModel:
-		return nil, tare.Errorf(tare.EINVALID, "--prompts, --input-tokens and --output-tokens feed a model: give --model URL or --queue URL")
+		return nil, settings.Errorf("", "%s, %s and %s feed a model: give %s URL or %s URL", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"), settings.Name("model"), settings.Name("queue"))
 	case t.Prompt != "":
-		return nil, tare.Errorf(tare.EINVALID, "--prompt is one prompt for every request: drop it with --prompts, --input-tokens or --output-tokens")
+		return nil, settings.Errorf("prompt", "is one prompt for every request: drop it with %s, %s or %s", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"))
 	case t.Prompts != "" && t.InputTokens != "":
-		return nil, tare.Errorf(tare.EINVALID, "--input-tokens makes synthetic prompts: drop it with --prompts, whose prompts have their own lengths")
+		return nil, settings.Errorf("input-tokens", "makes synthetic prompts: drop it with %s, whose prompts have their own lengths", settings.Name("prompts"))
 	}
 	reply := t.OutputTokens == "reply"
 	var out prompts.Lengths
@@ -193,7 +193,7 @@ func (t *TargetSpec) PromptSource(toModel bool, seed uint64) (tare.Prompts, erro
 		return prompts.Dataset(ps, out, seed), nil
 	}
 	if reply {
-		return nil, tare.Errorf(tare.EINVALID, "--output-tokens reply takes the budget from a ShareGPT --prompts file: give one, or a length like 128,32")
+		return nil, settings.Errorf("output-tokens", "reply takes the budget from a ShareGPT %s file: give one, or a length like 128,32", settings.Name("prompts"))
 	}
 	var in prompts.Lengths // zero, with --output-tokens alone: the target's own prompt
 	if t.InputTokens != "" {
@@ -335,32 +335,32 @@ func (l *LoadSpec) Span() time.Duration {
 func (l *LoadSpec) check() error {
 	switch d := l.Span(); {
 	case l.Jobs < 0:
-		return tare.Errorf(tare.EINVALID, "--jobs must be 0 or more; got %d", l.Jobs)
+		return settings.Errorf("jobs", "must be 0 or more; got %d", l.Jobs)
 	case d < 0:
-		return tare.Errorf(tare.EINVALID, "--duration must be 0 or more, like 30s or 5m; got %s", d)
+		return settings.Errorf("duration", "must be 0 or more, like 30s or 5m; got %s", d)
 	case l.Jobs == 0 && d == 0 && len(l.Stages) == 0:
-		return tare.Errorf(tare.EINVALID, "the run needs an end: give --jobs N, --duration D, or both")
+		return settings.Errorf("", "the run needs an end: give %s N, %s D, or both", settings.Name("jobs"), settings.Name("duration"))
 	case l.MaxInFlight < 1:
-		return tare.Errorf(tare.EINVALID, "--max-inflight must be at least 1; got %d", l.MaxInFlight)
+		return settings.Errorf("max-inflight", "must be at least 1; got %d", l.MaxInFlight)
 	case l.Burstiness <= 0:
-		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
+		return settings.Errorf("burstiness", "must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
 	case l.Drain < 0:
-		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
+		return settings.Errorf("drain", "must be 0 or more; got %s", l.Drain)
 	case l.Engines < 0:
-		return tare.Errorf(tare.EINVALID, "--engines must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
+		return settings.Errorf("engines", "must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
 	case CheckWindow(l.Window) != nil:
 		return CheckWindow(l.Window)
 	case l.Warmup < 0:
-		return tare.Errorf(tare.EINVALID, "--warmup must be 0 or more, like 10s; got %s", l.Warmup)
+		return settings.Errorf("warmup", "must be 0 or more, like 10s; got %s", l.Warmup)
 	case len(l.Stages) > 0 && !l.RateDefault:
 		d := l.Duration
 		if d <= 0 {
 			d = time.Minute
 		}
-		return tare.Errorf(tare.EINVALID, "--stages sets the rate of every moment: drop --rate %s (a flat rate is one stage, like 0s:%s,%s:%s)", l.Rate, l.Rate, d, l.Rate)
+		return settings.Errorf("stages", "sets the rate of every moment: drop %s %s (a flat rate is one stage, like 0s:%s,%s:%s)", settings.Name("rate"), l.Rate, l.Rate, d, l.Rate)
 	}
 	if n := l.Length(); l.Warmup > 0 && n > 0 && l.Warmup >= n {
-		return tare.Errorf(tare.EINVALID, "--warmup %s is as long as the run (%s): nothing would be left to measure; give a shorter --warmup or a longer run", l.Warmup, n)
+		return settings.Errorf("warmup", "%s is as long as the run (%s): nothing would be left to measure; give a shorter %s or a longer run", l.Warmup, n, settings.Name("warmup"))
 	}
 	return nil
 }
@@ -371,7 +371,7 @@ func CheckWindow(w string) error {
 	if w == "" || tare.IsWindow(w) {
 		return nil
 	}
-	return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, w)
+	return settings.Errorf("window", "must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, w)
 }
 
 // Length is how long the arrivals last: the duration, or the jobs at the
@@ -441,21 +441,19 @@ func (h *HostSpec) Fields() []settings.Field {
 // is tare, the PIDs the system under test.
 func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	if h.Tick < host.MinTick {
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", host.MinTick, h.Tick)
+		return host.Config{}, settings.Errorf("tick", "must be %s or more; got %s", host.MinTick, h.Tick)
 	}
-	switch h.SchedProbe {
-	case "", "auto", "off":
-	default:
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--sched-probe must be auto or off; got %q", h.SchedProbe)
+	if err := settings.Check(h.Fields()...); err != nil { // --sched-probe
+		return host.Config{}, err
 	}
 	for _, pid := range h.PIDs {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
+			return host.Config{}, settings.Errorf("pid", "%d: no such process", pid)
 		}
 	}
 	for _, x := range h.Exclude {
 		if x == "" || !isDigits(x) && len(x) > 15 {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--exclude-process %q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
+			return host.Config{}, settings.Errorf("exclude-process", "%q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
 		}
 	}
 	if h.Cgroup != "" {
@@ -467,10 +465,10 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	for _, d := range h.RuntimeDirs {
 		name, dir, ok := strings.Cut(d, "=")
 		if !ok {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: want RUNTIME=DIR, like docker=/data/docker", d)
+			return host.Config{}, settings.Errorf("runtime-dir", "%q: want RUNTIME=DIR, like docker=/data/docker", d)
 		}
 		if err := rt.SetDir(name, dir); err != nil {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
+			return host.Config{}, settings.Errorf("runtime-dir", "%q: %v", d, err)
 		}
 	}
 	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt, SchedProbe: h.SchedProbe != "off"}
@@ -574,7 +572,7 @@ func (j *JudgeSpec) Fields() []settings.Field {
 		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: settings.Int(&th.LatencyTicks), Usage: "ticks of latency moving while the work in the system (requests in flight, jobs queued and in service) stays flat that fire the signal"},
 		{Flag: "latency-ticks-share", Key: "thresholds.latency-ticks-share", Value: settings.Percent(&th.LatencyShare), Usage: "or the share of ticks (%) of latency moving while the work in the system stays flat that fires the signal"},
 		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: settings.Duration(&th.LatencyFloor), Usage: "smallest rise over the median tick p95 that counts as latency moving"},
-		{Flag: "latency-p", Key: "thresholds.latency-p", Value: settings.Float64(&th.LatencyChance), Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
+		{Flag: "latency-p", Key: "thresholds.latency-p", Value: settings.Probability(&th.LatencyChance), Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
 		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: settings.Duration(&th.SendLagP99), Usage: "send-lag p99 above which the generator counts as starved"},
 		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: settings.Float64(new(float64)), Usage: "no longer used",
 			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
@@ -594,24 +592,17 @@ type Judging struct {
 // Judging checks the spec and parses the SLO.
 func (j *JudgeSpec) Judging() (Judging, error) {
 	out := Judging{Thresholds: j.Thresholds, FailOn: j.FailOn}
-	switch j.FailOn {
-	case "", "polluted", "suspect", "slo":
-	default:
-		return out, tare.Errorf(tare.EINVALID, "--fail-on must be polluted, suspect or slo; got %q", j.FailOn)
+	fields := j.Fields()
+	// --fail-on first, then the shares and the p-value, each by its own rule.
+	if err := settings.Check(settings.Lookup(fields, "fail-on")); err != nil {
+		return out, err
+	}
+	if err := settings.Check(fields...); err != nil {
+		return out, err
 	}
 	th := &j.Thresholds
-	for name, v := range map[string]float64{"--steal-threshold": th.Steal, "--steal-ticks": th.StealTicks, "--throttled-ticks": th.ThrottledTicks,
-		"--run-delay-threshold": th.RunDelay, "--neighbour-threshold": th.Neighbours, "--neighbour-ticks": th.NeighbourTicks,
-		"--latency-ticks-share": th.LatencyShare} {
-		if v < 0 || v > 100 {
-			return out, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
-		}
-	}
-	if !(th.LatencyChance > 0 && th.LatencyChance <= 1) {
-		return out, tare.Errorf(tare.EINVALID, "--latency-p must be a probability above 0 and at most 1, like 0.01; got %g", th.LatencyChance)
-	}
 	if th.LatencyFactor <= 1 {
-		return out, tare.Errorf(tare.EINVALID, "--latency-factor must be above 1; got %g", th.LatencyFactor)
+		return out, settings.Errorf("latency-factor", "must be above 1; got %g", th.LatencyFactor)
 	}
 	switch {
 	case j.SLO != "":
@@ -621,7 +612,7 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 		}
 		out.SLO = slo
 	case j.FailOn == "slo":
-		return out, tare.Errorf(tare.EINVALID, "--fail-on slo needs an --slo, like --slo p95<=2s")
+		return out, settings.Errorf("fail-on", "slo needs an %s, like %s p95<=2s", settings.Name("slo"), settings.Name("slo"))
 	}
 	return out, nil
 }
@@ -631,7 +622,7 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 // fail (or pass) on nothing.
 func (j *JudgeSpec) HostOnly(command string) error {
 	if j.SLO != "" || j.FailOn == "slo" {
-		return tare.Errorf(tare.EINVALID, "%s sees no latency of its own, so --slo has nothing to judge: drop --slo (and --fail-on slo), judge the tool's own report, or measure with tare run", command)
+		return settings.Errorf("", "%s sees no latency of its own, so %s has nothing to judge: drop %s (and %s slo), judge the tool's own report, or measure with tare run", command, settings.Name("slo"), settings.Name("slo"), settings.Name("fail-on"))
 	}
 	return nil
 }
@@ -663,7 +654,7 @@ func (s *SweepSpec) Fields() []settings.Field {
 func (s *SweepSpec) Plan() (judge.SweepPlan, error) {
 	p := judge.SweepPlan{From: float64(s.From), To: float64(s.To), Step: float64(s.Step), Narrow: s.Narrow}
 	if s.Cooldown < 0 {
-		return p, tare.Errorf(tare.EINVALID, "--cooldown must be 0 or more; got %s", s.Cooldown)
+		return p, settings.Errorf("cooldown", "must be 0 or more; got %s", s.Cooldown)
 	}
 	return p, p.Validate()
 }

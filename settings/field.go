@@ -74,7 +74,7 @@ func (f Field) Parse(text string) error {
 // error to be flagged.
 func Check(fields ...Field) error {
 	for _, f := range fields {
-		if c, ok := f.Value.(Checker); ok && f.Retired == "" {
+		if c, ok := f.Value.(Checker); ok && f.Retired == "" { // a zero Field has no Value
 			if err := c.Check(); err != nil {
 				e, ok := err.(*Error)
 				if !ok {
@@ -105,4 +105,14 @@ func Accepted(typ string) string {
 		return "a rate like 200/s, 12/m or 3/h"
 	}
 	return "a valid " + typ
+}
+
+// Lookup is the field of fields that flag sets; the zero Field if none.
+func Lookup(fields []Field, flag string) Field {
+	for _, f := range fields {
+		if f.Flag == flag {
+			return f
+		}
+	}
+	return Field{}
 }

@@ -209,3 +209,20 @@ func (v *intsValue) Replace(items []string) error {
 	*v.p = ns
 	return nil
 }
+
+// probabilityValue is a probability above 0 and at most 1: a p-value.
+type probabilityValue float64
+
+// Probability is a setting of a probability above 0 and at most 1.
+func Probability(p *float64) Value              { return (*probabilityValue)(p) }
+func (v *probabilityValue) Set(s string) error { return (*float64Value)(v).Set(s) }
+func (v *probabilityValue) String() string     { return (*float64Value)(v).String() }
+func (v *probabilityValue) Type() string       { return "float64" }
+
+// Check refuses a probability of 0 or less, or above 1.
+func (v *probabilityValue) Check() error {
+	if f := float64(*v); !(f > 0 && f <= 1) {
+		return &Error{Want: "a probability above 0 and at most 1, like 0.01", Got: fmt.Sprintf("%g", f)}
+	}
+	return nil
+}
