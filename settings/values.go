@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/csv"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 type stringValue string
 
 // String is a setting of any text.
-func String(p *string) Value             { return (*stringValue)(p) }
+func String(p *string) Value              { return (*stringValue)(p) }
 func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
 func (v *stringValue) String() string     { return string(*v) }
 func (v *stringValue) Type() string       { return "string" }
@@ -37,7 +38,15 @@ func (v *stringsValue) Set(s string) error {
 	*v.p = append(*v.p, s)
 	return nil
 }
-func (v *stringsValue) String() string     { return "[" + strings.Join(*v.p, ",") + "]" }
+
+// String is the items as CSV in brackets, as pflag prints a StringArray.
+func (v *stringsValue) String() string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.Write(*v.p) // into a strings.Builder: it cannot fail
+	w.Flush()
+	return "[" + strings.TrimSuffix(b.String(), "\n") + "]"
+}
 func (v *stringsValue) Type() string       { return "stringArray" }
 func (v *stringsValue) GetSlice() []string { return slices.Clone(*v.p) }
 
@@ -150,7 +159,7 @@ func (v *durationValue) Type() string   { return "duration" }
 type percentValue float64
 
 // Percent is a setting of a share in %, from 0 to 100.
-func Percent(p *float64) Value              { return (*percentValue)(p) }
+func Percent(p *float64) Value             { return (*percentValue)(p) }
 func (v *percentValue) Set(s string) error { return (*float64Value)(v).Set(s) }
 func (v *percentValue) String() string     { return (*float64Value)(v).String() }
 func (v *percentValue) Type() string       { return "float64" }
@@ -171,9 +180,9 @@ type enumValue struct {
 
 // Enum is a setting of one of words, or "" for its default.
 func Enum(p *string, words ...string) Value { return &enumValue{p: p, words: words} }
-func (v *enumValue) Set(s string) error   { *v.p = s; return nil }
-func (v *enumValue) String() string       { return *v.p }
-func (v *enumValue) Type() string         { return "string" }
+func (v *enumValue) Set(s string) error     { *v.p = s; return nil }
+func (v *enumValue) String() string         { return *v.p }
+func (v *enumValue) Type() string           { return "string" }
 
 // Check refuses a word not among the setting's.
 func (v *enumValue) Check() error {
@@ -214,7 +223,7 @@ func (v *intsValue) Replace(items []string) error {
 type probabilityValue float64
 
 // Probability is a setting of a probability above 0 and at most 1.
-func Probability(p *float64) Value              { return (*probabilityValue)(p) }
+func Probability(p *float64) Value             { return (*probabilityValue)(p) }
 func (v *probabilityValue) Set(s string) error { return (*float64Value)(v).Set(s) }
 func (v *probabilityValue) String() string     { return (*float64Value)(v).String() }
 func (v *probabilityValue) Type() string       { return "float64" }
