@@ -122,3 +122,41 @@ func DefaultConfig() Config {
 // DefaultProgressEvery is how often the live line is refreshed where it
 // is not a terminal.
 const DefaultProgressEvery = 5 * time.Second
+
+// Window is what one window's Config is built from, for every command:
+// run, sweep and protocol (through Prepared.Window), demo, watch and check.
+type Window struct {
+	Run tare.Run
+	// Load is the arrivals of tare's own, nil for a window that sends
+	// none (tare watch, tare check); Target, Depth, Mix and Connections
+	// are what it is sent to.
+	Load        *LoadSpec
+	Target      tare.Target
+	Depth       func(context.Context) (float64, error)
+	Mix         TargetMix
+	Connections int
+
+	Sampling   host.Config
+	SUTFoundBy string
+	Judging    Judging
+	Store      tare.Store // nil: the window is not stored
+}
+
+// Config is the window's Config, from DefaultConfig: the load's schedule
+// checked and built (LoadSpec.Into), the hooks left to the caller.
+func (w Window) Config() (Config, error) {
+	cfg := DefaultConfig()
+	cfg.Run, cfg.Store = w.Run, w.Store
+	if w.Load != nil {
+		if err := w.Load.Into(&cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	cfg.Target, cfg.Depth, cfg.Connections = w.Target, w.Depth, w.Connections
+	if w.Mix != nil {
+		cfg.Mix = w.Mix
+	}
+	cfg.Host, cfg.SUTFoundBy = w.Sampling, w.SUTFoundBy
+	cfg.Thresholds, cfg.SLO = w.Judging.Thresholds, w.Judging.SLO
+	return cfg, nil
+}

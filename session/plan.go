@@ -14,6 +14,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/protocol"
+	"github.com/tare-dev/tare/settings"
 )
 
 // Plan is a protocol plan file read into a Spec: the window each of its
@@ -57,7 +58,7 @@ func ReadPlan(path string) (*Plan, error) {
 			retired[k] = f.Retired
 			continue
 		}
-		keys[k] = isList(f)
+		keys[k] = f.List()
 	}
 	if pl.Plan, err = protocol.ParsePlan(path, f, keys, retired); err != nil {
 		return nil, err
@@ -70,8 +71,12 @@ func ReadPlan(path string) (*Plan, error) {
 		case slices.Contains([]string{"targets", "prompts", "unix-socket", "cacert", "cert", "key"}, field.Flag) && v != "" && !filepath.IsAbs(v):
 			v = filepath.Join(dir, v)
 		}
-		if err := field.Set(v); err != nil {
-			return nil, pl.SettingError(s, err, tare.ErrorMessage(err))
+		if err := field.Value.Set(v); err != nil {
+			msg := tare.ErrorMessage(err) // the value's own words, when it has them
+			if _, own := errors.AsType[*tare.Error](err); !own {
+				msg = field.Word() + settings.As(settings.Invalid(field.Flag, field.Value, v, err)).Rest(pl.name)
+			}
+			return nil, pl.SettingError(s, err, msg)
 		}
 		pl.given[field.Flag] = true
 	}
@@ -170,53 +175,57 @@ func (pl *Plan) Compare(ctx context.Context, st tare.Store, id string, slo judge
 // extra.
 func (pl *Plan) Config(extra map[string]string) map[string]string {
 	given := func(flag string) bool { return pl.given[flag] }
-	cfg := RunConfig(pl.Spec.Fields(), given, extra)
+	cfg := settings.Record(settings.Given(pl.Spec.Fields(), given), extra)
 	if pl.Sweep != nil {
-		for k, v := range RunConfig(pl.Sweep.Fields(), given, nil) {
+		for k, v := range settings.Record(settings.Given(pl.Sweep.Fields(), given), nil) {
 			cfg["sweep."+k] = v
 		}
 	}
 	return cfg
 }
 
-// Error turns an error that names a flag ("--rate must …") into one that
-// names the plan's line and key.
-func (pl *Plan) Error(err error) error {
-	msg := tare.ErrorMessage(err)
+// fields are every field of the plan.
+func (pl *Plan) fields() []settings.Field {
 	fields := pl.Spec.Fields()
 	if pl.Sweep != nil {
 		fields = append(fields, pl.Sweep.Fields()...)
 	}
-	for i := len(pl.Settings) - 1; i >= 0; i-- {
-		s := pl.Settings[i]
-		for _, f := range fields {
-			rest, ok := strings.CutPrefix(msg, "--"+f.Flag)
-			if f.Key == s.Key && ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
-				return pl.SettingError(s, err, f.word()+inPlanWords(rest, fields))
+	return fields
+}
+
+// name words a setting as a plan does: by its key ("rate:"), or by its
+// flag when a plan cannot set it.
+func (pl *Plan) name(flag string) string {
+	for _, f := range pl.fields() {
+		if f.Flag == flag && f.Key != "" {
+			return f.Key + ":"
+		}
+	}
+	return settings.Flag(flag)
+}
+
+// Error words an error about the spec in the plan's terms: at the line
+// and key of the setting at fault when the plan set it ("stages sets the
+// rate of every moment: drop rate: 2/s"), each setting by its key.
+func (pl *Plan) Error(err error) error {
+	e := settings.As(err)
+	if e.Field != "" {
+		for i := len(pl.Settings) - 1; i >= 0; i-- {
+			s := pl.Settings[i]
+			for _, f := range pl.fields() {
+				if f.Flag == e.Field && f.Key == s.Key {
+					return pl.SettingError(s, err, f.Word()+e.Rest(pl.name))
+				}
 			}
 		}
 	}
 	// A key the plan did not set, or no key at all.
-	return pl.Errorf("", err, "%s", inPlanWords(msg, fields))
-}
-
-// inPlanWords names each flag of msg that a plan key sets by its key:
-// "drop --rate 2/s" becomes "drop rate: 2/s".
-func inPlanWords(msg string, fields []Field) string {
-	fields = slices.Clone(fields)
-	// --redirects-cross-host before --redirects.
-	slices.SortFunc(fields, func(a, b Field) int { return len(b.Flag) - len(a.Flag) })
-	for _, f := range fields {
-		if f.Key != "" {
-			msg = strings.ReplaceAll(msg, "--"+f.Flag, f.Key+":")
-		}
-	}
-	return msg
+	return pl.Errorf("", err, "%s", e.Words(pl.name))
 }
 
 // byKey indexes fields by their plan key; "headers" is header too.
-func byKey(lists ...[]Field) map[string]Field {
-	m := map[string]Field{}
+func byKey(lists ...[]settings.Field) map[string]settings.Field {
+	m := map[string]settings.Field{}
 	for _, l := range lists {
 		for _, f := range l {
 			if f.Key != "" {
@@ -226,9 +235,4 @@ func byKey(lists ...[]Field) map[string]Field {
 	}
 	m["headers"] = m["header"]
 	return m
-}
-
-func isList(f Field) bool {
-	_, ok := f.Value.(*[]string)
-	return ok
 }

@@ -175,3 +175,23 @@ func TestPlanContainer(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanModelName: a plan names the model of each request as tare run's
+// --model-name does (the example of a new setting: one Field line), and
+// its runs record it.
+func TestPlanModelName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte("model: http://127.0.0.1:9/v1\nmodel-name: qwen-sim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := ReadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pl.Spec.Target.ModelName; got != "qwen-sim" {
+		t.Errorf("model-name %q; want the plan's", got)
+	}
+	if got := pl.Config(nil)["model-name"]; got != "qwen-sim" {
+		t.Errorf("recorded model-name %q; want the plan's", got)
+	}
+}

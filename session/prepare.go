@@ -22,6 +22,7 @@ import (
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/queue/queueurl"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/store"
 )
 
@@ -85,7 +86,7 @@ func Prepare(ctx context.Context, spec *Spec, command string) (*Prepared, error)
 // build checks the target's settings and builds it.
 func build(ctx context.Context, t *TargetSpec, command string, l *LoadSpec) (*Prepared, error) {
 	if t.Timeout <= 0 {
-		return nil, tare.Errorf(tare.EINVALID, "--timeout must be positive, like 30s; got %s", t.Timeout)
+		return nil, settings.Errorf("timeout", "must be positive, like 30s; got %s", t.Timeout)
 	}
 	if err := t.checkConnections(); err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		return buildMix(t, header, l, tlsConfig)
 	}
 	if t.TargetsOrder {
-		return nil, tare.Errorf(tare.EINVALID, "--targets-order needs --targets FILE")
+		return nil, settings.Errorf("targets-order", "needs %s FILE", settings.Name("targets"))
 	}
 	ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
 	if err != nil {
@@ -129,17 +130,17 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 	}
 	switch {
 	case given > 1:
-		return nil, tare.Errorf(tare.EINVALID, "give one target: --url for HTTP, --model for a model endpoint or --queue for a job queue")
+		return nil, settings.Errorf("", "give one target: %s for HTTP, %s for a model endpoint or %s for a job queue", settings.Name("url"), settings.Name("model"), settings.Name("queue"))
 	case t.MaxTokens < 0:
-		return nil, tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", t.MaxTokens)
+		return nil, settings.Errorf("max-tokens", "must be 0 or more; got %d", t.MaxTokens)
 	case t.Redirects < 0:
-		return nil, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
+		return nil, settings.Errorf("redirects", "must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
 	case t.Queue != "":
 		if t.JobTimeout <= 0 {
-			return nil, tare.Errorf(tare.EINVALID, "--job-timeout must be positive, like 5m; got %s", t.JobTimeout)
+			return nil, settings.Errorf("job-timeout", "must be positive, like 5m; got %s", t.JobTimeout)
 		}
 		if t.WaitWorkers < 0 {
-			return nil, tare.Errorf(tare.EINVALID, "--wait-workers must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
+			return nil, settings.Errorf("wait-workers", "must be 0 (do not check) or more, like 10s; got %s", t.WaitWorkers)
 		}
 		args, err := queue.ParseJobArgsFor(t.Queue, t.JobArgs, t.JobKwargs)
 		if err != nil {
@@ -176,18 +177,18 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		}
 		return &Prepared{Target: h, Name: h.String(), close: h.Close}, nil
 	}
-	return nil, tare.Errorf(tare.EINVALID, "%s needs a target: give --url http://HOST:PORT/PATH, --model http://HOST:PORT/v1 or --queue redis://HOST:6379/0", command)
+	return nil, settings.Errorf("", "%s needs a target: give %s http://HOST:PORT/PATH, %s http://HOST:PORT/v1 or %s redis://HOST:6379/0", command, settings.Name("url"), settings.Name("model"), settings.Name("queue"))
 }
 
 // buildMix is the mix of a targets file's requests.
 func buildMix(t *TargetSpec, header http.Header, l *LoadSpec, tlsConfig *tls.Config) (*Prepared, error) {
 	switch {
 	case t.URL != "" || t.Model != "" || t.Queue != "":
-		return nil, tare.Errorf(tare.EINVALID, "--targets names the requests: drop --url, --model and --queue")
+		return nil, settings.Errorf("targets", "names the requests: drop %s, %s and %s", settings.Name("url"), settings.Name("model"), settings.Name("queue"))
 	case t.Body != "" || t.Method != "":
-		return nil, tare.Errorf(tare.EINVALID, "--targets sets each request's method and body: drop --body and --method (-X), and write them in the file")
+		return nil, settings.Errorf("targets", "sets each request's method and body: drop %s and %s (-X), and write them in the file", settings.Name("body"), settings.Name("method"))
 	case t.Redirects < 0:
-		return nil, tare.Errorf(tare.EINVALID, "--redirects must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
+		return nil, settings.Errorf("redirects", "must be 0 (follow none) or more, like %d; got %d", httptarget.DefaultRedirects, t.Redirects)
 	}
 	reqs, err := httptarget.ReadTargets(t.Targets)
 	if err != nil {
@@ -211,9 +212,9 @@ func (t *TargetSpec) checkConnections() error {
 	if t.Queue != "" && t.URL == "" && t.Model == "" && t.Targets == "" {
 		switch {
 		case t.UnixSocket != "":
-			return tare.Errorf(tare.EINVALID, "--unix-socket is for --url, --targets and --model: a --queue names its Redis in its URL; drop --unix-socket")
+			return settings.Errorf("unix-socket", "is for %s, %s and %s: a %s names its Redis in its URL; drop %s", settings.Name("url"), settings.Name("targets"), settings.Name("model"), settings.Name("queue"), settings.Name("unix-socket"))
 		case t.Connections > 0:
-			return tare.Errorf(tare.EINVALID, "--connections is for --url, --targets and --model: a --queue target keeps one Redis connection pool of its own; drop --connections")
+			return settings.Errorf("connections", "is for %s, %s and %s: a %s target keeps one Redis connection pool of its own; drop %s", settings.Name("url"), settings.Name("targets"), settings.Name("model"), settings.Name("queue"), settings.Name("connections"))
 		}
 	}
 	if t.UnixSocket == "" {
@@ -221,14 +222,14 @@ func (t *TargetSpec) checkConnections() error {
 	}
 	const like = "like /run/gunicorn.sock"
 	if strings.HasPrefix(t.UnixSocket, "@") {
-		return tare.Errorf(tare.EINVALID, "--unix-socket %q: an abstract socket name is not supported; give the path of a socket file, %s", t.UnixSocket, like)
+		return settings.Errorf("unix-socket", "%q: an abstract socket name is not supported; give the path of a socket file, %s", t.UnixSocket, like)
 	}
 	fi, err := os.Stat(t.UnixSocket)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return tare.Errorf(tare.EINVALID, "--unix-socket %q: no such file; give the path of the socket the server listens on, %s", t.UnixSocket, like)
+		return settings.Errorf("unix-socket", "%q: no such file; give the path of the socket the server listens on, %s", t.UnixSocket, like)
 	case err != nil:
-		return tare.Errorf(tare.EINVALID, "--unix-socket %q: %v", t.UnixSocket, errors.Unwrap(err))
+		return settings.Errorf("unix-socket", "%q: %v", t.UnixSocket, errors.Unwrap(err))
 	case fi.Mode()&fs.ModeSocket == 0:
 		what := "a regular file"
 		if fi.IsDir() {
@@ -236,7 +237,7 @@ func (t *TargetSpec) checkConnections() error {
 		} else if !fi.Mode().IsRegular() {
 			what = "not a socket (" + fi.Mode().Type().String() + ")"
 		}
-		return tare.Errorf(tare.EINVALID, "--unix-socket %q is %s, not a Unix socket; give the path of the socket the server listens on, %s", t.UnixSocket, what, like)
+		return settings.Errorf("unix-socket", "%q is %s, not a Unix socket; give the path of the socket the server listens on, %s", t.UnixSocket, what, like)
 	}
 	return nil
 }
@@ -295,19 +296,12 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 		// A queue run has an id even unstored: its jobs carry it.
 		run.ID = store.NewRunID()
 	}
-	cfg := DefaultConfig()
-	cfg.Store, cfg.Run = st, run
-	if err := l.Into(&cfg); err != nil {
-		return Config{}, err
-	}
-	cfg.Target, cfg.Depth = p.Target, p.depth
-	cfg.Connections = int(p.Spec.Target.Connections)
+	w := Window{Run: run, Load: &l, Target: p.Target, Depth: p.depth, Connections: int(p.Spec.Target.Connections),
+		Sampling: p.Sampling, SUTFoundBy: p.SUTFoundBy, Judging: p.Judging, Store: st}
 	if p.Mix != nil {
-		cfg.Mix = p.Mix
+		w.Mix = p.Mix // a nil *httptarget.Mix is not a nil TargetMix
 	}
-	cfg.Host, cfg.SUTFoundBy = p.Sampling, p.SUTFoundBy
-	cfg.Thresholds, cfg.SLO = p.Judging.Thresholds, p.Judging.SLO
-	return cfg, nil
+	return w.Config()
 }
 
 // Shard makes cfg, a window of p, this shard's part of it: its share of

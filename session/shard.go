@@ -15,6 +15,7 @@ import (
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/settings"
 )
 
 // ShardSpec splits one run's load over several generators (tare run
@@ -29,14 +30,14 @@ type ShardSpec struct {
 	Shards     int
 }
 
-func (f *ShardSpec) Fields() []Field {
-	return []Field{
-		{Flag: "shard", Value: &f.Shard, Usage: "this generator's share of the load, i/N like 2/4: poisson arrivals at rate/N from a seed of its own, other processes dealt round-robin; use one --db postgres://… for all N"},
-		{Flag: "shard-index", Value: &f.Index, Usage: "with --shards N: this generator is shard K+1 of N, K counted from 0 as an Indexed Job's JOB_COMPLETION_INDEX is (--shard-index=$(JOB_COMPLETION_INDEX) in a pod's args)"},
-		{Flag: "start-at", Value: &f.StartAt, Usage: "start the arrivals at this instant (RFC 3339, like 2026-11-29T14:00:00Z, or Unix seconds), so that the shards start together"},
-		{Flag: "run-id", Value: &f.RunID, Usage: "the run id the shards share (default with --shard: derived from --label and --start-at, the same on every shard)"},
-		{Flag: "coordinate", Value: &f.Coordinate, Usage: "start with the other shards through this Redis (redis://…): all start together once all have joined, and each measures its clock against Redis TIME"},
-		{Flag: "shards", Value: &f.Shards, Usage: "the number of shards: with --shard-index K this is shard K+1; with --coordinate alone each takes the next free index"},
+func (f *ShardSpec) Fields() []settings.Field {
+	return []settings.Field{
+		{Flag: "shard", Value: settings.String(&f.Shard), Usage: "this generator's share of the load, i/N like 2/4: poisson arrivals at rate/N from a seed of its own, other processes dealt round-robin; use one --db postgres://… for all N"},
+		{Flag: "shard-index", Value: settings.String(&f.Index), Usage: "with --shards N: this generator is shard K+1 of N, K counted from 0 as an Indexed Job's JOB_COMPLETION_INDEX is (--shard-index=$(JOB_COMPLETION_INDEX) in a pod's args)"},
+		{Flag: "start-at", Value: settings.String(&f.StartAt), Usage: "start the arrivals at this instant (RFC 3339, like 2026-11-29T14:00:00Z, or Unix seconds), so that the shards start together"},
+		{Flag: "run-id", Value: settings.String(&f.RunID), Usage: "the run id the shards share (default with --shard: derived from --label and --start-at, the same on every shard)"},
+		{Flag: "coordinate", Value: settings.String(&f.Coordinate), Usage: "start with the other shards through this Redis (redis://…): all start together once all have joined, and each measures its clock against Redis TIME"},
+		{Flag: "shards", Value: settings.Int(&f.Shards), Usage: "the number of shards: with --shard-index K this is shard K+1; with --coordinate alone each takes the next free index"},
 	}
 }
 

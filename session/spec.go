@@ -1,13 +1,9 @@
 package session
 
 import (
-	"cmp"
-	"encoding"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,12 +17,14 @@ import (
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/prompts"
 	"github.com/tare-dev/tare/queue"
+	"github.com/tare-dev/tare/settings"
 )
 
 // Spec is one window as a user asks for it: what tare run's flags and a
 // plan file's keys say, typed, starting from tare run's defaults. The
-// command line and the plan fill the same fields (Fields); Prepare checks
-// them once and builds what every window of the spec shares.
+// command line and the plan fill the same fields (Fields, each a
+// settings.Field); Prepare checks them once and builds what every window
+// of the spec shares.
 type Spec struct {
 	Target TargetSpec
 	Load   LoadSpec
@@ -46,162 +44,8 @@ func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
 }
 
 // Fields are every field of the spec.
-func (s *Spec) Fields() []Field {
+func (s *Spec) Fields() []settings.Field {
 	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
-}
-
-// Field is one setting: the flag that sets it, the plan key that sets it
-// ("" where a plan cannot), its help, and the field it fills.
-type Field struct {
-	Flag, Short string
-	Key         string
-	Usage       string
-	// Value points at the field: *string, *[]string, *int, *[]int,
-	// *uint64, *float64, *bool, *time.Duration, or a
-	// encoding.TextUnmarshaler such as *arrival.Rate.
-	Value any
-	// Retired says why a setting no longer does anything: its flag is
-	// deprecated with that message, and its plan key ignored with a
-	// warning and never listed among the keys to use. "" for a live one.
-	Retired string
-}
-
-// Set sets the field from a plan's text, one item at a time for a list.
-// A bad value is an error in the plan's words: "jobs must be a whole
-// number; got "many"".
-func (f Field) Set(text string) error {
-	var err error
-	switch p := f.Value.(type) {
-	case *string:
-		*p = text
-	case *[]string:
-		*p = append(*p, text)
-	case *int:
-		*p, err = strconv.Atoi(text)
-	case *[]int:
-		var n int
-		if n, err = strconv.Atoi(text); err == nil {
-			*p = append(*p, n)
-		}
-	case *uint64:
-		*p, err = strconv.ParseUint(text, 10, 64)
-	case *float64:
-		*p, err = strconv.ParseFloat(text, 64)
-	case *bool:
-		*p, err = strconv.ParseBool(text)
-	case *time.Duration:
-		*p, err = time.ParseDuration(text)
-	case encoding.TextUnmarshaler:
-		if err := p.UnmarshalText([]byte(text)); err != nil {
-			if _, ok := err.(*tare.Error); ok {
-				return err
-			}
-			return tare.Errorf(tare.EINVALID, "%s must be %s; got %q", f.word(), Accepted(f.Type()), text)
-		}
-		return nil
-	default:
-		panic(fmt.Sprintf("field %s: a value of type %T", f.Flag, f.Value))
-	}
-	if err != nil {
-		return tare.Errorf(tare.EINVALID, "%s must be %s; got %q", f.word(), Accepted(f.Type()), text)
-	}
-	return nil
-}
-
-// Type names the field's kind as pflag does: "duration", "int", "rate".
-func (f Field) Type() string {
-	switch v := f.Value.(type) {
-	case *string, *[]string:
-		return "string"
-	case *int, *[]int:
-		return "int"
-	case *uint64:
-		return "uint64"
-	case *float64:
-		return "float64"
-	case *bool:
-		return "bool"
-	case *time.Duration:
-		return "duration"
-	case interface{ Type() string }:
-		return v.Type()
-	}
-	return "value"
-}
-
-// word is the key's last word: "steal" for thresholds.steal.
-func (f Field) word() string {
-	key := cmp.Or(f.Key, f.Flag)
-	return key[strings.LastIndex(key, ".")+1:]
-}
-
-// Text is the field's value as a flag or a plan would give it; a list's
-// items one per line.
-func (f Field) Text() string {
-	switch p := f.Value.(type) {
-	case *string:
-		return *p
-	case *[]string:
-		return strings.Join(*p, "\n")
-	case *[]int:
-		items := make([]string, len(*p))
-		for i, n := range *p {
-			items[i] = strconv.Itoa(n)
-		}
-		return "[" + strings.Join(items, ",") + "]"
-	case fmt.Stringer:
-		return p.String()
-	}
-	return fmt.Sprint(reflect.ValueOf(f.Value).Elem()) // *int, *uint64, *float64, *bool
-}
-
-// Accepted says what a value of a kind looks like, for messages about a
-// bad one.
-func Accepted(typ string) string {
-	switch typ {
-	case "duration":
-		return "a duration like 30s, 1m30s or 250ms"
-	case "int", "uint64":
-		return "a whole number"
-	case "float64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "rate":
-		return "a rate like 200/s, 12/m or 3/h"
-	}
-	return "a valid " + typ
-}
-
-// RunConfig is the fields given, by flag, as a run records its configuration:
-// secrets redacted, list items one per line.
-func RunConfig(fields []Field, given func(flag string) bool, extra map[string]string) map[string]string {
-	cfg := make(map[string]string)
-	for _, f := range fields {
-		if given(f.Flag) {
-			v := f.Text()
-			if f.Flag == "header" {
-				lines := strings.Split(v, "\n")
-				for i, l := range lines {
-					lines[i] = RedactHeaderLine(l)
-				}
-				v = strings.Join(lines, "\n")
-			}
-			cfg[f.Flag] = v
-		}
-	}
-	maps.Copy(cfg, extra)
-	return tare.RedactConfig(cfg)
-}
-
-// RedactHeaderLine hides the value of a "Name: value" line whose name
-// carries credentials.
-func RedactHeaderLine(s string) string {
-	name, _, ok := strings.Cut(s, ":")
-	if ok && tare.IsSecretName(strings.TrimSpace(name)) {
-		return name + ": " + tare.Redacted
-	}
-	return s
 }
 
 // TargetSpec says what the load goes to: a plain HTTP endpoint (URL), an
@@ -272,49 +116,49 @@ func DefaultTargetSpec() TargetSpec {
 		QueueName: "tare", JobTimeout: 5 * time.Minute, WaitWorkers: DefaultWaitWorkers}
 }
 
-func (t *TargetSpec) Fields() []Field {
-	return []Field{
-		{Flag: "url", Key: "url", Value: &t.URL, Usage: "an HTTP target, like http://127.0.0.1:8080/path"},
-		{Flag: "model", Key: "model", Value: &t.Model, Usage: "an OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)"},
-		{Flag: "method", Short: "X", Key: "method", Value: &t.Method, Usage: "HTTP method (default GET, or POST with --body)"},
-		{Flag: "header", Short: "H", Key: "header", Value: &t.Headers, Usage: `request header "Name: value" (repeatable)`},
-		{Flag: "body", Key: "body", Value: &t.Body, Usage: "request body: inline text, or @path to read a file"},
-		{Flag: "timeout", Key: "timeout", Value: &t.Timeout, Usage: "per-request timeout (for --model, the whole completion)"},
-		{Flag: "insecure", Key: "insecure", Value: &t.Insecure, Usage: "skip TLS certificate verification"},
-		{Flag: "cacert", Key: "cacert", Value: &t.CACert, Usage: "a PEM file of the CAs to trust for https:// (a private CA) instead of the system's; checked at start with one handshake with each server, before any load"},
-		{Flag: "cert", Key: "cert", Value: &t.Cert, Usage: "a PEM file of the client certificate to present to https:// servers (mTLS), its chain after it; its key in --key or in the same file"},
-		{Flag: "key", Key: "key", Value: &t.Key, Usage: "a PEM file of --cert's private key (unencrypted: PKCS #8, RSA or EC)"},
-		{Flag: "servername", Key: "servername", Value: &t.ServerName, Usage: "the server name sent in TLS (SNI) and checked against the server's certificate, when the URL's host is not it (an IP address, a tunnel)"},
-		{Flag: "http2", Key: "http2", Value: &t.HTTP2, Usage: "speak HTTP/2 to an https:// --url or --targets, chosen by ALPN, requests multiplexed on each connection; a server that chooses http/1.1 is refused at start, and a connection it answers so later carries nothing (error \"no h2\"); the summary counts connections by protocol. Without it https:// is HTTP/1.1"},
-		{Flag: "h2c", Key: "h2c", Value: &t.H2C, Usage: "speak HTTP/2 in cleartext to an http:// --url or --targets, by prior knowledge (no upgrade, no proxy); checked at start"},
-		{Flag: "max-streams", Key: "max-streams", Value: &t.MaxStreams, Usage: "with --http2 or --h2c, streams in flight on one connection at most: another connection opens only when every open one is full, the one a stream last ended on taken first (0: the server's limit)"},
-		{Flag: "redirects", Key: "redirects", Value: &t.Redirects, Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
-		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: &t.CrossHost, Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
-		{Flag: "unix-socket", Key: "unix-socket", Value: &t.UnixSocket, Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},
+func (t *TargetSpec) Fields() []settings.Field {
+	return []settings.Field{
+		{Flag: "url", Key: "url", Value: settings.String(&t.URL), Usage: "an HTTP target, like http://127.0.0.1:8080/path"},
+		{Flag: "model", Key: "model", Value: settings.String(&t.Model), Usage: "an OpenAI-compatible endpoint, like http://127.0.0.1:8089/v1 (API key from $TARE_API_KEY or $OPENAI_API_KEY)"},
+		{Flag: "method", Short: "X", Key: "method", Value: settings.String(&t.Method), Usage: "HTTP method (default GET, or POST with --body)"},
+		{Flag: "header", Short: "H", Key: "header", Value: settings.Strings(&t.Headers), Usage: `request header "Name: value" (repeatable)`},
+		{Flag: "body", Key: "body", Value: settings.String(&t.Body), Usage: "request body: inline text, or @path to read a file"},
+		{Flag: "timeout", Key: "timeout", Value: settings.Duration(&t.Timeout), Usage: "per-request timeout (for --model, the whole completion)"},
+		{Flag: "insecure", Key: "insecure", Value: settings.Bool(&t.Insecure), Usage: "skip TLS certificate verification"},
+		{Flag: "cacert", Key: "cacert", Value: settings.String(&t.CACert), Usage: "a PEM file of the CAs to trust for https:// (a private CA) instead of the system's; checked at start with one handshake with each server, before any load"},
+		{Flag: "cert", Key: "cert", Value: settings.String(&t.Cert), Usage: "a PEM file of the client certificate to present to https:// servers (mTLS), its chain after it; its key in --key or in the same file"},
+		{Flag: "key", Key: "key", Value: settings.String(&t.Key), Usage: "a PEM file of --cert's private key (unencrypted: PKCS #8, RSA or EC)"},
+		{Flag: "servername", Key: "servername", Value: settings.String(&t.ServerName), Usage: "the server name sent in TLS (SNI) and checked against the server's certificate, when the URL's host is not it (an IP address, a tunnel)"},
+		{Flag: "http2", Key: "http2", Value: settings.Bool(&t.HTTP2), Usage: "speak HTTP/2 to an https:// --url or --targets, chosen by ALPN, requests multiplexed on each connection; a server that chooses http/1.1 is refused at start, and a connection it answers so later carries nothing (error \"no h2\"); the summary counts connections by protocol. Without it https:// is HTTP/1.1"},
+		{Flag: "h2c", Key: "h2c", Value: settings.Bool(&t.H2C), Usage: "speak HTTP/2 in cleartext to an http:// --url or --targets, by prior knowledge (no upgrade, no proxy); checked at start"},
+		{Flag: "max-streams", Key: "max-streams", Value: settings.Int(&t.MaxStreams), Usage: "with --http2 or --h2c, streams in flight on one connection at most: another connection opens only when every open one is full, the one a stream last ended on taken first (0: the server's limit)"},
+		{Flag: "redirects", Key: "redirects", Value: settings.Int(&t.Redirects), Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
+		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: settings.Bool(&t.CrossHost), Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
+		{Flag: "unix-socket", Key: "unix-socket", Value: settings.String(&t.UnixSocket), Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},
 		{Flag: "connections", Key: "connections", Value: &t.Connections, Usage: "with --url, --targets or --model, open at most this many connections to the server at once (each server of a --targets file), reused the one idle last first; a request that finds them all busy waits for one, counted in flight (so its wait is in its latency), and arrivals beyond --max-inflight are dropped as ever (default: as many as requests in flight)"},
-		{Flag: "net-http", Value: &t.NetHTTP, Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
-		{Flag: "model-name", Value: &t.ModelName, Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
-		{Flag: "prompt", Value: &t.Prompt, Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
-		{Flag: "max-tokens", Key: "max-tokens", Value: &t.MaxTokens, Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
-		{Flag: "no-stream", Value: &t.NoStream, Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
-		{Flag: "queue", Key: "queue", Value: &t.Queue, Usage: "a job queue, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md, docs/bullmq.md)"},
-		{Flag: "queue-name", Value: &t.QueueName, Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery, RQ and BullMQ URLs name theirs with ?queue=)"},
-		{Flag: "targets", Key: "targets", Value: &t.Targets, Usage: `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`},
-		{Flag: "targets-order", Key: "targets-order", Value: &t.TargetsOrder, Usage: "with --targets, take the requests in file order, round and round, instead of by weight"},
-		{Flag: "job-args", Value: &t.JobArgs, Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; with a BullMQ --queue, the job's data, any JSON value, like '{"prompt": "{{prompt}}", "n": "{{seq}}"}'; in every string "{{seq}}" is the job's number, "{{id}}" its task or job id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
-		{Flag: "job-kwargs", Value: &t.JobKwargs, Usage: `with a Celery or RQ --queue (not BullMQ: its job has one data value, --job-args), the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
-		{Flag: "job-timeout", Value: &t.JobTimeout, Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
-		{Flag: "wait-workers", Value: &t.WaitWorkers, Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
+		{Flag: "net-http", Value: settings.Bool(&t.NetHTTP), Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
+		{Flag: "model-name", Key: "model-name", Value: settings.String(&t.ModelName), Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
+		{Flag: "prompt", Value: settings.String(&t.Prompt), Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
+		{Flag: "max-tokens", Key: "max-tokens", Value: settings.Int(&t.MaxTokens), Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
+		{Flag: "no-stream", Value: settings.Bool(&t.NoStream), Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},
+		{Flag: "queue", Key: "queue", Value: settings.String(&t.Queue), Usage: "a job queue, its protocol chosen by the scheme: " + strings.ReplaceAll(queue.URLForms, "\n", "; ") + " (docs/job-protocol.md, docs/celery.md, docs/rq.md, docs/bullmq.md)"},
+		{Flag: "queue-name", Value: settings.String(&t.QueueName), Usage: "with a redis:// --queue, the queue's name: its keys are tare:<name>:* (Celery, RQ and BullMQ URLs name theirs with ?queue=)"},
+		{Flag: "targets", Key: "targets", Value: settings.String(&t.Targets), Usage: `a targets file of HTTP requests to mix, instead of --url: vegeta's http format ("GET http://host/path", header lines, "@body.json"; a blank line between requests) or JSON lines ({"name", "method", "url", "header", "body" or "body_file", "weight"}); each arrival takes the next by weight (drawn from --seed), figures per request`},
+		{Flag: "targets-order", Key: "targets-order", Value: settings.Bool(&t.TargetsOrder), Usage: "with --targets, take the requests in file order, round and round, instead of by weight"},
+		{Flag: "job-args", Value: settings.String(&t.JobArgs), Usage: `with a Celery or RQ --queue, the task's positional arguments, a JSON list; with a BullMQ --queue, the job's data, any JSON value, like '{"prompt": "{{prompt}}", "n": "{{seq}}"}'; in every string "{{seq}}" is the job's number, "{{id}}" its task or job id, "{{prompt}}" the job's prompt (--prompt); a string that is just "{{seq}}" becomes the number; like '["{{prompt}}", "{{seq}}"]'`},
+		{Flag: "job-kwargs", Value: settings.String(&t.JobKwargs), Usage: `with a Celery or RQ --queue (not BullMQ: its job has one data value, --job-args), the task's keyword arguments, a JSON object, with the same replacements as --job-args, like '{"n": "{{seq}}"}'`},
+		{Flag: "job-timeout", Value: settings.Duration(&t.JobTimeout), Usage: "with --queue, how long one job may take from enqueue to result before it counts as a timeout; over twice a worker's model timeout (tare worker --timeout 2m), so a job whose worker died mid-call can be claimed and done again first"},
+		{Flag: "wait-workers", Value: settings.Duration(&t.WaitWorkers), Usage: "with --queue, how long to wait for a worker registered on the queue before sending load, then exit 2: long enough for one started just before to register; 0 does not check (for workers that do not register)"},
 	}
 }
 
 // PromptFields are the prompt dataset's settings, among Fields: all tare
 // demo takes of the target.
-func (t *TargetSpec) PromptFields() []Field {
-	return []Field{
-		{Flag: "prompts", Key: "prompts", Value: &t.Prompts, Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`},
-		{Flag: "input-tokens", Key: "input-tokens", Value: &t.InputTokens, Usage: "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)"},
-		{Flag: "output-tokens", Key: "output-tokens", Value: &t.OutputTokens, Usage: "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply"},
+func (t *TargetSpec) PromptFields() []settings.Field {
+	return []settings.Field{
+		{Flag: "prompts", Key: "prompts", Value: settings.String(&t.Prompts), Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`},
+		{Flag: "input-tokens", Key: "input-tokens", Value: settings.String(&t.InputTokens), Usage: "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)"},
+		{Flag: "output-tokens", Key: "output-tokens", Value: settings.String(&t.OutputTokens), Usage: "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply"},
 	}
 }
 
@@ -327,11 +171,11 @@ func (t *TargetSpec) PromptSource(toModel bool, seed uint64) (tare.Prompts, erro
 	}
 	switch {
 	case !toModel:
-		return nil, tare.Errorf(tare.EINVALID, "--prompts, --input-tokens and --output-tokens feed a model: give --model URL or --queue URL")
+		return nil, settings.Errorf("", "%s, %s and %s feed a model: give %s URL or %s URL", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"), settings.Name("model"), settings.Name("queue"))
 	case t.Prompt != "":
-		return nil, tare.Errorf(tare.EINVALID, "--prompt is one prompt for every request: drop it with --prompts, --input-tokens or --output-tokens")
+		return nil, settings.Errorf("prompt", "is one prompt for every request: drop it with %s, %s or %s", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"))
 	case t.Prompts != "" && t.InputTokens != "":
-		return nil, tare.Errorf(tare.EINVALID, "--input-tokens makes synthetic prompts: drop it with --prompts, whose prompts have their own lengths")
+		return nil, settings.Errorf("input-tokens", "makes synthetic prompts: drop it with %s, whose prompts have their own lengths", settings.Name("prompts"))
 	}
 	reply := t.OutputTokens == "reply"
 	var out prompts.Lengths
@@ -349,7 +193,7 @@ func (t *TargetSpec) PromptSource(toModel bool, seed uint64) (tare.Prompts, erro
 		return prompts.Dataset(ps, out, seed), nil
 	}
 	if reply {
-		return nil, tare.Errorf(tare.EINVALID, "--output-tokens reply takes the budget from a ShareGPT --prompts file: give one, or a length like 128,32")
+		return nil, settings.Errorf("output-tokens", "reply takes the budget from a ShareGPT %s file: give one, or a length like 128,32", settings.Name("prompts"))
 	}
 	var in prompts.Lengths // zero, with --output-tokens alone: the target's own prompt
 	if t.InputTokens != "" {
@@ -408,21 +252,21 @@ func NewLoadSpec(rate arrival.Rate, jobs int, duration time.Duration) LoadSpec {
 		DurationDefault: true, RateDefault: true, MaxInFlight: load.DefaultMaxInFlight, Drain: load.DefaultDrain}
 }
 
-func (l *LoadSpec) Fields() []Field {
-	return []Field{
+func (l *LoadSpec) Fields() []settings.Field {
+	return []settings.Field{
 		{Flag: "rate", Key: "rate", Value: &l.Rate, Usage: "mean arrival rate, like 200/s, 12/m or 3/h"},
-		{Flag: "arrival", Key: "arrival", Value: &l.Arrival, Usage: "arrival process: poisson (exponential gaps), gamma (see --burstiness) or constant"},
-		{Flag: "burstiness", Key: "burstiness", Value: &l.Burstiness, Usage: "gamma shape: 1 is poisson, below 1 burstier, above 1 smoother"},
-		{Flag: "seed", Key: "seed", Value: &l.Seed, Usage: "seed of the arrival process: the same seed gives the same schedule"},
-		{Flag: "jobs", Key: "jobs", Value: &l.Jobs, Usage: "number of arrivals (0: bounded by --duration only)"},
-		{Flag: "duration", Key: "duration", Value: &l.Duration, Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
-		{Flag: "max-inflight", Key: "max-inflight", Value: &l.MaxInFlight, Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
-		{Flag: "drain", Key: "drain", Value: &l.Drain, Usage: "on Ctrl-C, how long requests in flight may finish (0: none, they are cancelled at once)"},
-		{Flag: "engines", Key: "engines", Value: &l.Engines, Usage: "event loops, each a thread of its own, that split the schedule of a plain http:// target, for rates past one core (0: one per four CPUs, at least one; the summary says how many ran)"},
-		{Flag: "label", Key: "label", Value: &l.Label, Usage: "a name for this run, stored and shown with it"},
-		{Flag: "window", Value: &l.Window, Usage: "protocol window of this run: peak, offpeak or mid"},
+		{Flag: "arrival", Key: "arrival", Value: settings.String(&l.Arrival), Usage: "arrival process: poisson (exponential gaps), gamma (see --burstiness) or constant"},
+		{Flag: "burstiness", Key: "burstiness", Value: settings.Float64(&l.Burstiness), Usage: "gamma shape: 1 is poisson, below 1 burstier, above 1 smoother"},
+		{Flag: "seed", Key: "seed", Value: settings.Uint64(&l.Seed), Usage: "seed of the arrival process: the same seed gives the same schedule"},
+		{Flag: "jobs", Key: "jobs", Value: settings.Int(&l.Jobs), Usage: "number of arrivals (0: bounded by --duration only)"},
+		{Flag: "duration", Key: "duration", Value: settings.Duration(&l.Duration), Usage: "length of the arrival window (0: bounded by --jobs only; the default applies only without --jobs); with both, the first reached ends it"},
+		{Flag: "max-inflight", Key: "max-inflight", Value: settings.Int(&l.MaxInFlight), Usage: "requests in flight at most; arrivals beyond it are dropped and counted, never delayed"},
+		{Flag: "drain", Key: "drain", Value: settings.Duration(&l.Drain), Usage: "on Ctrl-C, how long requests in flight may finish (0: none, they are cancelled at once)"},
+		{Flag: "engines", Key: "engines", Value: settings.Int(&l.Engines), Usage: "event loops, each a thread of its own, that split the schedule of a plain http:// target, for rates past one core (0: one per four CPUs, at least one; the summary says how many ran)"},
+		{Flag: "label", Key: "label", Value: settings.String(&l.Label), Usage: "a name for this run, stored and shown with it"},
+		{Flag: "window", Value: settings.String(&l.Window), Usage: "protocol window of this run: peak, offpeak or mid"},
 		{Flag: "stages", Key: "stages", Value: &l.Stages, Usage: "ramp the arrival rate through stages, like 30s:10/s,2m:50/s,1m:50/s: each moves the rate linearly from the previous target (0 before the first; 0s:RATE jumps) to its own over its duration; figures and a verdict per stage; replaces --rate, and lasts the stages' total unless --jobs or --duration ends it first"},
-		{Flag: "warmup", Key: "warmup", Value: &l.Warmup, Usage: "send the arrivals of the first seconds, like 10s, but leave them and those seconds of the host out of every figure and of the verdict (counted as warm-up)"},
+		{Flag: "warmup", Key: "warmup", Value: settings.Duration(&l.Warmup), Usage: "send the arrivals of the first seconds, like 10s, but leave them and those seconds of the host out of every figure and of the verdict (counted as warm-up)"},
 	}
 }
 
@@ -491,32 +335,32 @@ func (l *LoadSpec) Span() time.Duration {
 func (l *LoadSpec) check() error {
 	switch d := l.Span(); {
 	case l.Jobs < 0:
-		return tare.Errorf(tare.EINVALID, "--jobs must be 0 or more; got %d", l.Jobs)
+		return settings.Errorf("jobs", "must be 0 or more; got %d", l.Jobs)
 	case d < 0:
-		return tare.Errorf(tare.EINVALID, "--duration must be 0 or more, like 30s or 5m; got %s", d)
+		return settings.Errorf("duration", "must be 0 or more, like 30s or 5m; got %s", d)
 	case l.Jobs == 0 && d == 0 && len(l.Stages) == 0:
-		return tare.Errorf(tare.EINVALID, "the run needs an end: give --jobs N, --duration D, or both")
+		return settings.Errorf("", "the run needs an end: give %s N, %s D, or both", settings.Name("jobs"), settings.Name("duration"))
 	case l.MaxInFlight < 1:
-		return tare.Errorf(tare.EINVALID, "--max-inflight must be at least 1; got %d", l.MaxInFlight)
+		return settings.Errorf("max-inflight", "must be at least 1; got %d", l.MaxInFlight)
 	case l.Burstiness <= 0:
-		return tare.Errorf(tare.EINVALID, "--burstiness must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
+		return settings.Errorf("burstiness", "must be a positive number (1 is poisson, below 1 burstier, above 1 smoother); got %g", l.Burstiness)
 	case l.Drain < 0:
-		return tare.Errorf(tare.EINVALID, "--drain must be 0 or more; got %s", l.Drain)
+		return settings.Errorf("drain", "must be 0 or more; got %s", l.Drain)
 	case l.Engines < 0:
-		return tare.Errorf(tare.EINVALID, "--engines must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
+		return settings.Errorf("engines", "must be 0 (one per four CPUs) or more, like 2; got %d", l.Engines)
 	case CheckWindow(l.Window) != nil:
 		return CheckWindow(l.Window)
 	case l.Warmup < 0:
-		return tare.Errorf(tare.EINVALID, "--warmup must be 0 or more, like 10s; got %s", l.Warmup)
+		return settings.Errorf("warmup", "must be 0 or more, like 10s; got %s", l.Warmup)
 	case len(l.Stages) > 0 && !l.RateDefault:
 		d := l.Duration
 		if d <= 0 {
 			d = time.Minute
 		}
-		return tare.Errorf(tare.EINVALID, "--stages sets the rate of every moment: drop --rate %s (a flat rate is one stage, like 0s:%s,%s:%s)", l.Rate, l.Rate, d, l.Rate)
+		return settings.Errorf("stages", "sets the rate of every moment: drop %s %s (a flat rate is one stage, like 0s:%s,%s:%s)", settings.Name("rate"), l.Rate, l.Rate, d, l.Rate)
 	}
 	if n := l.Length(); l.Warmup > 0 && n > 0 && l.Warmup >= n {
-		return tare.Errorf(tare.EINVALID, "--warmup %s is as long as the run (%s): nothing would be left to measure; give a shorter --warmup or a longer run", l.Warmup, n)
+		return settings.Errorf("warmup", "%s is as long as the run (%s): nothing would be left to measure; give a shorter %s or a longer run", l.Warmup, n, settings.Name("warmup"))
 	}
 	return nil
 }
@@ -527,7 +371,7 @@ func CheckWindow(w string) error {
 	if w == "" || tare.IsWindow(w) {
 		return nil
 	}
-	return tare.Errorf(tare.EINVALID, "--window must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, w)
+	return settings.Errorf("window", "must be %s, %s or %s; got %q", tare.WindowPeak, tare.WindowOffpeak, tare.WindowMid, w)
 }
 
 // Length is how long the arrivals last: the duration, or the jobs at the
@@ -581,15 +425,15 @@ type HostSpec struct {
 	SchedProbe string
 }
 
-func (h *HostSpec) Fields() []Field {
-	return []Field{
-		{Flag: "tick", Key: "tick", Value: &h.Tick, Usage: "host sampling interval, 100ms or more"},
-		{Flag: "pid", Value: &h.PIDs, Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
-		{Flag: "cgroup", Key: "cgroup", Value: &h.Cgroup, Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
-		{Flag: "container", Key: "container", Value: &h.Container, Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
-		{Flag: "runtime-dir", Key: "runtime-dirs", Value: &h.RuntimeDirs, Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
-		{Flag: "exclude-process", Key: "exclude-process", Value: &h.Exclude, Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
-		{Flag: "sched-probe", Key: "sched-probe", Value: &h.SchedProbe, Usage: "auto: measure behind whom the system under test and tare waited for a CPU with the scheduler's own events (an eBPF probe, as root on a kernel with BTF), else estimate it; off: always estimate it from the CPU shares"},
+func (h *HostSpec) Fields() []settings.Field {
+	return []settings.Field{
+		{Flag: "tick", Key: "tick", Value: settings.Duration(&h.Tick), Usage: "host sampling interval, 100ms or more"},
+		{Flag: "pid", Value: settings.Ints(&h.PIDs), Usage: "a process of the system under test, with its threads and descendants (repeatable); added to what tare finds itself: the processes listening on a loopback target's port, and everything they call"},
+		{Flag: "cgroup", Key: "cgroup", Value: settings.String(&h.Cgroup), Usage: "the system under test's cgroup (a path under the cgroup mount, like /system.slice/app.service): its throttling is measured, and its processes are part of the system under test"},
+		{Flag: "container", Key: "container", Value: settings.String(&h.Container), Usage: "a container on this host (docker, podman, containerd, CRI-O, systemd-nspawn) that is part of the system under test, by name, id or pod/name: all its processes, and its cgroup's throttling (unless --cgroup names another)"},
+		{Flag: "runtime-dir", Key: "runtime-dirs", Value: settings.Strings(&h.RuntimeDirs), Usage: "where a container runtime keeps its state when not in the default place, as RUNTIME=DIR (docker=/data/docker, podman=$HOME/.local/share/containers/storage, containerd=/run/k3s/containerd; repeatable): containers are named and found from it"},
+		{Flag: "exclude-process", Key: "exclude-process", Value: settings.Strings(&h.Exclude), Usage: "take a process out of the system under test, by pid or command name, with its descendants (repeatable): one tare found or followed that is really a neighbour (a shared database, a log shipper)"},
+		{Flag: "sched-probe", Key: "sched-probe", Value: settings.Enum(&h.SchedProbe, "auto", "off"), Usage: "auto: measure behind whom the system under test and tare waited for a CPU with the scheduler's own events (an eBPF probe, as root on a kernel with BTF), else estimate it; off: always estimate it from the CPU shares"},
 	}
 }
 
@@ -597,21 +441,19 @@ func (h *HostSpec) Fields() []Field {
 // is tare, the PIDs the system under test.
 func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	if h.Tick < tare.MinTick {
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--tick must be %s or more; got %s", tare.MinTick, h.Tick)
+		return host.Config{}, settings.Errorf("tick", "must be %s or more; got %s", tare.MinTick, h.Tick)
 	}
-	switch h.SchedProbe {
-	case "", "auto", "off":
-	default:
-		return host.Config{}, tare.Errorf(tare.EINVALID, "--sched-probe must be auto or off; got %q", h.SchedProbe)
+	if err := settings.Check(h.Fields()...); err != nil { // --sched-probe
+		return host.Config{}, err
 	}
 	for _, pid := range h.PIDs {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--pid %d: no such process", pid)
+			return host.Config{}, settings.Errorf("pid", "%d: no such process", pid)
 		}
 	}
 	for _, x := range h.Exclude {
 		if x == "" || !isDigits(x) && len(x) > 15 {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--exclude-process %q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
+			return host.Config{}, settings.Errorf("exclude-process", "%q: want a pid or a command name as ps -o comm shows it (15 characters at most)", x)
 		}
 	}
 	if h.Cgroup != "" {
@@ -623,10 +465,10 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 	for _, d := range h.RuntimeDirs {
 		name, dir, ok := strings.Cut(d, "=")
 		if !ok {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: want RUNTIME=DIR, like docker=/data/docker", d)
+			return host.Config{}, settings.Errorf("runtime-dir", "%q: want RUNTIME=DIR, like docker=/data/docker", d)
 		}
 		if err := rt.SetDir(name, dir); err != nil {
-			return host.Config{}, tare.Errorf(tare.EINVALID, "--runtime-dir %q: %v", d, err)
+			return host.Config{}, settings.Errorf("runtime-dir", "%q: %v", d, err)
 		}
 	}
 	cfg := host.Config{Tick: h.Tick, Tare: []int{self}, Cgroup: h.Cgroup, Exclude: h.Exclude, Runtimes: rt, SchedProbe: h.SchedProbe != "off"}
@@ -717,27 +559,27 @@ type JudgeSpec struct {
 	FailOn     string // "", "polluted", "suspect", "slo"
 }
 
-func (j *JudgeSpec) Fields() []Field {
+func (j *JudgeSpec) Fields() []settings.Field {
 	th := &j.Thresholds
-	return []Field{
-		{Flag: "steal-threshold", Key: "thresholds.steal", Value: &th.Steal, Usage: "steal % above which a tick is polluted and the steal signal fires"},
-		{Flag: "steal-ticks", Key: "thresholds.steal-ticks", Value: &th.StealTicks, Usage: "share of ticks (%) above the steal threshold that fires the steal signal"},
-		{Flag: "throttled-ticks", Key: "thresholds.throttled-ticks", Value: &th.ThrottledTicks, Usage: "share of ticks (%) with cgroup throttling that fires the throttling signal"},
-		{Flag: "neighbour-threshold", Key: "thresholds.neighbours", Value: &th.Neighbours, Usage: "CPU the system under test and tare lost waiting behind other processes, in % of one CPU, above which the neighbours signal fires"},
-		{Flag: "neighbour-ticks", Key: "thresholds.neighbour-ticks", Value: &th.NeighbourTicks, Usage: "share of ticks (%) with that loss above the steal threshold that fires the neighbours signal"},
-		{Flag: "run-delay-threshold", Key: "thresholds.run-delay", Value: &th.RunDelay, Usage: "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was"},
-		{Flag: "latency-factor", Key: "thresholds.latency-factor", Value: &th.LatencyFactor, Usage: "a tick's p95 this many times the median tick p95 counts as latency moving"},
-		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: &th.LatencyTicks, Usage: "ticks of latency moving while the work in the system (requests in flight, jobs queued and in service) stays flat that fire the signal"},
-		{Flag: "latency-ticks-share", Key: "thresholds.latency-ticks-share", Value: &th.LatencyShare, Usage: "or the share of ticks (%) of latency moving while the work in the system stays flat that fires the signal"},
-		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: &th.LatencyFloor, Usage: "smallest rise over the median tick p95 that counts as latency moving"},
-		{Flag: "latency-p", Key: "thresholds.latency-p", Value: &th.LatencyChance, Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
-		{Flag: "tail-factor", Key: "thresholds.tail-factor", Value: &th.TailFactor, Usage: "the tail signal fires when the outside waits the slowest requests overlapped moved the p99 (or p95) at least this many times"},
-		{Flag: "tail-p", Key: "thresholds.tail-p", Value: &th.TailChance, Usage: "and the slowest requests overlapped outside waits more often than requests drawn at random, this unlikely by chance (a p-value)"},
-		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: &th.SendLagP99, Usage: "send-lag p99 above which the generator counts as starved"},
-		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: new(float64), Usage: "no longer used",
+	return []settings.Field{
+		{Flag: "steal-threshold", Key: "thresholds.steal", Value: settings.Percent(&th.Steal), Usage: "steal % above which a tick is polluted and the steal signal fires"},
+		{Flag: "steal-ticks", Key: "thresholds.steal-ticks", Value: settings.Percent(&th.StealTicks), Usage: "share of ticks (%) above the steal threshold that fires the steal signal"},
+		{Flag: "throttled-ticks", Key: "thresholds.throttled-ticks", Value: settings.Percent(&th.ThrottledTicks), Usage: "share of ticks (%) with cgroup throttling that fires the throttling signal"},
+		{Flag: "neighbour-threshold", Key: "thresholds.neighbours", Value: settings.Percent(&th.Neighbours), Usage: "CPU the system under test and tare lost waiting behind other processes, in % of one CPU, above which the neighbours signal fires"},
+		{Flag: "neighbour-ticks", Key: "thresholds.neighbour-ticks", Value: settings.Percent(&th.NeighbourTicks), Usage: "share of ticks (%) with that loss above the steal threshold that fires the neighbours signal"},
+		{Flag: "run-delay-threshold", Key: "thresholds.run-delay", Value: settings.Percent(&th.RunDelay), Usage: "run delay (% of wall time) of the measured processes that fires the run-delay signal when tare cannot tell whose CPU it was"},
+		{Flag: "latency-factor", Key: "thresholds.latency-factor", Value: settings.Float64(&th.LatencyFactor), Usage: "a tick's p95 this many times the median tick p95 counts as latency moving"},
+		{Flag: "latency-ticks", Key: "thresholds.latency-ticks", Value: settings.Int(&th.LatencyTicks), Usage: "ticks of latency moving while the work in the system (requests in flight, jobs queued and in service) stays flat that fire the signal"},
+		{Flag: "latency-ticks-share", Key: "thresholds.latency-ticks-share", Value: settings.Percent(&th.LatencyShare), Usage: "or the share of ticks (%) of latency moving while the work in the system stays flat that fires the signal"},
+		{Flag: "latency-floor", Key: "thresholds.latency-floor", Value: settings.Duration(&th.LatencyFloor), Usage: "smallest rise over the median tick p95 that counts as latency moving"},
+		{Flag: "latency-p", Key: "thresholds.latency-p", Value: settings.Probability(&th.LatencyChance), Usage: "the latency signal fires only when the run's own requests, shuffled at random into ticks of the same sizes, are this unlikely to give ticks as slow (a p-value)"},
+		{Flag: "tail-factor", Key: "thresholds.tail-factor", Value: settings.Float64(&th.TailFactor), Usage: "the tail signal fires when the outside waits the slowest requests overlapped moved the p99 (or p95) at least this many times"},
+		{Flag: "tail-p", Key: "thresholds.tail-p", Value: settings.Probability(&th.TailChance), Usage: "and the slowest requests overlapped outside waits more often than requests drawn at random, this unlikely by chance (a p-value)"},
+		{Flag: "send-lag-threshold", Key: "thresholds.send-lag", Value: settings.Duration(&th.SendLagP99), Usage: "send-lag p99 above which the generator counts as starved"},
+		{Flag: "generator-delay-threshold", Key: "thresholds.generator-delay", Value: settings.Float64(new(float64)), Usage: "no longer used",
 			Retired: "tare's own wait for a CPU changes the figures only through send lag, which --send-lag-threshold (thresholds.send-lag) judges"},
-		{Flag: "slo", Key: "slo", Value: &j.SLO, Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
-		{Flag: "fail-on", Value: &j.FailOn, Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
+		{Flag: "slo", Key: "slo", Value: settings.String(&j.SLO), Usage: "service-level objective, like p95<=2s or p99<=800ms,avg<=300ms; per request (goodput): ttft and tpot of a model, ttfb (first byte) of a plain HTTP target, e2e"},
+		{Flag: "fail-on", Value: settings.Enum(&j.FailOn, "polluted", "suspect", "slo"), Usage: "polluted or suspect: exit 3 when the verdict is that or worse (the measurement is inconclusive: rerun, do not file a regression; a run in which no request succeeded is suspect); slo: exit 1 when the SLO failed on a run that is not polluted"},
 	}
 }
 
@@ -752,30 +594,20 @@ type Judging struct {
 // Judging checks the spec and parses the SLO.
 func (j *JudgeSpec) Judging() (Judging, error) {
 	out := Judging{Thresholds: j.Thresholds, FailOn: j.FailOn}
-	switch j.FailOn {
-	case "", "polluted", "suspect", "slo":
-	default:
-		return out, tare.Errorf(tare.EINVALID, "--fail-on must be polluted, suspect or slo; got %q", j.FailOn)
+	fields := j.Fields()
+	// --fail-on first, then the shares and the p-value, each by its own rule.
+	if err := settings.Check(settings.Lookup(fields, "fail-on")); err != nil {
+		return out, err
+	}
+	if err := settings.Check(fields...); err != nil {
+		return out, err
 	}
 	th := &j.Thresholds
-	for name, v := range map[string]float64{"--steal-threshold": th.Steal, "--steal-ticks": th.StealTicks, "--throttled-ticks": th.ThrottledTicks,
-		"--run-delay-threshold": th.RunDelay, "--neighbour-threshold": th.Neighbours, "--neighbour-ticks": th.NeighbourTicks,
-		"--latency-ticks-share": th.LatencyShare} {
-		if v < 0 || v > 100 {
-			return out, tare.Errorf(tare.EINVALID, "%s must be a percentage from 0 to 100; got %g", name, v)
-		}
-	}
-	if !(th.LatencyChance > 0 && th.LatencyChance <= 1) {
-		return out, tare.Errorf(tare.EINVALID, "--latency-p must be a probability above 0 and at most 1, like 0.01; got %g", th.LatencyChance)
-	}
 	if th.LatencyFactor <= 1 {
-		return out, tare.Errorf(tare.EINVALID, "--latency-factor must be above 1; got %g", th.LatencyFactor)
-	}
-	if !(th.TailChance > 0 && th.TailChance <= 1) {
-		return out, tare.Errorf(tare.EINVALID, "--tail-p must be a probability above 0 and at most 1, like 0.01; got %g", th.TailChance)
+		return out, settings.Errorf("latency-factor", "must be above 1; got %g", th.LatencyFactor)
 	}
 	if th.TailFactor < 1 {
-		return out, tare.Errorf(tare.EINVALID, "--tail-factor must be 1 or more, like 1.3; got %g", th.TailFactor)
+		return out, settings.Errorf("tail-factor", "must be 1 or more, like 1.3; got %g", th.TailFactor)
 	}
 	switch {
 	case j.SLO != "":
@@ -785,7 +617,7 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 		}
 		out.SLO = slo
 	case j.FailOn == "slo":
-		return out, tare.Errorf(tare.EINVALID, "--fail-on slo needs an --slo, like --slo p95<=2s")
+		return out, settings.Errorf("fail-on", "slo needs an %s, like %s p95<=2s", settings.Name("slo"), settings.Name("slo"))
 	}
 	return out, nil
 }
@@ -795,7 +627,7 @@ func (j *JudgeSpec) Judging() (Judging, error) {
 // fail (or pass) on nothing.
 func (j *JudgeSpec) HostOnly(command string) error {
 	if j.SLO != "" || j.FailOn == "slo" {
-		return tare.Errorf(tare.EINVALID, "%s sees no latency of its own, so --slo has nothing to judge: drop --slo (and --fail-on slo), judge the tool's own report, or measure with tare run", command)
+		return settings.Errorf("", "%s sees no latency of its own, so %s has nothing to judge: drop %s (and %s slo), judge the tool's own report, or measure with tare run", command, settings.Name("slo"), settings.Name("slo"), settings.Name("fail-on"))
 	}
 	return nil
 }
@@ -813,13 +645,13 @@ func NewSweepSpec() SweepSpec {
 	return SweepSpec{From: 1, To: 1000, Narrow: judge.DefaultNarrow, Cooldown: 2 * time.Second}
 }
 
-func (s *SweepSpec) Fields() []Field {
-	return []Field{
+func (s *SweepSpec) Fields() []settings.Field {
+	return []settings.Field{
 		{Flag: "from", Key: "sweep.from", Value: &s.From, Usage: "first rate of the search, like 1/s"},
 		{Flag: "to", Key: "sweep.to", Value: &s.To, Usage: "highest rate the search tries, like 500/s"},
 		{Flag: "step", Key: "sweep.step", Value: &s.Step, Usage: "added to the rate at each step, like 5/s (default: the rate doubles)"},
-		{Flag: "narrow", Key: "sweep.narrow", Value: &s.Narrow, Usage: "bisection steps between the last rate that held and the first that failed"},
-		{Flag: "cooldown", Key: "sweep.cooldown", Value: &s.Cooldown, Usage: "pause between steps, so one step's stragglers do not land in the next"},
+		{Flag: "narrow", Key: "sweep.narrow", Value: settings.Int(&s.Narrow), Usage: "bisection steps between the last rate that held and the first that failed"},
+		{Flag: "cooldown", Key: "sweep.cooldown", Value: settings.Duration(&s.Cooldown), Usage: "pause between steps, so one step's stragglers do not land in the next"},
 	}
 }
 
@@ -827,22 +659,13 @@ func (s *SweepSpec) Fields() []Field {
 func (s *SweepSpec) Plan() (judge.SweepPlan, error) {
 	p := judge.SweepPlan{From: float64(s.From), To: float64(s.To), Step: float64(s.Step), Narrow: s.Narrow}
 	if s.Cooldown < 0 {
-		return p, tare.Errorf(tare.EINVALID, "--cooldown must be 0 or more; got %s", s.Cooldown)
+		return p, settings.Errorf("cooldown", "must be 0 or more; got %s", s.Cooldown)
 	}
 	return p, p.Validate()
 }
 
-// Flagged names the flag a user error came from: a message that starts
-// with the flag's name ("rate must …") gets its dashes, any other is
-// prefixed with the flag. With flag "", the message's first word is the
-// flag. The error stays the cause.
-func Flagged(err error, flag string) error {
-	msg := tare.ErrorMessage(err)
-	if flag == "" || strings.HasPrefix(msg, flag+" ") {
-		return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + msg, Err: err}
-	}
-	return &tare.Error{Code: tare.ErrorCode(err), Message: "--" + flag + ": " + msg, Err: err}
-}
+// Flagged names the flag a user error came from (settings.Flagged).
+func Flagged(err error, flag string) error { return settings.Flagged(err, flag) }
 
 // ConnLimit is --connections: the most connections open at once, a whole
 // number 1 or more; 0 is "not given". It checks its text as a flag and a

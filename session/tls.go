@@ -10,6 +10,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/openai"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/tlsclient"
 )
 
@@ -58,9 +59,9 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 	_, isModel := target.(*openai.Client)
 	switch {
 	case (t.HTTP2 || t.H2C || t.MaxStreams != 0) && (len(eps) == 0 || isModel):
-		return tare.Errorf(tare.EINVALID, "--http2, --h2c and --max-streams apply to --url and --targets")
+		return settings.Errorf("", "%s, %s and %s apply to %s and %s", settings.Name("http2"), settings.Name("h2c"), settings.Name("max-streams"), settings.Name("url"), settings.Name("targets"))
 	case len(eps) == 0 && t.TLS().Given():
-		return tare.Errorf(tare.EINVALID, "--cacert, --cert, --key and --servername apply to https:// targets (--url, --targets, --model): a queue's workers make their own connections")
+		return settings.Errorf("", "%s, %s, %s and %s apply to https:// targets (%s, %s, %s): a queue's workers make their own connections", settings.Name("cacert"), settings.Name("cert"), settings.Name("key"), settings.Name("servername"), settings.Name("url"), settings.Name("targets"), settings.Name("model"))
 	}
 	https := false
 	for _, ep := range eps {
@@ -69,10 +70,10 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 		}
 	}
 	if t.TLS().Given() && !https {
-		return tare.Errorf(tare.EINVALID, "--cacert, --cert, --key and --servername apply to https:// targets, and this run has none")
+		return settings.Errorf("", "%s, %s, %s and %s apply to https:// targets, and this run has none", settings.Name("cacert"), settings.Name("cert"), settings.Name("key"), settings.Name("servername"))
 	}
 
-	settings := t.TLS()
+	tlsSettings := t.TLS()
 	seen := map[string]bool{}
 	for _, ep := range eps {
 		scheme, addr := ep.Addr()
@@ -89,7 +90,7 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 			if t.HTTP2 || isModel {
 				alpn = []string{httptarget.ProtoH2, httptarget.ProtoHTTP1} // as the load's connections offer them
 			}
-			hs, err := settings.Probe(ctx, cfg, addr, t.UnixSocket, alpn)
+			hs, err := tlsSettings.Probe(ctx, cfg, addr, t.UnixSocket, alpn)
 			if err != nil {
 				return err
 			}
@@ -98,11 +99,11 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 				if hs.Protocol != "" {
 					chose = hs.Protocol + " by ALPN"
 				}
-				return tare.Errorf(tare.EINVALID, "--http2: the server at %s chose %s, not h2: it does not speak HTTP/2 over TLS there; drop --http2 to load it over HTTP/1.1, or turn HTTP/2 on in the server", addr, chose)
+				return settings.Errorf("http2", ": the server at %s chose %s, not h2: it does not speak HTTP/2 over TLS there; drop %s to load it over HTTP/1.1, or turn HTTP/2 on in the server", addr, chose, settings.Name("http2"))
 			}
 		case t.H2C:
 			if _, err := httptarget.ProbeH2C(ctx, addr, t.UnixSocket); err != nil {
-				return tare.Errorf(tare.EINVALID, "--h2c: the server at %s does not speak HTTP/2 in cleartext by prior knowledge: %v; drop --h2c to load it over HTTP/1.1", addr, err)
+				return settings.Errorf("h2c", ": the server at %s does not speak HTTP/2 in cleartext by prior knowledge: %v; drop %s to load it over HTTP/1.1", addr, err, settings.Name("h2c"))
 			}
 		}
 	}

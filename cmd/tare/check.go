@@ -105,10 +105,10 @@ speak:
 			if err != nil {
 				return err
 			}
-			window := session.DefaultConfig()
-			window.Run = tare.Run{Label: "check", Target: "host", Version: version}
-			window.Host, window.SUTFoundBy = cfg, sutBy
-			window.Thresholds, window.SLO = j.Thresholds, j.SLO
+			window, err := session.Window{Run: tare.Run{Label: "check", Target: "host", Version: version}, Sampling: cfg, SUTFoundBy: sutBy, Judging: j}.Config()
+			if err != nil {
+				return err
+			}
 			if keep {
 				return keepCalendar(cmd, window, j.Thresholds, span, every, sf, out)
 			}

@@ -198,15 +198,14 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		stop := startNeighbour(ctx, cmd, l.Length()/2, f.out.quiet)
 		defer stop()
 	}
-	cfg := session.DefaultConfig()
-	cfg.Run = tare.Run{Label: cmp.Or(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Version: version, Config: settings(cmd.Flags(), nil)}
-	if err := l.Into(&cfg); err != nil {
+	cfg, err := session.Window{
+		Run:  tare.Run{Label: cmp.Or(l.Label, "demo"), Window: l.Window, Target: "demo " + t.Name, Version: version, Config: recorded(cmd.Flags(), nil)},
+		Load: l, Target: t.Target, Depth: t.Depth(),
+		Sampling: sampling, SUTFoundBy: "started by tare demo: the simulated model", Judging: j, Store: st,
+	}.Config()
+	if err != nil {
 		return err
 	}
-	cfg.Target, cfg.Depth = t.Target, t.Depth()
-	cfg.Host, cfg.SUTFoundBy = sampling, "started by tare demo: the simulated model"
-	cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
-	cfg.Store = st
 	newProgress(cmd.ErrOrStderr(), f.out.quiet, l.Planned(), l.Jobs).hook(&cfg, t.Target)
 	return measureAndReport(cmd, cfg, &f.mf, j.FailOn, f.out.json)
 }

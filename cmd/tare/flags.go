@@ -2,42 +2,28 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/session"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/store"
 )
 
-// bind makes each field a flag of fs, its value now the default.
-func bind(fs *pflag.FlagSet, fields ...[]session.Field) {
+// bind makes each field a flag of fs, its value now the default. A
+// setting is a pflag.Value already; what pflag's own VarP leaves out for
+// one of its own kinds is set here: a bool flag takes no value, and a
+// default that is the kind's zero ("0s", "[]") is not printed in --help.
+func bind(fs *pflag.FlagSet, fields ...[]settings.Field) {
 	for _, list := range fields {
 		for _, f := range list {
-			switch p := f.Value.(type) {
-			case *string:
-				fs.StringVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *[]string:
-				fs.StringArrayVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *int:
-				fs.IntVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *[]int:
-				fs.IntSliceVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *uint64:
-				fs.Uint64VarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *float64:
-				fs.Float64VarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *bool:
-				fs.BoolVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case *time.Duration:
-				fs.DurationVarP(p, f.Flag, f.Short, *p, f.Usage)
-			case pflag.Value:
-				fs.VarP(p, f.Flag, f.Short, f.Usage)
-			default:
-				panic(fmt.Sprintf("flag --%s: a field of type %T", f.Flag, f.Value))
+			fl := fs.VarPF(f.Value, f.Flag, f.Short, f.Usage)
+			if f.IsBool() {
+				fl.NoOptDefVal = "true"
+			}
+			if fl.DefValue == "0s" || fl.DefValue == "[]" {
+				fl.DefValue = ""
 			}
 		}
 	}

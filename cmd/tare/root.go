@@ -13,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/session"
+	"github.com/tare-dev/tare/settings"
 )
 
 const rootLong = `tare is a load tester that knows whose CPU it ran on.
@@ -153,12 +154,8 @@ func typeArgErrors(cmd *cobra.Command) {
 func flagError(_ *cobra.Command, err error) error {
 	var invalid *pflag.InvalidValueError
 	if errors.As(err, &invalid) {
-		name := invalid.GetFlag().Name
-		var te *tare.Error
-		if errors.As(err, &te) {
-			return session.Flagged(te, name)
-		}
-		return tare.Errorf(tare.EINVALID, "--%s must be %s; got %q", name, session.Accepted(invalid.GetFlag().Value.Type()), invalid.GetValue())
+		fl := invalid.GetFlag()
+		return settings.Invalid(fl.Name, fl.Value, invalid.GetValue(), invalid.Unwrap())
 	}
 	return &usageError{err}
 }

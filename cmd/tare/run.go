@@ -149,7 +149,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer sh.Close()
-	run := tare.Run{ID: sh.RowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)}
+	run := tare.Run{ID: sh.RowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: recorded(cmd.Flags(), nil)}
 	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func newSweepCmd() *cobra.Command {
 			}
 			s := &sweeper{
 				flags: &w, prep: prep, store: st, plan: plan, cooldown: sw.Cooldown,
-				run:      tare.Run{Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: settings(cmd.Flags(), nil)},
+				run:      tare.Run{Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: recorded(cmd.Flags(), nil)},
 				progress: cmd.ErrOrStderr(),
 			}
 			result, err := s.sweep(cmd.Context())

@@ -113,7 +113,7 @@ stdout holds only the JSON). tare exits with the command's status, unless
 
 			proc := session.NewChild(child)
 			run := tare.Run{Label: cmp.Or(label, "watch"), Window: window, Target: tare.RedactText(strings.Join(args, " ")),
-				Version: version, Config: settings(cmd.Flags(), nil)}
+				Version: version, Config: recorded(cmd.Flags(), nil)}
 			if st != nil {
 				run.ID = store.NewRunID()
 			}
@@ -121,9 +121,10 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			cfg := session.DefaultConfig()
-			cfg.Run, cfg.Host, cfg.SUTFoundBy = run, sampling, sutBy
-			cfg.Thresholds, cfg.SLO = j.Thresholds, j.SLO
+			cfg, err := session.Window{Run: run, Sampling: sampling, SUTFoundBy: sutBy, Judging: j}.Config()
+			if err != nil {
+				return err
+			}
 			cfg.OnStart = proc.OnStart(cmd.Context())
 			if spec != nil {
 				cfg.Run.Arrival, cfg.Results = spec.Arrival(), spec

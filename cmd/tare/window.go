@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"maps"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,6 +10,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/session"
+	"github.com/tare-dev/tare/settings"
 )
 
 // windowFlags are everything one load window takes: what tare run takes,
@@ -60,22 +59,10 @@ func (f *windowFlags) awaitWorkers(ctx context.Context, p *session.Prepared, pro
 	return p.AwaitWorkers(ctx, progressTo)
 }
 
-// settings returns the flags that were set, by name, and extra, for a
-// run's configuration, with secrets replaced: stored runs and printed
-// summaries keep their full configuration, never their credentials.
-func settings(fs *pflag.FlagSet, extra map[string]string) map[string]string {
-	cfg := make(map[string]string)
-	fs.Visit(func(fl *pflag.Flag) {
-		v := fl.Value.String()
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			items := sv.GetSlice()
-			for i, item := range items {
-				items[i] = session.RedactHeaderLine(item)
-			}
-			v = strings.Join(items, "\n")
-		}
-		cfg[fl.Name] = v
-	})
-	maps.Copy(cfg, extra)
-	return tare.RedactConfig(cfg)
+// recorded returns the flags that were set, by name, and extra, for a run's
+// configuration, secrets redacted (settings.Record).
+func recorded(fs *pflag.FlagSet, extra map[string]string) map[string]string {
+	return settings.Record(func(yield func(string, settings.Value) bool) {
+		fs.Visit(func(fl *pflag.Flag) { yield(fl.Name, fl.Value) })
+	}, extra)
 }
