@@ -37,8 +37,9 @@ const maxStretches = 1 << 16
 
 // flushWait is how long Stretches waits for the reader to drain the ring
 // buffer: a reader kept off its CPU longer leaves the rest for the next
-// call.
-const flushWait = 100 * time.Millisecond
+// call. A few microseconds as a rule; on a host with 25 threads runnable
+// per CPU, a woken thread waited up to a hundred milliseconds.
+const flushWait = 250 * time.Millisecond
 
 // Monotonic is the clock of Stretch's times: CLOCK_MONOTONIC, which the
 // program reads (bpf_ktime_get_ns).
@@ -180,7 +181,7 @@ func (s *stretchReader) stop() error {
 // meanwhile: refused by the full ring buffer, or past what is kept for a
 // caller that does not call (about 65,000). It drains the ring buffer
 // first, so every stretch that ended before the call is there, unless the
-// reader was kept off its CPU for 100 ms.
+// reader was kept off its CPU for flushWait (250 ms).
 func (p *Probe) Stretches() ([]Stretch, uint64, error) {
 	if p.stretches == nil {
 		return nil, 0, nil
