@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
 	"slices"
@@ -175,4 +176,29 @@ func TestSamplerWaits(t *testing.T) {
 	if named == 0 {
 		t.Errorf("no tick with waits of the system under test's behind the hog (pid %d)", hog.Process.Pid)
 	}
+}
+
+// BenchmarkWaitsOf: what a stretch costs tare once read: made a Wait,
+// placed by ownerOf (once per holder a tick), sorted; and encoded as the
+// store keeps it (JSON).
+func BenchmarkWaitsOf(b *testing.B) {
+	procs := map[int]procStat{1: {PID: 1, Comm: "systemd"}}
+	var stretches []schedprobe.Stretch
+	for i := range 4000 {
+		tgid := 100 + i%40
+		procs[tgid] = procStat{PID: tgid, Comm: "batch", PPID: 1}
+		start := time.Duration(i) * 100 * time.Microsecond
+		stretches = append(stretches, schedprobe.Stretch{Start: start, End: start + 50*time.Microsecond, CPU: i % 2, Group: i % 2, Waited: 50 * time.Microsecond,
+			Holder: schedprobe.Holder{Kind: schedprobe.Other, TGID: tgid}})
+	}
+	clock := waitClock{zero: time.Unix(5000, 0)}
+	names := func(chargeKey) string { return "batch" }
+	b.ResetTimer()
+	for range b.N {
+		waits, _ := waitsOf(stretches, names, &clock, procs, &members{})
+		if _, err := json.Marshal(tare.Blame{Waits: waits}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stretches)), "ns/stretch")
 }
