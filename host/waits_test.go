@@ -179,8 +179,8 @@ func TestSamplerWaits(t *testing.T) {
 }
 
 // BenchmarkWaitsOf: what a stretch costs tare once read: made a Wait,
-// placed by ownerOf (once per holder a tick), sorted; and encoded as the
-// store keeps it (JSON).
+// placed by ownerOf (once per holder a tick) and sorted; then, as the
+// store keeps it, encoded (JSON).
 func BenchmarkWaitsOf(b *testing.B) {
 	procs := map[int]procStat{1: {PID: 1, Comm: "systemd"}}
 	var stretches []schedprobe.Stretch
@@ -193,12 +193,18 @@ func BenchmarkWaitsOf(b *testing.B) {
 	}
 	clock := waitClock{zero: time.Unix(5000, 0)}
 	names := func(chargeKey) string { return "batch" }
-	b.ResetTimer()
-	for range b.N {
-		waits, _ := waitsOf(stretches, names, &clock, procs, &members{})
-		if _, err := json.Marshal(tare.Blame{Waits: waits}); err != nil {
-			b.Fatal(err)
-		}
+	for _, encode := range []bool{false, true} {
+		b.Run(map[bool]string{false: "made", true: "encoded"}[encode], func(b *testing.B) {
+			for b.Loop() {
+				waits, _ := waitsOf(stretches, names, &clock, procs, &members{})
+				if !encode {
+					continue
+				}
+				if _, err := json.Marshal(tare.Blame{Waits: waits}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stretches)), "ns/stretch")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stretches)), "ns/stretch")
 }

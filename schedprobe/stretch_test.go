@@ -2,6 +2,9 @@ package schedprobe
 
 import (
 	"encoding/binary"
+	"os"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +135,72 @@ func TestDecodeStretch(t *testing.T) {
 	}
 	if _, ok := decodeStretch(b[:stretchSize-1]); ok {
 		t.Error("decoded a short record")
+	}
+}
+
+// BenchmarkStretches: what the stretches add to the program, per run of
+// on_switch (the kernel's BPF run time while the sysctl
+// kernel.bpf_stats_enabled is 1, which this sets and restores), and how
+// many a second a busy loop waiting behind a hog on its CPU makes, with
+// what the reader costs tare (its process's CPU, less the same without).
+// Run it with -benchtime 1x: each mode runs for two seconds.
+//
+//	go test -run '^$' -bench Stretches -benchtime 1x ./schedprobe
+func BenchmarkStretches(b *testing.B) {
+	if err := Expected(); err != nil {
+		b.Skip(err)
+	}
+	before, err := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0); err != nil {
+		b.Fatal(err)
+	}
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", before, 0)
+	svc := interfere.Busy(b, interfere.Pinned(0)...)
+	interfere.Busy(b, interfere.Pinned(0)...)
+	ownCPU := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for range b.N {
+		var perRun, own [2]float64
+		for i, o := range []Options{{}, {Stretches: []int{0}}} {
+			p, err := OpenWith(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.Watch(map[int]Watch{svc.Process.Pid: {}}); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC() // the garbage of loading (the kernel's BTF), not the window's
+			st0, _ := p.objs.OnSwitch.Stats()
+			cpu0 := ownCPU()
+			n := 0
+			for range 2 { // as the sampler does: once a tick
+				time.Sleep(time.Second)
+				got, _, err := p.Stretches()
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(got)
+			}
+			own[i] = (ownCPU() - cpu0).Seconds() / 2
+			st1, _ := p.objs.OnSwitch.Stats()
+			perRun[i] = float64(st1.Runtime-st0.Runtime) / float64(max(st1.RunCount-st0.RunCount, 1))
+			if i == 1 {
+				b.ReportMetric(float64(n)/2, "stretches/s")
+			}
+			if err := p.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(perRun[0], "ns/switch-without")
+		b.ReportMetric(perRun[1], "ns/switch-with")
+		b.ReportMetric(100*(own[1]-own[0]), "tare-%core-added")
 	}
 }
