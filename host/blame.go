@@ -2,6 +2,7 @@ package host
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -64,6 +65,15 @@ type blamer struct {
 	// spread the sum of that at both ends of the sample.
 	ended, runDelay, half [2]time.Duration
 	spread                time.Duration
+
+	// The probe's stretches (waits.go): those read that ended after the
+	// last tick's end (cut), the ones lost since, the clock that dates
+	// them, and the holders' commands of the last tick's charges.
+	stretches []schedprobe.Stretch
+	cut       time.Duration
+	waitsLost int64
+	clock     waitClock
+	named     map[chargeKey]string
 }
 
 // chargeKey is a charge's identity: the waiters' group and the holder.
@@ -84,6 +94,7 @@ func newBlamer(cfg Config) *blamer {
 		watch:    map[int]schedprobe.Watch{},
 		waiters:  map[int]tare.ProcessShare{},
 		busiest:  min(cfg.WatchBusiest, schedprobe.Groups-groupBusiest),
+		named:    map[chargeKey]string{},
 	}
 	switch {
 	case !cfg.SchedProbe:
@@ -93,12 +104,13 @@ func newBlamer(cfg Config) *blamer {
 		b.why = "the scheduler probe watches the live /proc only, not " + cfg.ProcRoot
 		return b
 	}
-	p, err := schedprobe.Open()
+	p, err := schedprobe.OpenWith(probeOptions())
 	if err != nil {
 		b.why = err.Error()
 		return b
 	}
 	b.probe = p
+	b.clock.measure()
 	return b
 }
 
@@ -259,7 +271,8 @@ func (b *blamer) add(c schedprobe.Counts) {
 // begin drops what was counted: a sample starts from now. No sample
 // ends here, so a change of the measured processes now leaves only the
 // sample that starts here uncompared.
-func (b *blamer) begin() {
+func (b *blamer) begin(now time.Time) {
+	b.beginWaits(now)
 	b.reset()
 	b.fresh = min(b.fresh, 1)
 }
@@ -273,19 +286,21 @@ func (b *blamer) reset() {
 	b.spread = 0
 }
 
-// take returns the blame of a sample of length tick, from what was counted
-// since the last one, and chooses the busiest processes to watch next from
-// its ledger. procs, the process table at the sample's end, names the
+// take returns the blame of a sample from start to end, from what was
+// counted since the last one (with the Waits that ended in it), and
+// chooses the busiest processes to watch next from its ledger. procs,
+// the process table at the sample's end, names the
 // processes waited behind by their service (serviceRoot) and whole name. Nil without a probe, or when a read of it failed in the tick.
 // gone says a measured thread exited in the tick: then, as when the
 // measured processes changed, its run delay is not compared with
 // schedstat's (RunDelayPct nil), which cannot read a thread that is gone,
 // nor knew a new process before.
-func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[int]procStat, m *members) (*tare.Blame, error) {
+func (b *blamer) take(start, end time.Time, by *tare.CPUBy, gone bool, procs map[int]procStat, m *members) (*tare.Blame, error) {
 	if b.probe == nil {
 		return nil, nil
 	}
 	defer b.reset()
+	tick := end.Sub(start)
 	var blame *tare.Blame
 	if !b.failed && tick > 0 {
 		b.pending.Waited[groupSUT], b.pending.Waited[groupTare] = b.runDelay[groupSUT], b.runDelay[groupTare]
@@ -296,10 +311,11 @@ func (b *blamer) take(tick time.Duration, by *tare.CPUBy, gone bool, procs map[i
 		}
 	}
 	b.fresh = max(b.fresh-1, 0)
+	err := b.takeWaits(blame, end, procs, m)
 	if b.chooseBusiest(by) {
-		return blame, b.apply()
+		return blame, errors.Join(err, b.apply())
 	}
-	return blame, nil
+	return blame, err
 }
 
 // chooseBusiest keeps watching the busiest processes that still are, and

@@ -358,7 +358,7 @@ func (s *Sampler) Sample(now time.Time) (tare.HostSample, error) {
 	}
 	gone := threadsGone(&s.prev, &s.cur)
 	s.prev, s.cur = s.cur, s.prev
-	if hs.Blame, err = s.blame.take(hs.End.Sub(hs.Start), hs.CPUBy, gone, s.prev.Procs, s.members); err != nil {
+	if hs.Blame, err = s.blame.take(hs.Start, hs.End, hs.CPUBy, gone, s.prev.Procs, s.members); err != nil {
 		s.warn(fmt.Errorf("scheduler probe: %w", err))
 	}
 	return hs, nil
@@ -401,7 +401,7 @@ func (s *Sampler) begin(now time.Time) error {
 		return err
 	}
 	s.prev, s.cur = s.cur, s.prev
-	s.blame.begin()
+	s.blame.begin(now)
 	return nil
 }
 

@@ -15,7 +15,9 @@
 //
 // The counts live in maps read every tick: nothing is lost to a full
 // buffer at any switch rate. What is lost (a map full, a run of the
-// program skipped) is counted, and Read returns it.
+// program skipped) is counted, and Read returns it. Where asked
+// (Options.Stretches), each charge of a floor or more is also passed on
+// as a Stretch through a ring buffer, which a goroutine drains.
 //
 // The package also holds tare's other eBPF program, the connection tracer
 // of the system under test's process graph (connect.go).
@@ -33,6 +35,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 )
 
@@ -123,10 +126,30 @@ type Probe struct {
 	others   []uint64                // per CPU
 	switches []uint64                // per CPU
 	waited   [Groups]time.Duration
-	counters [4]uint64
+	counters [nCounters]uint64
 	misses   uint64
 	runtime  time.Duration
 	watching map[uint32]probeWatch // what Watch put in the watched map
+
+	stretches *stretchReader // nil unless Options.Stretches
+	refused   uint64         // the ring buffer's refusals at the last Stretches
+}
+
+// The probe's counters, as bpf/probe.bpf.c's enum counter.
+const (
+	lostStretches = 4 // the stretches ring buffer was full
+	nCounters     = 5
+)
+
+// Options are what Open sets up beyond the counts; the zero value asks
+// for nothing more.
+type Options struct {
+	// Stretches are the groups of waiters whose charges are passed on,
+	// each as a Stretch (Probe.Stretches); none when empty.
+	Stretches []int
+	// WaitFloor is the shortest charge passed on; 0 is the program's
+	// default, 20 µs (tare.WaitFloor).
+	WaitFloor time.Duration
 }
 
 // seen is a charge counter at the last Read, and how many Reads in a row
@@ -159,7 +182,10 @@ func Expected() error {
 // Open loads the program and attaches it to the scheduler's tracepoints.
 // Every error wraps ErrUnavailable and says what is missing: root (or
 // CAP_BPF and CAP_PERFMON), a kernel with BTF, BPF atomics.
-func Open() (*Probe, error) {
+func Open() (*Probe, error) { return OpenWith(Options{}) }
+
+// OpenWith is Open, with the stretches o asks for.
+func OpenWith(o Options) (*Probe, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %w)", ErrUnavailable, err)
 	}
@@ -176,6 +202,21 @@ func Open() (*Probe, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	spec.Maps[probeMapCpus].MaxEntries = uint32(ncpu)
+	var groups uint8
+	for _, g := range o.Stretches {
+		if g < 0 || g >= Groups {
+			return nil, fmt.Errorf("%w: stretches of group %d: want 0 to %d", ErrUnavailable, g, Groups-1)
+		}
+		groups |= 1 << g
+	}
+	if err := spec.Variables[probeVarStretchGroups].Set(groups); err != nil {
+		return nil, fmt.Errorf("%w: set the stretches' groups: %w", ErrUnavailable, err)
+	}
+	if o.WaitFloor > 0 {
+		if err := spec.Variables[probeVarWaitFloorNs].Set(uint64(o.WaitFloor)); err != nil {
+			return nil, fmt.Errorf("%w: set the stretches' floor: %w", ErrUnavailable, err)
+		}
+	}
 	p := &Probe{
 		charges:  map[probeChargeKey]seen{},
 		others:   make([]uint64, ncpu),
@@ -199,6 +240,14 @@ func Open() (*Probe, error) {
 		}
 		p.links = append(p.links, l)
 	}
+	if groups != 0 {
+		rd, err := ringbuf.NewReader(p.objs.Stretches)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("%w: read the stretches' ring buffer: %w", ErrUnavailable, err)
+		}
+		p.stretches = startStretches(rd)
+	}
 	// The counters start at zero, but a first Read sets the baseline all
 	// the same: the deltas of every Read are since the one before.
 	if _, err := p.Read(); err != nil {
@@ -216,13 +265,18 @@ func explain(err error) error {
 	return err
 }
 
-// Close detaches the program and frees its maps.
+// Close detaches the program, stops reading its stretches and frees its
+// maps.
 func (p *Probe) Close() error {
 	var errs []error
 	for _, l := range p.links {
 		errs = append(errs, l.Close())
 	}
 	p.links = nil
+	if p.stretches != nil {
+		errs = append(errs, p.stretches.stop())
+		p.stretches = nil
+	}
 	errs = append(errs, p.objs.Close())
 	return errors.Join(errs...)
 }

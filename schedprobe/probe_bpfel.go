@@ -73,18 +73,21 @@ type probeWatch struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	probeMapCharges      = "charges"
-	probeMapCounters     = "counters"
-	probeMapCpus         = "cpus"
-	probeMapExited       = "exited"
-	probeMapWaited       = "waited"
-	probeMapWaiters      = "waiters"
-	probeMapWatched      = "watched"
-	probeProgOnFork      = "on_fork"
-	probeProgOnMigrate   = "on_migrate"
-	probeProgOnSwitch    = "on_switch"
-	probeProgOnWakeup    = "on_wakeup"
-	probeProgOnWakeupNew = "on_wakeup_new"
+	probeMapCharges       = "charges"
+	probeMapCounters      = "counters"
+	probeMapCpus          = "cpus"
+	probeMapExited        = "exited"
+	probeMapStretches     = "stretches"
+	probeMapWaited        = "waited"
+	probeMapWaiters       = "waiters"
+	probeMapWatched       = "watched"
+	probeProgOnFork       = "on_fork"
+	probeProgOnMigrate    = "on_migrate"
+	probeProgOnSwitch     = "on_switch"
+	probeProgOnWakeup     = "on_wakeup"
+	probeProgOnWakeupNew  = "on_wakeup_new"
+	probeVarStretchGroups = "stretch_groups"
+	probeVarWaitFloorNs   = "wait_floor_ns"
 )
 
 // loadProbe returns the embedded CollectionSpec for probe.
@@ -140,19 +143,22 @@ type probeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type probeMapSpecs struct {
-	Charges  *ebpf.MapSpec `ebpf:"charges"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Cpus     *ebpf.MapSpec `ebpf:"cpus"`
-	Exited   *ebpf.MapSpec `ebpf:"exited"`
-	Waited   *ebpf.MapSpec `ebpf:"waited"`
-	Waiters  *ebpf.MapSpec `ebpf:"waiters"`
-	Watched  *ebpf.MapSpec `ebpf:"watched"`
+	Charges   *ebpf.MapSpec `ebpf:"charges"`
+	Counters  *ebpf.MapSpec `ebpf:"counters"`
+	Cpus      *ebpf.MapSpec `ebpf:"cpus"`
+	Exited    *ebpf.MapSpec `ebpf:"exited"`
+	Stretches *ebpf.MapSpec `ebpf:"stretches"`
+	Waited    *ebpf.MapSpec `ebpf:"waited"`
+	Waiters   *ebpf.MapSpec `ebpf:"waiters"`
+	Watched   *ebpf.MapSpec `ebpf:"watched"`
 }
 
 // probeVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type probeVariableSpecs struct {
+	StretchGroups *ebpf.VariableSpec `ebpf:"stretch_groups"`
+	WaitFloorNs   *ebpf.VariableSpec `ebpf:"wait_floor_ns"`
 }
 
 // probeObjects contains all objects after they have been loaded into the kernel.
@@ -175,13 +181,14 @@ func (o *probeObjects) Close() error {
 //
 // It can be passed to loadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type probeMaps struct {
-	Charges  *ebpf.Map `ebpf:"charges"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Cpus     *ebpf.Map `ebpf:"cpus"`
-	Exited   *ebpf.Map `ebpf:"exited"`
-	Waited   *ebpf.Map `ebpf:"waited"`
-	Waiters  *ebpf.Map `ebpf:"waiters"`
-	Watched  *ebpf.Map `ebpf:"watched"`
+	Charges   *ebpf.Map `ebpf:"charges"`
+	Counters  *ebpf.Map `ebpf:"counters"`
+	Cpus      *ebpf.Map `ebpf:"cpus"`
+	Exited    *ebpf.Map `ebpf:"exited"`
+	Stretches *ebpf.Map `ebpf:"stretches"`
+	Waited    *ebpf.Map `ebpf:"waited"`
+	Waiters   *ebpf.Map `ebpf:"waiters"`
+	Watched   *ebpf.Map `ebpf:"watched"`
 }
 
 func (m *probeMaps) Close() error {
@@ -190,6 +197,7 @@ func (m *probeMaps) Close() error {
 		m.Counters,
 		m.Cpus,
 		m.Exited,
+		m.Stretches,
 		m.Waited,
 		m.Waiters,
 		m.Watched,
@@ -200,6 +208,8 @@ func (m *probeMaps) Close() error {
 //
 // It can be passed to loadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type probeVariables struct {
+	StretchGroups *ebpf.Variable `ebpf:"stretch_groups"`
+	WaitFloorNs   *ebpf.Variable `ebpf:"wait_floor_ns"`
 }
 
 // probePrograms contains all programs after they have been loaded into the kernel.

@@ -22,13 +22,19 @@ import (
 // does not load fails the test.
 func open(t *testing.T) *Probe {
 	t.Helper()
+	return openWith(t, Options{})
+}
+
+// openWith is open, with the stretches o asks for.
+func openWith(t *testing.T, o Options) *Probe {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("real scheduling for seconds: skipped with -short")
 	}
 	if err := Expected(); err != nil {
 		testservice.Unable(t, "%v", err)
 	}
-	p, err := Open()
+	p, err := OpenWith(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,8 @@ enum counter {
 	LOST_WAITERS = 1, // the waiters map was full
 	ANOMALIES = 2,    // a waiter found where the counts did not expect it
 	UNSEEN = 3,       // a switch the tracepoint did not report (the task leaving was not the last one in)
-	COUNTERS = 4,
+	LOST_STRETCHES = 4, // the stretches ring buffer was full
+	COUNTERS = 5,
 };
 
 struct watch {
@@ -160,6 +161,39 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+// A stretch is one charge of wait_floor_ns or more, passed on as it is
+// made: group's threads waited on cpu from start to end behind one holder
+// (as its charge_key names it), owed ns in all (k waiters, k·the stretch
+// when each waited all of it).
+struct stretch {
+	__u64 start; // when the mean waiter arrived, or the last switch if later
+	__u64 end;   // the charge: a switch, or a move away
+	__u64 owed;
+	__u32 tgid;
+	__u32 cpu;
+	__u8 group;
+	__u8 kind;
+	__u8 holder_group;
+	__u8 pad[5];
+};
+
+// A stretch takes 48 bytes of the ring (an 8-byte header). At 50,000
+// switches a second, each charging the waiters of two groups at most (the
+// system under test's and tare's: on one CPU, more are rare), that is
+// 4.8 MB/s. The reader is woken when a quarter is in use (stretch), so
+// 3 MiB stay free while it waits for a CPU: 650 ms of it, on a host
+// saturated enough to make 50,000 switches. It also drains at each tick.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} stretches SEC(".maps");
+
+// The loader's settings: the shortest charge passed on as a stretch
+// (tare.WaitFloor), and the waiters' groups whose are (bit g: group g;
+// none by default).
+const volatile __u64 wait_floor_ns = 20000;
+const volatile __u8 stretch_groups = 0;
+
 static __always_inline void count(__u32 c)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &c);
@@ -202,9 +236,37 @@ static __always_inline void ancestors_of(struct task_struct *t, __u32 *out)
 	}
 }
 
-// charge adds ns of wait of group's threads on the CPU of st to holder,
-// thread pid of process tgid.
-static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, struct cpu_state *st)
+// stretch passes on the charge of ns to key's holder, from start to now
+// on cpu, when it is long enough and its group's are wanted.
+static __always_inline void stretch(struct charge_key *key, __s64 ns, __u64 start, __u64 now, __u32 cpu)
+{
+	if ((__u64)ns < wait_floor_ns || !(stretch_groups & (1 << (key->group & (GROUPS - 1)))))
+		return;
+	struct stretch *r = bpf_ringbuf_reserve(&stretches, sizeof(*r), 0);
+	if (!r) {
+		count(LOST_STRETCHES);
+		return;
+	}
+	r->start = start;
+	r->end = now;
+	r->owed = ns;
+	r->tgid = key->tgid;
+	r->cpu = cpu;
+	r->group = key->group;
+	r->kind = key->kind;
+	r->holder_group = key->holder_group;
+	__builtin_memset(r->pad, 0, sizeof(r->pad));
+	// A wake-up per stretch would cost the reader more than the stretch:
+	// it is woken when a quarter of the ring is in use, and drains at
+	// each tick.
+	__u64 flags = bpf_ringbuf_query(&stretches, BPF_RB_AVAIL_DATA) >= (1 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
+}
+
+// charge adds ns of wait of group's threads on the CPU of st (cpu) to
+// holder, thread pid of process tgid, and passes it on as a stretch from
+// start to now.
+static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, __u64 start, __u64 now, __u32 cpu, struct cpu_state *st)
 {
 	if (ns <= 0)
 		return;
@@ -224,6 +286,7 @@ static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 
 			__sync_fetch_and_add(&st->other_ns, ns);
 		}
 	}
+	stretch(&key, ns, start, now, cpu);
 	struct charge *c = bpf_map_lookup_elem(&charges, &key);
 	if (!c) {
 		struct charge fresh = {.wait_ns = ns};
@@ -341,7 +404,11 @@ int on_switch(__u64 *ctx)
 		__s64 most = k * (__s64)(now - st->last); // a move's inbox time may precede last by a moment
 		if (owed > most)
 			owed = most;
-		charge(prev, prev_pid, prev_tgid, g, owed, st);
+		// The mean waiter's arrival: exact for one waiter, the usual case.
+		__u64 start = owed > 0 ? now - (__u64)owed / (__u64)k : now;
+		if (start < st->last)
+			start = st->last;
+		charge(prev, prev_pid, prev_tgid, g, owed, start, now, cpu, st);
 		st->s[g] = k * (__s64)now;
 	}
 	st->last = now;
@@ -430,7 +497,7 @@ int on_migrate(__u64 *ctx)
 	if (src && task_cpu(p) == w->cpu) {
 		__u64 from = w->since > src->last ? w->since : src->last;
 		struct task_struct *holder = (void *)src->curr;
-		charge(holder, BPF_CORE_READ(holder, pid), BPF_CORE_READ(holder, tgid), g, (__s64)(now - from), src);
+		charge(holder, BPF_CORE_READ(holder, pid), BPF_CORE_READ(holder, tgid), g, (__s64)(now - from), from, now, w->cpu, src);
 		src->k[g]--;
 		src->s[g] -= from;
 	} else {
