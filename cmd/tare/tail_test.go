@@ -33,7 +33,7 @@ func TestCodesOwnFiguresBesideAHog(t *testing.T) {
 	run := func() tare.Summary {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), "taskset", "-c", "1", os.Args[0], "run", "--model", svc.URL, "--max-tokens", "2",
-			"--rate", "100/s", "--duration", "10s", "--no-store", "--json", "--quiet")
+			"--rate", "40/s", "--duration", "10s", "--no-store", "--json", "--quiet")
 		cmd.Env = append(os.Environ(), "TARE_TEST_MAIN=1")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -45,7 +45,7 @@ func TestCodesOwnFiguresBesideAHog(t *testing.T) {
 		return s
 	}
 	quiet := run()
-	hog := interfere.Duty(t, 50*time.Millisecond, 50*time.Millisecond, interfere.Pinned(0)...)
+	hog := interfere.Duty(t, 20*time.Millisecond, 20*time.Millisecond, interfere.Pinned(0)...)
 	polluted := run()
 	_ = hog.Process.Kill()
 	tl := polluted.Tail
