@@ -37,9 +37,12 @@ type Tail struct {
 	Slowest []TailSlice `json:"slowest"` // the slowest 1 % and 5 %
 }
 
-// OverlapShare is the least outside wait, as a share of a request's
-// latency, for it to count as overlapped (Tail.Overlapped): a 2 % steal
-// over a whole run brushes every request and delays none by much.
+// OverlapShare is the least wait behind other processes and kernel
+// threads, as a share of a request's latency, for it to count as
+// overlapped (Tail.Overlapped). Steal is in a request's wait (Unwaited
+// takes it off) but does not make it overlapped: no event says which
+// requests the hypervisor's steal hit, so it is spread over a tick's
+// requests alike, and would mark them all.
 const OverlapShare = 0.05
 
 // OwnerSteal is the hypervisor, as what a request's life overlapped

@@ -29,15 +29,18 @@ type outsideWait struct {
 // exposed is one settled request of the tail's sample.
 type exposed struct {
 	latency time.Duration
-	wait    time.Duration // outside wait it overlapped, at most latency
+	wait    time.Duration // outside wait it overlapped, steal included, at most latency
+	waits   time.Duration // of which the probe's waits: the part measured for this request
 	top     int32         // the owner it waited behind most; -1 when none
 	topWait time.Duration
 }
 
-// overlapped reports whether the request's outside wait counts
-// (tare.OverlapShare).
+// overlapped reports whether the request's measured outside wait counts
+// (tare.OverlapShare). Steal does not: no event says which requests the
+// hypervisor's steal hit, so it is spread over a tick's requests alike,
+// and would mark every request of a stolen tick overlapped.
 func (e exposed) overlapped() bool {
-	return e.wait > 0 && float64(e.wait) >= tare.OverlapShare*float64(e.latency)
+	return e.waits > 0 && float64(e.waits) >= tare.OverlapShare*float64(e.latency)
 }
 
 // exposures is the recorder's state of per-request blame.
@@ -156,8 +159,9 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 			if ov <= 0 {
 				continue
 			}
-			part := time.Duration(float64(w.waited) * float64(ov) / float64(w.to-w.from))
-			add(w.owner, min(part, ov))
+			part := min(time.Duration(float64(w.waited)*float64(ov)/float64(w.to-w.from)), ov)
+			e.waits += part
+			add(w.owner, part)
 		}
 		if k < p.first || t.host.CPU.Steal <= 0 {
 			continue
@@ -168,7 +172,7 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 			add(r.exp.owner(tare.BehindKey{Owner: tare.OwnerSteal}, 0), time.Duration(float64(ov)*t.host.CPU.Steal/100))
 		}
 	}
-	e.wait = min(e.wait, e.latency)
+	e.wait, e.waits = min(e.wait, e.latency), min(e.waits, e.latency)
 	for i := range n {
 		if by[i].wait > e.topWait {
 			e.top, e.topWait = by[i].owner, by[i].wait
