@@ -65,7 +65,7 @@ func TestVerdictMatrix(t *testing.T) {
 			var stolen []string
 			for range attempts {
 				watch := watchCPU(t, 0)
-				s, err := env.Run(t.Context(), sc)
+				o, err := env.Run(t.Context(), sc)
 				if werr := watch.Stop(); werr != nil {
 					t.Fatalf("the test's own reading of /proc/stat: %v", werr)
 				}
@@ -73,16 +73,24 @@ func TestVerdictMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if o.Quiet != nil {
+					var text bytes.Buffer
+					report.Text(&text, o.Quiet)
+					t.Logf("the quiet run first:\n%s", text.String())
+				}
 				var text bytes.Buffer
-				report.Text(&text, &s)
+				report.Text(&text, &o.Summary)
 				t.Logf("%s", text.String())
+				if r := o.TailRatio(); r > 0 {
+					t.Logf("p99 %.2f× the quiet run's", r)
+				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)
 				if stole(sc, steal, th) {
 					stolen = append(stolen, steal.String())
 					continue
 				}
-				for _, w := range scenario.Check(sc, s) {
+				for _, w := range scenario.Check(sc, o) {
 					t.Error(w)
 				}
 				return

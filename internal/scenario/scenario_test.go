@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/interfere"
 	"github.com/tare-dev/tare/internal/testservice"
 )
@@ -91,4 +93,97 @@ func TestQuota(t *testing.T) {
 	if errors.Is(err, ErrSkip) {
 		t.Errorf("a quota the kernel refuses, as root: %v, want an error that is not ErrSkip", err)
 	}
+}
+
+// TestCheck: the level a scenario judged by its tail wants follows the
+// ratio of its p99 to the quiet run's; a neighbour must be named where
+// the verdict is polluted, and a finding said where one is wanted.
+func TestCheck(t *testing.T) {
+	summary := func(level tare.Level, p99 float64, details ...string) *tare.Summary {
+		s := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(p99)}}
+		s.Verdict.Level = level
+		for _, d := range details {
+			s.Verdict.Signals = append(s.Verdict.Signals, tare.Signal{Name: "tail", Fired: true, Detail: d})
+		}
+		return s
+	}
+	batch := Scenario{Want: tare.Polluted, Named: "nightly-batch", Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
+	quiet := summary(tare.Clean, 1)
+	named := "the p99 tail: 31 of 36 requests waited behind `nightly-batch` (pids 12, 13)"
+	for _, tt := range []struct {
+		name  string
+		sc    Scenario
+		o     Outcome
+		wrong []string // what the errors must say, one each; none: right
+	}{
+		{"moved the tail, polluted and named", batch, Outcome{*summary(tare.Polluted, 2.4, named), quiet}, nil},
+		{"moved the tail, clean", batch, Outcome{*summary(tare.Clean, 2.4), quiet}, []string{"level clean, want polluted (p99 2.40 ms, 2.40× the quiet run's 1.00 ms)"}},
+		{"moved the tail, polluted by someone else", batch, Outcome{*summary(tare.Polluted, 2.4, "behind `sh`"), quiet}, []string{"no signal that fired names `nightly-batch`"}},
+		{"left the tail, clean", batch, Outcome{*summary(tare.Clean, 1.1), quiet}, nil},
+		{"left the tail, polluted", batch, Outcome{*summary(tare.Polluted, 1.1, named), quiet}, []string{"level polluted, want clean"}},
+		{"between, clean", batch, Outcome{*summary(tare.Clean, 1.3), quiet}, nil},
+		{"between, polluted and named", batch, Outcome{*summary(tare.Polluted, 1.3, named), quiet}, nil},
+		{"between, suspect", batch, Outcome{*summary(tare.Suspect, 1.3), quiet}, []string{"level suspect, want clean or polluted"}},
+		{"the quiet run was not", batch, Outcome{*summary(tare.Clean, 1.1), summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
+		{"no quiet run", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
+		{"a finding said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9, "the slow ticks 4, 7 overlapped nothing outside: the code's own pauses")}, nil},
+		{"a finding not said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9)}, []string{`the verdict does not say "code's own"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wrong := Check(tt.sc, tt.o)
+			if len(wrong) != len(tt.wrong) {
+				t.Fatalf("Check: %q, want %d errors saying %q", wrong, len(tt.wrong), tt.wrong)
+			}
+			for i, w := range tt.wrong {
+				if !strings.Contains(wrong[i], w) {
+					t.Errorf("Check: %q, want %q", wrong[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestHogsNamed: the hogs run under the name and at the nice level the
+// scenario gives them, as a batch job does, and stop with the function
+// that started them.
+func TestHogsNamed(t *testing.T) {
+	interfere.Exclusive(t)
+	const name = "tare-test-hog"
+	stop, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := niceOf(t, name)
+	stop()
+	if len(found) != 2 || found[0] != "19" || found[1] != "19" {
+		t.Errorf("processes named %s at nice %v, want two at 19", name, found)
+	}
+	if left := niceOf(t, name); len(left) > 0 {
+		t.Errorf("%d processes named %s left after stop", len(left), name)
+	}
+}
+
+// niceOf is the nice level of each process whose command name is name.
+func niceOf(t *testing.T, name string) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nice []string
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone
+		}
+		comm, rest, ok := strings.Cut(string(b), ") ")
+		if !ok || !strings.HasSuffix(comm, "("+name) {
+			continue
+		}
+		// After the command: state is field 3, nice field 19.
+		if f := strings.Fields(rest); len(f) > 16 {
+			nice = append(nice, f[16])
+		}
+	}
+	return nice
 }

@@ -22,6 +22,12 @@ func Stalling(delay, from, length time.Duration) Deployment {
 	}
 }
 
+// Plain is the stalling service that never stalls: a light Python HTTP
+// service that answers at once, a fraction of a millisecond of CPU each.
+func Plain() Deployment {
+	return Stalling(0, 0, 0)
+}
+
 // stallService is the service: Python's standard library, from Debian,
 // a real server answering over real connections.
 const stallService = `
