@@ -56,4 +56,3 @@ def app(environ, start_response):
     start_response('200 OK', [('Content-Type', 'text/plain')])
     return [b'ok\n']
 `
-
