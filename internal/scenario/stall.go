@@ -37,6 +37,9 @@ first, lock = None, threading.Lock()
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The headers and the body go out as two writes: with Nagle's
+    # algorithm the body waits for the client's delayed ACK, 40 ms.
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         global first
