@@ -22,7 +22,13 @@ import (
 // neighbour pollutes and is named, a quota pollutes by throttling. A
 // scenario runs once, or again (three attempts at most) when the
 // hypervisor stole CPU during it by the test's own reading of /proc/stat;
-// stolen in all three, it fails.
+// stolen in all three, it fails. A scenario judged by its tail
+// (scenario.TailRule) measures its service quiet first, in the same
+// attempt.
+//
+// It runs tare as it runs by default, with the scheduler probe where it
+// loads: the probe-off column is bench/verdict-matrix's, which the gate's
+// time does not allow twice over.
 //
 // It needs the machine to itself: a test binary of another package
 // running beside it is a neighbour, and the right verdict on it is
