@@ -22,7 +22,13 @@ import (
 // neighbour pollutes and is named, a quota pollutes by throttling. A
 // scenario runs once, or again (three attempts at most) when the
 // hypervisor stole CPU during it by the test's own reading of /proc/stat;
-// stolen in all three, it fails.
+// stolen in all three, it fails. A scenario judged by its tail
+// (scenario.TailRule) measures its service quiet first, in the same
+// attempt.
+//
+// It runs tare as it runs by default, with the scheduler probe where it
+// loads: the probe-off column is bench/verdict-matrix's, which the gate's
+// time does not allow twice over.
 //
 // It needs the machine to itself: a test binary of another package
 // running beside it is a neighbour, and the right verdict on it is
@@ -65,7 +71,7 @@ func TestVerdictMatrix(t *testing.T) {
 			var stolen []string
 			for range attempts {
 				watch := watchCPU(t, 0)
-				s, err := env.Run(t.Context(), sc)
+				o, err := env.Run(t.Context(), sc)
 				if werr := watch.Stop(); werr != nil {
 					t.Fatalf("the test's own reading of /proc/stat: %v", werr)
 				}
@@ -73,16 +79,24 @@ func TestVerdictMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if o.Quiet != nil {
+					var text bytes.Buffer
+					report.Text(&text, o.Quiet)
+					t.Logf("the quiet run first:\n%s", text.String())
+				}
 				var text bytes.Buffer
-				report.Text(&text, &s)
+				report.Text(&text, &o.Summary)
 				t.Logf("%s", text.String())
+				if r := o.TailRatio(); r > 0 {
+					t.Logf("p99 %.2f× the quiet run's", r)
+				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)
 				if stole(sc, steal, th) {
 					stolen = append(stolen, steal.String())
 					continue
 				}
-				for _, w := range scenario.Check(sc, s) {
+				for _, w := range scenario.Check(sc, o) {
 					t.Error(w)
 				}
 				return

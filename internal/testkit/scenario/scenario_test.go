@@ -4,12 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
@@ -61,7 +69,7 @@ func TestMissingPrograms(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	ctx := context.Background()
 	_, pinErr := Env{}.pinned(ctx, "0", []string{"run"})
-	_, _, stallErr := startStalling(ctx, time.Second, 0, time.Second)
+	_, _, _, stallErr := startStalling(ctx, time.Second, 0, time.Second)
 	for name, err := range map[string]error{"taskset": pinErr, "python3": stallErr} {
 		if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), name) {
 			t.Errorf("without %s: %v, want an error wrapping ErrMissing naming it", name, err)
@@ -90,5 +98,178 @@ func TestQuota(t *testing.T) {
 	}
 	if errors.Is(err, ErrSkip) {
 		t.Errorf("a quota the kernel refuses, as root: %v, want an error that is not ErrSkip", err)
+	}
+}
+
+// TestCheck: the level a scenario judged by its tail wants follows the
+// ratio of its p99 to the quiet run's; a neighbour must be named where
+// the verdict is polluted, and a finding said where one is wanted.
+func TestCheck(t *testing.T) {
+	summary := func(level tare.Level, p99 float64, details ...string) *tare.Summary {
+		s := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(p99)}}
+		s.Verdict.Level = level
+		for _, d := range details {
+			s.Verdict.Signals = append(s.Verdict.Signals, tare.Signal{Name: "tail", Fired: true, Detail: d})
+		}
+		return s
+	}
+	batch := Scenario{Want: tare.Polluted, Named: "nightly-batch", Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
+	quiet := summary(tare.Clean, 1)
+	named := "the p99 tail: 31 of 36 requests waited behind `nightly-batch` (pids 12, 13)"
+	for _, tt := range []struct {
+		name  string
+		sc    Scenario
+		o     Outcome
+		wrong []string // what the errors must say, one each; none: right
+	}{
+		{"moved the tail, polluted and named", batch, Outcome{*summary(tare.Polluted, 2.4, named), quiet}, nil},
+		{"moved the tail, clean", batch, Outcome{*summary(tare.Clean, 2.4), quiet}, []string{"level clean, want polluted (p99 2.40 ms, 2.40× the quiet run's 1.00 ms)"}},
+		{"moved the tail, polluted by someone else", batch, Outcome{*summary(tare.Polluted, 2.4, "behind `sh`"), quiet}, []string{"no signal that fired names `nightly-batch`"}},
+		{"left the tail, clean", batch, Outcome{*summary(tare.Clean, 1.1), quiet}, nil},
+		{"left the tail, polluted", batch, Outcome{*summary(tare.Polluted, 1.1, named), quiet}, []string{"level polluted, want clean"}},
+		{"between, clean", batch, Outcome{*summary(tare.Clean, 1.3), quiet}, nil},
+		{"between, polluted and named", batch, Outcome{*summary(tare.Polluted, 1.3, named), quiet}, nil},
+		{"between, suspect", batch, Outcome{*summary(tare.Suspect, 1.3), quiet}, []string{"level suspect, want clean or polluted"}},
+		{"the quiet run was not", batch, Outcome{*summary(tare.Clean, 1.1), summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
+		{"no quiet run", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
+		{"a finding said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9, "the slow ticks 4, 7 overlapped nothing outside: the code's own pauses")}, nil},
+		{"a finding not said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9)}, []string{`the verdict does not say "code's own"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wrong := Check(tt.sc, tt.o)
+			if len(wrong) != len(tt.wrong) {
+				t.Fatalf("Check: %q, want %d errors saying %q", wrong, len(tt.wrong), tt.wrong)
+			}
+			for i, w := range tt.wrong {
+				if !strings.Contains(wrong[i], w) {
+					t.Errorf("Check: %q, want %q", wrong[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestHogsNamed: the hogs run under the name and at the nice level the
+// scenario gives them, as a batch job does, and stop with the function
+// that started them.
+func TestHogsNamed(t *testing.T) {
+	interfere.Exclusive(t)
+	const name = "tare-test-hog"
+	stop, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := niceOf(t, name)
+	stop()
+	if len(found) != 2 || found[0] != "19" || found[1] != "19" {
+		t.Errorf("processes named %s at nice %v, want two at 19", name, found)
+	}
+	if left := niceOf(t, name); len(left) > 0 {
+		t.Errorf("%d processes named %s left after stop", len(left), name)
+	}
+}
+
+// niceOf is the nice level of each process whose command name is name.
+func niceOf(t *testing.T, name string) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nice []string
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone
+		}
+		comm, rest, ok := strings.Cut(string(b), ") ")
+		if !ok || !strings.HasSuffix(comm, "("+name) {
+			continue
+		}
+		// After the command: state is field 3, nice field 19.
+		if f := strings.Fields(rest); len(f) > 16 {
+			nice = append(nice, f[16])
+		}
+	}
+	return nice
+}
+
+// TestPlainAnswersAtOnce: the plain Python service answers a request on
+// a kept-alive connection about as soon as a Go server on loopback does,
+// not a delayed ACK later (its headers and body are two writes, and
+// Nagle's algorithm held the second for the client's ACK: a median of
+// 44 ms a request). A median of 40 requests, against the Go server's
+// taken the same way.
+func TestPlainAnswersAtOnce(t *testing.T) {
+	url, stop, err := Plain()(t.Context(), t.TempDir())
+	SkipUnable(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	gosrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
+	defer gosrv.Close()
+	python, golang := medianGet(t, url), medianGet(t, gosrv.URL)
+	if python > 50*golang {
+		t.Errorf("the plain service's median request took %v, %.0f× a Go server's %v: want under 50×", python, float64(python)/float64(golang), golang)
+	}
+}
+
+// medianGet is the median time of 40 GETs of url on one connection.
+func medianGet(t *testing.T, url string) time.Duration {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	var took []time.Duration
+	for range 40 {
+		start := time.Now()
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	return took[len(took)/2]
+}
+
+// TestPlainBacklog: connections the plain service has not accepted yet,
+// while it waits for a CPU (here: stopped), wait in a backlog deep
+// enough for a burst, not dropped to be retried 1 s later
+// (socketserver's default backlog is 5, and a starved service showed
+// requests of 1.03 s).
+func TestPlainBacklog(t *testing.T) {
+	url, pid, stop, err := startStalling(t.Context(), 0, 0, 0)
+	SkipUnable(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	const burst = 40
+	refused := make(chan error, burst)
+	for range burst {
+		go func() {
+			c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+			if err == nil {
+				c.Close()
+			}
+			refused <- err
+		}()
+	}
+	var lost int
+	for range burst {
+		if <-refused != nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d connections to the stopped service were not taken into its backlog within 500 ms", lost, burst)
 	}
 }

@@ -18,8 +18,15 @@ import (
 // delay), so the latency that moves is not explained by more work.
 func Stalling(delay, from, length time.Duration) Deployment {
 	return func(ctx context.Context, _ string) (string, func(), error) {
-		return startStalling(ctx, delay, from, length)
+		url, _, stop, err := startStalling(ctx, delay, from, length)
+		return url, stop, err
 	}
+}
+
+// Plain is the stalling service that never stalls: a light Python HTTP
+// service that answers at once, a fraction of a millisecond of CPU each.
+func Plain() Deployment {
+	return Stalling(0, 0, 0)
 }
 
 // stallService is the service: Python's standard library, from Debian,
@@ -31,6 +38,9 @@ first, lock = None, threading.Lock()
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The headers and the body go out as two writes: with Nagle's
+    # algorithm the body waits for the client's delayed ACK, 40 ms.
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         global first
@@ -50,17 +60,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(http.server.ThreadingHTTPServer):
+    # socketserver's backlog is 5: a burst of new connections past it
+    # while the server waits for a CPU loses SYNs, each retried 1 s later.
+    request_queue_size = 128
+
+server = Server(("127.0.0.1", 0), Handler)
 print("http://127.0.0.1:%d/" % server.server_address[1], flush=True)
 server.serve_forever()
 `
 
-// startStalling runs the service and returns its URL and the function
-// that stops it. It dies with ctx, and with the process that started it.
-func startStalling(ctx context.Context, delay, from, length time.Duration) (url string, stop func(), err error) {
+// startStalling runs the service and returns its URL, its pid and the
+// function that stops it. It dies with ctx, and with the process that
+// started it.
+func startStalling(ctx context.Context, delay, from, length time.Duration) (url string, pid int, stop func(), err error) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: python3 is not installed (Debian's python3): cannot start the stalling service", ErrMissing)
+		return "", 0, nil, fmt.Errorf("%w: python3 is not installed (Debian's python3): cannot start the stalling service", ErrMissing)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := exec.CommandContext(ctx, python, "-c", stallService,
@@ -71,7 +87,7 @@ func startStalling(ctx context.Context, delay, from, length time.Duration) (url 
 	c.Stdout = &firstLine{found: found}
 	if err := c.Start(); err != nil {
 		cancel()
-		return "", nil, fmt.Errorf("start the stalling service: %w", err)
+		return "", 0, nil, fmt.Errorf("start the stalling service: %w", err)
 	}
 	stop = func() {
 		cancel()
@@ -80,12 +96,12 @@ func startStalling(ctx context.Context, delay, from, length time.Duration) (url 
 	select {
 	case url = <-found:
 		if strings.HasPrefix(url, "http://127.0.0.1:") {
-			return url, stop, nil
+			return url, c.Process.Pid, stop, nil
 		}
 	case <-time.After(30 * time.Second):
 	}
 	stop()
-	return "", nil, fmt.Errorf("the stalling service (pid %d) did not say where it serves within 30s: %q", c.Process.Pid, url)
+	return "", 0, nil, fmt.Errorf("the stalling service (pid %d) did not say where it serves within 30s: %q", c.Process.Pid, url)
 }
 
 // firstLine passes on the first line written to it, and discards the rest.
