@@ -84,8 +84,12 @@ func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
 	if _, ok := fired[SignalRunDelay]; ok {
 		a = append(a, "Let tare read /proc of every process (a /proc mounted with hidepid hides them), or name the system under test with --pid, so a neighbour can be told from the service's own load.")
 	}
-	if _, ok := fired[SignalTail]; ok {
-		if _, both := fired[SignalNeighbours]; !both {
+	if sig, ok := fired[SignalTail]; ok {
+		_, both := fired[SignalNeighbours]
+		switch {
+		case sig.Finding:
+			a = append(a, "The slowest requests were the code's own, not the host's: profile the slow path (the tail's requests, not the average) before adding capacity for it.")
+		case !both:
 			a = append(a, tailAdvice(s))
 		}
 	}

@@ -36,8 +36,15 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	}
 	if best < 0 {
 		sig.Value = tare.Float(0)
+		sl := t.Slowest[0]
 		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
-			t.Sentence(t.Slowest[0]), pText(t.Slowest[0].P), th.TailChance)
+			t.Sentence(sl), pText(sl.P), th.TailChance)
+		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
+			// The tail users read, and nothing outside in it: the code's.
+			sig.Fired, sig.Finding = true, true
+			sig.Detail += fmt.Sprintf("; the p99 (%s) is %.1f× the p50 (%s), and its slowest requests overlapped no outside wait: the code's own spikes (a pause, a lock, a collection, a slow path)",
+				tare.MSText(*p99), *p99 / *p50, tare.MSText(*p50))
+		}
 		return sig
 	}
 	sl := t.Slowest[best]
@@ -53,6 +60,10 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	sig.Detail = text + ": too little to change what the figures say"
 	return sig
 }
+
+// spikeFactor: a p99 this many times the p50 is a tail worth a finding,
+// when nothing outside overlapped it.
+const spikeFactor = 2
 
 // minTailRequests is the fewest measured requests the tail signal judges:
 // the slowest 1 % of fewer is one or two requests.

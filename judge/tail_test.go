@@ -22,7 +22,7 @@ func TestTail(t *testing.T) {
 		}
 	}
 	summary := func(tl *tare.Tail) *tare.Summary {
-		return &tare.Summary{Tail: tl, Latency: tare.LatencyMS{P95: tare.Float(0.85), P99: tare.Float(2.8)}}
+		return &tare.Summary{Tail: tl, Latency: tare.LatencyMS{P50: tare.Float(0.5), P95: tare.Float(0.85), P99: tare.Float(2.8)}}
 	}
 	for _, tt := range []struct {
 		name  string
@@ -35,6 +35,8 @@ func TestTail(t *testing.T) {
 		{"overlapped no more than chance", newTail(0.3, 0.95), false, []string{"no outside wait moved the tail"}},
 		{"moved the p99 too little", newTail(1e-6, 2.5), false, []string{"too little to change"}},
 		{"no probe", nil, false, []string{"the scheduler probe did not measure the waits"}},
+		{"the code's own spikes", func() *tare.Tail { tl := newTail(0.9, 2.7); tl.Slowest[0].Overlapped = 1; return tl }(), true,
+			[]string{"the p99 (2.80ms) is", "the code's own spikes"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := summary(tt.tail)
@@ -46,6 +48,12 @@ func TestTail(t *testing.T) {
 				if !strings.Contains(sig.Detail, w) {
 					t.Errorf("detail %q does not say %q", sig.Detail, w)
 				}
+			}
+			if sig.Finding {
+				if v := Judge(s, nil, DefaultThresholds(), nil); v.Level != tare.Clean {
+					t.Errorf("level %s on a finding, want clean", v.Level)
+				}
+				return
 			}
 			if tt.fired {
 				v := Judge(s, nil, DefaultThresholds(), nil)

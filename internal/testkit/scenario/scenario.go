@@ -121,8 +121,7 @@ func Matrix() []Scenario {
 		// fresh machine it went suspect (p < 0.001). Blame per request
 		// (issue 39) judges it by what each slow request overlapped.
 		{Name: "quiet, nginx in front of a recycled gunicorn pool over a Unix socket", Deploy: NginxGunicorn(true, 60), Args: light,
-			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"},
-			Pending: "a recycled worker's warm-up is judged by the tick rule, which may call it the host's: blame per request (issue 39) makes it the code's"},
+			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"nginx", "gunicorn"}},
 		{Name: "quiet, an app and its PostgreSQL on a Unix socket", Deploy: GunicornPostgres(), Args: light,
 			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"gunicorn", "postgres"}},
 		{Name: "an app and its PostgreSQL on a Unix socket, beside CPU hogs", Deploy: GunicornPostgres(), Args: light, Hogs: 2,
@@ -151,11 +150,11 @@ func Matrix() []Scenario {
 		// held 200 ms for 5 s mid-run, at a steady 3/s (0.6 in flight).
 		{Name: "quiet HTTP service stalling 200 ms for 5 s", Deploy: Stalling(200*time.Millisecond, 5*time.Second, 5*time.Second),
 			Args: []string{"--arrival", "constant", "--rate", "3/s", "--duration", "16s"},
-			// issue 39: becomes clean with the code's-own finding
-			// (asleep, off CPU, with nothing outside overlapping a slow
-			// request), in the same commit as the verdict that says so:
-			//	Want: tare.Clean, Finding: "code's own", NotFired: []string{"neighbours", "generator_starved"}},
-			Want: tare.Suspect, Fired: []string{"latency_without_queue"}, NotFired: []string{"neighbours", "generator_starved"}},
+			// The service sleeps: off CPU, nothing outside overlapping the
+			// slow ticks. Per-request blame (issue 39) makes it the code's
+			// own stall, a finding; the tick rule alone called it suspect,
+			// "points at the host" (it still does with the probe off).
+			Want: tare.Clean, Fired: []string{"latency_without_queue"}, Finding: "code's own", NotFired: []string{"neighbours", "generator_starved"}},
 		// The code's own spikes, nothing else running (issue 39: the
 		// tick rule called such a service's pauses the host's).
 		{Name: "quiet, a Python service pausing every few hundred ms", Deploy: Pausing(), Args: []string{"--rate", "40/s", "--duration", "10s"},
