@@ -322,14 +322,6 @@ func HypergeometricTail(k, N, K, n int) float64 {
 // each request by.
 type Overlaps struct{ r *Recorder }
 
-// Exposure is what outside interference overlapped one request.
-type Exposure struct {
-	Wait time.Duration  // outside wait overlapped, at most the request's latency
-	Top  tare.TailOwner // whom it waited behind most (Requests and WaitMS unset); zero when nobody
-	// Overlapped: Wait was at least tare.OverlapShare of the latency.
-	Overlapped bool
-}
-
 // NewOverlaps indexes the outside waits of a run's ticks (their host
 // samples, as stored); the ticks are of one length, from the first.
 func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
@@ -350,7 +342,7 @@ func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
 
 // Of is what overlapped res; known is false when the probe did not
 // measure every tick of its life, or res did not succeed.
-func (o *Overlaps) Of(res *tare.Result) (e Exposure, known bool) {
+func (o *Overlaps) Of(res *tare.Result) (e tare.Exposure, known bool) {
 	if o.r == nil || !res.OK() || res.Done.IsZero() {
 		return e, false
 	}
