@@ -119,7 +119,9 @@ func (t *tick) measured() bool {
 // measured by the probe.
 func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 	e = exposed{latency: p.latency, top: -1}
-	if int(p.last) >= len(r.ticks) {
+	if int(p.last) >= len(r.ticks) || int(p.first) < r.exp.freed {
+		// Past the timeline, or late: its ticks' waits were let go
+		// (freeWaits), so what it overlapped is not known, not nil.
 		return e, false
 	}
 	for k := p.first; k <= p.last; k++ {
