@@ -234,7 +234,9 @@ func newReportRun(sum tare.Summary, ticks []tare.Tick) (*report.Run, error) {
 	measured := func(t tare.Tick) bool {
 		return t.Host != nil && t.Host.Blame != nil && t.Host.Blame.Source == tare.BlameMeasured
 	}
-	if !slices.ContainsFunc(ticks, measured) {
+	// A run recorded before tare kept the probe's waits with its ticks
+	// (its summary has no tail) would look as if nothing overlapped.
+	if sum.Tail == nil || !slices.ContainsFunc(ticks, measured) {
 		return run, nil // no request's exposure is known
 	}
 	overlaps, err := stats.NewOverlaps(ticks)

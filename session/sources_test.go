@@ -13,7 +13,8 @@ import (
 
 // TestReportRunExposure: a run whose ticks carry the probe's waits is
 // handed to the report with each request's exposure, so the report draws
-// every request by what it overlapped; one without them is not.
+// every request by what it overlapped; one without them (no probe, or
+// recorded before tare kept the waits: no tail in its summary) is not.
 func TestReportRunExposure(t *testing.T) {
 	start := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	ticks := make([]tare.Tick, 4)
@@ -37,9 +38,9 @@ func TestReportRunExposure(t *testing.T) {
 		}
 		results = append(results, tare.Result{Seq: uint64(i), Scheduled: at, Sent: at, Done: at.Add(lat), Status: 200})
 	}
-	charts := func(ticks []tare.Tick) string {
+	charts := func(sum tare.Summary, ticks []tare.Tick) string {
 		t.Helper()
-		run, err := newReportRun(tare.Summary{}, ticks)
+		run, err := newReportRun(sum, ticks)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,13 +70,17 @@ func TestReportRunExposure(t *testing.T) {
 		}
 		return strings.Join(kinds, " ")
 	}
-	if got := charts(ticks); !strings.Contains(got, "scatter") {
+	recorded := tare.Summary{Tail: &tare.Tail{}} // per-request blame, so the waits were kept
+	if got := charts(recorded, ticks); !strings.Contains(got, "scatter") {
 		t.Errorf("charts %q of a run the probe measured: want the scatter of every request", got)
+	}
+	if got := charts(tare.Summary{}, ticks); strings.Contains(got, "scatter") {
+		t.Errorf("charts %q of a run recorded before tare kept the waits: want no scatter", got)
 	}
 	for i := range ticks {
 		ticks[i].Host.Blame = nil // estimated: no probe
 	}
-	if got := charts(ticks); strings.Contains(got, "scatter") {
+	if got := charts(recorded, ticks); strings.Contains(got, "scatter") {
 		t.Errorf("charts %q of a run without the probe: want no scatter", got)
 	}
 }
