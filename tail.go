@@ -3,6 +3,7 @@ package tare
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Tail is per-request blame: what outside interference overlapped each
@@ -152,6 +153,16 @@ func MSText(v float64) string {
 		return fmt.Sprintf("%.1fms", v)
 	}
 	return fmt.Sprintf("%.2fms", v)
+}
+
+// Exposure is what outside interference overlapped one request's life,
+// by Tail's rule (stats.Overlaps.Of computes it for a stored run's
+// records; the report colours each request by it).
+type Exposure struct {
+	Wait time.Duration // outside wait overlapped, at most the request's latency
+	Top  TailOwner     // whom it waited behind most (Requests and WaitMS unset); zero when nobody
+	// Overlapped: Wait was at least OverlapShare of the latency.
+	Overlapped bool
 }
 
 // TailOwner is one owner the slowest requests waited behind.

@@ -101,6 +101,9 @@ func (r *Run) data(id string) runData {
 	if len(r.Ticks) > 0 {
 		d.TickS = r.tickSeconds()
 		d.Charts = append(d.Charts, r.latencyChart(id))
+		if c := r.scatterChart(id); c != nil {
+			d.Charts = append(d.Charts, c)
+		}
 		if c := r.whoseCPUChart(id); c != nil {
 			d.Charts = append(d.Charts, c)
 		}

@@ -18,13 +18,18 @@ import (
 // synth describes a synthetic run: seeded, so the same synth always gives
 // the same records, ticks, summary and report.
 type synth struct {
-	seed   uint64
-	ticks  int     // one-second ticks
-	rate   float64 // Poisson arrivals per second
-	steal  [2]int  // ticks [from, to) with heavy steal; latency climbs with it
-	spike  int     // a tick with one very slow request, -1 for none
-	queue  bool    // a queue target: depth sampled every tick
-	model  bool    // a model target: first tokens and output tokens
+	seed  uint64
+	ticks int     // one-second ticks
+	rate  float64 // Poisson arrivals per second
+	steal [2]int  // ticks [from, to) with heavy steal; latency climbs with it
+	spike int     // a tick with one very slow request, -1 for none
+	queue bool    // a queue target: depth sampled every tick
+	model bool    // a model target: first tokens and output tokens
+	// probe: the scheduler probe measured every tick but one (tick 5),
+	// and from a third of the way in the service waits now and then
+	// behind `nightly-batch` and, rarely, a kernel thread; a request
+	// scheduled during such a wait is late by it.
+	probe  bool
 	label  string
 	window string
 	slo    string
@@ -49,6 +54,33 @@ func (sy synth) build(t testing.TB) (*Run, []tare.Result) {
 		steal[i] = stealAt(i)
 	}
 
+	waits := make([][]tare.Wait, sy.ticks)
+	if sy.probe {
+		for i := sy.ticks / 3; i < sy.ticks; i++ {
+			for range rng.IntN(4) {
+				from := runStart.Add(time.Duration((float64(i) + rng.Float64()) * float64(time.Second)))
+				w := tare.Wait{Start: from, End: from.Add(time.Duration(3+rng.IntN(25)) * time.Millisecond), CPU: rng.IntN(2),
+					Group: tare.OwnerSUT, Owner: tare.OwnerOther, Name: "nightly-batch", PID: 812 + rng.IntN(2)}
+				if rng.IntN(5) == 0 {
+					w.Owner, w.Name, w.PID = tare.OwnerKernel, "kworker/1:2", 91
+				}
+				w.Waited = w.End.Sub(w.Start)
+				waits[i] = append(waits[i], w)
+			}
+		}
+	}
+	// waitedAt is how long the service waits behind others from t on.
+	waitedAt := func(t time.Time) time.Duration {
+		for _, ws := range waits {
+			for _, w := range ws {
+				if !t.Before(w.Start) && t.Before(w.End) {
+					return w.End.Sub(t)
+				}
+			}
+		}
+		return 0
+	}
+
 	var results []tare.Result
 	at := 0.0
 	for seq := uint64(0); ; seq++ {
@@ -67,7 +99,7 @@ func (sy synth) build(t testing.TB) (*Run, []tare.Result) {
 			sy.spike = -1
 		}
 		r := tare.Result{Seq: seq, Scheduled: sched, Sent: sched.Add(lag), Status: 200, BytesIn: 512, BytesOut: 64}
-		r.Done = r.Sent.Add(time.Duration(service * float64(time.Millisecond)))
+		r.Done = r.Sent.Add(time.Duration(service*float64(time.Millisecond)) + waitedAt(r.Sent))
 		if rng.IntN(200) == 0 {
 			r.Status, r.Err = 503, "http 503"
 		}
@@ -106,6 +138,9 @@ func (sy synth) build(t testing.TB) (*Run, []tare.Result) {
 			CPUBy: &tare.CPUBy{SystemUnderTest: 30, Tare: 4, Others: 2 + steal[i]/4, Kernel: 2, Unattributed: 1, Steal: steal[i],
 				Idle: max(61-steal[i]-steal[i]/4, 0), TopOthers: []tare.ProcessShare{{Name: "batch", PID: 4121, CPUPct: 2 + steal[i]/4}}},
 		}
+		if sy.probe && i != 5 {
+			h.Blame = &tare.Blame{Source: tare.BlameMeasured, Waits: waits[i]}
+		}
 		rec.AddHost(h)
 		if sy.queue {
 			rec.AddDepth(end, 3+2*rng.Float64())
@@ -136,6 +171,14 @@ func (sy synth) build(t testing.TB) (*Run, []tare.Result) {
 	s.Thresholds = th.Map()
 
 	run := NewRun(s, ticks)
+	if sy.probe {
+		// As session hands a stored run's records to the report.
+		overlaps, err := stats.NewOverlaps(ticks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Exposure = overlaps.Of
+	}
 	for i := range results {
 		run.AddResult(&results[i])
 	}

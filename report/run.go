@@ -22,6 +22,11 @@ import (
 type Run struct {
 	Summary tare.Summary
 	Ticks   []tare.Tick
+	// Exposure, when set before the records are added, says what outside
+	// interference overlapped a request (stats.Overlaps.Of over Ticks: the
+	// rule is the recorder's, not the report's), and the report draws
+	// every request coloured by it, in memory bounded by maxDots.
+	Exposure func(*tare.Result) (tare.Exposure, bool)
 
 	start time.Time
 	tick  time.Duration
@@ -32,6 +37,7 @@ type Run struct {
 	cleanOnly *hdrhistogram.Histogram // of which those that lived in clean ticks only
 	ttft      [][]float32             // per tick: TTFT (ms) of model calls that finished in it
 	tokens    []int64                 // per tick: output tokens of calls that finished in it
+	dots      *dots                   // the requests of the scatter, when Exposure is set
 }
 
 // NewRun prepares a run for the report. A summary without a timeline (a
@@ -58,6 +64,7 @@ func (r *Run) AddResult(res *tare.Result) error {
 	if res.Dropped || res.Done.IsZero() || res.Scheduled.IsZero() {
 		return nil
 	}
+	r.addDot(res)
 	if r.all == nil {
 		// 1 µs .. 1 h at three significant figures, as stats keeps latency.
 		r.all = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)

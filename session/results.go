@@ -21,6 +21,12 @@ const resultsGrace = 1000 * time.Hour
 // of their arrivals and the format's warnings. start is the instant the
 // tool was started (hey's offsets count from it).
 func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Duration, []string, error) {
+	return eachResult(spec, start, rec.AddResult)
+}
+
+// eachResult calls fn with each result of spec's file, as readResults
+// reads them; fn must not keep the result.
+func eachResult(spec peer.Spec, start time.Time, fn func(*tare.Result)) (time.Duration, []string, error) {
 	f, err := os.Open(spec.Path)
 	if err != nil {
 		return 0, nil, tare.Errorf(tare.EINVALID, "--results: cannot read the %s results: %w (did the command write them to %q?)", spec.Format.Name, errors.Unwrap(err), spec.Path)
@@ -51,7 +57,7 @@ func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Dur
 		// time apart from latency are not measured (null), not 0 and the
 		// latency again.
 		res.Sent = time.Time{}
-		rec.AddResult(&res)
+		fn(&res)
 	}
 	ws := r.Warnings()
 	if r.Count() > 0 {

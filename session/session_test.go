@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/tare-dev/tare/httptarget"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
+	"github.com/tare-dev/tare/peer"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
 )
@@ -158,37 +160,75 @@ func TestMeasureInterrupted(t *testing.T) {
 	}
 }
 
-// TestObserve: a window with no load ends when stop is closed, and Save
-// stores it with its ticks.
+// TestObserve: a window with no load ends when stop is closed, and is
+// judged and stored with its ticks; with a tool's results, they are its
+// requests, stored as its raw records (what tare report draws).
 func TestObserve(t *testing.T) {
-	cfg := window(nil, 0, 0)
-	cfg.Run.ID = store.NewRunID()
-	stop := make(chan struct{})
-	started := 0
-	cfg.OnStart = func(*host.Sampler) {
-		started++
-		time.AfterFunc(350*time.Millisecond, func() { close(stop) })
-	}
-	s, ticks, err := Observe(context.Background(), cfg, stop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if started != 1 || s.Run.Status != tare.StatusComplete || s.Requests.Total != 0 || len(ticks) < 2 {
-		t.Errorf("started %d, status %q, requests %+v, %d ticks: want 1, complete, none, a few", started, s.Run.Status, s.Requests, len(ticks))
-	}
-	if s.Thresholds == nil || len(s.Verdict.Signals) == 0 {
-		t.Errorf("thresholds %v signals %v: want the window judged", s.Thresholds, s.Verdict.Signals)
-	}
-	st := sqlite(t)
-	if err := Save(context.Background(), st, &s, ticks); err != nil {
-		t.Fatal(err)
-	}
-	stored, err := st.FindTicks(context.Background(), s.Run.ID)
-	if err != nil || len(stored) != len(ticks) {
-		t.Errorf("stored %d ticks (%v), want %d", len(stored), err, len(ticks))
-	}
-	if err := Save(context.Background(), nil, &s, ticks); err != nil {
-		t.Errorf("save to no store: %v", err)
+	for _, tc := range []struct {
+		name    string
+		results int // lines of the tool's results; -1 for no --results
+		stored  bool
+	}{
+		{"stored", -1, true},
+		{"results stored", 3, true},
+		{"results, no store", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := window(nil, 0, 0)
+			var st tare.Store
+			if tc.stored {
+				st = sqlite(t)
+				cfg.Run.ID, cfg.Store = store.NewRunID(), st
+			}
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			if tc.results >= 0 {
+				spec, err := peer.ParseSpec("jsonl:" + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Results = &spec
+			}
+			stop := make(chan struct{})
+			started := 0
+			cfg.OnStart = func(*host.Sampler) {
+				started++
+				// The tool: its results, one instant each, written before
+				// the window ends.
+				var lines strings.Builder
+				for range max(tc.results, 0) {
+					fmt.Fprintf(&lines, "{\"timestamp\": %q, \"latency_ms\": 2, \"status\": 200}\n", time.Now().Format(time.RFC3339Nano))
+				}
+				if err := os.WriteFile(path, []byte(lines.String()), 0o644); err != nil {
+					t.Error(err)
+				}
+				time.AfterFunc(350*time.Millisecond, func() { close(stop) })
+			}
+			s, ticks, storeErr, err := Observe(context.Background(), cfg, stop)
+			if err != nil || storeErr != nil {
+				t.Fatalf("err %v, store %v", err, storeErr)
+			}
+			if want := max(tc.results, 0); started != 1 || s.Run.Status != tare.StatusComplete || s.Requests.Total != want || len(ticks) < 2 {
+				t.Errorf("started %d, status %q, requests %+v, %d ticks: want 1, complete, %d, a few", started, s.Run.Status, s.Requests, len(ticks), want)
+			}
+			if s.Thresholds == nil || len(s.Verdict.Signals) == 0 {
+				t.Errorf("thresholds %v signals %v: want the window judged", s.Thresholds, s.Verdict.Signals)
+			}
+			if st == nil {
+				return
+			}
+			ctx := context.Background()
+			stored, err := st.FindTicks(ctx, s.Run.ID)
+			if err != nil || len(stored) != len(ticks) {
+				t.Errorf("stored %d ticks (%v), want %d", len(stored), err, len(ticks))
+			}
+			records := 0
+			if err := StreamResults(ctx, st, s.Run.ID, func(*tare.Result) error { records++; return nil }); err != nil || records != max(tc.results, 0) {
+				t.Errorf("stored %d raw records (%v), want the tool's %d results", records, err, max(tc.results, 0))
+			}
+			if sum, err := st.FindSummary(ctx, s.Run.ID); err != nil || sum.Requests.Total != s.Requests.Total {
+				t.Errorf("stored summary: %+v (%v), want the window's", sum.Requests, err)
+			}
+		})
 	}
 }
 

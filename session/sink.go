@@ -96,13 +96,3 @@ func (k *sink) finish(s *tare.Summary) error {
 func storeError(what string, err error) error {
 	return tare.Errorf(tare.EUNAVAILABLE, "the store failed to %s: %s (the measurement above is complete; the stored run is not)", what, tare.ErrorMessage(err))
 }
-
-// Save stores a window measured before it is stored (Observe's): the run,
-// its ticks, then the summary. With st nil it stores nothing. An error
-// says what the store failed to keep; it is also added to the summary's
-// warnings.
-func Save(ctx context.Context, st tare.Store, s *tare.Summary, ticks []tare.Tick) error {
-	out := newSink(ctx, st, s.Run, s.Env)
-	out.addTicks(ticks)
-	return out.finish(s)
-}

@@ -195,7 +195,10 @@ func (s *Sources) reportRun(ctx context.Context, st tare.Store, id string) (*rep
 	if err != nil {
 		return nil, err
 	}
-	run := report.NewRun(sum, ticks)
+	run, err := newReportRun(sum, ticks)
+	if err != nil {
+		return nil, err
+	}
 	if err := StreamResults(ctx, st, id, s.streamed(run)); err != nil {
 		return nil, err
 	}
@@ -213,9 +216,33 @@ func (s *Sources) reportFile(path string) (*report.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := report.NewRun(sum, ticks)
+	run, err := newReportRun(sum, ticks)
+	if err != nil {
+		return nil, err
+	}
 	if err := f.Each(s.streamed(run)); err != nil {
 		return nil, err
 	}
+	return run, nil
+}
+
+// newReportRun prepares a run with a timeline for the report, each of its
+// requests to be coloured by what outside interference overlapped it, by
+// the recorder's own rule (stats.Overlaps): report draws, stats decides.
+func newReportRun(sum tare.Summary, ticks []tare.Tick) (*report.Run, error) {
+	run := report.NewRun(sum, ticks)
+	measured := func(t tare.Tick) bool {
+		return t.Host != nil && t.Host.Blame != nil && t.Host.Blame.Source == tare.BlameMeasured
+	}
+	// A run recorded before tare kept the probe's waits with its ticks
+	// (its summary has no tail) would look as if nothing overlapped.
+	if sum.Tail == nil || !slices.ContainsFunc(ticks, measured) {
+		return run, nil // no request's exposure is known
+	}
+	overlaps, err := stats.NewOverlaps(ticks)
+	if err != nil {
+		return nil, err
+	}
+	run.Exposure = overlaps.Of
 	return run, nil
 }

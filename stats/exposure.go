@@ -122,7 +122,9 @@ func (t *tick) measured() bool {
 // measured by the probe.
 func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 	e = exposed{latency: p.latency, top: -1}
-	if int(p.last) >= len(r.ticks) {
+	if int(p.last) >= len(r.ticks) || int(p.first) < r.exp.freed {
+		// Past the timeline, or late: its ticks' waits were let go
+		// (freeWaits), so what it overlapped is not known, not nil.
 		return e, false
 	}
 	for k := p.first; k <= p.last; k++ {
@@ -326,14 +328,6 @@ func HypergeometricTail(k, N, K, n int) float64 {
 // each request by.
 type Overlaps struct{ r *Recorder }
 
-// Exposure is what outside interference overlapped one request.
-type Exposure struct {
-	Wait time.Duration  // outside wait overlapped, at most the request's latency
-	Top  tare.TailOwner // whom it waited behind most (Requests and WaitMS unset); zero when nobody
-	// Overlapped: Wait was at least tare.OverlapShare of the latency.
-	Overlapped bool
-}
-
 // NewOverlaps indexes the outside waits of a run's ticks (their host
 // samples, as stored); the ticks are of one length, from the first.
 func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
@@ -354,7 +348,7 @@ func NewOverlaps(ticks []tare.Tick) (*Overlaps, error) {
 
 // Of is what overlapped res; known is false when the probe did not
 // measure every tick of its life, or res did not succeed.
-func (o *Overlaps) Of(res *tare.Result) (e Exposure, known bool) {
+func (o *Overlaps) Of(res *tare.Result) (e tare.Exposure, known bool) {
 	if o.r == nil || !res.OK() || res.Done.IsZero() {
 		return e, false
 	}

@@ -184,3 +184,20 @@ func TestOverlapsOfStoredTicks(t *testing.T) {
 		t.Errorf("a quiet request: %+v, %v", e, known)
 	}
 }
+
+// A result that comes after its ticks' waits were let go (later than
+// Grace) did not escape them: its exposure is unknown, not nil.
+func TestTailLateResultIsUnknown(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	for i := range 10 {
+		var waits []tare.Wait
+		if i == 1 {
+			waits = append(waits, hogWait(1.2, 1.3, 100))
+		}
+		r.AddHost(measuredSample(float64(i), float64(i+1), waits...))
+	}
+	r.AddResult(span(1.2, 1.25)) // inside the hog's wait, 8 ticks late
+	if tl := r.Summary(sec(10), 10e9).Tail; tl != nil {
+		t.Errorf("tail = %+v, want none: the one request came after its ticks' waits were gone", tl)
+	}
+}

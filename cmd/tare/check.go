@@ -145,7 +145,7 @@ func checkOnce(ctx context.Context, window session.Config, th jdg.Thresholds, sp
 	stop := make(chan struct{})
 	timer := time.AfterFunc(span, func() { close(stop) })
 	defer timer.Stop()
-	s, _, err := session.Observe(ctx, window, stop)
+	s, _, _, err := session.Observe(ctx, window, stop)
 	if err != nil {
 		return s, err
 	}

@@ -28,7 +28,11 @@ func newReportCmd() *cobra.Command {
 it than read it: the verdict in words at the top, then latency p50/p95/p99
 per tick with steal, throttling, CPU pressure, run delay and the wait
 behind neighbours (the part of run delay the verdict judges) shaded on the
-same time axis, whose CPU each tick was and whom the system under test and
+same time axis, every request's latency over time coloured by what it
+overlapped (where the scheduler probe measured: no outside wait, behind
+other processes, kernel threads, steal; past 20,000 requests, every one
+slower than p95 and a sample of the rest), whose CPU each tick was and
+whom the system under test and
 tare waited behind (measured by the scheduler probe, or estimated),
 arrivals and completions, work outstanding (in flight, queue depth), time
 to first token and tokens/s for model runs, the latency distribution over

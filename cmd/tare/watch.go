@@ -36,6 +36,8 @@ print the host summary and the verdict for that window.
 
 The window is stored like a run, its ticks with it (--no-store does not), and
 its run id printed: tare runs show, tare compare and tare report take it.
+With --results, the tool's results are stored as its raw records: tare runs
+export gives them back, and tare report draws every request.
 
 With --results FORMAT:PATH, tare reads the command's per-request results
 once it has exited and puts them on the window's timeline as if tare had
@@ -125,12 +127,12 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if err != nil {
 				return err
 			}
-			cfg.OnStart = proc.OnStart(cmd.Context())
+			cfg.OnStart, cfg.Store = proc.OnStart(cmd.Context()), st
 			if spec != nil {
 				cfg.Run.Arrival, cfg.Results = spec.Arrival(), spec
 			}
 			end := mf.attach(cmd.Context(), &cfg, cmd.ErrOrStderr())
-			s, ticks, err := session.Observe(cmd.Context(), cfg, proc.Exited())
+			s, ticks, storeErr, err := session.Observe(cmd.Context(), cfg, proc.Exited())
 			status, waitErr := proc.Status()
 			if err != nil {
 				end(nil)
@@ -139,7 +141,6 @@ stdout holds only the JSON). tare exits with the command's status, unless
 			if waitErr != nil {
 				return tare.Errorf(tare.EINVALID, "cannot run %q: %w", args[0], waitErr)
 			}
-			storeErr := session.Save(cmd.Context(), st, &s, ticks)
 			err = printSummary(cmd.OutOrStdout(), &s, out.json, ticks...)
 			end(&s.Verdict)
 			if err != nil {
