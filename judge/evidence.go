@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -31,26 +32,19 @@ type evidence struct {
 	text  string // why, in words
 }
 
-// evidenceOf weighs the slow ticks against the usual ones: whether any
-// outside wait (other processes, kernel threads, steal) overlapped them;
-// if none did, whether the service was on CPU doing more per request or
-// off CPU (a lock, a sleep, I/O) and whether the host's I/O pressure
-// rose meanwhile; and whether the CPU itself ran slower. Only what
-// those leave unexplained stays suspect.
-func evidenceOf(slow, usual []tare.Tick, vcpus int) evidence {
-	outside, overlapped := 0.0, 0
-	for _, t := range slow {
-		w := outsideWait(t.Host, vcpus)
-		outside += w
-		if w >= outsideFloor {
-			overlapped++
-		}
+// evidenceOf weighs the slow ticks against the usual ones: whether
+// outside waits (other processes, kernel threads, steal) overlapped them
+// enough to explain them; if not, whether the service was on CPU doing
+// more per request or off CPU (a lock, a sleep, I/O) and whether the
+// host's I/O pressure rose meanwhile; and whether the CPU itself ran
+// slower. Only what those leave unexplained stays suspect. usualP95 is
+// the median tick's p95, which the slow ticks exceed.
+func evidenceOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) evidence {
+	if w := outsideOf(slow, usual, vcpus, usualP95); w.explains {
+		return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes, kernel threads or steal), enough to explain them: it points at the host (the tail signal names whom)",
+			w.slow, w.usual)}
 	}
-	if overlapped > 0 {
-		return evidence{text: fmt.Sprintf("%d of those %d ticks overlapped outside waits (%.1f%% of a CPU on average: other processes, kernel threads or steal), which points at the host (the tail signal names whom)",
-			overlapped, len(slow), outside/float64(len(slow)))}
-	}
-	clear := fmt.Sprintf("no outside wait overlapped those ticks (under %g%% of a CPU each: the probe saw every wait of the service's threads)", outsideFloor)
+	clear := "the outside waits that overlapped those ticks, if any, were too few to explain them (the probe saw every wait of the service's threads)"
 	if f := ratio(fixedWork(slow), fixedWork(usual)); f >= slowerFactor {
 		return evidence{text: fmt.Sprintf("%s, but tare's fixed work took %.1f× its usual time in them: the CPU itself ran slower (a shared physical core, memory bandwidth, or a hypervisor that reports no steal), which no counter shows", clear, f)}
 	}
@@ -62,6 +56,36 @@ func evidenceOf(slow, usual []tare.Tick, vcpus int) evidence {
 		return evidence{text: fmt.Sprintf("%s, but the service was off CPU while the host's I/O pressure rose to %.0f%% of the tick (from %.0f%%)%s: held up by the host's I/O", clear, slowIO, usualIO, ioNames(slow))}
 	}
 	return evidence{codes: true, text: fmt.Sprintf("%s, and the service was off CPU in them, not doing more: the code's own (blocked on a lock, a sleep, a pause, or a call it made)", clear)}
+}
+
+// outside compares the outside waits of the slow ticks with the others'.
+type outside struct {
+	slow, usual float64 // mean outside wait, % of one CPU
+	explains    bool
+}
+
+// outsideOf says whether outside waits explain the slow ticks: at least
+// outsideFloor of a CPU, twice what the other ticks had and more (spread
+// alike over every tick, a busy host's background slowed none of them in
+// particular), and enough time to hold a request up by a quarter of how
+// far the slow ticks' p95 rose above the usual (a neighbour's 20 ms a
+// second cannot make a 200 ms stall).
+func outsideOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) outside {
+	var o outside
+	var rise, held []float64
+	for _, t := range slow {
+		w := outsideWait(t.Host, vcpus)
+		o.slow += w / float64(len(slow))
+		rise = append(rise, float64(t.P95-usualP95))
+		if t.Host != nil {
+			held = append(held, w/100*float64(t.Host.End.Sub(t.Host.Start)))
+		}
+	}
+	for _, t := range usual {
+		o.usual += outsideWait(t.Host, vcpus) / float64(max(len(usual), 1))
+	}
+	o.explains = o.slow >= outsideFloor && o.slow >= 2*o.usual && len(held) > 0 && median(held) >= median(rise)/4
+	return o
 }
 
 // outsideWait is the tick's wait behind outside owners in percent of one

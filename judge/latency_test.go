@@ -209,12 +209,24 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
 				h.Blame.Waits = []tare.Wait{w}
 			}
-		}, false, "overlapped outside waits"},
+		}, false, "outside waits overlapped those ticks"},
+		{"a busy host's background, in every tick alike", func(i int, h *tare.HostSample) {
+			w := hog
+			w.Start, w.End, w.Waited = h.Start, h.Start.Add(100*time.Millisecond), 30*time.Millisecond
+			h.Blame.Waits = []tare.Wait{w}
+		}, true, "too few to explain them"},
+		{"a neighbour's 20 ms against a 200 ms stall", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				w := hog
+				w.Start, w.End, w.Waited = h.Start, h.Start.Add(100*time.Millisecond), 20*time.Millisecond
+				h.Blame.Waits = []tare.Wait{w}
+			}
+		}, true, "too few to explain them"},
 		{"steal", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.CPU.Steal = 20
 			}
-		}, false, "overlapped outside waits"},
+		}, false, "outside waits overlapped those ticks"},
 		{"the CPU ran slower", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.FixedWorkUS = tare.Float(90)
