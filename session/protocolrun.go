@@ -16,7 +16,7 @@ import (
 type ProtocolRun struct {
 	Plan     *Plan
 	Schedule protocol.Schedule
-	Driver   // its Store is the protocol's memory: it must not be nil
+	*Driver  // its Store is the protocol's memory: it must not be nil
 	// Wait is the wait for the next slot (protocol.Countdown); nil: a
 	// timer on the real clock.
 	Wait func(ctx context.Context, until time.Time, next protocol.Slot) error

@@ -190,7 +190,7 @@ exits: what the lines of tare protocol cron do.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			pr := &session.ProtocolRun{
-				Plan: lp.Plan, Schedule: lp.schedule, Driver: *lp.window.driver(lp.prep, st, stderr),
+				Plan: lp.Plan, Schedule: lp.schedule, Driver: lp.window.driver(lp.prep, st, stderr),
 				Wait:  protocol.Countdown(stderr, isTerminal(stderr), quiet, lp.schedule.Location),
 				Watch: func(cfg *session.Config) func(*tare.Verdict) { return mf.attach(cmd.Context(), cfg, stderr) },
 				Show:  &protocolShow{plan: lp.Plan, stdout: cmd.OutOrStdout(), stderr: stderr, json: asJSON, quiet: quiet},
@@ -246,21 +246,20 @@ func (p *protocolShow) Missed(slot protocol.Slot) {
 }
 
 func (p *protocolShow) Summary(sum *tare.Summary) error {
-	if p.json {
-		return nil
-	}
-	if err := report.Text(p.stdout, sum); err != nil {
-		return err
-	}
-	fmt.Fprintln(p.stdout)
-	return nil
+	return p.window(func(w io.Writer) error { return report.Text(w, sum) })
 }
 
 func (p *protocolShow) Sweep(result *tare.Sweep) error {
+	return p.window(func(w io.Writer) error { return report.SweepText(w, result) })
+}
+
+// window prints a window's outcome with text, and a blank line after it;
+// nothing with --json, which prints only the comparison.
+func (p *protocolShow) window(text func(io.Writer) error) error {
 	if p.json {
 		return nil
 	}
-	if err := report.SweepText(p.stdout, result); err != nil {
+	if err := text(p.stdout); err != nil {
 		return err
 	}
 	fmt.Fprintln(p.stdout)
