@@ -9,17 +9,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/demo"
 )
 
-// hogName is the command name (comm) of the CPU hogs of tare demo
-// --neighbour, what the ledger and the verdict call them: the reader of
-// a verdict that names them knows they were the demo's own neighbour. A
-// comm is at most 15 bytes.
-const hogName = "demo-neighbour"
-
-// hogCommand is the hidden command of the hog (short: cobra pads the help's
-// list of commands to the longest name, hidden ones too).
-const hogCommand = "hog"
+// hogName and hogCommand are the demo's hog's name and command
+// (demo.HogName, demo.HogCommand).
+const (
+	hogName    = demo.HogName
+	hogCommand = demo.HogCommand
+)
 
 // newHogCmd is the demo's CPU hog: tare run again as this hidden command,
 // which renames itself hogName and spins one core until --for has passed

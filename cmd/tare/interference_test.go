@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -12,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/demo"
 	"github.com/tare-dev/tare/host"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/judge"
@@ -129,9 +127,7 @@ func TestCheck(t *testing.T) {
 // where the ledger and the verdict read it), not by a shell's.
 func TestDemoNeighbourNamesItsHogs(t *testing.T) {
 	interfere.Exclusive(t)
-	cmd := &cobra.Command{}
-	cmd.SetErr(io.Discard)
-	stop := startNeighbour(t.Context(), cmd, 0, true)
+	stop := demo.StartNeighbour(t.Context(), selfCommand, 0, nil)
 	defer stop()
 	var names []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -189,11 +188,17 @@ exits: what the lines of tare protocol cron do.`,
 			if _, err := lp.chooseWindows(cmd.Context(), st, !now, quiet, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			pr := &protocolRun{lp: lp, st: st, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), json: asJSON, quiet: quiet, metrics: &mf}
-			if now {
-				return pr.dryRun(cmd.Context())
+			stderr := cmd.ErrOrStderr()
+			pr := &session.ProtocolRun{
+				Plan: lp.Plan, Schedule: lp.schedule, Driver: lp.window.driver(lp.prep, st, stderr),
+				Wait:  protocol.Countdown(stderr, isTerminal(stderr), quiet, lp.schedule.Location),
+				Watch: func(cfg *session.Config) func(*tare.Verdict) { return mf.attach(cmd.Context(), cfg, stderr) },
+				Show:  &protocolShow{plan: lp.Plan, stdout: cmd.OutOrStdout(), stderr: stderr, json: asJSON, quiet: quiet},
 			}
-			return pr.loop(cmd.Context(), only)
+			if now {
+				return pr.DryRun(cmd.Context())
+			}
+			return pr.Loop(cmd.Context(), only)
 		},
 	}
 	fs := cmd.Flags()
@@ -207,143 +212,86 @@ exits: what the lines of tare protocol cron do.`,
 	return cmd
 }
 
-// protocolRun runs a plan's windows.
-type protocolRun struct {
-	lp             *loadedPlan
-	st             tare.Store
+// protocolShow prints a protocol run as it goes: its summaries and its
+// comparison on stdout (only the comparison's JSON with --json), the rest
+// on stderr (with --quiet only what went wrong or was missed).
+type protocolShow struct {
+	plan           *session.Plan
 	stdout, stderr io.Writer
 	json, quiet    bool
-	metrics        *metricsFlags // each window on /metrics, with its own run id
 }
 
-// dryRun runs every window at once, under a protocol id of its own.
-func (pr *protocolRun) dryRun(ctx context.Context) error {
-	s := pr.lp.schedule
-	s.Protocol = fmt.Sprintf("%s-dry-%s", s.Protocol, time.Now().Format("20060102-150405"))
-	fmt.Fprintf(pr.stderr, "tare protocol: dry run of %s as protocol %s: the %d windows back to back now, not at their hours\n",
-		pr.lp.File, s.Protocol, len(s.Windows))
-	for _, w := range s.Windows {
-		opens := time.Now()
-		slot := protocol.Slot{Window: w, Day: 1, Opens: opens, Closes: opens.Add(s.RunLength), At: opens, State: protocol.SlotDue}
-		if err := pr.runSlot(ctx, s, slot, true); err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			fmt.Fprintf(pr.stderr, "tare protocol: dry run stopped during the %s window\n", w.Name)
-			return nil
-		}
-	}
-	return pr.compare(ctx, s.Protocol)
+func (p *protocolShow) DryRun(s protocol.Schedule) {
+	fmt.Fprintf(p.stderr, "tare protocol: dry run of %s as protocol %s: the %d windows back to back now, not at their hours\n",
+		p.plan.File, s.Protocol, len(s.Windows))
 }
 
-// loop waits for each slot and runs it, until the cycle is over.
-func (pr *protocolRun) loop(ctx context.Context, only string) error {
-	s := pr.lp.schedule
-	sc := &protocol.Scheduler{
-		Schedule: s,
-		Store:    pr.st,
-		Wait:     protocol.Countdown(pr.stderr, isTerminal(pr.stderr), pr.quiet, s.Location),
-		Run: func(ctx context.Context, slot protocol.Slot) error {
-			return pr.runSlot(ctx, s, slot, false)
-		},
-		Missed: func(slot protocol.Slot) {
-			fmt.Fprintf(pr.stderr, "tare protocol: missed the %s window of %s (%s): %s\n", slot.Window.Name,
-				slot.Opens.Format("2006-01-02"), protocol.FormatWindow(slot.Window), slot.Why)
-		},
-		Only: only,
-		Once: only != "",
+func (p *protocolShow) Start(s protocol.Schedule) {
+	if !p.quiet {
+		fmt.Fprintf(p.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, protocol.WindowList(s.Windows),
+			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), p.plan.Spec.Load.Length(), s.Location)
 	}
-	if !pr.quiet {
-		fmt.Fprintf(pr.stderr, "tare protocol %s: %s, %d %s, each window %s of load (%s)\n", s.Protocol, protocol.WindowList(s.Windows),
-			max(s.Days, 1), plural(max(s.Days, 1), "day", "days"), pr.lp.Spec.Load.Length(), s.Location)
-	}
-	err := sc.Loop(ctx)
-	switch {
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		fmt.Fprintf(pr.stderr, "tare protocol: stopped. Run the same command again to carry on: windows already done are not rerun.\n")
-		return nil
-	case err != nil:
-		return err
-	}
-	slots, err := sc.Slots(ctx, time.Now())
-	if err != nil {
-		return err
-	}
-	if sc.Only != "" {
-		sc.Only = ""
-		if slots, err = sc.Slots(ctx, time.Now()); err != nil {
-			return err
-		}
-	}
-	if _, more := protocol.Next(slots); more {
-		if !pr.quiet {
-			fmt.Fprintf(pr.stderr, "tare protocol: %s window done; tare protocol status %s shows what is next\n", only, s.Protocol)
-		}
-		return nil
-	}
-	return pr.compare(ctx, s.Protocol)
 }
 
-// runSlot runs one window through session.Measure (or a sweep of them)
-// and stores it; the store failing stops the protocol, since the store is
-// its memory.
-func (pr *protocolRun) runSlot(ctx context.Context, s protocol.Schedule, slot protocol.Slot, dry bool) error {
-	lp := pr.lp
-	run := lp.SlotRun(s, slot, dry)
-	if !pr.quiet {
-		fmt.Fprintf(pr.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
+func (p *protocolShow) Slot(s protocol.Schedule, slot protocol.Slot) {
+	if !p.quiet {
+		fmt.Fprintf(p.stderr, "tare protocol %s: %s window (%s), day %d of %d\n", s.Protocol, slot.Window.Name,
 			protocol.FormatWindow(slot.Window), slot.Day, max(s.Days, 1))
 	}
-	if err := lp.window.awaitWorkers(ctx, lp.prep, pr.stderr); err != nil {
-		return err
-	}
-	if lp.Sweep != nil {
-		plan, _ := lp.Sweep.Plan()
-		sw := &sweeper{flags: &lp.window, prep: lp.prep, store: pr.st, plan: plan, cooldown: lp.Sweep.Cooldown, run: run,
-			slot: s.Protocol + "/" + slot.Key(), progress: pr.stderr}
-		result, err := sw.sweep(ctx)
-		if err != nil {
-			return err
-		}
-		if !pr.json {
-			if err := report.SweepText(pr.stdout, &result); err != nil {
-				return err
-			}
-			fmt.Fprintln(pr.stdout)
-		}
-		return nil
-	}
-	cfg, err := lp.window.config(lp.prep, pr.st, run, 0, pr.stderr)
-	if err != nil {
-		return err
-	}
-	end := pr.metrics.attach(ctx, &cfg, pr.stderr)
-	sum, _, storeErr, err := session.Measure(ctx, cfg)
-	if err != nil {
-		end(nil)
-		return err
-	}
-	if !pr.json {
-		if err := report.Text(pr.stdout, &sum); err != nil {
-			end(nil)
-			return err
-		}
-		fmt.Fprintln(pr.stdout)
-	}
-	end(&sum.Verdict)
-	return storeErr
 }
 
-// compare prints the comparison of a protocol's stored runs.
-func (pr *protocolRun) compare(ctx context.Context, id string) error {
-	c, n, err := pr.lp.Compare(ctx, pr.st, id, pr.lp.prep.Judging.SLO)
-	if err != nil || c == nil {
-		if err == nil {
-			fmt.Fprintf(pr.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, n, plural(n, "window", "windows"))
-		}
+func (p *protocolShow) Missed(slot protocol.Slot) {
+	fmt.Fprintf(p.stderr, "tare protocol: missed the %s window of %s (%s): %s\n", slot.Window.Name,
+		slot.Opens.Format("2006-01-02"), protocol.FormatWindow(slot.Window), slot.Why)
+}
+
+func (p *protocolShow) Summary(sum *tare.Summary) error {
+	return p.window(func(w io.Writer) error { return report.Text(w, sum) })
+}
+
+func (p *protocolShow) Sweep(result *tare.Sweep) error {
+	return p.window(func(w io.Writer) error { return report.SweepText(w, result) })
+}
+
+// window prints a window's outcome with text, and a blank line after it;
+// nothing with --json, which prints only the comparison.
+func (p *protocolShow) window(text func(io.Writer) error) error {
+	if p.json {
+		return nil
+	}
+	if err := text(p.stdout); err != nil {
 		return err
 	}
-	return printComparison(pr.stdout, c, pr.json)
+	fmt.Fprintln(p.stdout)
+	return nil
+}
+
+func (p *protocolShow) Step(n int, step tare.SweepStep) {
+	if !p.quiet {
+		fmt.Fprintln(p.stderr, report.SweepStep(n, step))
+	}
+}
+
+func (p *protocolShow) Stopped(window string) {
+	if window != "" {
+		fmt.Fprintf(p.stderr, "tare protocol: dry run stopped during the %s window\n", window)
+		return
+	}
+	fmt.Fprintf(p.stderr, "tare protocol: stopped. Run the same command again to carry on: windows already done are not rerun.\n")
+}
+
+func (p *protocolShow) Ran(s protocol.Schedule, window string) {
+	if !p.quiet {
+		fmt.Fprintf(p.stderr, "tare protocol: %s window done; tare protocol status %s shows what is next\n", window, s.Protocol)
+	}
+}
+
+func (p *protocolShow) Compared(id string, c *tare.Comparison, n int) error {
+	if c == nil {
+		fmt.Fprintf(p.stderr, "tare protocol %s: %d complete %s: nothing to compare\n", id, n, plural(n, "window", "windows"))
+		return nil
+	}
+	return printComparison(p.stdout, c, p.json)
 }
 
 func newProtocolCronCmd() *cobra.Command {

@@ -140,7 +140,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if st != nil {
 		defer st.Close()
 	}
-	if err := w.awaitWorkers(cmd.Context(), p, cmd.ErrOrStderr()); err != nil {
+	d := w.driver(p, st, cmd.ErrOrStderr())
+	if err := d.AwaitWorkers(cmd.Context()); err != nil {
 		return err
 	}
 	// The barrier last, when nothing is left that could fail: the other
@@ -150,7 +151,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer sh.Close()
 	run := tare.Run{ID: sh.RowID(), Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: recorded(cmd.Flags(), nil)}
-	cfg, err := w.config(p, st, run, 0, cmd.ErrOrStderr())
+	cfg, err := d.Window(run, 0)
 	if err != nil {
 		return err
 	}

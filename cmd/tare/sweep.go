@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
@@ -9,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/arrival"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/report"
 	"github.com/tare-dev/tare/session"
 )
@@ -71,12 +68,12 @@ func newSweepCmd() *cobra.Command {
 			if st != nil {
 				defer st.Close()
 			}
-			s := &sweeper{
-				flags: &w, prep: prep, store: st, plan: plan, cooldown: sw.Cooldown,
-				run:      tare.Run{Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: recorded(cmd.Flags(), nil)},
-				progress: cmd.ErrOrStderr(),
-			}
-			result, err := s.sweep(cmd.Context())
+			stderr := cmd.ErrOrStderr()
+			result, err := w.driver(prep, st, stderr).Sweep(cmd.Context(), session.SweepConfig{
+				Plan: plan, Cooldown: sw.Cooldown,
+				Run:    tare.Run{Label: w.spec.Load.Label, Window: w.spec.Load.Window, Config: recorded(cmd.Flags(), nil)},
+				OnStep: w.onStep(stderr),
+			})
 			if err != nil {
 				return err
 			}
@@ -101,52 +98,12 @@ func newSweepCmd() *cobra.Command {
 	return cmd
 }
 
-// sweeper runs a capacity search through session.Sweep, each step one
-// window of flags.
-type sweeper struct {
-	flags    *windowFlags
-	prep     *session.Prepared
-	store    tare.Store // nil: steps are not stored
-	plan     judge.SweepPlan
-	rules    judge.SweepRules // judge.DefaultSweepRules when zero
-	cooldown time.Duration
-	// run is the template of every step's run: label, window, protocol
-	// and configuration.
-	run tare.Run
-	// slot names the sweep in its steps' configuration; a new id when "".
-	slot string
-	// progress gets a line per step, and the live line of each step
-	// unless --quiet; nil for none.
-	progress io.Writer
-}
-
-// sweep waits for the queue's workers, when the target is a queue, and
-// runs the search.
-func (s *sweeper) sweep(ctx context.Context) (tare.Sweep, error) {
-	if err := s.plan.Validate(); err != nil {
-		return tare.Sweep{}, err
+// onStep prints a line per step of a sweep on w, unless --quiet.
+func (f *windowFlags) onStep(w io.Writer) func(n int, step tare.SweepStep) {
+	if f.out.quiet {
+		return nil
 	}
-	if len(s.prep.Spec.Load.Stages) > 0 {
-		return tare.Sweep{}, tare.Errorf(tare.EINVALID, "a sweep sets each step's rate itself: drop --stages (tare run --stages ramps one run)")
-	}
-	if err := s.flags.awaitWorkers(ctx, s.prep, s.progress); err != nil {
-		return tare.Sweep{}, err
-	}
-	var live io.Writer = io.Discard
-	if s.progress != nil {
-		live = s.progress
-	}
-	cfg := session.SweepConfig{
-		Run: s.run, Target: s.prep.Name, SLO: s.prep.Judging.SLO,
-		Plan: s.plan, Rules: s.rules, Cooldown: s.cooldown, Slot: s.slot,
-		Window: func(rate float64, run tare.Run) (session.Config, error) {
-			return s.flags.config(s.prep, s.store, run, arrival.Rate(rate), live)
-		},
-	}
-	if s.progress != nil && !s.flags.out.quiet {
-		cfg.OnStep = func(n int, step tare.SweepStep) { fmt.Fprintln(s.progress, report.SweepStep(n, step)) }
-	}
-	return session.Sweep(ctx, cfg)
+	return func(n int, step tare.SweepStep) { fmt.Fprintln(w, report.SweepStep(n, step)) }
 }
 
 func plural(n int, one, many string) string {

@@ -24,6 +24,7 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/report"
+	"github.com/tare-dev/tare/session"
 )
 
 // The simulated model of the sweep tests: every answer is exactly
@@ -113,13 +114,11 @@ func sweepModel(t *testing.T, url string) tare.Sweep {
 		t.Fatal(err)
 	}
 	defer prep.Release()
-	s := &sweeper{
-		flags: &w, prep: prep,
-		plan: judge.SweepPlan{From: 6, To: 60, Step: 6, Narrow: 2}, cooldown: time.Second, run: tare.Run{Label: "model"},
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	result, err := s.sweep(ctx)
+	result, err := w.driver(prep, nil, nil).Sweep(ctx, session.SweepConfig{
+		Plan: judge.SweepPlan{From: 6, To: 60, Step: 6, Narrow: 2}, Cooldown: time.Second, Run: tare.Run{Label: "model"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,25 +38,20 @@ func (f *windowFlags) prepare(ctx context.Context, command string) (*session.Pre
 	return session.Prepare(ctx, f.spec, command)
 }
 
-// config is one window of p at rate r (the spec's rate when r is 0), with
-// the live progress line on progressTo unless --quiet.
-func (f *windowFlags) config(p *session.Prepared, st tare.Store, run tare.Run, r arrival.Rate, progressTo io.Writer) (session.Config, error) {
-	cfg, err := p.Window(st, run, r, version)
-	if err != nil {
-		return cfg, err
-	}
-	newProgress(progressTo, f.out.quiet, p.Spec.Load.Planned(), p.Spec.Load.Jobs).hook(&cfg, p.Target)
-	return cfg, nil
-}
-
-// awaitWorkers waits, before the load, for a worker registered on the
-// queue of p when it has one; progressTo hears that it waits, unless
+// driver runs windows of p stored in st, with the live line on
+// progressTo and the wait for a queue's workers said there, unless
 // --quiet.
-func (f *windowFlags) awaitWorkers(ctx context.Context, p *session.Prepared, progressTo io.Writer) error {
-	if f.out.quiet {
-		progressTo = nil
+func (f *windowFlags) driver(p *session.Prepared, st tare.Store, progressTo io.Writer) *session.Driver {
+	d := &session.Driver{Prepared: p, Store: st, Version: version}
+	if !f.out.quiet {
+		d.Waiting = progressTo
 	}
-	return p.AwaitWorkers(ctx, progressTo)
+	if progressTo == nil {
+		progressTo = io.Discard
+	}
+	live := newProgress(progressTo, f.out.quiet, p.Spec.Load.Planned(), p.Spec.Load.Jobs)
+	d.Hook = func(cfg *session.Config) { live.hook(cfg, p.Target) }
+	return d
 }
 
 // recorded returns the flags that were set, by name, and extra, for a run's

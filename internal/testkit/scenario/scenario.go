@@ -137,7 +137,7 @@ func Matrix() []Scenario {
 			Want: tare.Clean, NotFired: []string{"neighbours"}, Graph: []string{"socat", "gunicorn"}},
 		{Name: "tare demo", Args: []string{"demo", "--jobs", "40", "--rate", "4/s"},
 			Want: tare.Clean, NotFired: []string{"neighbours", "generator_starved"}},
-		// The demo's hogs name themselves as its own (cmd/tare's hogName).
+		// The demo's hogs name themselves as its own (demo.HogName).
 		{Name: "tare demo --neighbour", Args: []string{"demo", "--jobs", "48", "--rate", "4/s", "--neighbour"},
 			Want: tare.Polluted, Fired: []string{"neighbours"}, Named: "demo-neighbour"},
 		// The seed's setup: the whole demo (tare, its workers, the model)
