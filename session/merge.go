@@ -110,19 +110,12 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	if warning != "" {
 		warnings = append(warnings, warning)
 	}
-	var (
-		n           int
-		first, last time.Time
-	)
+	var seen arrivalsSeen
 	for i, r := range rows {
 		err := st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
 			onRedisClock(res, shifts[i])
-			if n == 0 || res.Scheduled.Before(first) {
-				first = res.Scheduled
-			}
-			last = maxTime(last, res.Scheduled)
+			seen.add(res.Scheduled)
 			end = maxTime(end, res.Done)
-			n++
 			rec.AddResult(res)
 			stages.add(i, res)
 			return nil
@@ -131,34 +124,6 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			return tare.Summary{}, nil, err
 		}
 	}
-	span := last.Sub(first)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	// The raw records do not keep their redirects: each shard counted its
-	// own, and counts add up.
-	s.Requests.Redirects = 0
-	for _, p := range parts {
-		s.Requests.Redirects += p.Requests.Redirects
-	}
-	s.Run = parts[0].Run
-	s.Run.ID, s.Run.StartedAt, s.Run.EndedAt = group, start, end
-	s.Run.Status = tare.StatusComplete
-	for _, p := range parts {
-		if p.Run.Status != tare.StatusComplete {
-			s.Run.Status = p.Run.Status
-		}
-	}
-	s.Run.Arrival = wholeSchedule(parts[0].Run, len(rows))
-	s.Env = parts[0].Env
-	s.Env.Hostname = hostnames(parts)
-	s.Env.Pod = nil // each shard's own: in its line of Shards
-	if parts[0].Blame != nil {
-		explainBlame(&s, parts[0].Blame.Why)
-	}
-	ticks := rec.Ticks()
 	// The shards ran with one command line: the first's thresholds and
 	// SLO are the run's.
 	th := judge.ThresholdsOf(parts[0].Thresholds)
@@ -166,14 +131,40 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	if err != nil {
 		return tare.Summary{}, nil, fmt.Errorf("the SLO of shard %s: %w", rows[0].ID, err)
 	}
-	s.Shards = make([]tare.ShardSummary, len(rows))
-	judged := make([]judge.Shard, len(rows))
-	for i := range parts {
-		s.Shards[i] = shardSummary(rows[i].ID, &parts[i])
-		judged[i] = judge.Shard{Name: fmt.Sprintf("%s on host %s", shardName(rows[i].ID), cmp.Or(parts[i].Env.Hostname, "?")), Summary: &parts[i]}
+	run := parts[0].Run
+	run.ID, run.StartedAt, run.EndedAt = group, start, end
+	run.Status = tare.StatusComplete
+	for _, p := range parts {
+		if p.Run.Status != tare.StatusComplete {
+			run.Status = p.Run.Status
+		}
 	}
-	s.Verdict = judge.Merged(&s, judged, th, slo)
-	s.Thresholds = th.Map()
+	run.Arrival = wholeSchedule(parts[0].Run, len(rows))
+	env := parts[0].Env
+	env.Hostname = hostnames(parts)
+	env.Pod = nil // each shard's own: in its line of Shards
+	var blameWhy string
+	if parts[0].Blame != nil {
+		blameWhy = parts[0].Blame.Why
+	}
+	judged := make([]judge.Shard, len(rows))
+	s, ticks := finish(rec, closing{
+		run: run, span: seen.span(), env: env, blameWhy: blameWhy, thresholds: th, slo: slo,
+		before: func(s *tare.Summary) {
+			// The raw records do not keep their redirects: each shard
+			// counted its own, and counts add up.
+			s.Requests.Redirects = 0
+			for _, p := range parts {
+				s.Requests.Redirects += p.Requests.Redirects
+			}
+			s.Shards = make([]tare.ShardSummary, len(rows))
+			for i := range parts {
+				s.Shards[i] = shardSummary(rows[i].ID, &parts[i])
+				judged[i] = judge.Shard{Name: fmt.Sprintf("%s on host %s", shardName(rows[i].ID), cmp.Or(parts[i].Env.Hostname, "?")), Summary: &parts[i]}
+			}
+		},
+		verdict: func(s *tare.Summary, _ []tare.Tick) tare.Verdict { return judge.Merged(s, judged, th, slo) },
+	})
 	stages.summarise(parts, th, slo, &s)
 	if !targetsAddUp(s.Targets, parts) {
 		s.Targets = nil
@@ -181,7 +172,7 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
-	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; the host figures and the verdict are each shard's own, judged on its host (in its lines)", len(rows), n))
+	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; the host figures and the verdict are each shard's own, judged on its host (in its lines)", len(rows), seen.n))
 	return s, ticks, nil
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/stats"
 )
@@ -93,22 +92,14 @@ loop:
 			warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
 		}
 	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = cfg.Run
-	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
+	run := cfg.Run
+	run.StartedAt, run.EndedAt, run.Status = start, end, tare.StatusComplete
 	if ctx.Err() != nil {
-		s.Run.Status = tare.StatusInterrupted
+		run.Status = tare.StatusInterrupted
 	}
-	s.Env = sampler.Env()
-	explainBlame(&s, sampler.BlameWhy())
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
-	ticks := rec.Ticks()
-	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
-	for _, w := range sampler.Warnings() {
-		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
-	}
-	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
-	s.Thresholds = cfg.Thresholds.Map()
+	s, ticks := finish(rec, closing{
+		run: run, span: span, sampler: sampler, sut: cfg.Host.SUT, foundBy: cfg.SUTFoundBy,
+		thresholds: cfg.Thresholds, slo: cfg.SLO, warnings: warnings,
+	})
 	return s, ticks, nil
 }

@@ -81,16 +81,13 @@ func (f Records) each(fn func(r *tare.Result, target string) error) error {
 // sampled where the records came from, so the host figures are n/a.
 func (f Records) Summarise(begin func(start, end time.Time) error, each func(*tare.Result) error) (tare.Summary, []tare.Tick, error) {
 	var (
-		n                int
-		start, last, end time.Time
-		targets          []string // the names of the requests of a targets file, by index
+		seen    arrivalsSeen
+		end     time.Time
+		targets []string // the names of the requests of a targets file, by index
 	)
 	err := f.each(func(r *tare.Result, target string) error {
-		if n == 0 || r.Scheduled.Before(start) {
-			start = r.Scheduled
-		}
-		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
-		n++
+		seen.add(r.Scheduled)
+		end = maxTime(end, maxTime(r.Done, r.Scheduled))
 		if i := r.TargetIndex; target != "" && i >= 0 && i < httptarget.MaxTargets {
 			for len(targets) <= i {
 				targets = append(targets, "")
@@ -102,9 +99,10 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
-	if n == 0 {
+	if seen.n == 0 {
 		return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "%s %s: no records in it", f.Command, f.Path)
 	}
+	start := seen.first
 	if begin != nil {
 		if err := begin(start, end); err != nil {
 			return tare.Summary{}, nil, err
@@ -131,19 +129,11 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
-	// n arrivals spread from the first to the last: the arrival window is
-	// one mean gap longer than that, as for a live run.
-	span := last.Sub(start)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = tare.Run{Label: filepath.Base(f.Path), Target: "records from " + filepath.Base(f.Path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete}
-	ticks := rec.Ticks()
-	th := judge.DefaultThresholds()
-	s.Verdict = judge.Judge(&s, ticks, th, nil)
-	s.Thresholds = th.Map()
+	s, ticks := finish(rec, closing{
+		run:        tare.Run{Label: filepath.Base(f.Path), Target: "records from " + filepath.Base(f.Path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete},
+		span:       seen.span(),
+		thresholds: judge.DefaultThresholds(),
+	})
 	return s, ticks, nil
 }
 
