@@ -193,3 +193,57 @@ func ImportRecords(ctx context.Context, st tare.Store, path, label, version stri
 	s.Run.ID, s.Run.Label, s.Run.Target, s.Run.Version = run.ID, run.Label, run.Target, version
 	return run.ID, st.FinishRun(ctx, s)
 }
+
+// ReadBack summarises and judges stored run id again from what the store
+// kept of it: its raw records and the host samples of its ticks, whose
+// probe waits give each request's blame (the summary's Tail), judged with
+// the run's own thresholds and SLO. What only the live run measured (the
+// generator's own figures, the system under test's graph) is not kept:
+// those figures are n/a.
+func ReadBack(ctx context.Context, st tare.Store, id string) (tare.Summary, []tare.Tick, error) {
+	stored, err := st.FindSummary(ctx, id)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	kept, err := st.FindTicks(ctx, id)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	th := judge.ThresholdsOf(stored.Thresholds)
+	slo, err := judge.SLOOf(stored.Verdict.SLO)
+	if err != nil {
+		return tare.Summary{}, nil, fmt.Errorf("the SLO of run %s: %w", id, err)
+	}
+	start, end := stored.Run.StartedAt, stored.Run.EndedAt
+	cfg := stats.Config{Start: start, Threshold: th.Steal, Grace: end.Sub(start) + time.Second}
+	if len(kept) > 0 {
+		cfg.Start, cfg.Tick = kept[0].Start, kept[0].End.Sub(kept[0].Start)
+	}
+	for _, t := range stored.Targets {
+		cfg.Targets = append(cfg.Targets, t.Name)
+	}
+	rec, err := stats.NewRecorder(cfg)
+	if err != nil {
+		return tare.Summary{}, nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	for _, t := range kept {
+		if t.Host != nil {
+			rec.AddHost(*t.Host)
+		}
+	}
+	var seen arrivalsSeen
+	err = st.StreamResults(ctx, id, func(r *tare.Result) error {
+		seen.add(r.Scheduled)
+		rec.AddResult(r)
+		return nil
+	})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	var blameWhy string
+	if stored.Blame != nil {
+		blameWhy = stored.Blame.Why
+	}
+	s, ticks := finish(rec, closing{run: stored.Run, span: seen.span(), env: stored.Env, blameWhy: blameWhy, thresholds: th, slo: slo})
+	return s, ticks, nil
+}
