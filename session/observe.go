@@ -48,49 +48,25 @@ func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (tare.Summar
 		cfg.OnStart(sampler)
 	}
 
-	var refresh <-chan time.Time
-	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
-		t := time.NewTicker(cfg.ProgressEvery)
-		defer t.Stop()
-		refresh = t.C
-	}
-loop:
-	for {
-		select {
-		case s, ok := <-samples:
-			if !ok {
-				break loop // ctx is done
-			}
-			rec.AddHost(s)
-			watch.AddHost(s)
-		case now := <-refresh:
-			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
-		case <-stop:
-			break loop
-		}
-	}
-	end := time.Now()
-	stopSampling()
-	lastSamples(samples, sampler, end, func(s tare.HostSample) {
+	addHost := func(s tare.HostSample) {
 		rec.AddHost(s)
 		watch.AddHost(s)
+	}
+	sampleUntil(stop, samples, addHost, cfg.ProgressEvery, func(now time.Time) {
+		if cfg.OnProgress != nil {
+			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
+		}
 	})
+	end := time.Now()
+	stopSampling()
+	lastSamples(samples, sampler, end, addHost)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}
 
-	var (
-		span     time.Duration
-		warnings []string
-	)
-	if cfg.Results != nil {
-		if span, warnings, err = readResults(*cfg.Results, toolStart, rec); err != nil {
-			if ctx.Err() == nil {
-				return tare.Summary{}, nil, err
-			}
-			// Interrupted: the tool may have been stopped mid-write.
-			warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
-		}
+	span, warnings, err := watchedResults(ctx, cfg, toolStart, rec)
+	if err != nil {
+		return tare.Summary{}, nil, err
 	}
 	run := cfg.Run
 	run.StartedAt, run.EndedAt, run.Status = start, end, tare.StatusComplete
@@ -102,4 +78,46 @@ loop:
 		thresholds: cfg.Thresholds, slo: cfg.SLO, warnings: warnings,
 	})
 	return s, ticks, nil
+}
+
+// sampleUntil hands add the host samples until stop is closed or the
+// samples end (ctx is done), calling progress every progressEvery (never
+// when 0).
+func sampleUntil(stop <-chan struct{}, samples <-chan tare.HostSample, add func(tare.HostSample), progressEvery time.Duration, progress func(time.Time)) {
+	var refresh <-chan time.Time
+	if progressEvery > 0 {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for {
+		select {
+		case s, ok := <-samples:
+			if !ok {
+				return // ctx is done
+			}
+			add(s)
+		case now := <-refresh:
+			progress(now)
+		case <-stop:
+			return
+		}
+	}
+}
+
+// watchedResults adds the tool's results of cfg.Results, if any, to rec
+// (readResults); the window interrupted, a file it cannot read is a
+// warning: the tool may have been stopped mid-write.
+func watchedResults(ctx context.Context, cfg Config, toolStart time.Time, rec *stats.Recorder) (time.Duration, []string, error) {
+	if cfg.Results == nil {
+		return 0, nil, nil
+	}
+	span, warnings, err := readResults(*cfg.Results, toolStart, rec)
+	if err != nil {
+		if ctx.Err() == nil {
+			return 0, nil, err
+		}
+		warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
+	}
+	return span, warnings, nil
 }
