@@ -76,3 +76,11 @@ func (c *ConnCounter) Stats() ConnStats {
 type ConnCounted interface {
 	Conns() *ConnCounter
 }
+
+// ProtocolCounted is a Target that counts what its connections spoke
+// (HTTP/1.1, h2): the HTTP targets. ResetProtocols starts the count again
+// for the next window over the same target (a sweep's steps share it).
+type ProtocolCounted interface {
+	Protocols() map[string]int
+	ResetProtocols()
+}

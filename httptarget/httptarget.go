@@ -116,8 +116,10 @@ type Target struct {
 }
 
 var (
-	_ tare.Target      = (*Target)(nil)
-	_ tare.ConnCounted = (*Target)(nil)
+	_ tare.Target          = (*Target)(nil)
+	_ tare.ConnCounted     = (*Target)(nil)
+	_ tare.ProtocolCounted = (*Target)(nil)
+	_ tare.Noted           = (*Target)(nil)
 )
 
 // New checks cfg and returns its Target. Bad input is a *tare.Error with

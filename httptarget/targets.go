@@ -290,8 +290,10 @@ type Mix struct {
 }
 
 var (
-	_ tare.Target      = (*Mix)(nil)
-	_ tare.ConnCounted = (*Mix)(nil)
+	_ tare.Target          = (*Mix)(nil)
+	_ tare.ConnCounted     = (*Mix)(nil)
+	_ tare.ProtocolCounted = (*Mix)(nil)
+	_ tare.Noted           = (*Mix)(nil)
 )
 
 // NewMix builds a Target per request, each from base (timeout, redirects,

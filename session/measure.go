@@ -7,7 +7,6 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/stats"
 	"github.com/tare-dev/tare/store"
@@ -21,190 +20,262 @@ import (
 // storeErr saying what was not kept. err is for a window that could not
 // start (a sampler or recorder that cannot be made).
 func Measure(ctx context.Context, cfg Config) (s tare.Summary, ticks []tare.Tick, storeErr, err error) {
-	sampler, err := host.NewSampler(cfg.Host)
+	w, err := startWindow(ctx, cfg)
 	if err != nil {
 		return tare.Summary{}, nil, nil, err
 	}
-	defer sampler.Close()
+	defer w.close()
+	w.consume(ctx)
+	s, ticks = w.finish(ctx)
+	// The rest of the ticks and the summary to the store.
+	w.out.ticks(w.rec, true)
+	return s, ticks, w.out.finish(&s), nil
+}
 
-	start := cfg.Start
-	if start.IsZero() {
-		start = time.Now()
+// measuring is one load window under way: the host sampler, the arrivals and
+// what their results and the samples feed.
+type measuring struct {
+	cfg                Config
+	run                tare.Run
+	start, figuresFrom time.Time // the figures start after the warm-up
+	sampler            *host.Sampler
+	rec                *stats.Recorder
+	parts              *stats.Parts // the figures per stage
+	spans              []stats.Span
+	stageIndex         []int
+	watch              Watcher
+	out                *sink
+	sched              *lastOffset
+	engine             *load.Runner
+	conns              *tare.ConnCounter // nil when the target does not count them
+	connsBefore        tare.ConnStats
+
+	samples      chan tare.HostSample
+	depths       chan depthSample
+	results      chan tare.Result
+	usage        chan load.Usage
+	stopSampling context.CancelFunc
+	refresh      *time.Ticker // nil without progress
+
+	warmedUp int // results scheduled in the warm-up, left out
+	end      time.Time
+}
+
+// startWindow makes the window's sampler and recorders, and starts the
+// sampling and the arrivals.
+func startWindow(ctx context.Context, cfg Config) (_ *measuring, err error) {
+	w := &measuring{cfg: cfg, start: cfg.Start}
+	if w.sampler, err = host.NewSampler(cfg.Host); err != nil {
+		return nil, err
 	}
-	run := cfg.Run
-	run.StartedAt, run.Status = start, tare.StatusRunning
-	if cfg.Store != nil && run.ID == "" {
-		run.ID = store.NewRunID()
+	defer func() {
+		if err != nil {
+			w.sampler.Close()
+		}
+	}()
+	if w.start.IsZero() {
+		w.start = time.Now()
 	}
-	nameJobs(cfg.Target, run.ID)
-	watch, err := cfg.watch(run)
-	if err != nil {
-		return tare.Summary{}, nil, nil, err
+	w.run = cfg.Run
+	w.run.StartedAt, w.run.Status = w.start, tare.StatusRunning
+	if cfg.Store != nil && w.run.ID == "" {
+		w.run.ID = store.NewRunID()
 	}
-	out := newSink(ctx, cfg.Store, run, sampler.Env())
-	// The figures start after the warm-up: what is scheduled before is
-	// sent, counted, and left out.
-	figuresFrom := start.Add(max(cfg.Warmup, 0))
-	recCfg := stats.Config{Start: figuresFrom, Tick: sampler.Tick(), Threshold: cfg.Thresholds.Steal}
+	nameJobs(cfg.Target, w.run.ID)
+	if err := w.record(ctx); err != nil {
+		return nil, err
+	}
+	w.startSampling(ctx)
+	w.startArrivals(ctx)
+	return w, nil
+}
+
+// record makes what the window's results and samples feed: the recorder,
+// the figures per stage, the watcher and the store's sink.
+func (w *measuring) record(ctx context.Context) (err error) {
+	cfg := w.cfg
+	if w.watch, err = cfg.watch(w.run); err != nil {
+		return err
+	}
+	w.out = newSink(ctx, cfg.Store, w.run, w.sampler.Env())
+	// What is scheduled before the warm-up's end is sent, counted, and
+	// left out.
+	w.figuresFrom = w.start.Add(max(cfg.Warmup, 0))
+	recCfg := stats.Config{Start: w.figuresFrom, Tick: w.sampler.Tick(), Threshold: cfg.Thresholds.Steal}
 	if cfg.Mix != nil {
 		recCfg.Targets = cfg.Mix.Names()
 	}
-	rec, err := stats.NewRecorder(recCfg)
-	if err != nil {
-		return tare.Summary{}, nil, nil, err
+	if w.rec, err = stats.NewRecorder(recCfg); err != nil {
+		return err
 	}
-	recCfg.Start = start
-	spans, stageIndex := stageSpans(cfg.Stages, cfg.Warmup)
-	parts, err := stats.NewParts(recCfg, spans)
-	if err != nil {
-		return tare.Summary{}, nil, nil, err
-	}
-	warmedUp := 0
-	addHost := func(s tare.HostSample) {
-		if s.Mid().Before(figuresFrom) {
-			return
-		}
-		rec.AddHost(s)
-		parts.AddHost(s)
-		watch.AddHost(s)
+	recCfg.Start = w.start
+	w.spans, w.stageIndex = stageSpans(cfg.Stages, cfg.Warmup)
+	if w.parts, err = stats.NewParts(recCfg, w.spans); err != nil {
+		return err
 	}
 	if good, slo := cfg.SLO.PerRequest(); good != nil {
-		rec.CountGoodput(good, slo)
+		w.rec.CountGoodput(good, slo)
 	}
+	return nil
+}
 
-	// 1. The host sampler, and the queue's depth, every tick until the
-	// arrivals and their drain are over (not cancelled with ctx: the
-	// drain after Ctrl-C is measured too).
-	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSampling()
-	samples := make(chan tare.HostSample, 16)
-	go sampler.Run(sampleCtx, samples)
-	if cfg.OnStart != nil {
-		cfg.OnStart(sampler)
+// startSampling starts the host sampler, and the queue's depth, every
+// tick until the arrivals and their drain are over (not cancelled with
+// ctx: the drain after Ctrl-C is measured too).
+func (w *measuring) startSampling(ctx context.Context) {
+	var sampleCtx context.Context
+	sampleCtx, w.stopSampling = context.WithCancel(context.WithoutCancel(ctx))
+	w.samples = make(chan tare.HostSample, 16)
+	go w.sampler.Run(sampleCtx, w.samples)
+	if w.cfg.OnStart != nil {
+		w.cfg.OnStart(w.sampler)
 	}
-	depths := make(chan depthSample, 16)
-	if cfg.Depth != nil {
-		go sampleDepth(sampleCtx, cfg.Depth, sampler.Tick(), depths)
+	w.depths = make(chan depthSample, 16)
+	if w.cfg.Depth != nil {
+		go sampleDepth(sampleCtx, w.cfg.Depth, w.sampler.Tick(), w.depths)
 	}
+}
 
-	// 2. The arrivals, fired by the engine at their scheduled times.
-	sched := &lastOffset{Process: cfg.Schedule}
-	results := make(chan tare.Result, 1024)
-	if r, ok := cfg.Target.(interface{ ResetProtocols() }); ok {
-		r.ResetProtocols() // count this window's connections (a sweep's steps share the target)
+// startArrivals starts the engine, which fires the arrivals at their
+// scheduled times, counting this window's connections.
+func (w *measuring) startArrivals(ctx context.Context) {
+	cfg := w.cfg
+	w.sched = &lastOffset{Process: cfg.Schedule}
+	w.results = make(chan tare.Result, 1024)
+	if p, ok := cfg.Target.(tare.ProtocolCounted); ok {
+		p.ResetProtocols() // a sweep's steps share the target
 	}
-	var conns *tare.ConnCounter
-	var connsBefore tare.ConnStats
 	if c, ok := cfg.Target.(tare.ConnCounted); ok {
-		conns = c.Conns()
-		connsBefore = conns.Stats()
+		w.conns = c.Conns()
+		w.connsBefore = w.conns.Stats()
 	}
-	engine := load.New(cfg.Target, cfg.Engine)
-	usage := make(chan load.Usage, 1)
-	go func() { usage <- engine.Run(ctx, start, sched, results) }()
-
-	// 3. One consumer feeds the recorder, so stats need no locks, and the
-	// store, which batches.
-	var refresh <-chan time.Time
+	w.engine = load.New(cfg.Target, cfg.Engine)
+	w.usage = make(chan load.Usage, 1)
+	go func() { w.usage <- w.engine.Run(ctx, w.start, w.sched, w.results) }()
 	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
-		t := time.NewTicker(cfg.ProgressEvery)
-		defer t.Stop()
-		refresh = t.C
+		w.refresh = time.NewTicker(cfg.ProgressEvery)
 	}
-	for results != nil {
+}
+
+// close stops what the window started.
+func (w *measuring) close() {
+	w.stopSampling()
+	if w.refresh != nil {
+		w.refresh.Stop()
+	}
+	w.sampler.Close()
+}
+
+// consume feeds the results and the samples to the recorders, from one
+// goroutine, so stats need no locks, and to the store, which batches,
+// until the arrivals are over; then the last samples.
+func (w *measuring) consume(ctx context.Context) {
+	var refresh <-chan time.Time
+	if w.refresh != nil {
+		refresh = w.refresh.C
+	}
+	for results := w.results; results != nil; {
 		select {
 		case res, ok := <-results:
 			if !ok {
 				results = nil
 				continue
 			}
-			if cfg.Mix != nil {
-				// Dropped arrivals never reached the target: name their
-				// request too.
-				res.TargetIndex = cfg.Mix.Pick(res.Seq)
-			}
-			if res.Scheduled.Before(figuresFrom) {
-				warmedUp++
+			w.addResult(&res)
+		case s := <-w.samples:
+			w.addHost(s)
+			w.out.ticks(w.rec, false)
+		case d := <-w.depths:
+			if d.at.Before(w.figuresFrom) {
 				continue
 			}
-			rec.AddResult(&res)
-			parts.AddResult(&res)
-			watch.AddResult(&res)
-			out.add(&res)
-		case s := <-samples:
-			addHost(s)
-			out.ticks(rec, false)
-		case d := <-depths:
-			if d.at.Before(figuresFrom) {
-				continue
-			}
-			rec.AddDepth(d.at, d.depth)
-			parts.AddDepth(d.at, d.depth)
-			watch.SetQueueDepth(d.depth)
+			w.rec.AddDepth(d.at, d.depth)
+			w.parts.AddDepth(d.at, d.depth)
+			w.watch.SetQueueDepth(d.depth)
 		case now := <-refresh:
-			cfg.OnProgress(rec.Snapshot(now), engine.Progress())
+			w.cfg.OnProgress(w.rec.Snapshot(now), w.engine.Progress())
 		}
 	}
-	end := time.Now()
-	u := <-usage
-	stopSampling()
-	lastSamples(samples, sampler, end, addHost)
+	w.end = time.Now()
+}
+
+func (w *measuring) addResult(res *tare.Result) {
+	if w.cfg.Mix != nil {
+		// Dropped arrivals never reached the target: name their request
+		// too.
+		res.TargetIndex = w.cfg.Mix.Pick(res.Seq)
+	}
+	if res.Scheduled.Before(w.figuresFrom) {
+		w.warmedUp++
+		return
+	}
+	w.rec.AddResult(res)
+	w.parts.AddResult(res)
+	w.watch.AddResult(res)
+	w.out.add(res)
+}
+
+func (w *measuring) addHost(s tare.HostSample) {
+	if s.Mid().Before(w.figuresFrom) {
+		return
+	}
+	w.rec.AddHost(s)
+	w.parts.AddHost(s)
+	w.watch.AddHost(s)
+}
+
+// finish summarises and judges the window over the arrival window
+// actually used (after the warm-up), once the sampler has given its last
+// samples.
+func (w *measuring) finish(ctx context.Context) (tare.Summary, []tare.Tick) {
+	cfg := w.cfg
+	u := <-w.usage
+	w.stopSampling()
+	lastSamples(w.samples, w.sampler, w.end, w.addHost)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}
-
-	// 4. The summary, over the arrival window actually used (after the
-	// warm-up), and its verdict.
-	span := sched.span(cfg.Rate)
-	if len(cfg.Stages) > 0 && sched.n > 0 {
-		span = stagedSpan(cfg.Stages, sched.last)
+	span := w.sched.span(cfg.Rate)
+	if len(cfg.Stages) > 0 && w.sched.n > 0 {
+		span = stagedSpan(cfg.Stages, w.sched.last)
 	}
-	status := tare.StatusComplete
+	run := w.run
+	run.EndedAt, run.Status = w.end, tare.StatusComplete
 	if ctx.Err() != nil {
-		status = tare.StatusInterrupted
-		span = min(span, end.Sub(start))
+		run.Status = tare.StatusInterrupted
+		span = min(span, w.end.Sub(w.start))
 	}
-	span = max(span-max(cfg.Warmup, 0), 0)
-	s = rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = run
-	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, status
-	s.Env = sampler.Env()
-	explainBlame(&s, sampler.BlameWhy())
+	s, ticks := finish(w.rec, closing{
+		run: run, span: max(span-max(cfg.Warmup, 0), 0), sampler: w.sampler, sut: cfg.Host.SUT, foundBy: cfg.SUTFoundBy,
+		thresholds: cfg.Thresholds, slo: cfg.SLO,
+		before: func(s *tare.Summary) { w.generator(s, u) },
+	})
+	finishTarget(&s, cfg.Target)
+	if cfg.Warmup > 0 {
+		s.Warmup = &tare.Warmup{DurationS: cfg.Warmup.Seconds(), Requests: w.warmedUp}
+	}
+	stageSummaries(w.parts, cfg.Stages, w.stageIndex, w.spans, cfg.Thresholds, cfg.SLO, &s)
+	if cfg.Finish != nil {
+		cfg.Finish(&s)
+	}
+	return s, ticks
+}
+
+// generator adds to s what the generator measured of itself: its CPU,
+// its engine and its connections.
+func (w *measuring) generator(s *tare.Summary, u load.Usage) {
 	s.Generator.CPUPct = tare.Float(u.CPUPct())
 	s.Generator.Engine = u.Engine
 	if u.Engine == load.EngineLoop {
 		s.Generator.Engines, s.Generator.Connections = u.Engines, u.Workers
 	}
-	if conns != nil {
-		h2, _ := cfg.Target.(interface{ Protocols() map[string]int })
-		http2 := h2 != nil && h2.Protocols() != nil
-		s.Generator.ConnectionUse = connectionUse(conns.Stats().Sub(connsBefore), cfg.Connections, u.Engine == load.EngineLoop || http2, rec)
-		s.Generator.Connections = int(conns.Stats().Peak)
+	if w.conns != nil {
+		p, _ := w.cfg.Target.(tare.ProtocolCounted)
+		http2 := p != nil && p.Protocols() != nil
+		st := w.conns.Stats()
+		s.Generator.ConnectionUse = connectionUse(st.Sub(w.connsBefore), w.cfg.Connections, u.Engine == load.EngineLoop || http2, w.rec)
+		s.Generator.Connections = int(st.Peak)
 	}
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
-	ticks = rec.Ticks()
-	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
-	s.Verdict.Warnings = append(s.Verdict.Warnings, rec.Warnings()...)
-	for _, w := range sampler.Warnings() {
-		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
-	}
-	finishTarget(&s, cfg.Target)
-	if att := stats.Attribute(ticks); att.Ticks >= stats.MinAttributionTicks {
-		s.Verdict.Attribution = att.Sentence
-	}
-	s.Thresholds = cfg.Thresholds.Map()
-	if cfg.Warmup > 0 {
-		s.Warmup = &tare.Warmup{DurationS: cfg.Warmup.Seconds(), Requests: warmedUp}
-	}
-	stageSummaries(parts, cfg.Stages, stageIndex, spans, cfg.Thresholds, cfg.SLO, &s)
-	if cfg.Finish != nil {
-		cfg.Finish(&s)
-	}
-
-	// 5. The rest of the ticks and the summary to the store.
-	out.ticks(rec, true)
-	return s, ticks, out.finish(&s), nil
 }
 
 // connectionUse is what the run did with its connections: st, counted by
@@ -243,10 +314,10 @@ func (l *lastOffset) Next() (time.Duration, bool) {
 // span is the arrival window: the last arrival's offset plus one mean gap,
 // which for n arrivals at a constant rate r is exactly n/r.
 func (l *lastOffset) span(rate float64) time.Duration {
-	if l.n == 0 || rate <= 0 {
+	if rate <= 0 {
 		return 0
 	}
-	return l.last + time.Duration(float64(time.Second)/rate)
+	return arrivalSpan(l.last, l.n, time.Duration(float64(time.Second)/rate))
 }
 
 // sutSummary completes what stats measured of the system under test with

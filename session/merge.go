@@ -67,33 +67,11 @@ func shardName(rowID string) string {
 // SLO is checked on the pooled figures. The run describes its whole
 // schedule, as the shards recorded it.
 func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (tare.Summary, []tare.Tick, error) {
-	parts := make([]tare.Summary, len(rows))
-	shifts := make([]time.Duration, len(rows))
-	starts := make([]time.Time, len(rows))
-	var start, end time.Time
-	for i, r := range rows {
-		s, err := st.FindSummary(ctx, r.ID)
-		if err != nil {
-			return tare.Summary{}, nil, err
-		}
-		parts[i] = s
-		// Each shard stamped its records with its own clock: a coordinated
-		// shard's recorded offset moves them onto the Redis clock, one time
-		// axis for all, unless it is too large to trust.
-		if mean, worst, ok := s.Run.ClockOffset(); ok {
-			if worst > DefaultClockTolerance {
-				return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "run %s: %s on host %s had its clock %s off the coordinating Redis (tolerance %s): its records cannot be merged onto one time axis with the others; synchronise the clocks (chrony, NTP) and measure again",
-					group, shardName(r.ID), cmp.Or(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
-			}
-			shifts[i] = mean
-			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
-		}
-		starts[i] = s.Run.StartedAt
-		if i == 0 || s.Run.StartedAt.Before(start) {
-			start = s.Run.StartedAt
-		}
-		end = maxTime(end, s.Run.EndedAt)
+	sh, err := readShards(ctx, st, group, rows)
+	if err != nil {
+		return tare.Summary{}, nil, err
 	}
+	parts, start, end := sh.parts, sh.start, sh.end
 	// Shards stream one after another, so records are not in time order:
 	// a grace over the whole run keeps every tick open until the end.
 	names, warnings := shardTargets(parts)
@@ -103,26 +81,19 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 		return tare.Summary{}, nil, err
 	}
 	cfg.Targets = nil
-	stages, warning, err := newShardStages(cfg, parts, starts)
+	stages, warning, err := newShardStages(cfg, parts, sh.starts)
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
 	if warning != "" {
 		warnings = append(warnings, warning)
 	}
-	var (
-		n           int
-		first, last time.Time
-	)
+	var seen arrivalsSeen
 	for i, r := range rows {
 		err := st.StreamResults(ctx, r.ID, func(res *tare.Result) error {
-			onRedisClock(res, shifts[i])
-			if n == 0 || res.Scheduled.Before(first) {
-				first = res.Scheduled
-			}
-			last = maxTime(last, res.Scheduled)
+			onRedisClock(res, sh.shifts[i])
+			seen.add(res.Scheduled)
 			end = maxTime(end, res.Done)
-			n++
 			rec.AddResult(res)
 			stages.add(i, res)
 			return nil
@@ -131,34 +102,6 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 			return tare.Summary{}, nil, err
 		}
 	}
-	span := last.Sub(first)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	// The raw records do not keep their redirects: each shard counted its
-	// own, and counts add up.
-	s.Requests.Redirects = 0
-	for _, p := range parts {
-		s.Requests.Redirects += p.Requests.Redirects
-	}
-	s.Run = parts[0].Run
-	s.Run.ID, s.Run.StartedAt, s.Run.EndedAt = group, start, end
-	s.Run.Status = tare.StatusComplete
-	for _, p := range parts {
-		if p.Run.Status != tare.StatusComplete {
-			s.Run.Status = p.Run.Status
-		}
-	}
-	s.Run.Arrival = wholeSchedule(parts[0].Run, len(rows))
-	s.Env = parts[0].Env
-	s.Env.Hostname = hostnames(parts)
-	s.Env.Pod = nil // each shard's own: in its line of Shards
-	if parts[0].Blame != nil {
-		explainBlame(&s, parts[0].Blame.Why)
-	}
-	ticks := rec.Ticks()
 	// The shards ran with one command line: the first's thresholds and
 	// SLO are the run's.
 	th := judge.ThresholdsOf(parts[0].Thresholds)
@@ -166,14 +109,25 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	if err != nil {
 		return tare.Summary{}, nil, fmt.Errorf("the SLO of shard %s: %w", rows[0].ID, err)
 	}
-	s.Shards = make([]tare.ShardSummary, len(rows))
+	run, env, blameWhy := mergedRun(group, parts, start, end)
 	judged := make([]judge.Shard, len(rows))
-	for i := range parts {
-		s.Shards[i] = shardSummary(rows[i].ID, &parts[i])
-		judged[i] = judge.Shard{Name: fmt.Sprintf("%s on host %s", shardName(rows[i].ID), cmp.Or(parts[i].Env.Hostname, "?")), Summary: &parts[i]}
-	}
-	s.Verdict = judge.Merged(&s, judged, th, slo)
-	s.Thresholds = th.Map()
+	s, ticks := finish(rec, closing{
+		run: run, span: seen.span(), env: env, blameWhy: blameWhy, thresholds: th, slo: slo,
+		before: func(s *tare.Summary) {
+			// The raw records do not keep their redirects: each shard
+			// counted its own, and counts add up.
+			s.Requests.Redirects = 0
+			for _, p := range parts {
+				s.Requests.Redirects += p.Requests.Redirects
+			}
+			s.Shards = make([]tare.ShardSummary, len(rows))
+			for i := range parts {
+				s.Shards[i] = shardSummary(rows[i].ID, &parts[i])
+				judged[i] = judge.Shard{Name: fmt.Sprintf("%s on host %s", shardName(rows[i].ID), cmp.Or(parts[i].Env.Hostname, "?")), Summary: &parts[i]}
+			}
+		},
+		verdict: func(s *tare.Summary, _ []tare.Tick) tare.Verdict { return judge.Merged(s, judged, th, slo) },
+	})
 	stages.summarise(parts, th, slo, &s)
 	if !targetsAddUp(s.Targets, parts) {
 		s.Targets = nil
@@ -181,8 +135,71 @@ func merge(ctx context.Context, st tare.Store, group string, rows []tare.Run) (t
 	}
 	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
 	s.Verdict.Warnings = append(s.Verdict.Warnings, sharedHosts(s.Shards)...)
-	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; the host figures and the verdict are each shard's own, judged on its host (in its lines)", len(rows), n))
+	s.Verdict.Warnings = append(s.Verdict.Warnings, fmt.Sprintf("merged from %d shards: latency from all %d raw records pooled; the host figures and the verdict are each shard's own, judged on its host (in its lines)", len(rows), seen.n))
 	return s, ticks, nil
+}
+
+// shards are the stored summaries of a run's shards, each moved onto the
+// coordinating Redis's clock (by shifts), with their starts and the whole
+// run's start and end.
+type shards struct {
+	parts      []tare.Summary
+	shifts     []time.Duration
+	starts     []time.Time
+	start, end time.Time
+}
+
+// readShards reads the summaries of run group's shards, rows.
+func readShards(ctx context.Context, st tare.Store, group string, rows []tare.Run) (shards, error) {
+	sh := shards{parts: make([]tare.Summary, len(rows)), shifts: make([]time.Duration, len(rows)), starts: make([]time.Time, len(rows))}
+	for i, r := range rows {
+		s, err := st.FindSummary(ctx, r.ID)
+		if err != nil {
+			return sh, err
+		}
+		sh.parts[i] = s
+		// Each shard stamped its records with its own clock: a coordinated
+		// shard's recorded offset moves them onto the Redis clock, one time
+		// axis for all, unless it is too large to trust.
+		if mean, worst, ok := s.Run.ClockOffset(); ok {
+			if worst > DefaultClockTolerance {
+				return sh, tare.Errorf(tare.EINVALID, "run %s: %s on host %s had its clock %s off the coordinating Redis (tolerance %s): its records cannot be merged onto one time axis with the others; synchronise the clocks (chrony, NTP) and measure again",
+					group, shardName(r.ID), cmp.Or(s.Env.Hostname, "?"), worst, DefaultClockTolerance)
+			}
+			sh.shifts[i] = mean
+			s.Run.StartedAt, s.Run.EndedAt = s.Run.StartedAt.Add(mean), s.Run.EndedAt.Add(mean)
+		}
+		sh.starts[i] = s.Run.StartedAt
+		if i == 0 || s.Run.StartedAt.Before(sh.start) {
+			sh.start = s.Run.StartedAt
+		}
+		sh.end = maxTime(sh.end, s.Run.EndedAt)
+	}
+	return sh, nil
+}
+
+// mergedRun is the run the shards make, group, from start to end, its
+// environment and why its blame was estimated: the first shard's, with
+// the whole schedule, the hosts of all, and the status of one that did
+// not complete.
+func mergedRun(group string, parts []tare.Summary, start, end time.Time) (tare.Run, tare.Env, string) {
+	run := parts[0].Run
+	run.ID, run.StartedAt, run.EndedAt = group, start, end
+	run.Status = tare.StatusComplete
+	for _, p := range parts {
+		if p.Run.Status != tare.StatusComplete {
+			run.Status = p.Run.Status
+		}
+	}
+	run.Arrival = wholeSchedule(parts[0].Run, len(parts))
+	env := parts[0].Env
+	env.Hostname = hostnames(parts)
+	env.Pod = nil // each shard's own: in its line of Shards
+	var blameWhy string
+	if parts[0].Blame != nil {
+		blameWhy = parts[0].Blame.Why
+	}
+	return run, env, blameWhy
 }
 
 // wholeSchedule describes the run's whole schedule over its n shards, as

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/load"
 	"github.com/tare-dev/tare/peer"
 	"github.com/tare-dev/tare/stats"
@@ -55,67 +54,35 @@ func Observe(ctx context.Context, cfg Config, stop <-chan struct{}) (s tare.Summ
 		cfg.OnStart(sampler)
 	}
 
-	var refresh <-chan time.Time
-	if cfg.OnProgress != nil && cfg.ProgressEvery > 0 {
-		t := time.NewTicker(cfg.ProgressEvery)
-		defer t.Stop()
-		refresh = t.C
-	}
-loop:
-	for {
-		select {
-		case s, ok := <-samples:
-			if !ok {
-				break loop // ctx is done
-			}
-			rec.AddHost(s)
-			watch.AddHost(s)
-		case now := <-refresh:
-			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
-		case <-stop:
-			break loop
-		}
-	}
-	end := time.Now()
-	stopSampling()
-	lastSamples(samples, sampler, end, func(s tare.HostSample) {
+	addHost := func(s tare.HostSample) {
 		rec.AddHost(s)
 		watch.AddHost(s)
+	}
+	sampleUntil(stop, samples, addHost, cfg.ProgressEvery, func(now time.Time) {
+		if cfg.OnProgress != nil {
+			cfg.OnProgress(rec.Snapshot(now), load.Progress{})
+		}
 	})
+	end := time.Now()
+	stopSampling()
+	lastSamples(samples, sampler, end, addHost)
 	if cfg.OnDone != nil {
 		cfg.OnDone()
 	}
 
-	var (
-		span     time.Duration
-		warnings []string
-	)
-	if cfg.Results != nil {
-		if span, warnings, err = readResults(*cfg.Results, toolStart, rec); err != nil {
-			if ctx.Err() == nil {
-				return tare.Summary{}, nil, nil, err
-			}
-			// Interrupted: the tool may have been stopped mid-write.
-			warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
-		}
+	span, warnings, err := watchedResults(ctx, cfg, toolStart, rec)
+	if err != nil {
+		return tare.Summary{}, nil, nil, err
 	}
-	s = rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = cfg.Run
-	s.Run.StartedAt, s.Run.EndedAt, s.Run.Status = start, end, tare.StatusComplete
+	run := cfg.Run
+	run.StartedAt, run.EndedAt, run.Status = start, end, tare.StatusComplete
 	if ctx.Err() != nil {
-		s.Run.Status = tare.StatusInterrupted
+		run.Status = tare.StatusInterrupted
 	}
-	s.Env = sampler.Env()
-	explainBlame(&s, sampler.BlameWhy())
-	s.SUT = sutSummary(s.SUT, cfg.Host.SUT, cfg.SUTFoundBy, sampler)
-	ticks = rec.Ticks()
-	s.Verdict = judge.Judge(&s, ticks, cfg.Thresholds, cfg.SLO)
-	for _, w := range sampler.Warnings() {
-		s.Verdict.Warnings = append(s.Verdict.Warnings, w.Error())
-	}
-	s.Verdict.Warnings = append(s.Verdict.Warnings, warnings...)
-	s.Thresholds = cfg.Thresholds.Map()
+	s, ticks = finish(rec, closing{
+		run: run, span: span, sampler: sampler, sut: cfg.Host.SUT, foundBy: cfg.SUTFoundBy,
+		thresholds: cfg.Thresholds, slo: cfg.SLO, warnings: warnings,
+	})
 	return s, ticks, save(ctx, cfg.Store, &s, ticks, cfg.Results, toolStart), nil
 }
 
@@ -134,4 +101,46 @@ func save(ctx context.Context, st tare.Store, s *tare.Summary, ticks []tare.Tick
 	}
 	out.addTicks(ticks)
 	return out.finish(s)
+}
+
+// sampleUntil hands add the host samples until stop is closed or the
+// samples end (ctx is done), calling progress every progressEvery (never
+// when 0).
+func sampleUntil(stop <-chan struct{}, samples <-chan tare.HostSample, add func(tare.HostSample), progressEvery time.Duration, progress func(time.Time)) {
+	var refresh <-chan time.Time
+	if progressEvery > 0 {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for {
+		select {
+		case s, ok := <-samples:
+			if !ok {
+				return // ctx is done
+			}
+			add(s)
+		case now := <-refresh:
+			progress(now)
+		case <-stop:
+			return
+		}
+	}
+}
+
+// watchedResults adds the tool's results of cfg.Results, if any, to rec
+// (readResults); the window interrupted, a file it cannot read is a
+// warning: the tool may have been stopped mid-write.
+func watchedResults(ctx context.Context, cfg Config, toolStart time.Time, rec *stats.Recorder) (time.Duration, []string, error) {
+	if cfg.Results == nil {
+		return 0, nil, nil
+	}
+	span, warnings, err := readResults(*cfg.Results, toolStart, rec)
+	if err != nil {
+		if ctx.Err() == nil {
+			return 0, nil, err
+		}
+		warnings = append(warnings, "the window was interrupted, so its results may be cut short: "+err.Error())
+	}
+	return span, warnings, nil
 }

@@ -81,16 +81,13 @@ func (f Records) each(fn func(r *tare.Result, target string) error) error {
 // sampled where the records came from, so the host figures are n/a.
 func (f Records) Summarise(begin func(start, end time.Time) error, each func(*tare.Result) error) (tare.Summary, []tare.Tick, error) {
 	var (
-		n                int
-		start, last, end time.Time
-		targets          []string // the names of the requests of a targets file, by index
+		seen    arrivalsSeen
+		end     time.Time
+		targets []string // the names of the requests of a targets file, by index
 	)
 	err := f.each(func(r *tare.Result, target string) error {
-		if n == 0 || r.Scheduled.Before(start) {
-			start = r.Scheduled
-		}
-		last, end = maxTime(last, r.Scheduled), maxTime(end, maxTime(r.Done, r.Scheduled))
-		n++
+		seen.add(r.Scheduled)
+		end = maxTime(end, maxTime(r.Done, r.Scheduled))
 		if i := r.TargetIndex; target != "" && i >= 0 && i < httptarget.MaxTargets {
 			for len(targets) <= i {
 				targets = append(targets, "")
@@ -102,9 +99,10 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
-	if n == 0 {
+	if seen.n == 0 {
 		return tare.Summary{}, nil, tare.Errorf(tare.EINVALID, "%s %s: no records in it", f.Command, f.Path)
 	}
+	start := seen.first
 	if begin != nil {
 		if err := begin(start, end); err != nil {
 			return tare.Summary{}, nil, err
@@ -131,19 +129,11 @@ func (f Records) Summarise(begin func(start, end time.Time) error, each func(*ta
 	if err != nil {
 		return tare.Summary{}, nil, err
 	}
-	// n arrivals spread from the first to the last: the arrival window is
-	// one mean gap longer than that, as for a live run.
-	span := last.Sub(start)
-	if n > 1 {
-		span += span / time.Duration(n-1)
-	}
-	s := rec.Summary(end, span)
-	s.Schema = tare.SummarySchema
-	s.Run = tare.Run{Label: filepath.Base(f.Path), Target: "records from " + filepath.Base(f.Path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete}
-	ticks := rec.Ticks()
-	th := judge.DefaultThresholds()
-	s.Verdict = judge.Judge(&s, ticks, th, nil)
-	s.Thresholds = th.Map()
+	s, ticks := finish(rec, closing{
+		run:        tare.Run{Label: filepath.Base(f.Path), Target: "records from " + filepath.Base(f.Path), StartedAt: start, EndedAt: end, Status: tare.StatusComplete},
+		span:       seen.span(),
+		thresholds: judge.DefaultThresholds(),
+	})
 	return s, ticks, nil
 }
 
@@ -202,4 +192,58 @@ func ImportRecords(ctx context.Context, st tare.Store, path, label, version stri
 	}
 	s.Run.ID, s.Run.Label, s.Run.Target, s.Run.Version = run.ID, run.Label, run.Target, version
 	return run.ID, st.FinishRun(ctx, s)
+}
+
+// ReadBack summarises and judges stored run id again from what the store
+// kept of it: its raw records and the host samples of its ticks, whose
+// probe waits give each request's blame (the summary's Tail), judged with
+// the run's own thresholds and SLO. What only the live run measured (the
+// generator's own figures, the system under test's graph) is not kept:
+// those figures are n/a.
+func ReadBack(ctx context.Context, st tare.Store, id string) (tare.Summary, []tare.Tick, error) {
+	stored, err := st.FindSummary(ctx, id)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	kept, err := st.FindTicks(ctx, id)
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	th := judge.ThresholdsOf(stored.Thresholds)
+	slo, err := judge.SLOOf(stored.Verdict.SLO)
+	if err != nil {
+		return tare.Summary{}, nil, fmt.Errorf("the SLO of run %s: %w", id, err)
+	}
+	start, end := stored.Run.StartedAt, stored.Run.EndedAt
+	cfg := stats.Config{Start: start, Threshold: th.Steal, Grace: end.Sub(start) + time.Second}
+	if len(kept) > 0 {
+		cfg.Start, cfg.Tick = kept[0].Start, kept[0].End.Sub(kept[0].Start)
+	}
+	for _, t := range stored.Targets {
+		cfg.Targets = append(cfg.Targets, t.Name)
+	}
+	rec, err := stats.NewRecorder(cfg)
+	if err != nil {
+		return tare.Summary{}, nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	for _, t := range kept {
+		if t.Host != nil {
+			rec.AddHost(*t.Host)
+		}
+	}
+	var seen arrivalsSeen
+	err = st.StreamResults(ctx, id, func(r *tare.Result) error {
+		seen.add(r.Scheduled)
+		rec.AddResult(r)
+		return nil
+	})
+	if err != nil {
+		return tare.Summary{}, nil, err
+	}
+	var blameWhy string
+	if stored.Blame != nil {
+		blameWhy = stored.Blame.Why
+	}
+	s, ticks := finish(rec, closing{run: stored.Run, span: seen.span(), env: stored.Env, blameWhy: blameWhy, thresholds: th, slo: slo})
+	return s, ticks, nil
 }
