@@ -126,6 +126,9 @@ func TestFailedRunsSaySo(t *testing.T) {
 // and a queue whose worker's model endpoint nothing listens on, are judged
 // as an HTTP target is.
 func TestFailedModelAndQueueRunsSaySo(t *testing.T) {
+	// It judges levels on this host, as TestFailedRunsSaySo does: a
+	// fresh-machine run saw another package's pinned hogs beside it.
+	interfere.Exclusive(t)
 	model := "http://" + loopback.FreeAddr(t) + "/v1"
 	t.Run("model", func(t *testing.T) {
 		spec := NewSpec(0, 0, 0)
