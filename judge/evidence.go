@@ -106,23 +106,18 @@ func outsideWait(h *tare.HostSample, vcpus int) float64 {
 	return w
 }
 
-// fixedWork is the median of the ticks' timed fixed work, 0 when none was
-// timed.
+// fixedWork is the median of the ticks' timed fixed work.
 func fixedWork(ticks []tare.Tick) float64 {
-	var v []float64
-	for _, t := range ticks {
-		if t.Host != nil && t.Host.FixedWorkUS != nil {
-			v = append(v, *t.Host.FixedWorkUS)
-		}
-	}
-	if len(v) == 0 {
-		return 0
-	}
-	return median(v)
+	return medianOf(ticks, func(h *tare.HostSample) *float64 { return h.FixedWorkUS })
+}
+
+// ioPressure is the median of the ticks' I/O pressure (some).
+func ioPressure(ticks []tare.Tick) float64 {
+	return medianOf(ticks, func(h *tare.HostSample) *float64 { return h.PSIIOSome })
 }
 
 // cpuPerRequest is the median over the ticks of the service's CPU time per
-// completion, in CPU-seconds; 0 when unknown.
+// completion, in CPU-seconds.
 func cpuPerRequest(ticks []tare.Tick, vcpus int) float64 {
 	var v []float64
 	for _, t := range ticks {
@@ -138,13 +133,15 @@ func cpuPerRequest(ticks []tare.Tick, vcpus int) float64 {
 	return median(v)
 }
 
-// ioPressure is the median of the ticks' I/O pressure (some), 0 where
-// unread.
-func ioPressure(ticks []tare.Tick) float64 {
+// medianOf is the median of a figure of the ticks' host samples, 0 where
+// no tick has it.
+func medianOf(ticks []tare.Tick, figure func(*tare.HostSample) *float64) float64 {
 	var v []float64
 	for _, t := range ticks {
-		if t.Host != nil && t.Host.PSIIOSome != nil {
-			v = append(v, *t.Host.PSIIOSome)
+		if t.Host != nil {
+			if f := figure(t.Host); f != nil {
+				v = append(v, *f)
+			}
 		}
 	}
 	if len(v) == 0 {
