@@ -117,12 +117,14 @@ const WaitFloor = 20 * time.Microsecond
 // second that matter; past it the shortest are dropped and counted.
 const MaxTickWaits = 8192
 
-// Outside reports whether the wait was behind someone outside the
-// measured processes (another process, the kernel's threads): the
+// Outside reports whether the wait was behind another process: the
 // interference a request may be blamed on. Wake-up latency, and waits
-// behind the system under test or tare, are not.
+// behind the system under test, tare or the kernel's threads, are not:
+// kernel threads are not neighbours (the neighbours signal counts only
+// other processes), mostly the kernel working for the test itself, the
+// softirqs of its loopback and veth traffic.
 func (w *Wait) Outside() bool {
-	return w.Owner == OwnerOther || w.Owner == OwnerKernel
+	return w.Owner == OwnerOther
 }
 
 // Behind is the wait spent behind one owner: another process by its

@@ -9,7 +9,7 @@ import (
 // Tail is per-request blame: what outside interference overlapped each
 // request's life (Scheduled to Done), and how the slowest requests compare
 // with the rest. Outside interference is the measured threads' wait behind
-// other processes and the kernel's threads (the probe's Waits) and the
+// other processes (the probe's Waits, Wait.Outside) and the
 // hypervisor's steal of the ticks the request lived in. Every thread of
 // the system under test counts (tare cannot tell which thread served
 // which request): on a pool, one worker's wait also overlaps the requests
@@ -38,8 +38,7 @@ type Tail struct {
 	Slowest []TailSlice `json:"slowest"` // the slowest 1 % and 5 %
 }
 
-// OverlapShare is the least wait behind other processes and kernel
-// threads, as a share of a request's latency, for it to count as
+// OverlapShare is the least wait behind other processes, as a share of a request's latency, for it to count as
 // overlapped (Tail.Overlapped). Steal is in a request's wait (Unwaited
 // takes it off) but does not make it overlapped: no event says which
 // requests the hypervisor's steal hit, so it is spread over a tick's
@@ -110,8 +109,8 @@ func (t *Tail) Sentence(sl TailSlice) string {
 }
 
 // OwnerNames names the owners the slowest requests waited behind, the
-// most first: "`nightly-batch` (pids 812, 813)", "kernel threads", "the
-// hypervisor's steal"; at most three, and how many more.
+// most first: "`nightly-batch` (pids 812, 813)", "the hypervisor's
+// steal"; at most three, and how many more.
 func OwnerNames(owners []TailOwner) string {
 	var names []string
 	for i, o := range owners {
@@ -167,7 +166,7 @@ type Exposure struct {
 
 // TailOwner is one owner the slowest requests waited behind.
 type TailOwner struct {
-	Owner    string  `json:"owner"` // OwnerOther, OwnerKernel or OwnerSteal
+	Owner    string  `json:"owner"` // OwnerOther or OwnerSteal (OwnerKernel in runs stored before kernel threads stopped counting)
 	Name     string  `json:"name,omitempty"`
 	PIDs     []int   `json:"pids,omitempty"`
 	Root     int     `json:"root,omitempty"`

@@ -33,7 +33,7 @@ type evidence struct {
 }
 
 // evidenceOf weighs the slow ticks against the usual ones: whether
-// outside waits (other processes, kernel threads, steal) overlapped them
+// outside waits (other processes, steal) overlapped them
 // enough to explain them; if not, whether the service was on CPU doing
 // more per request or off CPU (a lock, a sleep, I/O) and whether the
 // host's I/O pressure rose meanwhile; and whether the CPU itself ran
@@ -41,7 +41,7 @@ type evidence struct {
 // the median tick's p95, which the slow ticks exceed.
 func evidenceOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) evidence {
 	if w := outsideOf(slow, usual, vcpus, usualP95); w.explains {
-		return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes, kernel threads or steal), enough to explain them: it points at the host (the tail signal names whom)",
+		return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), enough to explain them: it points at the host (the tail signal names whom)",
 			w.slow, w.usual)}
 	}
 	clear := "the outside waits that overlapped those ticks, if any, were too few to explain them (the probe saw every wait of the service's threads)"

@@ -25,7 +25,6 @@ const (
 	overlapUnknown        // a tick of its life was not measured by the probe
 	overlapFailed         // the request failed: no exposure is computed for it
 	overlapSteal
-	overlapKernel
 	overlapOthers
 	overlapClasses
 )
@@ -159,8 +158,6 @@ func (r *Run) addDot(res *tare.Result) {
 			class = overlapNone
 		case e.Top.Owner == tare.OwnerSteal:
 			class = overlapSteal
-		case e.Top.Owner == tare.OwnerKernel:
-			class = overlapKernel
 		default:
 			class = overlapOthers
 			r.dots.behind[e.Top.Name]++
@@ -194,7 +191,7 @@ func (r *Run) scatterChart(id string) *chartData {
 	for _, x := range chosen {
 		by[x.class] = append(by[x.class], point{float64(x.at), float64(x.ms)})
 	}
-	colours := [overlapClasses]string{colQuiet, colUnattributed, colFailed, colSteal, colKernel, colNeighbours}
+	colours := [overlapClasses]string{colQuiet, colUnattributed, colFailed, colSteal, colNeighbours}
 	for class, pts := range by {
 		if len(pts) == 0 {
 			continue
@@ -203,7 +200,7 @@ func (r *Run) scatterChart(id string) *chartData {
 		c.Series = append(c.Series, seriesData{Name: d.label(class), Color: colours[class], Dots: true, Points: pts})
 	}
 	c.Marks = r.sloMarks()
-	c.Note = fmt.Sprintf("Each dot is a request, at the time it was scheduled. Coloured when outside interference overlapped at least %.0f %% of its latency: waits of the system under test behind other processes or kernel threads, as the scheduler probe measured them, or steal.",
+	c.Note = fmt.Sprintf("Each dot is a request, at the time it was scheduled. Coloured when outside interference overlapped at least %.0f %% of its latency: waits of the system under test behind other processes, as the scheduler probe measured them, or steal.",
 		100*tare.OverlapShare)
 	if n := len(chosen); above > 0 {
 		c.Points = d.seen
@@ -238,8 +235,6 @@ func (d *dots) label(class int) string {
 		return "failed"
 	case overlapSteal:
 		return "steal"
-	case overlapKernel:
-		return "behind kernel threads"
 	}
 	names := make([]string, 0, len(d.behind))
 	for n := range d.behind {
