@@ -342,7 +342,7 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 	hostname, _ := os.Hostname()
 	for _, w := range ws {
 		if w.Host == hostname && w.PID > 0 && w.PID != os.Getpid() {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", w.PID)); err == nil {
+			if host.Exists("", w.PID) {
 				p.Sampling.SUT = append(p.Sampling.SUT, w.PID)
 			}
 		}

@@ -264,7 +264,7 @@ func (c *Sharding) Record(cfg *Config) {
 	var peers []string
 	for _, pid := range c.peers {
 		// One that is gone already (it failed) is no process to count.
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil && !slices.Contains(cfg.Host.Tare, pid) {
+		if host.Exists("", pid) && !slices.Contains(cfg.Host.Tare, pid) {
 			cfg.Host.Tare = append(slices.Clip(cfg.Host.Tare), pid)
 			peers = append(peers, strconv.Itoa(pid))
 		}
