@@ -45,8 +45,11 @@
 // use two significant figures (within 1 %): they are read one tick at a time
 // against the host figures of that tick, where 1 % is far below the noise.
 //
-// A tick is polluted when its aggregate steal, its throttled share or its PSI
-// some share exceeds Config.Threshold. Clean-tick percentiles are over the
+// A tick is polluted when its aggregate steal, its throttled share or the
+// measured processes' wait behind neighbours exceeds Config.Threshold
+// (tare.HostSample.Polluted; PSI is reported, not judged there, since it
+// cannot tell the system under test's own waiting from a neighbour's
+// doing). Clean-tick percentiles are over the
 // requests whose every tick, from the one containing Scheduled to the one
 // containing Done, has a host sample and is not polluted; a tick without a
 // sample cannot vouch for the request.
