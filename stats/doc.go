@@ -83,4 +83,14 @@
 // resamples drawn with a fixed seed, so the same runs give the same
 // interval; its bounds are quantiles of the resampled differences, taken
 // with go-moremath's Sample.Quantile.
+//
+// # What judge applies thresholds to
+//
+// As benchstat's benchmath computes and its benchtab presents, stats
+// computes the statistics the verdict reads and judge decides on them:
+// TickVariation, the permutation test of the latency signal (whether
+// some ticks' requests are slower than the same requests shuffled into
+// ticks of their sizes); RequestsToResolve, the power calculation of a
+// comparison judged too little data; Median; and PText, a p-value in
+// words. go-moremath is imported here alone.
 package stats
