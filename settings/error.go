@@ -41,9 +41,10 @@ func user(code string, e *Error, cause error) *tare.Error {
 // Errorf is an EINVALID error about setting field (by flag name; "" when
 // it is about several), its message field's name then format: Errorf("tick",
 // "must be %s or more; got %s", min, tick). A Name among args is another
-// setting, worded as the reader words settings.
+// setting, worded as the reader words settings; an error given to %w is
+// kept as a cause (tare.SettingErrorf).
 func Errorf(field, format string, args ...any) *tare.Error {
-	return user(tare.EINVALID, tare.NewSettingError(field, format, args...), nil)
+	return tare.SettingErrorf(tare.EINVALID, field, format, args...)
 }
 
 // Wrong is an EINVALID error: field's value, as got shows it, is not
