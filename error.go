@@ -3,6 +3,7 @@ package tare
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes for problems the user should see.
@@ -65,4 +66,84 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+// SettingError is what is wrong with a setting, or with settings
+// together. It keeps each setting it names as a name (a Setting among its
+// arguments), so that each reader words it in its own terms: the command
+// line "--rate", a plan "rate:". Any package that checks a setting returns
+// one (through SettingErrorf) rather than writing the flag into its
+// message; package settings (its Error) words it.
+type SettingError struct {
+	// Field is the setting at fault, by flag name, that the message
+	// starts with; "" for a message about several.
+	Field string
+	// Got is the bad value, as the message shows it; Want what would be
+	// right ("a whole number"). Both "" when the message says more.
+	Got, Want string
+	format    string
+	args      []any // a Setting among them is a setting, worded by the reader
+}
+
+// Setting is a setting by its flag name, in a SettingError's message.
+type Setting string
+
+// NewSettingError is the error about setting field (by flag name; "" when
+// it is about several): its name, then format. A Setting among args is
+// another setting, worded as the reader words settings.
+func NewSettingError(field, format string, args ...any) *SettingError {
+	return &SettingError{Field: field, format: format, args: args}
+}
+
+// SettingErrorf is an *Error of code about setting field, whose message is
+// in the command line's words ("--from must be a positive rate"), the
+// *SettingError behind it for a reader with words of its own (a plan).
+// format and args are NewSettingError's; an error given to %w is kept as
+// a cause too, as Errorf keeps it.
+func SettingErrorf(code, field, format string, args ...any) *Error {
+	e := NewSettingError(field, strings.ReplaceAll(format, "%w", "%v"), args...)
+	var err error = e
+	if cause := Errorf(code, format, args...).Err; cause != nil {
+		err = errors.Join(e, cause) // errors.Is and errors.As see both
+	}
+	return &Error{Code: code, Message: e.Error(), Err: err}
+}
+
+// Within is e, about no setting in particular, said of setting field
+// after a colon: "--url: 127.0.0.1:443 sent a certificate …".
+func (e *SettingError) Within(field string) *SettingError {
+	return &SettingError{Field: field, format: ": " + e.format, args: e.args}
+}
+
+// Rest is the message after the setting at fault, each setting it names
+// worded by name: " must be 100ms or more; got 50ms", or ": no such file".
+func (e *SettingError) Rest(name func(flag string) string) string {
+	if e.format == "" {
+		return fmt.Sprintf(" must be %s; got %s", e.Want, e.Got)
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if n, ok := a.(Setting); ok {
+			a = name(string(n))
+		}
+		args[i] = a
+	}
+	rest := fmt.Sprintf(e.format, args...)
+	if e.Field != "" && rest != "" && !strings.HasPrefix(rest, ":") {
+		rest = " " + rest
+	}
+	return rest
+}
+
+// Words is the whole message, each setting worded by name.
+func (e *SettingError) Words(name func(flag string) string) string {
+	if e.Field == "" {
+		return e.Rest(name)
+	}
+	return name(e.Field) + e.Rest(name)
+}
+
+// Error is the message in the command line's words: "--rate".
+func (e *SettingError) Error() string {
+	return e.Words(func(flag string) string { return "--" + flag })
 }

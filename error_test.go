@@ -71,3 +71,43 @@ func TestErrorfCause(t *testing.T) {
 		t.Errorf("ErrorCode(nil) %q, ErrorCode(plain) %q, ErrorMessage(plain) %q", ErrorCode(nil), ErrorCode(a), ErrorMessage(a))
 	}
 }
+
+// TestSettingErrorf: a setting's error reads in the command line's words,
+// keeps its code and a %w cause, and a plan words it again by key.
+func TestSettingErrorf(t *testing.T) {
+	plan := func(flag string) string { return flag + ":" }
+	cause := errors.New("permission denied")
+	tests := []struct {
+		name, flags, plan string
+		err               *Error
+		code              string
+	}{
+		{"the field first", "--to must be at least --from (10/s); got 5/s", "to: must be at least from: (10/s); got 5/s",
+			SettingErrorf(EINVALID, "to", "must be at least %s (%s); got %s", Setting("from"), "10/s", "5/s"), EINVALID},
+		{"a value that looks like a flag", `--servername must be a host name; got "--rate"`, `servername: must be a host name; got "--rate"`,
+			SettingErrorf(EINVALID, "servername", "must be a host name; got %q", "--rate"), EINVALID},
+		{"after a colon, a cause", `--cacert "ca.pem" cannot be read: permission denied`, `cacert: "ca.pem" cannot be read: permission denied`,
+			SettingErrorf(ENOTFOUND, "cacert", "%q cannot be read: %w", "ca.pem", cause), ENOTFOUND},
+		{"about no one setting", "the server refused: give --cert FILE", "the server refused: give cert: FILE",
+			SettingErrorf(EINVALID, "", "the server refused: give %s FILE", Setting("cert")), EINVALID},
+		{"said of another's", "--url: the server refused: give --cert FILE", "url:: the server refused: give cert: FILE",
+			&Error{Code: EINVALID, Message: "--url: the server refused: give --cert FILE", Err: NewSettingError("", "the server refused: give %s FILE", Setting("cert")).Within("url")}, EINVALID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, ok := errors.AsType[*SettingError](tt.err)
+			if !ok {
+				t.Fatalf("%v: no *SettingError behind it", tt.err)
+			}
+			if tt.err.Error() != tt.flags || e.Error() != tt.flags || tt.err.Code != tt.code {
+				t.Errorf("command line %q (%q), code %q; want %q, %q", tt.err.Error(), e.Error(), tt.err.Code, tt.flags, tt.code)
+			}
+			if got := e.Words(plan); got != tt.plan {
+				t.Errorf("plan %q, want %q", got, tt.plan)
+			}
+		})
+	}
+	if err := SettingErrorf(EINVALID, "cacert", "%q: %w", "ca.pem", cause); !errors.Is(err, cause) {
+		t.Errorf("errors.Is(%v, the cause) = false", err)
+	}
+}

@@ -48,15 +48,15 @@ type Config struct {
 func (c *Config) Check() error {
 	switch {
 	case c.Workers < 1:
-		return tare.Errorf(tare.EINVALID, "--workers must be at least 1; got %d", c.Workers)
+		return tare.SettingErrorf(tare.EINVALID, "workers", "must be at least 1; got %d", c.Workers)
 	case c.Concurrency < 1:
-		return tare.Errorf(tare.EINVALID, "--concurrency must be at least 1; got %d", c.Concurrency)
+		return tare.SettingErrorf(tare.EINVALID, "concurrency", "must be at least 1; got %d", c.Concurrency)
 	case c.TokenCost <= 0:
-		return tare.Errorf(tare.EINVALID, "--token-cost must be positive, like 2ms; got %s", c.TokenCost)
+		return tare.SettingErrorf(tare.EINVALID, "token-cost", "must be positive, like 2ms; got %s", c.TokenCost)
 	case c.MeanTokens < 1:
-		return tare.Errorf(tare.EINVALID, "--mean-tokens must be at least 1; got %d", c.MeanTokens)
+		return tare.SettingErrorf(tare.EINVALID, "mean-tokens", "must be at least 1; got %d", c.MeanTokens)
 	case c.MaxTokens < 0:
-		return tare.Errorf(tare.EINVALID, "--max-tokens must be 0 or more; got %d", c.MaxTokens)
+		return tare.SettingErrorf(tare.EINVALID, "max-tokens", "must be 0 or more; got %d", c.MaxTokens)
 	}
 	return nil
 }

@@ -7,8 +7,31 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
+
+// Exists says whether process pid is in the process table procRoot shows
+// (DefaultProcRoot when empty): a pid of 0 or below never is.
+func Exists(procRoot string, pid int) bool {
+	if procRoot == "" {
+		procRoot = DefaultProcRoot
+	}
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid)))
+	return err == nil
+}
+
+// SetCommand renames this process: the comm of its main thread, which is
+// the process's name in /proc/<pid>/stat (prctl PR_SET_NAME would rename
+// only the calling thread, and a Go program's code runs on any of them;
+// proc(5) lets any thread of the group write the main thread's comm).
+func SetCommand(name string) error {
+	pid := strconv.Itoa(os.Getpid())
+	return os.WriteFile(filepath.Join(DefaultProcRoot, "self", "task", pid, "comm"), []byte(name), 0)
+}
 
 // ProcessTable names the process table this process sees: the kernel's
 // boot (/proc/sys/kernel/random/boot_id) and the pid namespace

@@ -126,3 +126,27 @@ func FuzzParseIfInet6(f *testing.F) {
 		}
 	})
 }
+
+// TestExists: a process is in the table when its directory is; a pid of 0
+// or below never is.
+func TestExists(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		root string
+		pid  int
+		want bool
+	}{
+		{root, 42, true},
+		{root, 43, false},
+		{root, 0, false},
+		{root, -1, false},
+		{"", os.Getpid(), true}, // DefaultProcRoot
+	} {
+		if got := Exists(tt.root, tt.pid); got != tt.want {
+			t.Errorf("Exists(%q, %d) = %v, want %v", tt.root, tt.pid, got, tt.want)
+		}
+	}
+}

@@ -224,15 +224,15 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 func checkProtocol(cfg Config, u *url.URL) error {
 	switch {
 	case cfg.HTTP2 && cfg.H2C:
-		return tare.Errorf(tare.EINVALID, "--http2 is HTTP/2 over TLS for https:// and --h2c HTTP/2 in cleartext for http://: give one")
+		return tare.SettingErrorf(tare.EINVALID, "http2", "is HTTP/2 over TLS for https:// and %s HTTP/2 in cleartext for http://: give one", tare.Setting("h2c"))
 	case cfg.HTTP2 && u.Scheme != "https":
-		return tare.Errorf(tare.EINVALID, "--http2 is HTTP/2 over TLS, chosen by ALPN, for an https:// URL; got %q: for HTTP/2 in cleartext give --h2c", redactURL(u))
+		return tare.SettingErrorf(tare.EINVALID, "http2", "is HTTP/2 over TLS, chosen by ALPN, for an https:// URL; got %q: for HTTP/2 in cleartext give %s", redactURL(u), tare.Setting("h2c"))
 	case cfg.H2C && u.Scheme != "http":
-		return tare.Errorf(tare.EINVALID, "--h2c is HTTP/2 in cleartext, for an http:// URL; got %q: for HTTP/2 over TLS give --http2", redactURL(u))
+		return tare.SettingErrorf(tare.EINVALID, "h2c", "is HTTP/2 in cleartext, for an http:// URL; got %q: for HTTP/2 over TLS give %s", redactURL(u), tare.Setting("http2"))
 	case cfg.MaxStreams < 0:
-		return tare.Errorf(tare.EINVALID, "--max-streams must be 0 (the server's limit) or more, like 100; got %d", cfg.MaxStreams)
+		return tare.SettingErrorf(tare.EINVALID, "max-streams", "must be 0 (the server's limit) or more, like 100; got %d", cfg.MaxStreams)
 	case cfg.MaxStreams > 0 && !cfg.HTTP2 && !cfg.H2C:
-		return tare.Errorf(tare.EINVALID, "--max-streams caps the streams of an HTTP/2 connection: give --http2 (https://) or --h2c (http://) with it")
+		return tare.SettingErrorf(tare.EINVALID, "max-streams", "caps the streams of an HTTP/2 connection: give %s (https://) or %s (http://) with it", tare.Setting("http2"), tare.Setting("h2c"))
 	}
 	return nil
 }

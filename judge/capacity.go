@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // capacityRange is capacity as a range, by what was measured: the sweeps'
@@ -87,7 +88,7 @@ func valueRange(metric string, names []string, values []float64, higherIsBetter 
 	}
 	points := make([]point, len(order))
 	for i, n := range order {
-		points[i] = point{n, median(byName[n])}
+		points[i] = point{n, stats.Median(byName[n])}
 		of[n] = points[i].value
 	}
 	// Best first; equal figures keep the order they were measured in.

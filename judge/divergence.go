@@ -6,9 +6,8 @@ import (
 	"math"
 	"slices"
 
-	moremath "github.com/aclements/go-moremath/stats"
-
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // needPower is the chance that the run judge asks for tells a difference
@@ -177,13 +176,8 @@ func latencyOf(l tare.LatencyMS, figure string) *float64 {
 
 // need is how many requests a window would tell the figures judged too
 // little data from chance, needPower of the time if the differences are
-// what they seemed: the interval of the log of a ratio narrows as
-// 1/√n, so from its half-width h at n requests, to resolve L = |ln ratio|
-//
-//	n' = n · (h / z₁₋α/₂)² · ((z₁₋α/₂ + z_power) / L)²
-//
-// at least twice n (what was run did not tell). nil when no figure was
-// judged too little data.
+// what they seemed (stats.RequestsToResolve), at least twice n (what was
+// run did not tell). nil when no figure was judged too little data.
 func need(c *tare.Comparison, verdicts []tare.MetricVerdict) *tare.DataNeed {
 	best := 0
 	var figure string
@@ -196,15 +190,11 @@ func need(c *tare.Comparison, verdicts []tare.MetricVerdict) *tare.DataNeed {
 			continue
 		}
 		n := min(rt.RequestsA, rt.RequestsB)
-		z := moremath.StdNormal.InvCDF(1 - (1-rt.ConfidencePct/100)/2)
-		h := (math.Log(*v.RatioHigh) - math.Log(*v.RatioLow)) / 2
-		l := math.Abs(math.Log(*m.Ratio))
-		if !(l > 0) || !(h > 0) {
+		want, ok := stats.RequestsToResolve(n, *m.Ratio, *v.RatioLow, *v.RatioHigh, rt.ConfidencePct, needPower)
+		if !ok {
 			continue
 		}
-		power := moremath.StdNormal.InvCDF(needPower)
-		want := max(float64(n)*math.Pow(h/z*(z+power)/l, 2), 2*float64(n))
-		if w := roundUp(want); w > best {
+		if w := roundUp(max(want, 2*float64(n))); w > best {
 			best, figure = w, v.Metric
 		}
 	}
@@ -233,7 +223,7 @@ func offeredRate(runs []tare.ComparedRun) float64 {
 	if len(rates) == 0 {
 		return 0
 	}
-	return median(rates)
+	return stats.Median(rates)
 }
 
 // roundUp rounds n up to two significant figures.

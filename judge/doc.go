@@ -28,4 +28,7 @@
 // windows where the host was not quietest or busiest when expected; and
 // what changed in each window's whose-CPU ledger against the quietest. Step and Search are the capacity sweep:
 // when a step saturated, and which rate to try next.
+//
+// judge applies thresholds; the statistics it reads (the latency signal's
+// permutation test, the power of a comparison, medians) are stats'.
 package judge

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // What tells a slow tick that no outside wait overlapped from the host's
@@ -84,7 +85,7 @@ func outsideOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) outsi
 	for _, t := range usual {
 		o.usual += outsideWait(t.Host, vcpus) / float64(max(len(usual), 1))
 	}
-	o.explains = o.slow >= outsideFloor && o.slow >= 2*o.usual && len(held) > 0 && median(held) >= median(rise)/4
+	o.explains = o.slow >= outsideFloor && o.slow >= 2*o.usual && len(held) > 0 && stats.Median(held) >= stats.Median(rise)/4
 	return o
 }
 
@@ -130,7 +131,7 @@ func cpuPerRequest(ticks []tare.Tick, vcpus int) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	return median(v)
+	return stats.Median(v)
 }
 
 // medianOf is the median of a figure of the ticks' host samples, 0 where
@@ -147,7 +148,7 @@ func medianOf(ticks []tare.Tick, figure func(*tare.HostSample) *float64) float64
 	if len(v) == 0 {
 		return 0
 	}
-	return median(v)
+	return stats.Median(v)
 }
 
 // ioNames names who did the most I/O in the ticks, where /proc said.

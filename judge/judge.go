@@ -2,10 +2,7 @@ package judge
 
 import (
 	"fmt"
-	"slices"
 	"time"
-
-	moremath "github.com/aclements/go-moremath/stats"
 
 	"github.com/tare-dev/tare"
 )
@@ -472,12 +469,6 @@ func warnings(s *tare.Summary, v tare.Verdict, th Thresholds) []string {
 		w = append(w, "the system under test was not found on this host (give --pid or --cgroup when it runs here): its CPU is counted with the others, and a neighbour cannot be told from it")
 	}
 	return w
-}
-
-// median is go-moremath's (benchstat's), on a copy: Sort works in place.
-func median(v []float64) float64 {
-	s := moremath.Sample{Xs: slices.Clone(v)}
-	return s.Sort().Quantile(0.5)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

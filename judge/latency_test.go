@@ -3,7 +3,6 @@ package judge
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,56 +125,6 @@ func TestLatencyAloneWork(t *testing.T) {
 	}
 	if sig := latencyAlone(&tare.Summary{}, ticks, DefaultThresholds()); sig.Fired {
 		t.Errorf("fired with the work in the system five times its median: %s", sig.Detail)
-	}
-}
-
-// TestTickVariation checks the permutation test on cases worked out by
-// hand: groups that are each other's shuffles are not varied; groups
-// sorted apart are as varied as values can be, so no shuffle of them
-// matches (p below 1/(shuffles+1)); ties share their mid rank.
-func TestTickVariation(t *testing.T) {
-	d := func(ms ...int) []time.Duration {
-		out := make([]time.Duration, len(ms))
-		for i, m := range ms {
-			out[i] = time.Duration(m) * time.Millisecond
-		}
-		return out
-	}
-	var apart, alike [][]time.Duration
-	for k := range 10 {
-		apart = append(apart, d(10*k+1, 10*k+2, 10*k+3, 10*k+4))
-		alike = append(alike, d(k+1, k+11, k+21, k+31))
-	}
-	v := tickVariation(apart, permutations, 0.01)
-	if v.hits != 0 || v.shuffles != permutations || v.requests != 40 || v.ticks != 10 || v.pText() != "< 0.001" {
-		t.Errorf("groups sorted apart: %+v (%s), want no shuffle as varied of %d, p < 0.001", v, v.pText(), permutations)
-	}
-	v = tickVariation(alike, permutations, 0.01)
-	if !v.stopped || v.p < 0.5 {
-		t.Errorf("groups alike: %+v, want an early stop at a large p", v)
-	}
-	if got := midRanks(d(5, 1, 5, 3, 5)); !slices.Equal(got, []float64{4, 1, 4, 2, 4}) {
-		t.Errorf("midRanks = %v, want [4 1 4 2 4]", got)
-	}
-	if v := tickVariation([][]time.Duration{d(1, 2, 3), nil}, permutations, 0.01); v.ticks != 1 || v.p != 1 {
-		t.Errorf("one group: %+v, want p = 1: nothing to compare", v)
-	}
-}
-
-// BenchmarkTickVariation is the test's worst case: a full sample of
-// stats.SampleSize requests over 1,000 ticks, so varied that every
-// shuffle is drawn.
-func BenchmarkTickVariation(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	groups := make([][]time.Duration, 1000)
-	for i := range 8192 {
-		k := i % 1000
-		groups[k] = append(groups[k], time.Duration(float64(time.Millisecond)*(1+float64(k)/100)*math.Exp(0.5*rng.NormFloat64())))
-	}
-	for b.Loop() {
-		if v := tickVariation(groups, permutations, 0.01); v.hits != 0 {
-			b.Fatalf("want a significant case: %+v", v)
-		}
 	}
 }
 

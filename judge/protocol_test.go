@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -322,6 +323,10 @@ func TestSweepPlanValidate(t *testing.T) {
 		err := tt.plan.Validate()
 		if err == nil || !strings.Contains(err.Error(), tt.err) || tare.ErrorCode(err) != tare.EINVALID {
 			t.Errorf("%+v: %v, want EINVALID %q", tt.plan, err, tt.err)
+		}
+		// The field by name, for a plan to word as its key.
+		if e, ok := errors.AsType[*tare.SettingError](err); !ok || e.Field == "" || !strings.HasPrefix(err.Error(), "--"+e.Field+" ") {
+			t.Errorf("%+v: %v, want a tare.SettingError naming the field it starts with", tt.plan, err)
 		}
 	}
 	if err := (SweepPlan{From: 1, To: 1}).Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // saturation says whether the system under test fell behind its load:
@@ -35,8 +36,8 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 	// however slow it is (Little's law); only one that falls behind grows.
 	// A drop at the in-flight cap is work that could not even be outstanding.
 	third := len(window) / 3
-	first := median(depths(window[:third]))
-	last := median(depths(window[len(window)-third:]))
+	first := stats.Median(depths(window[:third]))
+	last := stats.Median(depths(window[len(window)-third:]))
 	bar := max(2*first, first+5)
 	grew := last > bar && float64(completions) <= 0.95*float64(arrivals)
 	sig.Value = tare.Float(last)

@@ -197,15 +197,15 @@ const DefaultNarrow = 2
 func (p SweepPlan) Validate() error {
 	switch {
 	case !(p.From > 0):
-		return tare.Errorf(tare.EINVALID, "--from must be a positive rate, like 1/s; got %g/s", p.From)
+		return tare.SettingErrorf(tare.EINVALID, "from", "must be a positive rate, like 1/s; got %g/s", p.From)
 	case !(p.To >= p.From):
-		return tare.Errorf(tare.EINVALID, "--to must be at least --from (%s); got %s", FormatRate(p.From), FormatRate(p.To))
+		return tare.SettingErrorf(tare.EINVALID, "to", "must be at least %s (%s); got %s", tare.Setting("from"), FormatRate(p.From), FormatRate(p.To))
 	case p.Step < 0:
-		return tare.Errorf(tare.EINVALID, "--step must be a positive rate, or 0 to double the rate at each step; got %g/s", p.Step)
+		return tare.SettingErrorf(tare.EINVALID, "step", "must be a positive rate, or 0 to double the rate at each step; got %g/s", p.Step)
 	case p.Narrow < 0:
-		return tare.Errorf(tare.EINVALID, "--narrow must be 0 or more steps; got %d", p.Narrow)
+		return tare.SettingErrorf(tare.EINVALID, "narrow", "must be 0 or more steps; got %d", p.Narrow)
 	case p.Step > 0 && (p.To-p.From)/p.Step > 1000:
-		return tare.Errorf(tare.EINVALID, "--step %s from %s to %s makes more than 1000 steps: use a larger step", FormatRate(p.Step), FormatRate(p.From), FormatRate(p.To))
+		return tare.SettingErrorf(tare.EINVALID, "step", "%s from %s to %s makes more than 1000 steps: use a larger step", FormatRate(p.Step), FormatRate(p.From), FormatRate(p.To))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // tail judges the slowest requests by what each of them overlapped
@@ -38,7 +39,7 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 		sig.Value = tare.Float(0)
 		sl := t.Slowest[0]
 		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
-			t.Sentence(sl), pText(sl.P), th.TailChance)
+			t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance)
 		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
 			// The tail users read, and nothing outside in it: the code's.
 			sig.Fired, sig.Finding = true, true
@@ -51,7 +52,7 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	sig.Value = roundTo(moved, 2)
 	q := sl.Quantile()
 	text := fmt.Sprintf("%s, more than chance gives requests drawn at random (p %s, threshold %g); without the outside wait each overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g)",
-		t.Sentence(sl), pText(sl.P), th.TailChance, q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
+		t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance, q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
 	if moved >= th.TailFactor {
 		sig.Fired = true
 		sig.Detail = text
@@ -80,10 +81,5 @@ func movedBy(s *tare.Summary, t *tare.Tail, sl tare.TailSlice) float64 {
 	return *all / *without
 }
 
-// pText is a p-value in words, three significant figures at most.
-func pText(p float64) string {
-	if p < 1e-4 {
-		return "< 0.0001"
-	}
-	return fmt.Sprintf("= %.2g", p)
-}
+// leastTailP is the smallest tail p-value the detail tells apart.
+const leastTailP = 1e-4

@@ -29,10 +29,10 @@ const Path = "/metrics"
 func CheckListen(addr string, explicit bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return tare.Errorf(tare.EINVALID, "--metrics-listen %q: want host:port, like %s", addr, DefaultListen)
+		return tare.SettingErrorf(tare.EINVALID, "metrics-listen", "%q: want host:port, like %s", addr, DefaultListen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return tare.Errorf(tare.EINVALID, "--metrics-listen %q: port %q: want a number from 0 to 65535", addr, port)
+		return tare.SettingErrorf(tare.EINVALID, "metrics-listen", "%q: port %q: want a number from 0 to 65535", addr, port)
 	}
 	if explicit || isLoopback(host) {
 		return nil
@@ -60,7 +60,7 @@ func (m *Metrics) Serve(ctx context.Context, addr string, explicit bool) (net.Ad
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
-		return nil, tare.Errorf(tare.EUNAVAILABLE, "--metrics-listen %q: %v", addr, err)
+		return nil, tare.SettingErrorf(tare.EUNAVAILABLE, "metrics-listen", "%q: %v", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, m.Handler())

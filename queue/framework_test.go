@@ -2,6 +2,7 @@ package queue
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -127,6 +128,9 @@ func TestJobArgs(t *testing.T) {
 				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
 				}
+				if e, ok := errors.AsType[*tare.SettingError](err); !ok || "--"+e.Field != tt.err {
+					t.Errorf("error %v: want a tare.SettingError about %s", err, tt.err)
+				}
 				return
 			}
 			if err != nil {
@@ -225,6 +229,9 @@ func TestJobData(t *testing.T) {
 			if tt.err != "" {
 				if tare.ErrorCode(err) != tare.EINVALID || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want an EINVALID one naming %s", err, tt.err)
+				}
+				if e, ok := errors.AsType[*tare.SettingError](err); !ok || "--"+e.Field != tt.err {
+					t.Errorf("error %v: want a tare.SettingError about %s", err, tt.err)
 				}
 				return
 			}

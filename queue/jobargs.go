@@ -25,12 +25,12 @@ func ParseJobArgs(args, kwargs string) (JobArgs, error) {
 	var a JobArgs
 	if strings.TrimSpace(args) != "" {
 		if err := json.Unmarshal([]byte(args), &a.args); err != nil || a.args == nil {
-			return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-args %q: want a JSON list, like '[\"{{seq}}\", \"hello\"]'", args)
+			return JobArgs{}, tare.SettingErrorf(tare.EINVALID, "job-args", "%q: want a JSON list, like '[\"{{seq}}\", \"hello\"]'", args)
 		}
 	}
 	if strings.TrimSpace(kwargs) != "" {
 		if err := json.Unmarshal([]byte(kwargs), &a.kwargs); err != nil || a.kwargs == nil {
-			return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-kwargs %q: want a JSON object, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", kwargs)
+			return JobArgs{}, tare.SettingErrorf(tare.EINVALID, "job-kwargs", "%q: want a JSON object, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", kwargs)
 		}
 	}
 	return a, nil
@@ -42,12 +42,12 @@ func ParseJobArgs(args, kwargs string) (JobArgs, error) {
 // *tare.Error with code EINVALID naming the flag.
 func ParseJobData(args, kwargs string) (JobArgs, error) {
 	if strings.TrimSpace(kwargs) != "" {
-		return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-kwargs %q: a BullMQ job has one data value, not keyword arguments: give it with --job-args, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", kwargs)
+		return JobArgs{}, tare.SettingErrorf(tare.EINVALID, "job-kwargs", "%q: a BullMQ job has one data value, not keyword arguments: give it with %s, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", kwargs, tare.Setting("job-args"))
 	}
 	var a JobArgs
 	if strings.TrimSpace(args) != "" {
 		if err := json.Unmarshal([]byte(args), &a.data); err != nil {
-			return JobArgs{}, tare.Errorf(tare.EINVALID, "--job-args %q: want the job's data as JSON, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", args)
+			return JobArgs{}, tare.SettingErrorf(tare.EINVALID, "job-args", "%q: want the job's data as JSON, like '{\"prompt\": \"{{prompt}}\", \"n\": \"{{seq}}\"}'", args)
 		}
 	}
 	return a, nil

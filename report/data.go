@@ -378,10 +378,10 @@ func (r *Run) distributionChart(id string) *chartData {
 	c := &chartData{ID: id + "-distribution", Title: "Latency distribution", Kind: kindPercentile,
 		XLabel: "percentile", YLabel: "latency (ms)", height: smallHeight}
 	switch {
-	case r.all != nil && r.all.TotalCount() > 0:
-		c.Series = append(c.Series, seriesData{Name: "every request", Color: colP95, Points: distribution(r.all)})
-		if n := r.cleanOnly.TotalCount(); n > 0 && n < r.all.TotalCount() {
-			c.Series = append(c.Series, seriesData{Name: "requests that lived in clean ticks only", Color: colClean, Points: distribution(r.cleanOnly)})
+	case r.latencies() != nil:
+		c.Series = append(c.Series, seriesData{Name: "every request", Color: colP95, Points: distribution(r.latencies())})
+		if n := r.latency.CleanOnly.Count(); n > 0 && n < r.latency.All.Count() {
+			c.Series = append(c.Series, seriesData{Name: "requests that lived in clean ticks only", Color: colClean, Points: distribution(&r.latency.CleanOnly)})
 		}
 		c.Note = "Read the tail to the right: p99 is one request in a hundred."
 	case r.Summary.Latency.P50 != nil:
@@ -410,8 +410,8 @@ func (c *Comparison) data() *comparisonData {
 			continue
 		}
 		s := seriesData{Name: w.Name, Color: windowColor(w.Name, i)}
-		if w.Run.all != nil && w.Run.all.TotalCount() > 0 {
-			s.Points = distribution(w.Run.all)
+		if all := w.Run.latencies(); all != nil {
+			s.Points = distribution(all)
 		} else {
 			s.Points, s.Dots = summaryDistribution(w.Run.Summary.Latency), true
 		}

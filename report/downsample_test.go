@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tare-dev/tare/stats"
 )
 
 var nan = math.NaN()
@@ -144,11 +145,11 @@ func TestSparkline(t *testing.T) {
 }
 
 func TestDistribution(t *testing.T) {
-	h := hdrhistogram.New(1, 3_600_000_000, 3)
+	var h stats.Distribution
 	for i := 1; i <= 1000; i++ {
-		h.RecordValue(int64(i) * 1000) // 1 .. 1000 ms
+		h.Add(time.Duration(i) * time.Millisecond)
 	}
-	d := distribution(h)
+	d := distribution(&h)
 	last := d[len(d)-1]
 	if last.X != 3 || math.Abs(last.Y-1000) > 1 {
 		t.Errorf("last point %v, want the maximum (1000 ms) at 3 nines (1 in 1000)", last)
@@ -161,7 +162,7 @@ func TestDistribution(t *testing.T) {
 			t.Errorf("p90 at %v ms, want 900", p.Y)
 		}
 	}
-	if distribution(hdrhistogram.New(1, 10, 1)) != nil {
+	if distribution(&stats.Distribution{}) != nil {
 		t.Error("an empty histogram has a distribution")
 	}
 }

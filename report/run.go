@@ -5,9 +5,8 @@ import (
 	"slices"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/stats"
 )
 
 // Run is one run as the HTML report draws it: its summary and timeline,
@@ -17,8 +16,8 @@ import (
 // whose summary has model figures), the time to first token and the token
 // throughput per tick.
 //
-// Memory stays flat in the number of records: two HDR histograms and, for
-// model runs only, one float32 per model call.
+// Memory stays flat in the number of records: stats' two latency
+// distributions and, for model runs only, one float32 per model call.
 type Run struct {
 	Summary tare.Summary
 	Ticks   []tare.Tick
@@ -30,29 +29,21 @@ type Run struct {
 
 	start time.Time
 	tick  time.Duration
-	clean []bool // per tick: sampled and not polluted
 
-	records   int
-	all       *hdrhistogram.Histogram // latency, µs, every sent and finished request
-	cleanOnly *hdrhistogram.Histogram // of which those that lived in clean ticks only
-	ttft      [][]float32             // per tick: TTFT (ms) of model calls that finished in it
-	tokens    []int64                 // per tick: output tokens of calls that finished in it
-	dots      *dots                   // the requests of the scatter, when Exposure is set
+	records int
+	latency *stats.LatencyDistributions // every sent and finished request, and those of clean ticks only
+	ttft    [][]float32                 // per tick: TTFT (ms) of model calls that finished in it
+	tokens  []int64                     // per tick: output tokens of calls that finished in it
+	dots    *dots                       // the requests of the scatter, when Exposure is set
 }
 
 // NewRun prepares a run for the report. A summary without a timeline (a
 // summary JSON file) is drawn as far as it goes: the verdict and the
 // tables, and its percentiles in the latency distribution.
 func NewRun(s tare.Summary, ticks []tare.Tick) *Run {
-	r := &Run{Summary: s, Ticks: ticks}
+	r := &Run{Summary: s, Ticks: ticks, latency: stats.NewLatencyDistributions(ticks, s.PollutedThreshold())}
 	if len(ticks) > 0 {
 		r.start, r.tick = ticks[0].Start, ticks[0].End.Sub(ticks[0].Start)
-		threshold := s.PollutedThreshold()
-		r.clean = make([]bool, len(ticks))
-		for i := range ticks {
-			h := ticks[i].Host
-			r.clean[i] = h != nil && !h.Polluted(threshold)
-		}
 	}
 	return r
 }
@@ -65,17 +56,8 @@ func (r *Run) AddResult(res *tare.Result) error {
 		return nil
 	}
 	r.addDot(res)
-	if r.all == nil {
-		// 1 µs .. 1 h at three significant figures, as stats keeps latency.
-		r.all = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
-		r.cleanOnly = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
-	}
-	us := min(max(int64(res.Latency()/time.Microsecond), 1), r.all.HighestTrackableValue())
-	_ = r.all.RecordValue(us) // in range by construction
-	first, last := r.index(res.Scheduled), r.index(res.Done)
-	if r.cleanSpan(first, last) {
-		_ = r.cleanOnly.RecordValue(us)
-	}
+	r.latency.Add(res)
+	last := r.latency.Index(res.Done)
 
 	// Only a model run's first byte is a first token.
 	if r.Summary.Model == nil || last < 0 || last >= len(r.Ticks) {
@@ -93,34 +75,17 @@ func (r *Run) AddResult(res *tare.Result) error {
 	return nil
 }
 
+// latencies is the distribution of every request's latency from the raw
+// records, nil when none had one.
+func (r *Run) latencies() *stats.Distribution {
+	if r.latency == nil || r.latency.All.Count() == 0 {
+		return nil
+	}
+	return &r.latency.All
+}
+
 // Records is the number of raw records added.
 func (r *Run) Records() int { return r.records }
-
-// index is the tick that contains t, or -1 without a timeline.
-func (r *Run) index(t time.Time) int {
-	if r.tick <= 0 {
-		return -1
-	}
-	d := t.Sub(r.start)
-	if d < 0 {
-		return -1
-	}
-	return int(d / r.tick)
-}
-
-// cleanSpan reports whether ticks first..last are all inside the timeline,
-// sampled and clean: a tick without a sample cannot vouch for a request.
-func (r *Run) cleanSpan(first, last int) bool {
-	if first < 0 || last >= len(r.clean) {
-		return false
-	}
-	for k := first; k <= last; k++ {
-		if !r.clean[k] {
-			return false
-		}
-	}
-	return true
-}
 
 // tickSeconds is the length of one tick in seconds, 1 without a timeline.
 func (r *Run) tickSeconds() float64 {
@@ -148,8 +113,8 @@ func (r *Run) ttftTick(i int, q float64) float64 {
 // distribution returns latency percentiles as points on a "nines" axis:
 // x = −log10(1 − q), so 90 % is 1, 99 % is 2 and 99.9 % is 3. It stops
 // at the resolution of the sample (one in n), where the maximum is drawn.
-func distribution(h *hdrhistogram.Histogram) []point {
-	n := h.TotalCount()
+func distribution(d *stats.Distribution) []point {
+	n := d.Count()
 	if n == 0 {
 		return nil
 	}
@@ -161,9 +126,9 @@ func distribution(h *hdrhistogram.Histogram) []point {
 			break
 		}
 		q := 100 * (1 - math.Pow(10, -x))
-		pts = append(pts, point{x, float64(h.ValueAtPercentile(q)) / 1000})
+		pts = append(pts, point{x, millis(d.Quantile(q))})
 	}
-	return append(pts, point{top, float64(h.Max()) / 1000})
+	return append(pts, point{top, millis(d.Max())})
 }
 
 // summaryDistribution returns the summary's own percentiles on the nines

@@ -11,6 +11,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/calendar"
 	"github.com/tare-dev/tare/protocol"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -138,7 +139,7 @@ func (pl *Plan) ChooseWindows(ctx context.Context, st tare.Store, s *protocol.Sc
 				continue
 			}
 			if s.Windows[i].From, s.Windows[i].To, err = protocol.ParseSpan(c.From + "-" + c.To); err != nil {
-				return nil, tare.Errorf(tare.EINVALID, "protocol %s: the %s window it chose from the calendar (%s-%s) is damaged: %v; give the protocol another id (--id)", s.Protocol, c.Window, c.From, c.To, err)
+				return nil, settings.Errorf("", "protocol %s: the %s window it chose from the calendar (%s-%s) is damaged: %v; give the protocol another id (%s)", s.Protocol, c.Window, c.From, c.To, err, settings.Name("id"))
 			}
 		}
 	}

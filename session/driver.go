@@ -6,6 +6,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/arrival"
+	"github.com/tare-dev/tare/settings"
 )
 
 // Driver runs windows of a prepared spec, for the commands that run more
@@ -50,7 +51,7 @@ func (d *Driver) Sweep(ctx context.Context, cfg SweepConfig) (tare.Sweep, error)
 	}
 	p := d.Prepared
 	if len(p.Spec.Load.Stages) > 0 {
-		return tare.Sweep{}, tare.Errorf(tare.EINVALID, "a sweep sets each step's rate itself: drop --stages (tare run --stages ramps one run)")
+		return tare.Sweep{}, settings.Errorf("", "a sweep sets each step's rate itself: drop %s (tare run --stages ramps one run)", settings.Name("stages"))
 	}
 	if err := d.AwaitWorkers(ctx); err != nil {
 		return tare.Sweep{}, err

@@ -100,7 +100,7 @@ func ReadPlan(path string) (*Plan, error) {
 func (pl *Plan) Schedule(id, tz string, days int) (protocol.Schedule, error) {
 	id = cmp.Or(id, pl.ID)
 	if !protocol.ValidID(id) {
-		return protocol.Schedule{}, tare.Errorf(tare.EINVALID, "--id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+		return protocol.Schedule{}, settings.Errorf("id", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	loc := pl.Loc
 	if tz != "" {
@@ -113,7 +113,7 @@ func (pl *Plan) Schedule(id, tz string, days int) (protocol.Schedule, error) {
 	case days == 0:
 		days = pl.Days
 	case days < 1 || days > protocol.MaxDays:
-		return protocol.Schedule{}, tare.Errorf(tare.EINVALID, "--days must be from 1 to %d; got %d", protocol.MaxDays, days)
+		return protocol.Schedule{}, settings.Errorf("days", "must be from 1 to %d; got %d", protocol.MaxDays, days)
 	}
 	s := protocol.Schedule{Protocol: id, Windows: slices.Clone(pl.Windows), Days: days, Location: loc, Seed: pl.Spec.Load.Seed, RunLength: pl.runLength()}
 	if len(pl.Auto) > 0 {

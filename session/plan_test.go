@@ -195,3 +195,34 @@ func TestPlanModelName(t *testing.T) {
 		t.Errorf("recorded model-name %q; want the plan's", got)
 	}
 }
+
+// TestPlanErrorKeepsValues: a value that looks like a flag stays what the
+// user wrote when the plan words the error: the setting at fault and those
+// it names are known by name (tare.SettingError), not read back from the
+// message.
+func TestPlanErrorKeepsValues(t *testing.T) {
+	for _, tt := range []struct {
+		name, plan, want string
+	}{
+		{"server name", "url: https://127.0.0.1:1/\nservername: --rate/x\n", `line 2, key servername: servername must be a host name like api.internal (the name the server's certificate was issued for), without a scheme, port or path; got "--rate/x"`},
+		{"url", "url: https://127.0.0.1:1/--rate\nh2c: true\n", `line 2, key h2c: h2c is HTTP/2 in cleartext, for an http:// URL; got "https://127.0.0.1:1/--rate": for HTTP/2 over TLS give http2:`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.yaml")
+			if err := os.WriteFile(path, []byte(tt.plan), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pl, err := ReadPlan(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Prepare(t.Context(), pl.Spec, "the plan")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if msg := pl.Error(err).Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "rate:") {
+				t.Errorf("error %q: want %q, the value as given", msg, tt.want)
+			}
+		})
+	}
+}

@@ -342,7 +342,7 @@ func (p *Prepared) AwaitWorkers(ctx context.Context, progress io.Writer) error {
 	hostname, _ := os.Hostname()
 	for _, w := range ws {
 		if w.Host == hostname && w.PID > 0 && w.PID != os.Getpid() {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", w.PID)); err == nil {
+			if host.Exists("", w.PID) {
 				p.Sampling.SUT = append(p.Sampling.SUT, w.PID)
 			}
 		}
@@ -409,12 +409,13 @@ func awaitWorkers(ctx context.Context, t *TargetSpec, q *queue.Target, progress 
 			return ws, nil
 		}
 		if hint := q.WorkerHint(); hint != "" && time.Now().After(deadline) {
-			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves %s at %s: none seen within --wait-workers %s; %s, and run again (or --wait-workers 0 for workers that send no heartbeat)",
-				q, queue.RedactURL(t.Queue), t.WaitWorkers, hint)
+			return nil, tare.SettingErrorf(tare.EUNAVAILABLE, "", "no worker serves %s at %s: none seen within %s %s; %s, and run again (or %s 0 for workers that send no heartbeat)",
+				q, queue.RedactURL(t.Queue), settings.Name("wait-workers"), t.WaitWorkers, hint, settings.Name("wait-workers"))
 		}
 		if time.Now().After(deadline) {
-			return nil, tare.Errorf(tare.EUNAVAILABLE, "no worker serves queue %q at %s: none registered within --wait-workers %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
-				t.QueueName, queue.RedactURL(t.Queue), t.WaitWorkers, queue.RedactURL(t.Queue), t.QueueName)
+			// tare worker's flags are a command to run, not settings of the plan.
+			return nil, tare.SettingErrorf(tare.EUNAVAILABLE, "", "no worker serves queue %q at %s: none registered within %s %s; start one with `tare worker --queue %s --queue-name %s --model http://HOST:PORT/v1` (or your own, docs/job-protocol.md) and run again",
+				t.QueueName, queue.RedactURL(t.Queue), settings.Name("wait-workers"), t.WaitWorkers, queue.RedactURL(t.Queue), t.QueueName)
 		}
 		if !said && progress != nil {
 			fmt.Fprintf(progress, "tare: waiting up to %s for a worker on queue %q (--wait-workers)\n", t.WaitWorkers, q.Queue())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/peer"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -29,7 +30,7 @@ func readResults(spec peer.Spec, start time.Time, rec *stats.Recorder) (time.Dur
 func eachResult(spec peer.Spec, start time.Time, fn func(*tare.Result)) (time.Duration, []string, error) {
 	f, err := os.Open(spec.Path)
 	if err != nil {
-		return 0, nil, tare.Errorf(tare.EINVALID, "--results: cannot read the %s results: %w (did the command write them to %q?)", spec.Format.Name, errors.Unwrap(err), spec.Path)
+		return 0, nil, settings.Errorf("results", ": cannot read the %s results: %w (did the command write them to %q?)", spec.Format.Name, errors.Unwrap(err), spec.Path)
 	}
 	defer f.Close()
 	r, err := peer.NewReader(f, spec.Format, peer.Options{Start: start})

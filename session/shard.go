@@ -84,20 +84,20 @@ func (f *ShardSpec) plan(label string, now time.Time) (Sharding, error) {
 			return p, err
 		}
 		if now.Sub(t) > time.Second {
-			return p, tare.Errorf(tare.EINVALID, "--start-at %s is already past (it is %s): give an instant in the future", f.StartAt, now.UTC().Format(time.RFC3339))
+			return p, settings.Errorf("start-at", "%s is already past (it is %s): give an instant in the future", f.StartAt, now.UTC().Format(time.RFC3339))
 		}
 		p.StartAt = t
 	}
 	switch {
 	case f.RunID != "":
 		if strings.ContainsAny(f.RunID, " \t\n/") {
-			return p, tare.Errorf(tare.EINVALID, "--run-id must have no spaces or slashes; got %q", f.RunID)
+			return p, settings.Errorf("run-id", "must have no spaces or slashes; got %q", f.RunID)
 		}
 		p.Group = f.RunID
 	case p.Shard.Sharded() && label != "" && !p.StartAt.IsZero():
 		p.Group = groupID(label, p.StartAt)
 	case p.Shard.Sharded() && !coordinated:
-		return p, tare.Errorf(tare.EINVALID, "--shard %s needs the run id the shards share: give --run-id ID, or --label and --start-at (the same on every shard)", f.Shard)
+		return p, settings.Errorf("shard", "%s needs the run id the shards share: give %s ID, or %s and %s (the same on every shard)", f.Shard, settings.Name("run-id"), settings.Name("label"), settings.Name("start-at"))
 	}
 	return p, nil
 }
@@ -108,15 +108,15 @@ func (f *ShardSpec) indexed() (arrival.Shard, error) {
 	k, err := strconv.Atoi(f.Index)
 	switch {
 	case f.Shard != "":
-		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "give --shard i/N or --shard-index K with --shards N, not both")
+		return arrival.Shard{}, settings.Errorf("", "give %s i/N or %s K with %s N, not both", settings.Name("shard"), settings.Name("shard-index"), settings.Name("shards"))
 	case err != nil && strings.Contains(f.Index, "$("):
-		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index got %q: Kubernetes did not expand the variable; JOB_COMPLETION_INDEX is set only in the pods of a Job with completionMode: Indexed", f.Index)
+		return arrival.Shard{}, settings.Errorf("shard-index", "got %q: Kubernetes did not expand the variable; JOB_COMPLETION_INDEX is set only in the pods of a Job with completionMode: Indexed", f.Index)
 	case err != nil || k < 0:
-		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index must be a whole number from 0 (Kubernetes' JOB_COMPLETION_INDEX); got %q", f.Index)
+		return arrival.Shard{}, settings.Errorf("shard-index", "must be a whole number from 0 (Kubernetes' JOB_COMPLETION_INDEX); got %q", f.Index)
 	case shards < 1:
-		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index %d needs the number of shards: --shards N", k)
+		return arrival.Shard{}, settings.Errorf("shard-index", "%d needs the number of shards: %s N", k, settings.Name("shards"))
 	case k >= shards || shards > arrival.MaxShards:
-		return arrival.Shard{}, tare.Errorf(tare.EINVALID, "--shard-index %d of --shards %d: K must be below N, and N at most %d (an Indexed Job's completions are the shards)", k, shards, arrival.MaxShards)
+		return arrival.Shard{}, settings.Errorf("shard-index", "%d of %s %d: K must be below N, and N at most %d (an Indexed Job's completions are the shards)", k, settings.Name("shards"), shards, arrival.MaxShards)
 	}
 	return arrival.Shard{Index: k + 1, Count: shards}, nil
 }
@@ -149,7 +149,7 @@ func parseInstant(s string) (time.Time, error) {
 		whole := int64(secs)
 		return time.Unix(whole, int64((secs-float64(whole))*1e9)), nil
 	}
-	return time.Time{}, tare.Errorf(tare.EINVALID, "--start-at must be an RFC 3339 instant like 2026-11-29T14:00:00Z or Unix seconds like 1795960800; got %q", s)
+	return time.Time{}, settings.Errorf("start-at", "must be an RFC 3339 instant like 2026-11-29T14:00:00Z or Unix seconds like 1795960800; got %q", s)
 }
 
 // Join joins the run's barrier, when the spec names one, and fills in the
@@ -157,37 +157,37 @@ func parseInstant(s string) (time.Time, error) {
 func (f *ShardSpec) Join(ctx context.Context, label string, p *Sharding) error {
 	if f.Coordinate == "" {
 		if f.Shards != 0 && f.Index == "" {
-			return tare.Errorf(tare.EINVALID, "--shards needs --coordinate redis://… or --shard-index K; without them give each generator --shard i/N")
+			return settings.Errorf("shards", "needs %s redis://… or %s K; without them give each generator %s i/N", settings.Name("coordinate"), settings.Name("shard-index"), settings.Name("shard"))
 		}
 		return nil
 	}
 	if f.StartAt != "" {
-		return tare.Errorf(tare.EINVALID, "--coordinate agrees on the start through Redis: give it or --start-at, not both")
+		return settings.Errorf("coordinate", "agrees on the start through Redis: give it or %s, not both", settings.Name("start-at"))
 	}
 	count := p.Shard.Count
 	switch {
 	case count == 0 && f.Shards < 1:
-		return tare.Errorf(tare.EINVALID, "--coordinate needs the number of shards: --shards N, or --shard i/N")
+		return settings.Errorf("coordinate", "needs the number of shards: %s N, or %s i/N", settings.Name("shards"), settings.Name("shard"))
 	case count != 0 && f.Shards != 0 && f.Shards != count:
-		return tare.Errorf(tare.EINVALID, "--shards %d disagrees with --shard %s", f.Shards, p.Shard)
+		return settings.Errorf("shards", "%d disagrees with %s %s", f.Shards, settings.Name("shard"), p.Shard)
 	case count == 0:
 		count = f.Shards
 	}
 	barrierID := f.RunID
 	if barrierID == "" {
 		if label == "" {
-			return tare.Errorf(tare.EINVALID, "--coordinate needs the run id the shards share: give --run-id ID, or a --label (the same on every shard)")
+			return settings.Errorf("coordinate", "needs the run id the shards share: give %s ID, or a %s (the same on every shard)", settings.Name("run-id"), settings.Name("label"))
 		}
 		barrierID = "label:" + label
 	}
 	co, err := queue.NewCoordinator(f.Coordinate)
 	if err != nil {
-		return tare.Errorf(tare.EINVALID, "--coordinate must be a redis:// URL; got %q: %w", tare.RedactText(f.Coordinate), err)
+		return settings.Errorf("coordinate", "must be a redis:// URL; got %q: %w", tare.RedactText(f.Coordinate), err)
 	}
 	clock, err := co.Offset(ctx, 5)
 	if err != nil {
 		co.Close()
-		return tare.Errorf(tare.EUNAVAILABLE, "--coordinate %s: %w", tare.RedactText(f.Coordinate), err)
+		return tare.SettingErrorf(tare.EUNAVAILABLE, "coordinate", "%s: %w", tare.RedactText(f.Coordinate), err)
 	}
 	b := co.Barrier(barrierID, count)
 	// Each shard says where it runs, so that shards on one host count
@@ -264,7 +264,7 @@ func (c *Sharding) Record(cfg *Config) {
 	var peers []string
 	for _, pid := range c.peers {
 		// One that is gone already (it failed) is no process to count.
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil && !slices.Contains(cfg.Host.Tare, pid) {
+		if host.Exists("", pid) && !slices.Contains(cfg.Host.Tare, pid) {
 			cfg.Host.Tare = append(slices.Clip(cfg.Host.Tare), pid)
 			peers = append(peers, strconv.Itoa(pid))
 		}

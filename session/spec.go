@@ -1,9 +1,7 @@
 package session
 
 import (
-	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -447,7 +445,7 @@ func (h *HostSpec) Sampling(self int) (host.Config, error) {
 		return host.Config{}, err
 	}
 	for _, pid := range h.PIDs {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); pid <= 0 || err != nil {
+		if !host.Exists("", pid) {
 			return host.Config{}, settings.Errorf("pid", "%d: no such process", pid)
 		}
 	}

@@ -9,63 +9,24 @@ import (
 	"github.com/tare-dev/tare"
 )
 
-// Error is what is wrong with a setting, or with settings together. It
-// keeps each setting it names as a name, so that each reader words it in
-// its own terms: the command line "--rate", a plan "rate:" (Words).
+// Error is what is wrong with a setting, or with settings together: the
+// root's tare.SettingError, which keeps each setting it names as a name,
+// so that each reader words it in its own terms: the command line
+// "--rate", a plan "rate:" (Words).
 //
 // Errors reach the user as a *tare.Error whose message is in the command
 // line's words, the Error its cause: a plan reader finds it with
 // errors.As and words it again.
-type Error struct {
-	// Field is the setting at fault, by flag name, that the message
-	// starts with; "" for a message about several.
-	Field string
-	// Got is the bad value, as the message shows it; Want what would be
-	// right ("a whole number"). Both "" when the message says more.
-	Got, Want string
-	format    string
-	args      []any // a Name among them is a setting, worded by the reader
-}
+type Error = tare.SettingError
 
 // Name is a setting by its flag name, in an Error's message.
-type Name string
+type Name = tare.Setting
 
 // Namer words a setting given by its flag name.
-type Namer func(flag string) string
+type Namer = func(flag string) string
 
 // Flag words a setting as the command line does: "--rate".
 func Flag(flag string) string { return "--" + flag }
-
-// Rest is the message after the setting at fault, each setting it names
-// worded by name: " must be 100ms or more; got 50ms", or ": no such file".
-func (e *Error) Rest(name Namer) string {
-	if e.format == "" {
-		return fmt.Sprintf(" must be %s; got %s", e.Want, e.Got)
-	}
-	args := make([]any, len(e.args))
-	for i, a := range e.args {
-		if n, ok := a.(Name); ok {
-			a = name(string(n))
-		}
-		args[i] = a
-	}
-	rest := fmt.Sprintf(e.format, args...)
-	if e.Field != "" && rest != "" && !strings.HasPrefix(rest, ":") {
-		rest = " " + rest
-	}
-	return rest
-}
-
-// Words is the whole message, each setting worded by name.
-func (e *Error) Words(name Namer) string {
-	if e.Field == "" {
-		return e.Rest(name)
-	}
-	return name(e.Field) + e.Rest(name)
-}
-
-// Error is the message in the command line's words.
-func (e *Error) Error() string { return e.Words(Flag) }
 
 // user is e as the user sees it: a *tare.Error of code, in the command
 // line's words, e (and the cause) behind it.
@@ -80,9 +41,10 @@ func user(code string, e *Error, cause error) *tare.Error {
 // Errorf is an EINVALID error about setting field (by flag name; "" when
 // it is about several), its message field's name then format: Errorf("tick",
 // "must be %s or more; got %s", min, tick). A Name among args is another
-// setting, worded as the reader words settings.
+// setting, worded as the reader words settings; an error given to %w is
+// kept as a cause (tare.SettingErrorf).
 func Errorf(field, format string, args ...any) *tare.Error {
-	return user(tare.EINVALID, &Error{Field: field, format: format, args: args}, nil)
+	return tare.SettingErrorf(tare.EINVALID, field, format, args...)
 }
 
 // Wrong is an EINVALID error: field's value, as got shows it, is not
@@ -94,9 +56,17 @@ func Wrong(field, want, got string) *tare.Error {
 // Flagged names the setting a user error came from: a message that starts
 // with the setting's name ("rate must …") is that setting's, any other
 // follows it after a colon. With flag "", the message's first word is the
-// setting. The error keeps its code and stays the cause.
+// setting. The error keeps its code and stays the cause. An error that
+// is an Error already keeps the setting it names, and one about no setting
+// in particular (a server's certificate) is said of flag's.
 func Flagged(err error, flag string) error {
 	msg := tare.ErrorMessage(err)
+	if e, ok := errors.AsType[*Error](err); ok && e.Error() == msg {
+		if e.Field != "" || flag == "" {
+			return err
+		}
+		return user(tare.ErrorCode(err), e.Within(flag), err)
+	}
 	rest, ok := strings.CutPrefix(msg, flag+" ")
 	switch {
 	case flag == "":
@@ -105,33 +75,33 @@ func Flagged(err error, flag string) error {
 		rest = ": " + msg
 	}
 	format, args := named(rest)
-	return user(tare.ErrorCode(err), &Error{Field: flag, format: format, args: args}, err)
+	return user(tare.ErrorCode(err), tare.NewSettingError(flag, format, args...), err)
 }
 
 // As is the *Error err says in words: the one in its chain when that is
 // what the user reads, else its message read back, each "--flag" in it a
 // name, the one it starts with the field at fault. The second form is for
-// the messages of packages that still write settings as flags (judge's
-// sweep plan, httptarget, tlsclient, queue).
+// the messages still written with flags in them (session's own checks of
+// shards, plans and results); judge, httptarget, tlsclient and queue
+// return a tare.SettingError (tare.SettingErrorf).
 func As(err error) *Error {
 	msg := tare.ErrorMessage(err)
 	if e, ok := errors.AsType[*Error](err); ok && e.Error() == msg {
 		return e
 	}
-	e := &Error{}
+	field := ""
 	if m := flagAt.FindStringSubmatchIndex(msg); m != nil && m[0] == 0 {
-		e.Field, msg = msg[m[2]:m[3]], msg[m[1]:]
+		field, msg = msg[m[2]:m[3]], msg[m[1]:]
 		if !strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, ":") && msg != "" {
 			// "--to…" that is not a flag's name followed by words
-			e.Field, msg = "", tare.ErrorMessage(err)
+			field, msg = "", tare.ErrorMessage(err)
 		}
 	}
-	e.format, e.args = named(strings.TrimPrefix(msg, " "))
-	if e.Field == "" && e.format == "" {
-		e.format = "%s" // "": an empty message, not the Want/Got form
-		e.args = []any{""}
+	format, args := named(strings.TrimPrefix(msg, " "))
+	if field == "" && format == "" {
+		format, args = "%s", []any{""} // "": an empty message, not the Want/Got form
 	}
-	return e
+	return tare.NewSettingError(field, format, args...)
 }
 
 // flagAt finds a setting written as a flag in a message.

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	moremath "github.com/aclements/go-moremath/stats"
 
@@ -388,8 +390,167 @@ func BootstrapMedianDiff(x, y []float64, confidence float64, resamples int, seed
 	return median(slices.Clone(x)) - median(slices.Clone(y)), d.Quantile(alpha / 2), d.Quantile(1 - alpha/2), nil
 }
 
+// Median is the median of v, go-moremath's (benchstat's), on a copy: v
+// is left as it was.
+func Median(v []float64) float64 {
+	return median(slices.Clone(v))
+}
+
 // median sorts v in place and returns its median.
 func median(v []float64) float64 {
 	s := moremath.Sample{Xs: v}
 	return s.Sort().Quantile(0.5)
+}
+
+// PText is a p-value in words, two significant figures: "= 0.31", or
+// "< least" when p is below least, the smallest p-value the test can
+// tell ("< 0.001" for a permutation test none of whose 999 shuffles
+// was as extreme).
+func PText(p, least float64) string {
+	if p < least {
+		return fmt.Sprintf("< %.2g", least)
+	}
+	return fmt.Sprintf("= %.2g", p)
+}
+
+// RequestsToResolve is how many requests a window would need to tell a
+// ratio between two windows from chance at the given power (0..1), from
+// the interval ratioLow … ratioHigh its test gave at the given confidence
+// (percent) on n requests: the interval of the log of a ratio narrows as
+// 1/√n, so from its half-width h at n requests, to resolve L = |ln ratio|
+//
+//	n' = n · (h / z₁₋α/₂)² · ((z₁₋α/₂ + z_power) / L)²
+//
+// ok is false when the ratio is 1 or the interval has no width: no number
+// of requests follows.
+func RequestsToResolve(n int, ratio, ratioLow, ratioHigh, confidencePct, power float64) (requests float64, ok bool) {
+	z := moremath.StdNormal.InvCDF(1 - (1-confidencePct/100)/2)
+	h := (math.Log(ratioHigh) - math.Log(ratioLow)) / 2
+	l := math.Abs(math.Log(ratio))
+	if !(l > 0) || !(h > 0) {
+		return 0, false
+	}
+	zPower := moremath.StdNormal.InvCDF(power)
+	return float64(n) * math.Pow(h/z*(z+zPower)/l, 2), true
+}
+
+// Permutations is how many shuffles TickVariation draws at most for the
+// latency signal: its smallest p-value is 1/(Permutations+1), 0.001.
+const Permutations = 999
+
+// Variation is the outcome of TickVariation.
+type Variation struct {
+	P              float64 // the p-value: (1 + shuffles as slow) / (1 + shuffles)
+	Hits, Shuffles int     // shuffles as slow as the run, of those drawn
+	Stopped        bool    // before all were drawn: the answer was known
+	Requests       int     // the requests compared
+	Ticks          int     // the ticks they were in, those with one or more
+}
+
+// PText is the p-value in words: "= 0.31", "< 0.001" when no shuffle
+// varied as much.
+func (v Variation) PText() string {
+	return PText(v.P, 1/float64(v.Shuffles))
+}
+
+// TickVariation tests whether some of groups (the sampled requests of
+// each tick) are slower than chance makes groups of their sizes. The
+// statistic is how far the slower groups' requests rank above the middle
+// of all of them, Kruskal and Wallis's spread of mean ranks taken on its
+// slow side only:
+//
+//	H = Σₖ nₖ · max(0, R̄ₖ − (N+1)/2)²    R̄ₖ: group k's mean rank among all N values
+//
+// Ranks, so one enormous request counts as one slow request, not as a slow
+// tick; the slow side only, so ticks faster than the rest (which chance
+// makes too) do not dilute the slow ones: against a stall of 3 ticks in
+// 30, it halves the p-value's spread. Its distribution under chance is
+// drawn, not assumed: the ranks are shuffled among the groups, sizes kept,
+// up to shuffles times with a fixed seed (the same run gives the same p).
+// Once more shuffles than alpha allows have been as varied, the answer is
+// known and it stops: a run of no significance costs a few dozen shuffles.
+// Each costs one pass over the values, at most SampleSize of them.
+func TickVariation(groups [][]time.Duration, shuffles int, alpha float64) Variation {
+	var values []time.Duration
+	var sizes []int
+	for _, g := range groups {
+		if len(g) > 0 {
+			values = append(values, g...)
+			sizes = append(sizes, len(g))
+		}
+	}
+	v := Variation{Requests: len(values), Ticks: len(sizes), P: 1}
+	if len(sizes) < 2 {
+		return v
+	}
+	ranks := midRanks(values)
+	observed := spread(ranks, sizes)
+	// Float sums of the same ranks in another order may differ in the
+	// last bits: a shuffle within that of the observed is as varied.
+	tie := observed * 1e-9
+	rng := rand.NewPCG(0x1a7e, 0x5ca1e)
+	enough := int(math.Ceil(alpha * float64(shuffles+1)))
+	for v.Shuffles < shuffles {
+		shuffle(ranks, rng)
+		v.Shuffles++
+		if spread(ranks, sizes) >= observed-tie {
+			v.Hits++
+			if v.Hits >= enough && v.Shuffles < shuffles {
+				v.Stopped = true
+				break
+			}
+		}
+	}
+	v.P = float64(v.Hits+1) / float64(v.Shuffles+1)
+	return v
+}
+
+// shuffle is Fisher and Yates's, each index drawn by Lemire's multiply
+// from 32 bits of the generator: its bias, under n/2³² (2·10⁻⁶ at
+// SampleSize), is far below what a p-value of two figures shows, and it
+// costs a third of rand.Shuffle's time.
+func shuffle(v []float64, rng *rand.PCG) {
+	for i := len(v) - 1; i > 0; i-- {
+		j := int(uint64(uint32(rng.Uint64())) * uint64(i+1) >> 32)
+		v[i], v[j] = v[j], v[i]
+	}
+}
+
+// midRanks returns the ranks of values, 1 for the smallest, ties sharing
+// the mean of their ranks.
+func midRanks(values []time.Duration) []float64 {
+	order := make([]int, len(values))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(values[a], values[b]) })
+	ranks := make([]float64, len(values))
+	for i := 0; i < len(order); {
+		j := i
+		for j < len(order) && values[order[j]] == values[order[i]] {
+			j++
+		}
+		mid := float64(i+j+1) / 2 // ranks i+1 .. j
+		for k := i; k < j; k++ {
+			ranks[order[k]] = mid
+		}
+		i = j
+	}
+	return ranks
+}
+
+// spread is H over consecutive groups of ranks of the given sizes.
+func spread(ranks []float64, sizes []int) float64 {
+	h, at := 0.0, 0
+	middle := float64(len(ranks)+1) / 2
+	for _, n := range sizes {
+		s := 0.0
+		for _, r := range ranks[at : at+n] {
+			s += r
+		}
+		d := max(s/float64(n)-middle, 0)
+		h += float64(n) * d * d
+		at += n
+	}
+	return h
 }

@@ -3,6 +3,8 @@ package stats
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +234,90 @@ func fmtPtr(p *float64) any {
 		return "nil"
 	}
 	return *p
+}
+
+// TestTickVariation checks the permutation test on cases worked out by
+// hand: groups that are each other's shuffles are not varied; groups
+// sorted apart are as varied as values can be, so no shuffle of them
+// matches (p below 1/(shuffles+1)); ties share their mid rank.
+func TestTickVariation(t *testing.T) {
+	d := func(ms ...int) []time.Duration {
+		out := make([]time.Duration, len(ms))
+		for i, m := range ms {
+			out[i] = time.Duration(m) * time.Millisecond
+		}
+		return out
+	}
+	var apart, alike [][]time.Duration
+	for k := range 10 {
+		apart = append(apart, d(10*k+1, 10*k+2, 10*k+3, 10*k+4))
+		alike = append(alike, d(k+1, k+11, k+21, k+31))
+	}
+	v := TickVariation(apart, Permutations, 0.01)
+	if v.Hits != 0 || v.Shuffles != Permutations || v.Requests != 40 || v.Ticks != 10 || v.PText() != "< 0.001" {
+		t.Errorf("groups sorted apart: %+v (%s), want no shuffle as varied of %d, p < 0.001", v, v.PText(), Permutations)
+	}
+	v = TickVariation(alike, Permutations, 0.01)
+	if !v.Stopped || v.P < 0.5 {
+		t.Errorf("groups alike: %+v, want an early stop at a large p", v)
+	}
+	if got := midRanks(d(5, 1, 5, 3, 5)); !slices.Equal(got, []float64{4, 1, 4, 2, 4}) {
+		t.Errorf("midRanks = %v, want [4 1 4 2 4]", got)
+	}
+	if v := TickVariation([][]time.Duration{d(1, 2, 3), nil}, Permutations, 0.01); v.Ticks != 1 || v.P != 1 {
+		t.Errorf("one group: %+v, want p = 1: nothing to compare", v)
+	}
+}
+
+// BenchmarkTickVariation is the test's worst case: a full sample of
+// SampleSize requests over 1,000 ticks, so varied that every
+// shuffle is drawn.
+func BenchmarkTickVariation(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	groups := make([][]time.Duration, 1000)
+	for i := range 8192 {
+		k := i % 1000
+		groups[k] = append(groups[k], time.Duration(float64(time.Millisecond)*(1+float64(k)/100)*math.Exp(0.5*rng.NormFloat64())))
+	}
+	for b.Loop() {
+		if v := TickVariation(groups, Permutations, 0.01); v.Hits != 0 {
+			b.Fatalf("want a significant case: %+v", v)
+		}
+	}
+}
+
+// TestPText: the smallest p-value a test tells is said as a bound.
+func TestPText(t *testing.T) {
+	for _, tt := range []struct {
+		p, least float64
+		want     string
+	}{
+		{0.31, 1e-4, "= 0.31"},
+		{5e-5, 1e-4, "< 0.0001"},
+		{1e-4, 1e-4, "= 0.0001"},
+		{0.001, 1.0 / 999, "< 0.001"},
+		{0.002, 1.0 / 999, "= 0.002"},
+	} {
+		if got := PText(tt.p, tt.least); got != tt.want {
+			t.Errorf("PText(%g, %g) = %q, want %q", tt.p, tt.least, got, tt.want)
+		}
+	}
+}
+
+// TestRequestsToResolve: a ratio of 1.1 whose 95 % interval on 1,000
+// requests was ×0.95 … ×1.27 needs n·(h/z·(z+z₀.₈)/L)² requests; a ratio
+// of 1 or an interval of no width needs no number.
+func TestRequestsToResolve(t *testing.T) {
+	got, ok := RequestsToResolve(1000, 1.1, 0.95, 1.27, 95, 0.8)
+	h := (math.Log(1.27) - math.Log(0.95)) / 2
+	want := 1000 * math.Pow(h/1.959964*(1.959964+0.841621)/math.Log(1.1), 2)
+	if !ok || math.Abs(got-want) > want*1e-5 {
+		t.Errorf("RequestsToResolve = %g, %v, want %g", got, ok, want)
+	}
+	if _, ok := RequestsToResolve(1000, 1, 0.95, 1.27, 95, 0.8); ok {
+		t.Error("a ratio of 1: want no number")
+	}
+	if _, ok := RequestsToResolve(1000, 1.1, 1.1, 1.1, 95, 0.8); ok {
+		t.Error("an interval of no width: want no number")
+	}
 }

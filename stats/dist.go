@@ -5,6 +5,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tare-dev/tare"
 )
 
 // The range and precision of the histograms, in microseconds.
@@ -116,4 +118,70 @@ func round(v float64, decimals int) *float64 {
 	p := math.Pow(10, float64(decimals))
 	r := math.Round(v*p) / p
 	return &r
+}
+
+// Distribution is a run-wide distribution of durations as stats keeps
+// them (1 µs .. 1 h, three significant figures), for a reader that draws
+// it: the report's latency distribution.
+type Distribution struct{ d dist }
+
+// Add records one value.
+func (d *Distribution) Add(v time.Duration) { d.d.add(v) }
+
+// Count is the number of values added.
+func (d *Distribution) Count() int64 { return d.d.n }
+
+// Quantile is the q-th percentile (0–100), at most Max; zero when empty.
+func (d *Distribution) Quantile(q float64) time.Duration { return d.d.quantile(q) }
+
+// Max is the exact maximum; zero when empty.
+func (d *Distribution) Max() time.Duration { return d.d.max }
+
+// LatencyDistributions are the latency distributions of a stored run's raw records over
+// every request that was sent and finished, and over those that lived in
+// clean ticks only: what the recorder's summary keeps as percentiles, for
+// drawing. Memory stays flat in the number of records.
+type LatencyDistributions struct {
+	ticks     []tare.Tick
+	threshold float64 // polluted-tick threshold, percent
+	start     time.Time
+	tick      time.Duration
+
+	All, CleanOnly Distribution
+}
+
+// NewLatencyDistributions prepares the distributions of a run with the given
+// timeline (none: no request counts as clean) and polluted-tick threshold.
+func NewLatencyDistributions(ticks []tare.Tick, threshold float64) *LatencyDistributions {
+	l := &LatencyDistributions{ticks: ticks, threshold: threshold}
+	if len(ticks) > 0 {
+		l.start, l.tick = ticks[0].Start, ticks[0].End.Sub(ticks[0].Start)
+	}
+	return l
+}
+
+// Add records one raw record's latency; a dropped or unfinished one has
+// none.
+func (l *LatencyDistributions) Add(res *tare.Result) {
+	if res.Dropped || res.Done.IsZero() || res.Scheduled.IsZero() {
+		return
+	}
+	l.All.Add(res.Latency())
+	host := func(k int) *tare.HostSample { return l.ticks[k].Host }
+	if cleanSpan(l.Index(res.Scheduled), l.Index(res.Done), len(l.ticks), host, l.threshold) {
+		l.CleanOnly.Add(res.Latency())
+	}
+}
+
+// Index is the tick that contains t, or -1 before the timeline or without
+// one.
+func (l *LatencyDistributions) Index(t time.Time) int {
+	if l.tick <= 0 {
+		return -1
+	}
+	d := t.Sub(l.start)
+	if d < 0 {
+		return -1
+	}
+	return int(d / l.tick)
 }

@@ -45,8 +45,11 @@
 // use two significant figures (within 1 %): they are read one tick at a time
 // against the host figures of that tick, where 1 % is far below the noise.
 //
-// A tick is polluted when its aggregate steal, its throttled share or its PSI
-// some share exceeds Config.Threshold. Clean-tick percentiles are over the
+// A tick is polluted when its aggregate steal, its throttled share or the
+// measured processes' wait behind neighbours exceeds Config.Threshold
+// (tare.HostSample.Polluted; PSI is reported, not judged there, since it
+// cannot tell the system under test's own waiting from a neighbour's
+// doing). Clean-tick percentiles are over the
 // requests whose every tick, from the one containing Scheduled to the one
 // containing Done, has a host sample and is not polluted; a tick without a
 // sample cannot vouch for the request.
@@ -80,4 +83,14 @@
 // resamples drawn with a fixed seed, so the same runs give the same
 // interval; its bounds are quantiles of the resampled differences, taken
 // with go-moremath's Sample.Quantile.
+//
+// # What judge applies thresholds to
+//
+// As benchstat's benchmath computes and its benchtab presents, stats
+// computes the statistics the verdict reads and judge decides on them:
+// TickVariation, the permutation test of the latency signal (whether
+// some ticks' requests are slower than the same requests shuffled into
+// ticks of their sizes); RequestsToResolve, the power calculation of a
+// comparison judged too little data; Median; and PText, a p-value in
+// words. go-moremath is imported here alone.
 package stats

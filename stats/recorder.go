@@ -518,12 +518,20 @@ func (r *Recorder) resolvePending() {
 // cleanSpan reports whether ticks first..last all have a host sample and
 // none is polluted.
 func (r *Recorder) cleanSpan(first, last int) bool {
-	if last >= len(r.ticks) {
+	return cleanSpan(first, last, len(r.ticks), func(k int) *tare.HostSample { return r.ticks[k].host }, r.cfg.Threshold)
+}
+
+// cleanSpan reports whether ticks first..last are all inside a timeline of
+// n ticks, sampled (host gives each one's sample) and not polluted at
+// threshold: a tick without a sample cannot vouch for a request. The one
+// rule of a request that lived in clean ticks only, for the recorder and
+// for a stored run's records (LatencyDistributions).
+func cleanSpan(first, last, n int, host func(k int) *tare.HostSample, threshold float64) bool {
+	if first < 0 || last >= n {
 		return false
 	}
 	for k := first; k <= last; k++ {
-		h := r.ticks[k].host
-		if h == nil || h.Polluted(r.cfg.Threshold) {
+		if h := host(k); h == nil || h.Polluted(threshold) {
 			return false
 		}
 	}

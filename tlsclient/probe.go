@@ -110,16 +110,16 @@ func (s Settings) explain(err error, addr, serverName string) (Handshake, error)
 	server := "the server at " + addr
 	switch {
 	case errors.As(err, &roots):
-		return Handshake{}, tare.Errorf(tare.EINVALID, "%s needs its certificate checked, and this system has no CA bundle (%v): give the CA's certificate with --cacert FILE, or install the system's CAs (Debian's ca-certificates)", server, roots.Err)
+		return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s needs its certificate checked, and this system has no CA bundle (%v): give the CA's certificate with %s FILE, or install the system's CAs (Debian's ca-certificates)", server, roots.Err, tare.Setting("cacert"))
 	case errors.As(err, &unknown):
 		issued := ""
 		if c := unknown.Cert; c != nil {
 			issued = fmt.Sprintf(" (%s, issued by %q)", name(c), c.Issuer.CommonName)
 		}
 		if s.CACert != "" {
-			return Handshake{}, tare.Errorf(tare.EINVALID, "%s sent a certificate%s that no CA of --cacert %q signed: give the CA that signed it with --cacert FILE", server, issued, s.CACert)
+			return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s sent a certificate%s that no CA of %s %q signed: give the CA that signed it with %s FILE", server, issued, tare.Setting("cacert"), s.CACert, tare.Setting("cacert"))
 		}
-		return Handshake{}, tare.Errorf(tare.EINVALID, "%s sent a certificate%s signed by an authority this system does not trust: give that CA's certificate with --cacert FILE (or --insecure to skip the check)", server, issued)
+		return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s sent a certificate%s signed by an authority this system does not trust: give that CA's certificate with %s FILE (or %s to skip the check)", server, issued, tare.Setting("cacert"), tare.Setting("insecure"))
 	case errors.As(err, &hostname):
 		names := "no name"
 		if c := hostname.Certificate; c != nil {
@@ -128,9 +128,9 @@ func (s Settings) explain(err error, addr, serverName string) (Handshake, error)
 				names = c.Subject.CommonName + " (a common name only, which Go does not accept: the certificate needs a DNS name)"
 			}
 		}
-		return Handshake{}, tare.Errorf(tare.EINVALID, "%s sent a certificate for %s, not %q: give --servername with the name it was issued for", server, names, serverName)
+		return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s sent a certificate for %s, not %q: give %s with the name it was issued for", server, names, serverName, tare.Setting("servername"))
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return Handshake{}, tare.Errorf(tare.EINVALID, "%s sent a certificate that is expired or not yet valid (%s): the server must renew it; --insecure skips the check", server, invalid.Detail)
+		return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s sent a certificate that is expired or not yet valid (%s): the server must renew it; %s skips the check", server, invalid.Detail, tare.Setting("insecure"))
 	case errors.As(err, &invalid), errors.As(err, &verify):
 		return Handshake{}, tare.Errorf(tare.EINVALID, "%s sent a certificate that does not verify: %v", server, err)
 	case errors.As(err, &record):
@@ -138,10 +138,10 @@ func (s Settings) explain(err error, addr, serverName string) (Handshake, error)
 	case isRemote(err):
 		alert := strings.TrimPrefix(innermost(err), "tls: ")
 		if s.Cert == "" && (strings.Contains(alert, "certificate required") || strings.Contains(alert, "bad certificate") || strings.Contains(alert, "handshake failure")) {
-			return Handshake{}, tare.Errorf(tare.EINVALID, "%s refused the handshake (%s): it may ask for a client certificate; give one with --cert FILE --key FILE", server, alert)
+			return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s refused the handshake (%s): it may ask for a client certificate; give one with %s FILE %s FILE", server, alert, tare.Setting("cert"), tare.Setting("key"))
 		}
 		if s.Cert != "" && strings.Contains(alert, "certificate") {
-			return Handshake{}, tare.Errorf(tare.EINVALID, "%s refused the client certificate of --cert %q (%s): give one signed by a CA the server trusts", server, s.Cert, alert)
+			return Handshake{}, tare.SettingErrorf(tare.EINVALID, "", "%s refused the client certificate of %s %q (%s): give one signed by a CA the server trusts", server, tare.Setting("cert"), s.Cert, alert)
 		}
 		if strings.Contains(alert, "no application protocol") {
 			return Handshake{}, tare.Errorf(tare.EINVALID, "%s speaks none of the protocols offered (%s)", server, alert)

@@ -55,9 +55,9 @@ func (s Settings) Config(now time.Time) (*tls.Config, error) {
 	cfg := &tls.Config{InsecureSkipVerify: s.Insecure} // the user's explicit choice (--insecure)
 	switch {
 	case s.Insecure && s.CACert != "":
-		return nil, tare.Errorf(tare.EINVALID, "--insecure skips the check of the server's certificate, so the CAs of --cacert %q would never be used: give one of them", s.CACert)
+		return nil, tare.SettingErrorf(tare.EINVALID, "insecure", "skips the check of the server's certificate, so the CAs of %s %q would never be used: give one of them", tare.Setting("cacert"), s.CACert)
 	case s.Key != "" && s.Cert == "":
-		return nil, tare.Errorf(tare.EINVALID, "--key %q is the private key of a client certificate: give the certificate too, with --cert FILE", s.Key)
+		return nil, tare.SettingErrorf(tare.EINVALID, "key", "%q is the private key of a client certificate: give the certificate too, with %s FILE", s.Key, tare.Setting("cert"))
 	}
 	if s.ServerName != "" {
 		if err := checkServerName(s.ServerName); err != nil {
@@ -86,7 +86,7 @@ func (s Settings) Config(now time.Time) (*tls.Config, error) {
 // a port or a path.
 func checkServerName(name string) error {
 	if strings.TrimSpace(name) != name || strings.ContainsAny(name, " /:@?#[]") {
-		return tare.Errorf(tare.EINVALID, "--servername must be a host name like api.internal (the name the server's certificate was issued for), without a scheme, port or path; got %q", name)
+		return tare.SettingErrorf(tare.EINVALID, "servername", "must be a host name like api.internal (the name the server's certificate was issued for), without a scheme, port or path; got %q", name)
 	}
 	return nil
 }
@@ -103,9 +103,9 @@ func readPEM(flag, path, want string) (*pemFile, error) {
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, tare.Errorf(tare.ENOTFOUND, "--%s %q does not exist", flag, path)
+		return nil, tare.SettingErrorf(tare.ENOTFOUND, flag, "%q does not exist", path)
 	case err != nil:
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q cannot be read: %w", flag, path, err)
+		return nil, tare.SettingErrorf(tare.EINVALID, flag, "%q cannot be read: %w", path, err)
 	}
 	f := &pemFile{flag: flag, path: path}
 	for rest := data; ; {
@@ -120,7 +120,7 @@ func readPEM(flag, path, want string) (*pemFile, error) {
 		if len(bytes.TrimSpace(data)) > 0 && !bytes.Contains(data, []byte("-----BEGIN")) {
 			hint = " (a DER file converts with: openssl x509 -inform der -in FILE -out FILE.pem; a key with: openssl pkey -inform der -in FILE -out FILE.pem)"
 		}
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q is not PEM: want %s between -----BEGIN and -----END lines%s", flag, path, want, hint)
+		return nil, tare.SettingErrorf(tare.EINVALID, flag, "%q is not PEM: want %s between -----BEGIN and -----END lines%s", path, want, hint)
 	}
 	return f, nil
 }
@@ -150,13 +150,13 @@ func (f *pemFile) types() string {
 func (f *pemFile) certificates() ([]*x509.Certificate, error) {
 	blocks := f.of("CERTIFICATE", false)
 	if len(blocks) == 0 {
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q holds no certificate (it holds: %s): want a -----BEGIN CERTIFICATE----- block", f.flag, f.path, f.types())
+		return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q holds no certificate (it holds: %s): want a -----BEGIN CERTIFICATE----- block", f.path, f.types())
 	}
 	certs := make([]*x509.Certificate, len(blocks))
 	for i, b := range blocks {
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, tare.Errorf(tare.EINVALID, "--%s %q: certificate %d of %d does not parse: %w", f.flag, f.path, i+1, len(blocks), err)
+			return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q: certificate %d of %d does not parse: %w", f.path, i+1, len(blocks), err)
 		}
 		certs[i] = c
 	}
@@ -198,9 +198,9 @@ func validity(flag, path string, c *x509.Certificate, now time.Time) error {
 	const day = "2006-01-02 15:04 MST"
 	switch {
 	case now.After(c.NotAfter):
-		return tare.Errorf(tare.EINVALID, "--%s %q: the certificate %s expired on %s: renew it", flag, path, name(c), c.NotAfter.UTC().Format(day))
+		return tare.SettingErrorf(tare.EINVALID, flag, "%q: the certificate %s expired on %s: renew it", path, name(c), c.NotAfter.UTC().Format(day))
 	case now.Before(c.NotBefore):
-		return tare.Errorf(tare.EINVALID, "--%s %q: the certificate %s is not valid until %s (is this host's clock right?)", flag, path, name(c), c.NotBefore.UTC().Format(day))
+		return tare.SettingErrorf(tare.EINVALID, flag, "%q: the certificate %s is not valid until %s (is this host's clock right?)", path, name(c), c.NotBefore.UTC().Format(day))
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func readKeyPair(certPath, keyPath string, now time.Time) (tls.Certificate, erro
 		return tls.Certificate{}, err
 	}
 	if pub, ok := leaf.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(key.Public()) {
-		return tls.Certificate{}, tare.Errorf(tare.EINVALID, "--%s %q does not match the certificate %s of --cert %q: the key is another certificate's; give the key made with that certificate", kf.flag, kf.path, name(leaf), certPath)
+		return tls.Certificate{}, tare.SettingErrorf(tare.EINVALID, kf.flag, "%q does not match the certificate %s of %s %q: the key is another certificate's; give the key made with that certificate", kf.path, name(leaf), tare.Setting("cert"), certPath)
 	}
 	cert := tls.Certificate{PrivateKey: key, Leaf: leaf}
 	for _, c := range chain {
@@ -254,15 +254,15 @@ func privateKey(f *pemFile) (crypto.Signer, error) {
 	blocks := f.of("PRIVATE KEY", true)
 	switch {
 	case len(blocks) == 0 && f.flag == "cert":
-		return nil, tare.Errorf(tare.EINVALID, "--cert %q holds no private key (it holds: %s): give the key's file with --key FILE", f.path, f.types())
+		return nil, tare.SettingErrorf(tare.EINVALID, "cert", "%q holds no private key (it holds: %s): give the key's file with %s FILE", f.path, f.types(), tare.Setting("key"))
 	case len(blocks) == 0:
-		return nil, tare.Errorf(tare.EINVALID, "--key %q holds no private key (it holds: %s): want a -----BEGIN PRIVATE KEY----- block", f.path, f.types())
+		return nil, tare.SettingErrorf(tare.EINVALID, "key", "%q holds no private key (it holds: %s): want a -----BEGIN PRIVATE KEY----- block", f.path, f.types())
 	case len(blocks) > 1:
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q holds %d private keys: give a file with the one key of the certificate", f.flag, f.path, len(blocks))
+		return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q holds %d private keys: give a file with the one key of the certificate", f.path, len(blocks))
 	}
 	b := blocks[0]
 	if b.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(b.Headers["Proc-Type"], "ENCRYPTED") {
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q is an encrypted private key, which tare cannot ask a passphrase for: decrypt it to a file only you can read (openssl pkey -in %s -out client.key)", f.flag, f.path, f.path)
+		return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q is an encrypted private key, which tare cannot ask a passphrase for: decrypt it to a file only you can read (openssl pkey -in %s -out client.key)", f.path, f.path)
 	}
 	var key any
 	var err error
@@ -275,11 +275,11 @@ func privateKey(f *pemFile) (crypto.Signer, error) {
 		key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
 	}
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "--%s %q: the %s does not parse: %w", f.flag, f.path, strings.ToLower(b.Type), err)
+		return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q: the %s does not parse: %w", f.path, strings.ToLower(b.Type), err)
 	}
 	switch k := key.(type) {
 	case *rsa.PrivateKey, *ecdsa.PrivateKey, ed25519.PrivateKey:
 		return k.(crypto.Signer), nil
 	}
-	return nil, tare.Errorf(tare.EINVALID, "--%s %q: a %T key, which TLS cannot use: want RSA, ECDSA or Ed25519", f.flag, f.path, key)
+	return nil, tare.SettingErrorf(tare.EINVALID, f.flag, "%q: a %T key, which TLS cannot use: want RSA, ECDSA or Ed25519", f.path, key)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"runtime"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/demo"
+	"github.com/tare-dev/tare/host"
 )
 
 // hogName and hogCommand are the demo's hog's name and command
@@ -30,7 +29,7 @@ func newHogCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := setCommand(hogName); err != nil {
+			if err := host.SetCommand(hogName); err != nil {
 				return tare.Errorf(tare.EUNAVAILABLE, "name the hog %s: %w", hogName, err)
 			}
 			// A linear congruential step, kept alive, so the loop is work
@@ -48,12 +47,4 @@ func newHogCmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&spin, "for", time.Minute, "how long to spin")
 	return cmd
-}
-
-// setCommand renames this process: the comm of its main thread, which is
-// the process's name in /proc/<pid>/stat (prctl PR_SET_NAME would rename
-// only the calling thread, and a Go program's code runs on any of them;
-// proc(5) lets any thread of the group write the main thread's comm).
-func setCommand(name string) error {
-	return os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", os.Getpid()), []byte(name), 0)
 }
