@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,8 +29,13 @@ const (
 // value of every field but URL means its default.
 type Config struct {
 	// URL is the API base, like http://127.0.0.1:8089/v1, or the full
-	// …/chat/completions URL.
+	// URL of one of Endpoints.
 	URL string
+	// Endpoint is which of Endpoints to load: EndpointChat (the default,
+	// or the one URL ends in), EndpointCompletions (the prompt as one
+	// text) or EndpointEmbeddings (the prompt as input; no stream, no
+	// output tokens, so TTFT is the whole call).
+	Endpoint string
 	// Model is the model id; empty leaves "model" out of the request,
 	// which single-model servers accept.
 	Model string
@@ -75,6 +81,7 @@ type Config struct {
 // use and implements tare.Target.
 type Client struct {
 	endpoint  *url.URL
+	kind      string // one of Endpoints
 	model     string
 	prompt    string
 	maxTokens int
@@ -110,7 +117,7 @@ var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Proxy
 // New checks cfg and returns a client for it. A bad URL or a negative
 // figure is a *tare.Error with code EINVALID.
 func New(cfg Config) (*Client, error) {
-	endpoint, err := parseEndpoint(cfg.URL)
+	endpoint, kind, err := parseEndpoint(cfg.URL, cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +132,13 @@ func New(cfg Config) (*Client, error) {
 	conns := new(tare.ConnCounter)
 	c := &Client{
 		endpoint:  endpoint,
+		kind:      kind,
 		model:     cfg.Model,
 		prompt:    cmp.Or(cfg.Prompt, DefaultPrompt),
 		maxTokens: cfg.MaxTokens,
 		timeout:   cfg.Timeout,
-		stream:    !cfg.NoStream,
-		usage:     !cfg.NoStream && !cfg.NoUsage,
+		stream:    !cfg.NoStream && kind != EndpointEmbeddings,
+		usage:     !cfg.NoStream && !cfg.NoUsage && kind != EndpointEmbeddings,
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
 		secret:    &secret{header: http.Header{}},
@@ -158,11 +166,26 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// parseEndpoint turns a base URL into the chat completions URL.
-func parseEndpoint(raw string) (*url.URL, error) {
-	const want = "want http(s)://host[:port]/v1 or the full …/chat/completions URL"
+// The endpoints a Client can load, for Config.Endpoint: each is the path
+// after the API base.
+const (
+	EndpointChat        = "chat/completions"
+	EndpointCompletions = "completions"
+	EndpointEmbeddings  = "embeddings"
+)
+
+// Endpoints are the endpoints, the most specific path first.
+var Endpoints = []string{EndpointChat, EndpointCompletions, EndpointEmbeddings}
+
+// parseEndpoint turns a base URL into the URL of the endpoint kind ("":
+// the one the URL ends in, else chat), and says which it is.
+func parseEndpoint(raw, kind string) (*url.URL, string, error) {
+	const want = "want http(s)://host[:port]/v1 or the full …/chat/completions, …/completions or …/embeddings URL"
 	if raw == "" {
-		return nil, tare.Errorf(tare.EINVALID, "model URL is empty: %s", want)
+		return nil, "", tare.Errorf(tare.EINVALID, "model URL is empty: %s", want)
+	}
+	if kind != "" && !slices.Contains(Endpoints, kind) {
+		return nil, "", tare.Errorf(tare.EINVALID, "model endpoint %q: want one of %s", kind, strings.Join(Endpoints, ", "))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -170,13 +193,20 @@ func parseEndpoint(raw string) (*url.URL, error) {
 		if err == nil {
 			shown = u.Redacted()
 		}
-		return nil, tare.Errorf(tare.EINVALID, "model URL %q: %s", shown, want)
+		return nil, "", tare.Errorf(tare.EINVALID, "model URL %q: %s", shown, want)
 	}
 	u.Fragment = ""
-	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions") {
-		u = u.JoinPath("chat", "completions")
+	path := strings.TrimRight(u.Path, "/")
+	for _, e := range Endpoints {
+		if strings.HasSuffix(path, "/"+e) {
+			if kind != "" && kind != e {
+				return nil, "", tare.Errorf(tare.EINVALID, "model URL %q ends in /%s, but the endpoint asked is %s: give the API base, like …/v1", u.Redacted(), e, kind)
+			}
+			return u, e, nil
+		}
 	}
-	return u, nil
+	kind = cmp.Or(kind, EndpointChat)
+	return u.JoinPath(strings.Split(kind, "/")...), kind, nil
 }
 
 // newTransport is tuned for a load generator: many idle connections per
@@ -244,12 +274,22 @@ type Request struct {
 	Messages []tare.Message
 }
 
-// chatRequest is the body sent.
+// chatRequest is the body sent to chat/completions; textRequest to
+// completions (Prompt) and embeddings (Input).
 type chatRequest struct {
 	Model         string         `json:"model,omitempty"`
 	Messages      []chatMessage  `json:"messages"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
 	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type textRequest struct {
+	Model         string         `json:"model,omitempty"`
+	Prompt        string         `json:"prompt,omitempty"`
+	Input         string         `json:"input,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
@@ -275,7 +315,14 @@ func (c *Client) requestBody(req Request) []byte {
 	if c.usage {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	b, err := json.Marshal(body)
+	var v any = body
+	switch text := (tare.Prompt{Messages: body.Messages}).Text(); c.kind {
+	case EndpointCompletions:
+		v = textRequest{Model: body.Model, Prompt: text, MaxTokens: body.MaxTokens, Stream: body.Stream, StreamOptions: body.StreamOptions}
+	case EndpointEmbeddings:
+		v = textRequest{Model: body.Model, Input: text}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		// Strings and ints always marshal.
 		panic(fmt.Sprintf("openai: marshal request: %v", err))

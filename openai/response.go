@@ -170,8 +170,10 @@ type chunkJSON struct {
 	Choices []struct {
 		Delta        contentJSON  `json:"delta"`
 		Message      *contentJSON `json:"message"`
+		Text         *string      `json:"text"` // a text completion's
 		FinishReason *string      `json:"finish_reason"`
 	} `json:"choices"`
+	Data    []json.RawMessage `json:"data"` // embeddings
 	Usage *struct {
 		CompletionTokens *int `json:"completion_tokens"`
 		PromptTokens     *int `json:"prompt_tokens"`
@@ -187,9 +189,10 @@ type contentJSON struct {
 	Reasoning        *string `json:"reasoning"`
 }
 
+func nonEmpty(p *string) bool { return p != nil && *p != "" }
+
 // hasContent reports whether the delta carries generated text.
 func (c *contentJSON) hasContent() bool {
-	nonEmpty := func(p *string) bool { return p != nil && *p != "" }
 	return nonEmpty(c.Content) || nonEmpty(c.ReasoningContent) || nonEmpty(c.Reasoning)
 }
 
@@ -231,7 +234,7 @@ func (m *measure) readStream(body io.Reader) {
 		m.setPromptTokens(&c)
 		content := false
 		for _, ch := range c.Choices {
-			content = content || ch.Delta.hasContent()
+			content = content || ch.Delta.hasContent() || nonEmpty(ch.Text)
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				m.r.FinishReason = *ch.FinishReason
 			}
@@ -296,13 +299,17 @@ func (m *measure) readBody(body io.Reader) {
 	}
 	m.r.Done = now
 	for _, ch := range c.Choices {
-		if ch.Message != nil && ch.Message.hasContent() {
+		if (ch.Message != nil && ch.Message.hasContent()) || nonEmpty(ch.Text) {
 			m.r.Chunks = 1
 			m.r.FirstToken = now
 		}
 		if ch.FinishReason != nil {
 			m.r.FinishReason = *ch.FinishReason
 		}
+	}
+	if len(c.Data) > 0 {
+		// Embeddings: the vectors are the answer, all at once.
+		m.r.FirstToken = now
 	}
 	if c.Usage != nil && c.Usage.CompletionTokens != nil {
 		m.r.OutputTokens, m.r.TokenSource = *c.Usage.CompletionTokens, "usage"
