@@ -61,6 +61,9 @@ type Config struct {
 	// output budget (a prompt dataset), in place of Prompt and MaxTokens
 	// (a budget of 0 keeps MaxTokens).
 	Prompts tare.Prompts
+	// Class, when not nil, names each arrival's class (tare.Result.Class),
+	// like a shared prefix group's "group first".
+	Class func(seq uint64) string
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
@@ -91,6 +94,7 @@ type Client struct {
 	header    http.Header // non-secret headers only
 	body      []byte      // the request body for the default Request
 	prompts   tare.Prompts
+	class     func(seq uint64) string
 
 	// secret holds the credentials behind a pointer: fmt prints a pointer
 	// nested in a struct as its address, so no verb applied to a Client
@@ -141,6 +145,7 @@ func New(cfg Config) (*Client, error) {
 		usage:     !cfg.NoStream && !cfg.NoUsage && kind != EndpointEmbeddings,
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
+		class:     cfg.Class,
 		secret:    &secret{header: http.Header{}},
 		http:      &http.Client{Transport: newTransport(cfg, conns), CheckRedirect: noRedirects},
 		conns:     conns,
@@ -272,6 +277,10 @@ type Request struct {
 	// Messages, when not empty, are the chat messages sent instead of
 	// one user message.
 	Messages []tare.Message
+	// Header holds headers added to the client's for this call alone.
+	Header http.Header
+	// KeepContent asks for the answer's text in Response.Content.
+	KeepContent bool
 }
 
 // chatRequest is the body sent to chat/completions; textRequest to
@@ -339,10 +348,18 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 		p := c.prompts(res.Seq)
 		req = Request{Messages: p.Messages, MaxTokens: p.MaxTokens}
 	}
+	if c.class != nil {
+		res.Class = c.class(res.Seq)
+	}
 	r := c.Call(ctx, req)
 	if res.Sent.IsZero() {
 		res.Sent = r.Sent
 	}
+	fill(res, &r)
+}
+
+// fill records r in res, all but Sent.
+func fill(res *tare.Result, r *Response) {
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
 	res.Status = r.Status
@@ -369,13 +386,16 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret}
+	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret, keep: req.KeepContent}
 	var onConn netconn.Request
 	hreq, err := http.NewRequestWithContext(onConn.Trace(callCtx, c.conns), http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return m.fail(tare.KindOther, "build request: "+err.Error())
 	}
 	for k, v := range c.header {
+		hreq.Header[k] = v
+	}
+	for k, v := range req.Header {
 		hreq.Header[k] = v
 	}
 	for k, v := range c.secret.header {

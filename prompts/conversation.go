@@ -169,3 +169,16 @@ func (s *Script) At(seq uint64) Place {
 func (s *Script) Turns(i uint64) int {
 	return len(s.convs[i%uint64(len(s.convs))].Turns)
 }
+
+// Turn is arrival seq's turn, its budget output's draw when the dataset
+// gives none and output's Mean is set.
+func (s *Script) Turn(seq uint64, output Lengths, seed uint64) tare.Turn {
+	p := s.At(seq)
+	t := p.Conv.Turns[p.Turn]
+	turn := tare.Turn{Conversation: p.ID, Number: p.Turn + 1, Last: p.Turn == len(p.Conv.Turns)-1,
+		System: p.Conv.System, Message: tare.Message{Role: "user", Content: t.Content}, MaxTokens: t.MaxTokens}
+	if turn.MaxTokens == 0 && output.Mean > 0 {
+		turn.MaxTokens = output.draw(seed, seq, streamOutput)
+	}
+	return turn
+}

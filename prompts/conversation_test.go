@@ -67,7 +67,7 @@ func TestScript(t *testing.T) {
 		{Turns: make([]Turn, 2)},
 	})
 	want := []struct {
-		id        uint64
+		id         uint64
 		conv, turn int
 	}{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {3, 1, 0}, {4, 2, 0}, {4, 2, 1}, {6, 0, 0}, {6, 0, 1}, {6, 0, 2}, {9, 1, 0}}
 	for seq, w := range want {

@@ -240,8 +240,9 @@ const (
 	streamInput  = 1
 	streamOutput = 3
 	streamWords  = 5
-	streamBlocks = 7 // a trace's prefix blocks
-	streamGroups = 9 // the prefix group of a synthetic prompt
+	streamBlocks = 7  // a trace's prefix blocks
+	streamGroups = 9  // the prefix group of a synthetic prompt
+	streamThink  = 11 // think times, one stream per turn above it
 )
 
 // Dataset gives arrival seq prompt seq mod len(ps); output, when its Mean
