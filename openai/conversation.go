@@ -42,7 +42,10 @@ type Conversation struct {
 	live map[uint64]*dialogue
 }
 
-var _ tare.Target = (*Conversation)(nil)
+var (
+	_ tare.Target      = (*Conversation)(nil)
+	_ tare.ConnCounted = (*Conversation)(nil)
+)
 
 // dialogue is one conversation in progress.
 type dialogue struct {
@@ -66,6 +69,9 @@ func (cv *Conversation) Conns() *tare.ConnCounter { return cv.c.Conns() }
 
 // Close releases idle connections.
 func (cv *Conversation) Close() { cv.c.Close() }
+
+// Addr is the client's.
+func (cv *Conversation) Addr() (scheme, addr string) { return cv.c.Addr() }
 
 func (cv *Conversation) dialogue(turn tare.Turn) *dialogue {
 	cv.mu.Lock()

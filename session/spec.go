@@ -45,7 +45,7 @@ func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
 
 // Fields are every field of the spec.
 func (s *Spec) Fields() []settings.Field {
-	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
+	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Target.ModelLoadFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
 }
 
 // TargetSpec says what the load goes to: a plain HTTP endpoint (URL), an
@@ -94,6 +94,9 @@ type TargetSpec struct {
 	Prompts      string
 	InputTokens  string
 	OutputTokens string
+	// ModelLoad shapes a model load further: conversations, shared
+	// prefixes, a trace, the endpoint.
+	ModelLoad ModelLoad
 
 	Queue       string
 	QueueName   string
@@ -239,6 +242,13 @@ type LoadSpec struct {
 	// Warmup is the start whose arrivals are sent but left out of every
 	// figure and of the verdict.
 	Warmup time.Duration
+	// Trace, when not nil, replaces the arrival process: a replayed
+	// trace's times, TraceSpeed times as fast. Turns, when not nil, makes
+	// the i-th arrival bring Turns(i) at once: a conversation's turns.
+	// The model load's settings set them (modelLoad).
+	Trace      []time.Duration
+	TraceSpeed float64
+	Turns      func(i uint64) int
 	// DurationDefault says Duration is the command's default, not given:
 	// with Jobs, or Stages, it does not bound the run. RateDefault says
 	// the same of Rate.
@@ -277,13 +287,19 @@ func (l *LoadSpec) Schedule() (arrival.Process, error) {
 	}
 	var p arrival.Process
 	var err error
-	if len(l.Stages) > 0 {
+	switch {
+	case l.Trace != nil:
+		p, err = arrival.NewTrace(l.Trace, l.TraceSpeed)
+	case len(l.Stages) > 0:
 		p, err = arrival.NewStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed)
-	} else {
+	default:
 		p, err = arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
 	}
 	if err != nil {
 		return nil, Flagged(err, "")
+	}
+	if l.Turns != nil {
+		p = arrival.Repeat(p, l.Turns)
 	}
 	return arrival.Bound(p, l.Jobs, l.Span()), nil
 }
