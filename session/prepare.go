@@ -121,7 +121,7 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 	if t.Model == "" && t.ModelLoad.given() {
 		return nil, settings.Errorf("", "%s, %s, %s, %s and %s shape the load of a model endpoint: give %s URL", settings.Name("endpoint"), settings.Name("trace"), settings.Name("prefix-tokens"), settings.Name("think-time"), settings.Name("first-turn-only"), settings.Name("model"))
 	}
-		ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
+	ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
 	if err != nil {
 		return nil, err
 	}
