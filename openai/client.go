@@ -264,6 +264,9 @@ func (c *Client) Addr() (scheme, addr string) {
 	return c.endpoint.Scheme, net.JoinHostPort(c.endpoint.Hostname(), port)
 }
 
+// Endpoint is which of Endpoints the client loads.
+func (c *Client) Endpoint() string { return c.kind }
+
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 

@@ -55,34 +55,45 @@ type modelPrompts struct {
 	conv    *openai.ConversationConfig
 }
 
-// modelLoad reads the model load's settings; ps is the prompts the
+// checkModelLoad refuses model load settings that do not go together,
+// before any file is read.
+func (t *TargetSpec) checkModelLoad(l *LoadSpec) error {
+	if t.Model == "" && t.ModelLoad.given() {
+		return settings.Errorf("", "%s, %s, %s, %s and %s shape the load of a model endpoint: give %s URL", settings.Name("endpoint"), settings.Name("trace"), settings.Name("prefix-tokens"), settings.Name("think-time"), settings.Name("first-turn-only"), settings.Name("model"))
+	}
+	m := t.ModelLoad
+	conversational := m.ThinkTime != "" || m.SessionHeader != ""
+	switch {
+	case m.PrefixTokens < 0:
+		return settings.Errorf("prefix-tokens", "must be 0 or more; got %d", m.PrefixTokens)
+	case m.PrefixGroups < 0:
+		return settings.Errorf("prefix-groups", "must be 0 or more; got %d", m.PrefixGroups)
+	case m.PrefixGroups > 0 && m.PrefixTokens == 0:
+		return settings.Errorf("prefix-groups", "groups prompts that share a prefix: give %s N too", settings.Name("prefix-tokens"))
+	case m.PrefixTokens > 0 && (t.Prompts != "" || m.Trace != ""):
+		return settings.Errorf("prefix-tokens", "makes synthetic prompts: drop it with %s or %s, whose prompts are their own", settings.Name("prompts"), settings.Name("trace"))
+	case m.Trace != "" && (t.Prompts != "" || t.InputTokens != "" || t.OutputTokens != ""):
+		return settings.Errorf("trace", "gives each request its lengths: drop %s, %s and %s", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"))
+	case m.Trace != "" && len(l.Stages) > 0:
+		return settings.Errorf("trace", "sets the arrival times: drop %s", settings.Name("stages"))
+	case m.Trace != "" && !l.RateDefault:
+		return settings.Errorf("trace", "sets the arrival times: drop %s (%s speeds it up)", settings.Name("rate"), settings.Name("trace-speed"))
+	case m.TraceSpeed != 0 && m.TraceSpeed != 1 && m.Trace == "":
+		return settings.Errorf("trace-speed", "replays a trace faster: give %s FILE", settings.Name("trace"))
+	case conversational && (t.Prompts == "" || m.FirstTurnOnly):
+		return settings.Errorf("", "%s and %s shape conversations: give a %s file of them (and no %s)", settings.Name("think-time"), settings.Name("session-header"), settings.Name("prompts"), settings.Name("first-turn-only"))
+	case m.FirstTurnOnly && t.Prompts == "":
+		return settings.Errorf("first-turn-only", "needs a %s file of conversations", settings.Name("prompts"))
+	}
+	return nil
+}
+
+// modelLoad reads the model load's settings, checked; ps is the prompts the
 // ordinary settings make (PromptSource).
 func (t *TargetSpec) modelLoad(l *LoadSpec, ps tare.Prompts) (modelPrompts, error) {
 	m := t.ModelLoad
 	out := modelPrompts{prompts: ps}
 	conversational := m.ThinkTime != "" || m.SessionHeader != ""
-	switch {
-	case m.PrefixTokens < 0:
-		return out, settings.Errorf("prefix-tokens", "must be 0 or more; got %d", m.PrefixTokens)
-	case m.PrefixGroups < 0:
-		return out, settings.Errorf("prefix-groups", "must be 0 or more; got %d", m.PrefixGroups)
-	case m.PrefixGroups > 0 && m.PrefixTokens == 0:
-		return out, settings.Errorf("prefix-groups", "groups prompts that share a prefix: give %s N too", settings.Name("prefix-tokens"))
-	case m.PrefixTokens > 0 && (t.Prompts != "" || m.Trace != ""):
-		return out, settings.Errorf("prefix-tokens", "makes synthetic prompts: drop it with %s or %s, whose prompts are their own", settings.Name("prompts"), settings.Name("trace"))
-	case m.Trace != "" && (t.Prompts != "" || t.InputTokens != "" || t.OutputTokens != ""):
-		return out, settings.Errorf("trace", "gives each request its lengths: drop %s, %s and %s", settings.Name("prompts"), settings.Name("input-tokens"), settings.Name("output-tokens"))
-	case m.Trace != "" && len(l.Stages) > 0:
-		return out, settings.Errorf("trace", "sets the arrival times: drop %s", settings.Name("stages"))
-	case m.Trace != "" && !l.RateDefault:
-		return out, settings.Errorf("trace", "sets the arrival times: drop %s (%s speeds it up)", settings.Name("rate"), settings.Name("trace-speed"))
-	case m.TraceSpeed != 0 && m.TraceSpeed != 1 && m.Trace == "":
-		return out, settings.Errorf("trace-speed", "replays a trace faster: give %s FILE", settings.Name("trace"))
-	case conversational && (t.Prompts == "" || m.FirstTurnOnly):
-		return out, settings.Errorf("", "%s and %s shape conversations: give a %s file of them (and no %s)", settings.Name("think-time"), settings.Name("session-header"), settings.Name("prompts"), settings.Name("first-turn-only"))
-	case m.FirstTurnOnly && t.Prompts == "":
-		return out, settings.Errorf("first-turn-only", "needs a %s file of conversations", settings.Name("prompts"))
-	}
 	switch {
 	case m.PrefixTokens > 0:
 		in, outLen := prompts.Lengths{}, prompts.Lengths{}

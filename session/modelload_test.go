@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,5 +122,45 @@ func TestConversationTurns(t *testing.T) {
 	}
 	if c := s.Model.Conversations; c == nil || c.Count != 4 || c.Complete != 4 || c.Turns != 3 {
 		t.Errorf("conversations %+v, want 4 of 3 turns, all complete", c)
+	}
+}
+
+// TestModelLoadRefused: settings that cannot go together are refused
+// before any load, naming the flags.
+func TestModelLoadRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(*Spec)
+		want string
+	}{
+		{"trace without a model", func(s *Spec) {
+			s.Target.Model, s.Target.URL, s.Target.ModelLoad.Trace = "", "http://127.0.0.1:1/", "t.csv"
+		}, "shape the load of a model endpoint: give --model URL"},
+		{"trace and prompts", func(s *Spec) { s.Target.ModelLoad.Trace, s.Target.Prompts = "t.csv", "p.jsonl" }, "--trace gives each request its lengths"},
+		{"trace and rate", func(s *Spec) { s.Target.ModelLoad.Trace, s.Load.RateDefault = "t.csv", false }, "--trace sets the arrival times: drop --rate"},
+		{"speed without trace", func(s *Spec) { s.Target.ModelLoad.TraceSpeed = 2 }, "--trace-speed replays a trace faster"},
+		{"groups without prefix", func(s *Spec) { s.Target.ModelLoad.PrefixGroups = 3 }, "--prefix-groups groups prompts"},
+		{"prefix and prompts", func(s *Spec) { s.Target.ModelLoad.PrefixTokens, s.Target.Prompts = 10, "p.jsonl" }, "--prefix-tokens makes synthetic prompts"},
+		{"think without conversations", func(s *Spec) { s.Target.ModelLoad.ThinkTime = "1s" }, "shape conversations: give a --prompts file"},
+		{"bad think time", func(s *Spec) {
+			s.Target.ModelLoad.ThinkTime, s.Target.Prompts = "soon", "testdata/conversations.jsonl"
+		}, "--think-time must be a duration"},
+		{"conversations to embeddings", func(s *Spec) {
+			s.Target.Prompts, s.Target.ModelLoad.Endpoint = "testdata/conversations.jsonl", "embeddings"
+		}, "conversations (a --prompts file of them) go to chat/completions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := NewSpec(10, 5, 0)
+			spec.Target.Model = "http://127.0.0.1:1/v1"
+			tt.set(spec)
+			p, err := Prepare(t.Context(), spec, "tare run")
+			if err == nil {
+				p.Release()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || tare.ErrorCode(err) != tare.EINVALID {
+				t.Errorf("Prepare: %v; want EINVALID saying %q", err, tt.want)
+			}
+		})
 	}
 }

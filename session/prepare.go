@@ -118,8 +118,8 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 	if t.TargetsOrder {
 		return nil, settings.Errorf("targets-order", "needs %s FILE", settings.Name("targets"))
 	}
-	if t.Model == "" && t.ModelLoad.given() {
-		return nil, settings.Errorf("", "%s, %s, %s, %s and %s shape the load of a model endpoint: give %s URL", settings.Name("endpoint"), settings.Name("trace"), settings.Name("prefix-tokens"), settings.Name("think-time"), settings.Name("first-turn-only"), settings.Name("model"))
+	if err := t.checkModelLoad(l); err != nil {
+		return nil, err
 	}
 	ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
 	if err != nil {
@@ -166,6 +166,10 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 			return nil, Flagged(err, "model")
 		}
 		if mp.conv != nil {
+			if c.Endpoint() != openai.EndpointChat {
+				c.Close()
+				return nil, settings.Errorf("", "conversations (a %s file of them) go to chat/completions, which takes the answers as messages: drop %s %s, or give %s", settings.Name("prompts"), settings.Name("endpoint"), c.Endpoint(), settings.Name("first-turn-only"))
+			}
 			cv := openai.NewConversation(c, *mp.conv)
 			return &Prepared{Target: cv, Name: cv.String(), close: cv.Close}, nil
 		}
