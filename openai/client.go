@@ -102,6 +102,9 @@ type Client struct {
 	secret *secret
 	http   *http.Client
 	conns  *tare.ConnCounter
+	// pinned makes an HTTP client of one connection, counted in conns,
+	// for Pinned.
+	pinned func() *http.Client
 }
 
 var (
@@ -149,6 +152,11 @@ func New(cfg Config) (*Client, error) {
 		secret:    &secret{header: http.Header{}},
 		http:      &http.Client{Transport: newTransport(cfg, conns), CheckRedirect: noRedirects},
 		conns:     conns,
+	}
+	one := cfg
+	one.MaxConns = 1
+	c.pinned = func() *http.Client {
+		return &http.Client{Transport: newTransport(one, conns), CheckRedirect: noRedirects}
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -264,6 +272,11 @@ func (c *Client) Addr() (scheme, addr string) {
 	return c.endpoint.Scheme, net.JoinHostPort(c.endpoint.Hostname(), port)
 }
 
+// Pinned is an HTTP client for Request.Via of one connection of its own,
+// opened at its first call and kept between calls, counted in Conns:
+// close its idle connections when done with it.
+func (c *Client) Pinned() *http.Client { return c.pinned() }
+
 // Endpoint is which of Endpoints the client loads.
 func (c *Client) Endpoint() string { return c.kind }
 
@@ -282,6 +295,9 @@ type Request struct {
 	Messages []tare.Message
 	// Header holds headers added to the client's for this call alone.
 	Header http.Header
+	// Via, when not nil, is the HTTP client the call goes through instead
+	// of the Client's pool (a conversation's own connection: Pinned).
+	Via *http.Client
 	// KeepContent asks for the answer's text in Response.Content.
 	KeepContent bool
 }
@@ -416,7 +432,11 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 
 	m.r.Sent = time.Now()
 	m.r.BytesOut = int64(len(body))
-	resp, err := c.http.Do(hreq)
+	via := c.http
+	if req.Via != nil {
+		via = req.Via
+	}
+	resp, err := via.Do(hreq)
 	m.r.Conn = onConn.ID
 	if err != nil {
 		return m.transportFail("send", err)

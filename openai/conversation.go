@@ -27,6 +27,10 @@ type ConversationConfig struct {
 	// number on each of its turns, for servers that route a session to
 	// the replica holding its cache.
 	SessionHeader string
+	// Pin sends each conversation's turns on a connection of its own,
+	// kept open between turns and closed after the last, instead of
+	// whichever pooled connection is free.
+	Pin bool
 }
 
 // Conversation is a tare.Target that runs conversations: each turn is
@@ -54,6 +58,7 @@ type dialogue struct {
 	next     int           // the turn number that may go now
 	lastDone time.Time     // when the turn before next was answered
 	moved    chan struct{} // closed, and replaced, when next moves
+	via      *http.Client  // its own connection when pinned; nil: the pool
 }
 
 // NewConversation returns the multi-turn target over c.
@@ -79,6 +84,9 @@ func (cv *Conversation) dialogue(turn tare.Turn) *dialogue {
 	d := cv.live[turn.Conversation]
 	if d == nil {
 		d = &dialogue{next: 1, moved: make(chan struct{})}
+		if cv.cfg.Pin {
+			d.via = cv.c.Pinned()
+		}
 		d.history = append(d.history, turn.System...)
 		cv.live[turn.Conversation] = d
 	}
@@ -96,6 +104,9 @@ func (cv *Conversation) Do(ctx context.Context, res *tare.Result) {
 			cv.mu.Lock()
 			delete(cv.live, turn.Conversation)
 			cv.mu.Unlock()
+			if d.via != nil {
+				d.via.CloseIdleConnections()
+			}
 		}
 	}()
 
@@ -127,7 +138,7 @@ func (cv *Conversation) Do(ctx context.Context, res *tare.Result) {
 		// The user sends this turn now: its latency counts from here.
 		res.Scheduled = due
 	}
-	req := Request{Messages: append(history, turn.Message), MaxTokens: turn.MaxTokens, KeepContent: true}
+	req := Request{Messages: append(history, turn.Message), MaxTokens: turn.MaxTokens, KeepContent: true, Via: d.via}
 	if cv.cfg.SessionHeader != "" {
 		req.Header = http.Header{cv.cfg.SessionHeader: {strconv.FormatUint(turn.Conversation+1, 10)}}
 	}

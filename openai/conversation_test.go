@@ -118,3 +118,27 @@ func TestConversationTurnLost(t *testing.T) {
 		t.Errorf("turn 2: %q, turn 3: %q; want %q and ok", lost.Err, after.Err, KindTurnLost)
 	}
 }
+
+// TestConversationPinned: pinned, a conversation's turns go on one
+// connection of its own, closed after the last turn; unpinned, two
+// conversations' turns share the pool.
+func TestConversationPinned(t *testing.T) {
+	ts := testservice.Model(t, modelsim.Config{IterationsPerMS: 1, MeanTokens: 2})
+	for _, pin := range []bool{false, true} {
+		c := newClient(t, Config{URL: ts.URL + "/v1"})
+		cv := NewConversation(c, ConversationConfig{Pin: pin})
+		a := talk(t, cv, []string{"a", "b", "c"})
+		b := talk(t, cv, []string{"d", "e"})
+		conns := map[uint64]bool{}
+		for _, r := range append(a, b...) {
+			conns[r.Conn] = true
+		}
+		sameA := a[0].Conn == a[1].Conn && a[1].Conn == a[2].Conn
+		if want := map[bool]int{false: 1, true: 2}[pin]; len(conns) != want || !sameA {
+			t.Errorf("pinned %v: turns on connections %v, %v; want %d connections, a conversation on one", pin, a, b, want)
+		}
+		if open := c.Conns().Stats().Open; pin && open != 0 {
+			t.Errorf("pinned: %d connections still open after the conversations ended", open)
+		}
+	}
+}
