@@ -20,6 +20,7 @@ type ModelLoad struct {
 	FirstTurnOnly bool   // a --prompts file's first user turns only, as before conversations
 	ThinkTime     string // prompts.ParseThink's form
 	SessionHeader string
+	PinTurns      bool // a conversation's turns on a connection of its own
 	PrefixTokens  int
 	PrefixGroups  int
 	Trace         string // a trace file (prompts.ReadTrace)
@@ -39,6 +40,7 @@ func (t *TargetSpec) ModelLoadFields() []settings.Field {
 		{Flag: "first-turn-only", Key: "first-turn-only", Value: settings.Bool(&m.FirstTurnOnly), Usage: "with --model and a --prompts file of conversations, send each one's first user turn alone (the file's messages as they are), as tare did before conversations"},
 		{Flag: "think-time", Key: "think-time", Value: settings.String(&m.ThinkTime), Usage: "with --model and a --prompts file of conversations, the user's time between an answer and the next turn: a duration (2s), exp:MEAN (exponential, like exp:5s) or uniform:MIN..MAX (like uniform:1s..5s), drawn from --seed (default none)"},
 		{Flag: "session-header", Key: "session-header", Value: settings.String(&m.SessionHeader), Usage: "with --model and conversations, a header carrying the conversation's number on each of its turns, for servers that route a session to one replica (like X-Session-Id)"},
+		{Flag: "pin-turns", Key: "pin-turns", Value: settings.Bool(&m.PinTurns), Usage: "with --model and conversations, send each conversation's turns on a connection of its own, kept open between turns and closed after the last (not counted against --connections), as a chat client holding its connection does; by default a turn takes whichever pooled connection is free"},
 		{Flag: "prefix-tokens", Key: "prefix-tokens", Value: settings.Int(&m.PrefixTokens), Usage: "with --model and synthetic prompts, put this many tokens of a shared prefix before each prompt (--input-tokens is then the part after it); arrival i is in group i mod --prefix-groups, and the figures compare each group's first request with its later ones"},
 		{Flag: "prefix-groups", Key: "prefix-groups", Value: settings.Int(&m.PrefixGroups), Usage: "with --prefix-tokens, how many groups share a prefix each (default 1), their words drawn from --seed"},
 		{Flag: "trace", Key: "trace", Value: settings.String(&m.Trace), Usage: `with --model, replay a trace: its arrival times (instead of --rate) and each request's input and output lengths: an Azure LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens) or Mooncake JSON lines ({"timestamp" ms, "input_length", "output_length", "hash_ids"}, the hashes shared prefixes); the whole trace unless --jobs or --duration ends it first`},
@@ -62,7 +64,7 @@ func (t *TargetSpec) checkModelLoad(l *LoadSpec) error {
 		return settings.Errorf("", "%s, %s, %s, %s and %s shape the load of a model endpoint: give %s URL", settings.Name("endpoint"), settings.Name("trace"), settings.Name("prefix-tokens"), settings.Name("think-time"), settings.Name("first-turn-only"), settings.Name("model"))
 	}
 	m := t.ModelLoad
-	conversational := m.ThinkTime != "" || m.SessionHeader != ""
+	conversational := m.ThinkTime != "" || m.SessionHeader != "" || m.PinTurns
 	switch {
 	case m.PrefixTokens < 0:
 		return settings.Errorf("prefix-tokens", "must be 0 or more; got %d", m.PrefixTokens)
@@ -81,7 +83,7 @@ func (t *TargetSpec) checkModelLoad(l *LoadSpec) error {
 	case m.TraceSpeed != 0 && m.TraceSpeed != 1 && m.Trace == "":
 		return settings.Errorf("trace-speed", "replays a trace faster: give %s FILE", settings.Name("trace"))
 	case conversational && (t.Prompts == "" || m.FirstTurnOnly):
-		return settings.Errorf("", "%s and %s shape conversations: give a %s file of them (and no %s)", settings.Name("think-time"), settings.Name("session-header"), settings.Name("prompts"), settings.Name("first-turn-only"))
+		return settings.Errorf("", "%s, %s and %s shape conversations: give a %s file of them (and no %s)", settings.Name("think-time"), settings.Name("session-header"), settings.Name("pin-turns"), settings.Name("prompts"), settings.Name("first-turn-only"))
 	case m.FirstTurnOnly && t.Prompts == "":
 		return settings.Errorf("first-turn-only", "needs a %s file of conversations", settings.Name("prompts"))
 	}
@@ -93,7 +95,7 @@ func (t *TargetSpec) checkModelLoad(l *LoadSpec) error {
 func (t *TargetSpec) modelLoad(l *LoadSpec, ps tare.Prompts) (modelPrompts, error) {
 	m := t.ModelLoad
 	out := modelPrompts{prompts: ps}
-	conversational := m.ThinkTime != "" || m.SessionHeader != ""
+	conversational := m.ThinkTime != "" || m.SessionHeader != "" || m.PinTurns
 	switch {
 	case m.PrefixTokens > 0:
 		in, outLen := prompts.Lengths{}, prompts.Lengths{}
@@ -149,7 +151,7 @@ func (t *TargetSpec) modelLoad(l *LoadSpec, ps tare.Prompts) (modelPrompts, erro
 			outLen, _ = prompts.ParseLengths(t.OutputTokens) // PromptSource checked it
 		}
 		script, seed := prompts.NewScript(convs), l.Seed
-		conv := &openai.ConversationConfig{SessionHeader: m.SessionHeader,
+		conv := &openai.ConversationConfig{SessionHeader: m.SessionHeader, Pin: m.PinTurns,
 			Turns: func(seq uint64) tare.Turn { return script.Turn(seq, outLen, seed) }}
 		if m.ThinkTime != "" {
 			think, err := prompts.ParseThink(m.ThinkTime)

@@ -106,8 +106,8 @@ func TestSharedPrefixGroups(t *testing.T) {
 func TestConversationTurns(t *testing.T) {
 	spec := NewSpec(5, 12, 0)
 	spec.Target.Prompts = "testdata/conversations.jsonl"
-	spec.Target.ModelLoad.ThinkTime = "20ms"
-	s, _ := measureModel(t, modelsim.Config{PromptCost: time.Millisecond, TokenCost: 100 * time.Microsecond, MeanTokens: 150}, spec)
+	spec.Target.ModelLoad.ThinkTime, spec.Target.ModelLoad.PinTurns = "20ms", true
+	s, rs := measureModel(t, modelsim.Config{PromptCost: time.Millisecond, TokenCost: 100 * time.Microsecond, MeanTokens: 150}, spec)
 	turns := []tare.ClassSummary{class(t, s, "turn 1"), class(t, s, "turn 2"), class(t, s, "turn 3")}
 	for i, c := range turns {
 		if c.Requests != 4 || c.OK != 4 || c.InputTokens == nil {
@@ -122,6 +122,17 @@ func TestConversationTurns(t *testing.T) {
 	}
 	if c := s.Model.Conversations; c == nil || c.Count != 4 || c.Complete != 4 || c.Turns != 3 {
 		t.Errorf("conversations %+v, want 4 of 3 turns, all complete", c)
+	}
+	// Pinned: a connection per conversation, each turn on its own's.
+	conns := map[uint64]uint64{}
+	for _, r := range rs {
+		if c, ok := conns[r.Conversation]; ok && c != r.Conn {
+			t.Errorf("conversation %d on connections %d and %d, want one", r.Conversation, c, r.Conn)
+		}
+		conns[r.Conversation] = r.Conn
+	}
+	if len(conns) != 4 {
+		t.Errorf("%d conversations seen by the target, want 4", len(conns))
 	}
 }
 
@@ -142,6 +153,9 @@ func TestModelLoadRefused(t *testing.T) {
 		{"groups without prefix", func(s *Spec) { s.Target.ModelLoad.PrefixGroups = 3 }, "--prefix-groups groups prompts"},
 		{"prefix and prompts", func(s *Spec) { s.Target.ModelLoad.PrefixTokens, s.Target.Prompts = 10, "p.jsonl" }, "--prefix-tokens makes synthetic prompts"},
 		{"think without conversations", func(s *Spec) { s.Target.ModelLoad.ThinkTime = "1s" }, "shape conversations: give a --prompts file"},
+		{"pinned first turns", func(s *Spec) {
+			s.Target.ModelLoad.PinTurns, s.Target.ModelLoad.FirstTurnOnly, s.Target.Prompts = true, true, "testdata/conversations.jsonl"
+		}, "shape conversations: give a --prompts file of them (and no --first-turn-only)"},
 		{"bad think time", func(s *Spec) {
 			s.Target.ModelLoad.ThinkTime, s.Target.Prompts = "soon", "testdata/conversations.jsonl"
 		}, "--think-time must be a duration"},
