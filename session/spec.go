@@ -159,7 +159,7 @@ func (t *TargetSpec) Fields() []settings.Field {
 // demo takes of the target.
 func (t *TargetSpec) PromptFields() []settings.Field {
 	return []settings.Field{
-		{Flag: "prompts", Key: "prompts", Value: settings.String(&t.Prompts), Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`},
+		{Flag: "prompts", Key: "prompts", Value: settings.String(&t.Prompts), Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations; to --model every user turn of a conversation runs, after the answer before, with the server's answers as history (docs/model.md), unless --first-turn-only; to --queue the first human turn is the prompt; arrival i takes prompt (or turn) i, round and round`},
 		{Flag: "input-tokens", Key: "input-tokens", Value: settings.String(&t.InputTokens), Usage: "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)"},
 		{Flag: "output-tokens", Key: "output-tokens", Value: settings.String(&t.OutputTokens), Usage: "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply"},
 	}
