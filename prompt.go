@@ -30,3 +30,21 @@ func (p Prompt) Text() string {
 // Prompts gives the prompt of arrival seq; nil means the target's one
 // configured prompt for every arrival.
 type Prompts func(seq uint64) Prompt
+
+// Turn is one arrival's turn of a conversation: the messages that open
+// the conversation, the user message of this turn and its output budget.
+// The answers of the turns before are the server's own, kept by the
+// target.
+type Turn struct {
+	// Conversation numbers the conversation's instance: the arrival
+	// number of its first turn, the same for all its turns.
+	Conversation uint64
+	Number       int  // from 1
+	Last         bool // no turn follows
+	System       []Message
+	Message      Message
+	MaxTokens    int // 0 leaves the budget to the target's default
+}
+
+// Turns gives the turn of arrival seq.
+type Turns func(seq uint64) Turn

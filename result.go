@@ -59,6 +59,14 @@ type Result struct {
 	// server did not say.
 	PromptTokens      int
 	PromptTokenSource string
+	// Class names the part of a model load the call belongs to, for
+	// figures per class: a conversation's "turn 3", a shared prefix
+	// group's "group first" or "group later"; "" for none. Not stored.
+	Class string
+	// Conversation numbers the conversation the call is a turn of, from
+	// 1 (the arrival number of its first turn, plus 1); 0 for none. Not
+	// stored.
+	Conversation uint64
 }
 
 // OK reports whether the request was sent and succeeded.

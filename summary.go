@@ -249,6 +249,37 @@ type ModelSummary struct {
 	InputTokens      *int     `json:"input_tokens"`
 	InputTokensPerS  *float64 `json:"input_tokens_per_s"` // input tokens / wall seconds
 	InputTokenSource string   `json:"input_token_source,omitempty"`
+	// Classes are the figures of each class of call (Result.Class), in
+	// order: per turn of a conversation, a shared prefix group's first
+	// requests and its later ones. None when the load has no classes.
+	Classes []ClassSummary `json:"classes,omitempty"`
+	// Conversations are the figures per conversation of a multi-turn
+	// load; nil for single requests.
+	Conversations *ConversationSummary `json:"conversations,omitempty"`
+}
+
+// ClassSummary is what the model calls of one class got.
+type ClassSummary struct {
+	Name     string        `json:"name"`
+	Requests int           `json:"requests"`
+	OK       int           `json:"ok"`
+	Errors   int           `json:"errors"`
+	TTFT     PercentilesMS `json:"ttft_ms"`
+	Latency  QuantilesMS   `json:"latency_ms"`
+	// InputTokens is the mean prompt length the server counted (its
+	// usage); nil when it gave none.
+	InputTokens *float64 `json:"input_tokens"`
+}
+
+// ConversationSummary is a multi-turn load's conversations: how many
+// were seen (at least one turn finished in the run), how many had every
+// turn seen succeed, their turns, and how long one took from its first
+// turn's scheduled time to its last turn's answer.
+type ConversationSummary struct {
+	Count    int         `json:"count"`
+	Complete int         `json:"complete"`
+	Turns    float64     `json:"turns_mean"`
+	Duration QuantilesMS `json:"duration_ms"`
 }
 
 // HostSummary is the host's interference over the run.

@@ -57,6 +57,11 @@ type Config struct {
 	// Parallel caps how many requests generate at once; the others wait for
 	// a slot (queueing shows in their TTFT). 0 means no cap.
 	Parallel int
+	// PrefixCache, when positive, is the blocks of CacheBlockTokens prompt
+	// tokens a prefix cache holds (prefixcache.go): a prompt's leading
+	// blocks found there cost no prefill. 0: no cache, every prompt token
+	// paid for.
+	PrefixCache int
 	// KeepAlive, when positive, makes a stream send an SSE comment
 	// (": keep-alive") whenever that long has passed without a write during
 	// prefill, so proxies do not drop a quiet connection. 0 sends none.
@@ -117,6 +122,8 @@ func (c Config) Validate() error {
 		return bad("context length %d: want 0 (the default, %d) or more", c.ContextLength, DefaultContextLength)
 	case c.Parallel < 0:
 		return bad("parallel %d: want 0 (no cap) or more", c.Parallel)
+	case c.PrefixCache < 0:
+		return bad("prefix cache %d: want 0 (none) or more blocks", c.PrefixCache)
 	case c.KeepAlive < 0:
 		return bad("keep-alive %v: want 0 (none) or more", c.KeepAlive)
 	case !(c.ErrorRate >= 0 && c.ErrorRate <= 1):

@@ -86,6 +86,7 @@ func isNull(raw json.RawMessage) bool {
 type request struct {
 	Model        string
 	PromptTokens int
+	CachedTokens int    // of PromptTokens, those the prefix cache held: no prefill
 	MaxTokens    int    // 0 when the request set no cap
 	maxParam     string // the parameter MaxTokens came from, for messages
 	Stream       bool

@@ -34,6 +34,8 @@ type Server struct {
 	seq uint64
 
 	active atomic.Int64 // requests holding a slot and burning CPU
+
+	cache *prefixCache // nil when Config.PrefixCache is 0
 }
 
 // New returns a server for cfg, calibrating the work loop first unless
@@ -58,7 +60,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Parallel > 0 {
 		s.slots = make(chan struct{}, cfg.Parallel)
 	}
+	if cfg.PrefixCache > 0 {
+		s.cache = newPrefixCache(cfg.PrefixCache)
+	}
 	s.mux.HandleFunc("/v1/chat/completions", s.handleCompletions)
+	s.mux.HandleFunc("/v1/completions", s.handleTextCompletions)
+	s.mux.HandleFunc("/v1/embeddings", s.handleEmbeddings)
 	s.mux.HandleFunc("/v1/models", s.handleModels)
 	s.mux.HandleFunc("/v1/models/{id}", s.handleModel)
 	s.mux.HandleFunc("/health", s.handleHealth)
@@ -237,6 +244,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		modelNotFound(w, req.Model)
 		return
 	}
+	req.CachedTokens = s.cachedTokens(body, req)
 	p := s.plan(req)
 	if p.fail {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "overloaded",
@@ -323,7 +331,7 @@ func (s *Server) burn(ctx context.Context, g *generation, d time.Duration) error
 
 // complete answers a non-streaming request: all the work, then one body.
 func (s *Server) complete(ctx context.Context, w http.ResponseWriter, g *generation) {
-	if err := s.burn(ctx, g, time.Duration(g.req.PromptTokens)*s.cfg.PromptCost); err != nil {
+	if err := s.burn(ctx, g, s.prefill(g.req)); err != nil {
 		return
 	}
 	var text strings.Builder
@@ -333,7 +341,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, g *generat
 		}
 		text.WriteString(g.token(i))
 	}
-	writeJSON(w, http.StatusOK, completion{
+	writeJSON(w, http.StatusOK, wireCompletion(ctx, completion{
 		ID:      g.plan.id,
 		Object:  "chat.completion",
 		Created: g.created,
@@ -343,7 +351,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, g *generat
 			FinishReason: g.plan.finish,
 		}},
 		Usage: g.usage(),
-	})
+	}))
 }
 
 // stream answers a streaming request: one SSE event per token, flushed as
@@ -366,7 +374,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 	}
 	send := func(c chunk) error {
 		c.ID, c.Object, c.Created, c.Model = g.plan.id, "chat.completion.chunk", g.created, s.cfg.Model
-		b, err := json.Marshal(c)
+		b, err := json.Marshal(wireChunk(ctx, c))
 		if err != nil {
 			return err
 		}
@@ -381,7 +389,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 	if send(token(delta{Role: "assistant"}, nil)) != nil {
 		return
 	}
-	prefill := time.Duration(g.req.PromptTokens) * s.cfg.PromptCost
+	prefill := s.prefill(g.req)
 	for prefill > 0 {
 		piece := prefill
 		if s.cfg.KeepAlive > 0 {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,8 +29,13 @@ const (
 // value of every field but URL means its default.
 type Config struct {
 	// URL is the API base, like http://127.0.0.1:8089/v1, or the full
-	// …/chat/completions URL.
+	// URL of one of Endpoints.
 	URL string
+	// Endpoint is which of Endpoints to load: EndpointChat (the default,
+	// or the one URL ends in), EndpointCompletions (the prompt as one
+	// text) or EndpointEmbeddings (the prompt as input; no stream, no
+	// output tokens, so TTFT is the whole call).
+	Endpoint string
 	// Model is the model id; empty leaves "model" out of the request,
 	// which single-model servers accept.
 	Model string
@@ -55,6 +61,9 @@ type Config struct {
 	// output budget (a prompt dataset), in place of Prompt and MaxTokens
 	// (a budget of 0 keeps MaxTokens).
 	Prompts tare.Prompts
+	// Class, when not nil, names each arrival's class (tare.Result.Class),
+	// like a shared prefix group's "group first".
+	Class func(seq uint64) string
 	// Header holds extra request headers. Credential headers
 	// (Authorization, Api-Key, X-Api-Key) are kept as secret as APIKey.
 	Header http.Header
@@ -75,6 +84,7 @@ type Config struct {
 // use and implements tare.Target.
 type Client struct {
 	endpoint  *url.URL
+	kind      string // one of Endpoints
 	model     string
 	prompt    string
 	maxTokens int
@@ -84,6 +94,7 @@ type Client struct {
 	header    http.Header // non-secret headers only
 	body      []byte      // the request body for the default Request
 	prompts   tare.Prompts
+	class     func(seq uint64) string
 
 	// secret holds the credentials behind a pointer: fmt prints a pointer
 	// nested in a struct as its address, so no verb applied to a Client
@@ -91,6 +102,9 @@ type Client struct {
 	secret *secret
 	http   *http.Client
 	conns  *tare.ConnCounter
+	// pinned makes an HTTP client of one connection, counted in conns,
+	// for Pinned.
+	pinned func() *http.Client
 }
 
 var (
@@ -110,7 +124,7 @@ var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "Proxy
 // New checks cfg and returns a client for it. A bad URL or a negative
 // figure is a *tare.Error with code EINVALID.
 func New(cfg Config) (*Client, error) {
-	endpoint, err := parseEndpoint(cfg.URL)
+	endpoint, kind, err := parseEndpoint(cfg.URL, cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -125,17 +139,24 @@ func New(cfg Config) (*Client, error) {
 	conns := new(tare.ConnCounter)
 	c := &Client{
 		endpoint:  endpoint,
+		kind:      kind,
 		model:     cfg.Model,
 		prompt:    cmp.Or(cfg.Prompt, DefaultPrompt),
 		maxTokens: cfg.MaxTokens,
 		timeout:   cfg.Timeout,
-		stream:    !cfg.NoStream,
-		usage:     !cfg.NoStream && !cfg.NoUsage,
+		stream:    !cfg.NoStream && kind != EndpointEmbeddings,
+		usage:     !cfg.NoStream && !cfg.NoUsage && kind != EndpointEmbeddings,
 		header:    cfg.Header.Clone(),
 		prompts:   cfg.Prompts,
+		class:     cfg.Class,
 		secret:    &secret{header: http.Header{}},
 		http:      &http.Client{Transport: newTransport(cfg, conns), CheckRedirect: noRedirects},
 		conns:     conns,
+	}
+	one := cfg
+	one.MaxConns = 1
+	c.pinned = func() *http.Client {
+		return &http.Client{Transport: newTransport(one, conns), CheckRedirect: noRedirects}
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -158,11 +179,26 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// parseEndpoint turns a base URL into the chat completions URL.
-func parseEndpoint(raw string) (*url.URL, error) {
-	const want = "want http(s)://host[:port]/v1 or the full …/chat/completions URL"
+// The endpoints a Client can load, for Config.Endpoint: each is the path
+// after the API base.
+const (
+	EndpointChat        = "chat/completions"
+	EndpointCompletions = "completions"
+	EndpointEmbeddings  = "embeddings"
+)
+
+// Endpoints are the endpoints, the most specific path first.
+var Endpoints = []string{EndpointChat, EndpointCompletions, EndpointEmbeddings}
+
+// parseEndpoint turns a base URL into the URL of the endpoint kind ("":
+// the one the URL ends in, else chat), and says which it is.
+func parseEndpoint(raw, kind string) (*url.URL, string, error) {
+	const want = "want http(s)://host[:port]/v1 or the full …/chat/completions, …/completions or …/embeddings URL"
 	if raw == "" {
-		return nil, tare.Errorf(tare.EINVALID, "model URL is empty: %s", want)
+		return nil, "", tare.Errorf(tare.EINVALID, "model URL is empty: %s", want)
+	}
+	if kind != "" && !slices.Contains(Endpoints, kind) {
+		return nil, "", tare.Errorf(tare.EINVALID, "model endpoint %q: want one of %s", kind, strings.Join(Endpoints, ", "))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -170,13 +206,20 @@ func parseEndpoint(raw string) (*url.URL, error) {
 		if err == nil {
 			shown = u.Redacted()
 		}
-		return nil, tare.Errorf(tare.EINVALID, "model URL %q: %s", shown, want)
+		return nil, "", tare.Errorf(tare.EINVALID, "model URL %q: %s", shown, want)
 	}
 	u.Fragment = ""
-	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions") {
-		u = u.JoinPath("chat", "completions")
+	path := strings.TrimRight(u.Path, "/")
+	for _, e := range Endpoints {
+		if strings.HasSuffix(path, "/"+e) {
+			if kind != "" && kind != e {
+				return nil, "", tare.Errorf(tare.EINVALID, "model URL %q ends in /%s, but the endpoint asked is %s: give the API base, like …/v1", u.Redacted(), e, kind)
+			}
+			return u, e, nil
+		}
 	}
-	return u, nil
+	kind = cmp.Or(kind, EndpointChat)
+	return u.JoinPath(strings.Split(kind, "/")...), kind, nil
 }
 
 // newTransport is tuned for a load generator: many idle connections per
@@ -229,6 +272,14 @@ func (c *Client) Addr() (scheme, addr string) {
 	return c.endpoint.Scheme, net.JoinHostPort(c.endpoint.Hostname(), port)
 }
 
+// Pinned is an HTTP client for Request.Via of one connection of its own,
+// opened at its first call and kept between calls, counted in Conns:
+// close its idle connections when done with it.
+func (c *Client) Pinned() *http.Client { return c.pinned() }
+
+// Endpoint is which of Endpoints the client loads.
+func (c *Client) Endpoint() string { return c.kind }
+
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
@@ -242,14 +293,31 @@ type Request struct {
 	// Messages, when not empty, are the chat messages sent instead of
 	// one user message.
 	Messages []tare.Message
+	// Header holds headers added to the client's for this call alone.
+	Header http.Header
+	// Via, when not nil, is the HTTP client the call goes through instead
+	// of the Client's pool (a conversation's own connection: Pinned).
+	Via *http.Client
+	// KeepContent asks for the answer's text in Response.Content.
+	KeepContent bool
 }
 
-// chatRequest is the body sent.
+// chatRequest is the body sent to chat/completions; textRequest to
+// completions (Prompt) and embeddings (Input).
 type chatRequest struct {
 	Model         string         `json:"model,omitempty"`
 	Messages      []chatMessage  `json:"messages"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
 	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type textRequest struct {
+	Model         string         `json:"model,omitempty"`
+	Prompt        string         `json:"prompt,omitempty"`
+	Input         string         `json:"input,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
@@ -275,7 +343,14 @@ func (c *Client) requestBody(req Request) []byte {
 	if c.usage {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	b, err := json.Marshal(body)
+	var v any = body
+	switch text := (tare.Prompt{Messages: body.Messages}).Text(); c.kind {
+	case EndpointCompletions:
+		v = textRequest{Model: body.Model, Prompt: text, MaxTokens: body.MaxTokens, Stream: body.Stream, StreamOptions: body.StreamOptions}
+	case EndpointEmbeddings:
+		v = textRequest{Model: body.Model, Input: text}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		// Strings and ints always marshal.
 		panic(fmt.Sprintf("openai: marshal request: %v", err))
@@ -292,10 +367,18 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 		p := c.prompts(res.Seq)
 		req = Request{Messages: p.Messages, MaxTokens: p.MaxTokens}
 	}
+	if c.class != nil {
+		res.Class = c.class(res.Seq)
+	}
 	r := c.Call(ctx, req)
 	if res.Sent.IsZero() {
 		res.Sent = r.Sent
 	}
+	fill(res, &r)
+}
+
+// fill records r in res, all but Sent.
+func fill(res *tare.Result, r *Response) {
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
 	res.Status = r.Status
@@ -322,13 +405,16 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret}
+	m := measure{ctx: ctx, callCtx: callCtx, secret: c.secret, keep: req.KeepContent}
 	var onConn netconn.Request
 	hreq, err := http.NewRequestWithContext(onConn.Trace(callCtx, c.conns), http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return m.fail(tare.KindOther, "build request: "+err.Error())
 	}
 	for k, v := range c.header {
+		hreq.Header[k] = v
+	}
+	for k, v := range req.Header {
 		hreq.Header[k] = v
 	}
 	for k, v := range c.secret.header {
@@ -346,7 +432,11 @@ func (c *Client) Call(ctx context.Context, req Request) Response {
 
 	m.r.Sent = time.Now()
 	m.r.BytesOut = int64(len(body))
-	resp, err := c.http.Do(hreq)
+	via := c.http
+	if req.Via != nil {
+		via = req.Via
+	}
+	resp, err := via.Do(hreq)
 	m.r.Conn = onConn.ID
 	if err != nil {
 		return m.transportFail("send", err)

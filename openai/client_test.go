@@ -66,6 +66,21 @@ func TestAgainstModelsim(t *testing.T) {
 			cfg:        Config{URL: ts.URL + "/v1", NoStream: true},
 			wantTokens: 8, wantSource: "usage", wantChunks: 1, wantFinish: "stop",
 		},
+		{
+			name:       "text completions streamed",
+			cfg:        Config{URL: ts.URL + "/v1", Endpoint: EndpointCompletions, MaxTokens: 5},
+			wantTokens: 5, wantSource: "usage", wantChunks: 5, wantFinish: "length", streamed: true,
+		},
+		{
+			name:       "text completions from the URL, not streamed",
+			cfg:        Config{URL: ts.URL + "/v1/completions", NoStream: true},
+			wantTokens: 8, wantSource: "usage", wantChunks: 1, wantFinish: "stop",
+		},
+		{
+			name:       "embeddings",
+			cfg:        Config{URL: ts.URL + "/v1", Endpoint: EndpointEmbeddings},
+			wantSource: "usage", wantChunks: 0, // the simulator's usage says 0 completion tokens
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +88,9 @@ func TestAgainstModelsim(t *testing.T) {
 			r := c.Call(context.Background(), tt.req)
 			if !r.OK() || r.Status != 200 {
 				t.Fatalf("call failed: status %d, %s: %s", r.Status, r.Err, r.Detail)
+			}
+			if r.PromptTokens < 1 && !tt.cfg.NoUsage {
+				t.Errorf("prompt tokens %d from %q, want the server's count", r.PromptTokens, r.PromptSource)
 			}
 			if r.OutputTokens != tt.wantTokens || r.TokenSource != tt.wantSource {
 				t.Errorf("output tokens %d from %q, want %d from %q", r.OutputTokens, r.TokenSource, tt.wantTokens, tt.wantSource)
@@ -442,6 +460,11 @@ func TestNew(t *testing.T) {
 		{name: "base with slash", cfg: Config{URL: "https://api.example.com/v1/"}, endpoint: "https://api.example.com/v1/chat/completions"},
 		{name: "full", cfg: Config{URL: "http://[::1]:9/openai/v1/chat/completions"}, endpoint: "http://[::1]:9/openai/v1/chat/completions"},
 		{name: "query kept", cfg: Config{URL: "http://h/v1?api-version=2024"}, endpoint: "http://h/v1/chat/completions?api-version=2024"},
+		{name: "completions", cfg: Config{URL: "http://h/v1", Endpoint: EndpointCompletions}, endpoint: "http://h/v1/completions"},
+		{name: "embeddings", cfg: Config{URL: "http://h/v1/", Endpoint: EndpointEmbeddings}, endpoint: "http://h/v1/embeddings"},
+		{name: "embeddings URL", cfg: Config{URL: "http://h/v1/embeddings"}, endpoint: "http://h/v1/embeddings"},
+		{name: "endpoint against URL", cfg: Config{URL: "http://h/v1/embeddings", Endpoint: EndpointChat}, wantErr: "ends in /embeddings, but the endpoint asked is chat/completions"},
+		{name: "unknown endpoint", cfg: Config{URL: "http://h/v1", Endpoint: "rerank"}, wantErr: `model endpoint "rerank": want one of chat/completions, completions, embeddings`},
 		{name: "empty", cfg: Config{}, wantErr: "model URL is empty"},
 		{name: "no scheme", cfg: Config{URL: "127.0.0.1:8089/v1"}, wantErr: `model URL "127.0.0.1:8089/v1"`},
 		{name: "ftp", cfg: Config{URL: "ftp://h/v1"}, wantErr: "want http(s)://"},

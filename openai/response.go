@@ -35,6 +35,7 @@ type Response struct {
 	PromptSource string          // "usage", or "" when unknown
 	ITL          []time.Duration // gaps between successive content chunks
 	FinishReason string          // the last finish_reason the server gave
+	Content      string          // the answer's text, when Request.KeepContent asked for it
 
 	Status   int    // HTTP status, 0 when none came
 	Err      string // failure kind (see the Kind constants); "" when ok
@@ -70,8 +71,17 @@ type measure struct {
 	callCtx context.Context // ctx with the client's timeout
 	secret  *secret
 	r       Response
+	keep    bool            // keep the answer's text
+	content strings.Builder // the answer's text so far, when keep
 
 	last time.Time // the previous content chunk
+}
+
+// keepText adds an answer's piece of text when asked to keep it.
+func (m *measure) keepText(p *string) {
+	if m.keep && p != nil {
+		m.content.WriteString(*p)
+	}
 }
 
 // fail records a failure of the given kind, now.
@@ -170,8 +180,10 @@ type chunkJSON struct {
 	Choices []struct {
 		Delta        contentJSON  `json:"delta"`
 		Message      *contentJSON `json:"message"`
+		Text         *string      `json:"text"` // a text completion's
 		FinishReason *string      `json:"finish_reason"`
 	} `json:"choices"`
+	Data  []json.RawMessage `json:"data"` // embeddings
 	Usage *struct {
 		CompletionTokens *int `json:"completion_tokens"`
 		PromptTokens     *int `json:"prompt_tokens"`
@@ -187,9 +199,10 @@ type contentJSON struct {
 	Reasoning        *string `json:"reasoning"`
 }
 
+func nonEmpty(p *string) bool { return p != nil && *p != "" }
+
 // hasContent reports whether the delta carries generated text.
 func (c *contentJSON) hasContent() bool {
-	nonEmpty := func(p *string) bool { return p != nil && *p != "" }
 	return nonEmpty(c.Content) || nonEmpty(c.ReasoningContent) || nonEmpty(c.Reasoning)
 }
 
@@ -204,6 +217,7 @@ func (m *measure) readStream(body io.Reader) {
 		if data == "[DONE]" {
 			m.r.Done = now
 			m.setTokens(usage)
+			m.r.Content = m.content.String()
 			return
 		}
 		var c chunkJSON
@@ -231,7 +245,9 @@ func (m *measure) readStream(body io.Reader) {
 		m.setPromptTokens(&c)
 		content := false
 		for _, ch := range c.Choices {
-			content = content || ch.Delta.hasContent()
+			content = content || ch.Delta.hasContent() || nonEmpty(ch.Text)
+			m.keepText(ch.Delta.Content)
+			m.keepText(ch.Text)
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				m.r.FinishReason = *ch.FinishReason
 			}
@@ -296,13 +312,22 @@ func (m *measure) readBody(body io.Reader) {
 	}
 	m.r.Done = now
 	for _, ch := range c.Choices {
-		if ch.Message != nil && ch.Message.hasContent() {
+		if ch.Message != nil {
+			m.keepText(ch.Message.Content)
+		}
+		m.keepText(ch.Text)
+		if (ch.Message != nil && ch.Message.hasContent()) || nonEmpty(ch.Text) {
 			m.r.Chunks = 1
 			m.r.FirstToken = now
 		}
 		if ch.FinishReason != nil {
 			m.r.FinishReason = *ch.FinishReason
 		}
+	}
+	m.r.Content = m.content.String()
+	if len(c.Data) > 0 {
+		// Embeddings: the vectors are the answer, all at once.
+		m.r.FirstToken = now
 	}
 	if c.Usage != nil && c.Usage.CompletionTokens != nil {
 		m.r.OutputTokens, m.r.TokenSource = *c.Usage.CompletionTokens, "usage"

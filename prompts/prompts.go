@@ -61,45 +61,59 @@ func Read(path string, replyBudget bool) ([]tare.Prompt, error) {
 
 // Parse reads a dataset from r; file names it in messages.
 func Parse(r io.Reader, file string, replyBudget bool) ([]tare.Prompt, error) {
+	var out []tare.Prompt
+	err := eachItem(r, file, func(raw []byte) error {
+		p, err := parseItem(raw, replyBudget)
+		out = append(out, p)
+		return err
+	})
+	return out, err
+}
+
+// eachItem calls parse on every item of a dataset, a JSON array or JSON
+// lines, and wraps its error with the item's place; a file with no item is
+// an error.
+func eachItem(r io.Reader, file string, parse func(raw []byte) error) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
 	if err != nil {
-		return nil, tare.Errorf(tare.EINVALID, "cannot read prompts file %q: %w", file, err)
+		return tare.Errorf(tare.EINVALID, "cannot read prompts file %q: %w", file, err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, tare.Errorf(tare.EINVALID, "prompts file %q is larger than %d MiB", file, MaxFileSize>>20)
+		return tare.Errorf(tare.EINVALID, "prompts file %q is larger than %d MiB", file, MaxFileSize>>20)
 	}
-	var out []tare.Prompt
+	n := 0
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
 		var items []json.RawMessage
 		if err := json.Unmarshal(t, &items); err != nil {
-			return nil, bad(file, "", "not a JSON array of conversations (%s)", jsonMessage(err))
+			return bad(file, "", "not a JSON array of conversations (%s)", jsonMessage(err))
 		}
 		for i, raw := range items {
-			p, err := parseItem(raw, replyBudget)
-			if err != nil {
-				return nil, bad(file, fmt.Sprintf("item %d", i+1), "%s", err)
+			if err := parse(raw); err != nil {
+				return bad(file, fmt.Sprintf("item %d", i+1), "%s", err)
 			}
-			out = append(out, p)
+			n++
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 64<<10), MaxFileSize)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
+		for line := 1; sc.Scan(); line++ {
+			raw := bytes.TrimSpace(sc.Bytes())
+			if len(raw) == 0 {
 				continue
 			}
-			p, err := parseItem(line, replyBudget)
-			if err != nil {
-				return nil, bad(file, "line "+strconv.Itoa(n), "%s", err)
+			if err := parse(raw); err != nil {
+				return bad(file, "line "+strconv.Itoa(line), "%s", err)
 			}
-			out = append(out, p)
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			return bad(file, "", "%s", err)
 		}
 	}
-	if len(out) == 0 {
-		return nil, bad(file, "", "no prompt in it")
+	if n == 0 {
+		return bad(file, "", "no prompt in it")
 	}
-	return out, nil
+	return nil
 }
 
 func bad(file, where, format string, args ...any) error {
@@ -226,6 +240,9 @@ const (
 	streamInput  = 1
 	streamOutput = 3
 	streamWords  = 5
+	streamBlocks = 7  // a trace's prefix blocks
+	streamGroups = 9  // the prefix group of a synthetic prompt
+	streamThink  = 11 // think times, one stream per turn above it
 )
 
 // Dataset gives arrival seq prompt seq mod len(ps); output, when its Mean

@@ -96,6 +96,7 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			if m.InputTokens != nil {
 				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
 			}
+			classRows(p, m)
 		}
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))

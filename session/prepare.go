@@ -118,6 +118,9 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 	if t.TargetsOrder {
 		return nil, settings.Errorf("targets-order", "needs %s FILE", settings.Name("targets"))
 	}
+	if err := t.checkModelLoad(l); err != nil {
+		return nil, err
+	}
 	ps, err := t.PromptSource(t.Model != "" || t.Queue != "", l.Seed)
 	if err != nil {
 		return nil, err
@@ -152,11 +155,23 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		}
 		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout, Prompts: ps})
 	case t.Model != "":
-		c, err := openai.New(openai.Config{URL: t.Model, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
-			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: ps,
+		mp, err := t.modelLoad(l, ps)
+		if err != nil {
+			return nil, err
+		}
+		c, err := openai.New(openai.Config{URL: t.Model, Endpoint: t.ModelLoad.Endpoint, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
+			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: mp.prompts, Class: mp.class,
 			UnixSocket: t.UnixSocket, MaxConns: int(t.Connections), TLS: tlsConfig})
 		if err != nil {
 			return nil, Flagged(err, "model")
+		}
+		if mp.conv != nil {
+			if c.Endpoint() != openai.EndpointChat {
+				c.Close()
+				return nil, settings.Errorf("", "conversations (a %s file of them) go to chat/completions, which takes the answers as messages: drop %s %s, or give %s", settings.Name("prompts"), settings.Name("endpoint"), c.Endpoint(), settings.Name("first-turn-only"))
+			}
+			cv := openai.NewConversation(c, *mp.conv)
+			return &Prepared{Target: cv, Name: cv.String(), close: cv.Close}, nil
 		}
 		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
 	case t.URL != "":

@@ -43,7 +43,7 @@ func NewSpec(rate arrival.Rate, jobs int, duration time.Duration) *Spec {
 
 // Fields are every field of the spec.
 func (s *Spec) Fields() []settings.Field {
-	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
+	return slices.Concat(s.Target.Fields(), s.Target.PromptFields(), s.Target.ModelLoadFields(), s.Load.Fields(), s.Host.Fields(), s.Judge.Fields())
 }
 
 // TargetSpec says what the load goes to: a plain HTTP endpoint (URL), an
@@ -92,6 +92,9 @@ type TargetSpec struct {
 	Prompts      string
 	InputTokens  string
 	OutputTokens string
+	// ModelLoad shapes a model load further: conversations, shared
+	// prefixes, a trace, the endpoint.
+	ModelLoad ModelLoad
 
 	Queue       string
 	QueueName   string
@@ -154,7 +157,7 @@ func (t *TargetSpec) Fields() []settings.Field {
 // demo takes of the target.
 func (t *TargetSpec) PromptFields() []settings.Field {
 	return []settings.Field{
-		{Flag: "prompts", Key: "prompts", Value: settings.String(&t.Prompts), Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations (the first human turn is the prompt); arrival i takes prompt i, round and round`},
+		{Flag: "prompts", Key: "prompts", Value: settings.String(&t.Prompts), Usage: `with --model or --queue, a prompt dataset: JSON lines of {"prompt"} or {"messages"} with an optional "max_tokens", or ShareGPT conversations; to --model every user turn of a conversation runs, after the answer before, with the server's answers as history (docs/model.md), unless --first-turn-only; to --queue the first human turn is the prompt; arrival i takes prompt (or turn) i, round and round`},
 		{Flag: "input-tokens", Key: "input-tokens", Value: settings.String(&t.InputTokens), Usage: "with --model or --queue and no --prompts, synthetic prompts of this many tokens, MEAN,SPREAD like 512,128 (words one token each; the server's usage says what it counted)"},
 		{Flag: "output-tokens", Key: "output-tokens", Value: settings.String(&t.OutputTokens), Usage: "with --model or --queue, each request's max_tokens, MEAN,SPREAD like 128,32 (for prompts without their own); with a ShareGPT --prompts, reply takes the length of the recorded reply"},
 	}
@@ -237,6 +240,13 @@ type LoadSpec struct {
 	// Warmup is the start whose arrivals are sent but left out of every
 	// figure and of the verdict.
 	Warmup time.Duration
+	// Trace, when not nil, replaces the arrival process: a replayed
+	// trace's times, TraceSpeed times as fast. Turns, when not nil, makes
+	// the i-th arrival bring Turns(i) at once: a conversation's turns.
+	// The model load's settings set them (modelLoad).
+	Trace      []time.Duration
+	TraceSpeed float64
+	Turns      func(i uint64) int
 	// DurationDefault says Duration is the command's default, not given:
 	// with Jobs, or Stages, it does not bound the run. RateDefault says
 	// the same of Rate.
@@ -275,13 +285,19 @@ func (l *LoadSpec) Schedule() (arrival.Process, error) {
 	}
 	var p arrival.Process
 	var err error
-	if len(l.Stages) > 0 {
+	switch {
+	case l.Trace != nil:
+		p, err = arrival.NewTrace(l.Trace, l.TraceSpeed)
+	case len(l.Stages) > 0:
 		p, err = arrival.NewStaged(l.Arrival, l.Stages, l.Burstiness, l.Seed)
-	} else {
+	default:
 		p, err = arrival.New(l.Arrival, float64(l.Rate), l.Burstiness, l.Seed)
 	}
 	if err != nil {
 		return nil, Flagged(err, "")
+	}
+	if l.Turns != nil {
+		p = arrival.Repeat(p, l.Turns)
 	}
 	return arrival.Bound(p, l.Jobs, l.Span()), nil
 }

@@ -44,6 +44,8 @@ func endpoints(target tare.Target) []addresser {
 		return []addresser{x}
 	case *openai.Client:
 		return []addresser{x}
+	case *openai.Conversation:
+		return []addresser{x}
 	}
 	return nil
 }
@@ -57,6 +59,9 @@ func endpoints(target tare.Target) []addresser {
 func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *tls.Config) error {
 	eps := endpoints(target)
 	_, isModel := target.(*openai.Client)
+	if _, ok := target.(*openai.Conversation); ok {
+		isModel = true
+	}
 	switch {
 	case (t.HTTP2 || t.H2C || t.MaxStreams != 0) && (len(eps) == 0 || isModel):
 		return settings.Errorf("", "%s, %s and %s apply to %s and %s", settings.Name("http2"), settings.Name("h2c"), settings.Name("max-streams"), settings.Name("url"), settings.Name("targets"))

@@ -100,7 +100,9 @@ type Recorder struct {
 
 	host hostTotals
 
-	targets []targetTotals // per request of a targets file, by Result.TargetIndex
+	targets []targetTotals          // per request of a targets file, by Result.TargetIndex
+	classes map[string]*classTotals // per Result.Class; nil until one is seen
+	convs   map[uint64]*convTotals  // per Result.Conversation; nil until one is seen
 
 	// connTick is, for each connection that carried a request lately
 	// (Result.Conn), the last tick it was counted in use: a connection
@@ -164,6 +166,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	}
 	r.total++
 	r.addTarget(res)
+	r.addClass(res)
 	si := r.resultIndex(res.Scheduled)
 	r.at(si).arrivals++
 	if res.Dropped {

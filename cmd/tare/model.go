@@ -20,7 +20,7 @@ func newModelCmd() *cobra.Command {
 		Use:   "model [--listen 127.0.0.1:8089]",
 		Short: "Serve a simulated OpenAI-compatible model whose tokens cost real CPU",
 		Long: `Serve a simulated OpenAI-compatible endpoint (/v1/chat/completions, streaming
-or not, and /v1/models) whose prompt processing and every generated token
+or not, /v1/completions, /v1/embeddings and /v1/models) whose prompt processing and every generated token
 burn real CPU, calibrated on an idle core at start. Steal, throttling and
 contention raise its latency the way they raise a small CPU-bound inference
 server's, which makes it the model box of the reference topology.
@@ -62,6 +62,7 @@ Ctrl-C stops it.`,
 	fs.StringVar(&cfg.Model, "name", modelsim.DefaultModel, "the model id served")
 	deprecate(cmd, "name", "use --model-name, as tare run and tare worker do")
 	fs.IntVar(&cfg.ContextLength, "context-length", modelsim.DefaultContextLength, "context window in tokens, messages and completion together: a larger max_tokens is refused with a 400, as OpenAI refuses one")
+	fs.IntVar(&cfg.PrefixCache, "prefix-cache", 0, "blocks of 16 prompt tokens a prefix cache holds, as vLLM's: a prompt's leading blocks found there cost no prefill (0: no cache)")
 	fs.IntVar(&cfg.Parallel, "parallel", 0, "requests generating at once at most (0: no cap); the others queue")
 	fs.Float64Var(&cfg.ErrorRate, "error-rate", 0, "share (0–1) of requests answered 503, for fault tests")
 	fs.Float64Var(&cfg.CutRate, "cut-rate", 0, "share (0–1) of streams cut half-way, for fault tests")
