@@ -8,33 +8,40 @@ const SummarySchema = "tare.summary/v1"
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
-	Schema       string             `json:"schema"`
-	Run          Run                `json:"run"`
-	Env          Env                `json:"env"`
-	Requests     Requests           `json:"requests"`
-	Rate         Rate               `json:"rate"`
-	Latency      LatencyMS          `json:"latency_ms"`
-	Service      PercentilesMS      `json:"service_ms"`
-	SendLag      LagMS              `json:"send_lag_ms"`
-	Generator    Generator          `json:"generator"`
-	Queue        *QueueSummary      `json:"queue"`
-	Model        *ModelSummary      `json:"model"`
-	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
-	Host         HostSummary        `json:"host"`
-	SUT          *SUTSummary        `json:"system_under_test"`
-	Blame        *Blame             `json:"blame"`
-	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
-	Tail         *Tail              `json:"tail,omitempty"` // per-request blame, where the scheduler probe measured the waits
-	Goodput      *Goodput           `json:"goodput,omitempty"`
-	Verdict      Verdict            `json:"verdict"`
-	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
-	StatusCodes  map[string]int     `json:"status_codes,omitempty"` // HTTP status → count
-	Thresholds   map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
-	Shards       []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
-	WorkerHosts  []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
-	Targets      []TargetSummary    `json:"targets,omitempty"`      // per target, when a targets file mixed requests
-	Stages       []StageSummary     `json:"stages,omitempty"`       // per stage, when the rate ramped through stages
-	Warmup       *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
+	Schema       string         `json:"schema"`
+	Run          Run            `json:"run"`
+	Env          Env            `json:"env"`
+	Requests     Requests       `json:"requests"`
+	Rate         Rate           `json:"rate"`
+	Latency      LatencyMS      `json:"latency_ms"`
+	Service      PercentilesMS  `json:"service_ms"`
+	SendLag      LagMS          `json:"send_lag_ms"`
+	Generator    Generator      `json:"generator"`
+	Queue        *QueueSummary  `json:"queue"`
+	Model        *ModelSummary  `json:"model"`
+	TTFB         *PercentilesMS `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
+	Host         HostSummary    `json:"host"`
+	SUT          *SUTSummary    `json:"system_under_test"`
+	Blame        *Blame         `json:"blame"`
+	CleanLatency *CleanLatency  `json:"clean_latency_ms"`
+	Tail         *Tail          `json:"tail,omitempty"` // per-request blame, where the scheduler probe measured the waits
+	Goodput      *Goodput       `json:"goodput,omitempty"`
+	Verdict      Verdict        `json:"verdict"`
+	ErrorKinds   map[string]int `json:"error_kinds,omitempty"`  // error kind → count
+	StatusCodes  map[string]int `json:"status_codes,omitempty"` // HTTP status → count
+	// ErrorMessages holds, per error kind, the words of its first failure
+	// (the server's message where it gave one), so "http 400" says why.
+	ErrorMessages map[string]string `json:"error_messages,omitempty"`
+	// FailedAfterStatus counts the requests answered with a 2xx status
+	// that failed after it, by status and kind ("200 timeout": a stream
+	// that started, then timed out): StatusCodes counts them as that status.
+	FailedAfterStatus map[string]int     `json:"failed_after_status,omitempty"`
+	Thresholds        map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
+	Shards            []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
+	WorkerHosts       []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
+	Targets           []TargetSummary    `json:"targets,omitempty"`      // per target, when a targets file mixed requests
+	Stages            []StageSummary     `json:"stages,omitempty"`       // per stage, when the rate ramped through stages
+	Warmup            *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
 }
 
 // PollutedThreshold is the share (%) above which a tick of the run was

@@ -300,6 +300,7 @@ func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	res.Done = r.Done
 	res.Status = r.Status
 	res.Err = r.Err
+	res.Detail = r.Detail
 	res.BytesIn = r.BytesIn
 	res.BytesOut = r.BytesOut
 	res.OutputTokens = r.OutputTokens

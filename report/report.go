@@ -65,7 +65,12 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		q := s.Requests
 		p.row("requests", "%d total   %d ok   %d errors   %d dropped%s", q.Total, q.OK, q.Errors, q.Dropped, counts("errors: ", s.ErrorKinds))
 		if len(s.StatusCodes) > 0 {
-			p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
+			p.row("", "(status: %s%s)", tally(s.StatusCodes, ", "), failedAfterStatus(s, "; ", ", "))
+		}
+		for _, kind := range tare.ByCount(s.ErrorKinds) {
+			if msg := s.ErrorMessages[kind]; msg != "" {
+				p.row("", "%s: %s", kind, msg)
+			}
 		}
 		if q.Redirects > 0 {
 			p.row("redirects", "%s", redirectsFollowed(q))
@@ -391,6 +396,21 @@ func num(v *float64) string {
 }
 
 // counts formats a tally as "  (prefix a 3, b 1)", largest first.
+// failedAfterStatus says which of the requests the status codes count
+// as a success failed after that status (a stream that began, then timed
+// out or broke off): "failed after their status: 200 then timeout 5",
+// after lead; "" when none did.
+func failedAfterStatus(s *tare.Summary, lead, sep string) string {
+	if len(s.FailedAfterStatus) == 0 {
+		return ""
+	}
+	m := make(map[string]int, len(s.FailedAfterStatus))
+	for k, n := range s.FailedAfterStatus {
+		m[strings.Replace(k, " ", " then ", 1)] = n
+	}
+	return lead + "failed after their status: " + tally(m, sep)
+}
+
 func counts(prefix string, m map[string]int) string {
 	if len(m) == 0 {
 		return ""

@@ -83,6 +83,8 @@ type Recorder struct {
 	redirects                int // redirects followed, over all requests
 	errorKinds               map[string]int
 	statusCodes              map[int]int
+	errorMessages            map[string]string // error kind → the first failure's detail
+	failedAfterStatus        map[string]int    // "200 timeout" → requests answered 2xx that then failed
 
 	latency, service, sendLag dist
 	wait, ttft, tpot          dist
@@ -139,10 +141,12 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		return nil, err
 	}
 	return &Recorder{
-		cfg:         cfg,
-		errorKinds:  make(map[string]int),
-		statusCodes: make(map[int]int),
-		targets:     make([]targetTotals, len(cfg.Targets)),
+		cfg:               cfg,
+		errorKinds:        make(map[string]int),
+		statusCodes:       make(map[int]int),
+		errorMessages:     make(map[string]string),
+		failedAfterStatus: make(map[string]int),
+		targets:           make([]targetTotals, len(cfg.Targets)),
 	}, nil
 }
 
@@ -177,6 +181,12 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	if failed {
 		r.errs++
 		r.errorKinds[res.Err]++
+		if _, seen := r.errorMessages[res.Err]; !seen && res.Detail != "" {
+			r.errorMessages[res.Err] = res.Detail
+		}
+		if res.Status >= 200 && res.Status <= 299 {
+			r.failedAfterStatus[fmt.Sprintf("%d %s", res.Status, res.Err)]++
+		}
 	} else {
 		r.ok++
 	}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -123,6 +124,12 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		for code, n := range r.statusCodes {
 			s.StatusCodes[strconv.Itoa(code)] = n
 		}
+	}
+	if len(r.errorMessages) > 0 {
+		s.ErrorMessages = maps.Clone(r.errorMessages)
+	}
+	if len(r.failedAfterStatus) > 0 {
+		s.FailedAfterStatus = maps.Clone(r.failedAfterStatus)
 	}
 	return s
 }

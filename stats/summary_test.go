@@ -2,6 +2,7 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -432,5 +433,35 @@ func TestSummaryHostContainers(t *testing.T) {
 	}
 	if cc := by.TopOthers[1]; cc.Name != "cc1" || cc.Container != nil || cc.CPUPct != 23.33 {
 		t.Errorf("second top other %+v, want cc1 at 23.33 %% outside any container", cc)
+	}
+}
+
+// TestFailuresSaySo: a kind's first words are kept with the summary, and
+// the requests whose 2xx status the status codes count but that then failed
+// (a stream that began and timed out) are counted apart, by status and kind.
+func TestFailuresSaySo(t *testing.T) {
+	r := newRecorder(t, Config{})
+	for i := range 6 {
+		res := result(float64(i)/10, 1, 50)
+		switch i {
+		case 1, 2:
+			res.Err, res.Detail = tare.KindTimeout, fmt.Sprintf("read stream after %d chunks: context deadline exceeded", 10*i)
+		case 3:
+			res.Err, res.Status, res.Detail = "http 400", 400, "status 400: model is required"
+		case 4:
+			res.Err, res.Status = "http 400", 400 // no words: the first's stay
+		}
+		r.AddResult(res)
+	}
+	s := r.Summary(sec(1), time.Second)
+	if want := map[string]int{"200": 4, "400": 2}; !maps.Equal(s.StatusCodes, want) {
+		t.Errorf("StatusCodes = %v, want %v", s.StatusCodes, want)
+	}
+	if want := map[string]int{"200 timeout": 2}; !maps.Equal(s.FailedAfterStatus, want) {
+		t.Errorf("FailedAfterStatus = %v, want %v", s.FailedAfterStatus, want)
+	}
+	want := map[string]string{"timeout": "read stream after 10 chunks: context deadline exceeded", "http 400": "status 400: model is required"}
+	if !maps.Equal(s.ErrorMessages, want) {
+		t.Errorf("ErrorMessages = %v, want %v", s.ErrorMessages, want)
 	}
 }
