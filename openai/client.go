@@ -30,8 +30,8 @@ type Config struct {
 	// URL is the API base, like http://127.0.0.1:8089/v1, or the full
 	// …/chat/completions URL.
 	URL string
-	// Model is the model id; empty leaves "model" out of the request,
-	// which single-model servers accept.
+	// Model is the model id; empty leaves "model" out of the request
+	// (Client.ChooseModel asks the server for it instead).
 	Model string
 	// Prompt is the user message; empty means DefaultPrompt.
 	Prompt string
@@ -91,11 +91,13 @@ type Client struct {
 	secret *secret
 	http   *http.Client
 	conns  *tare.ConnCounter
+	notes  []string // said beside the verdict: how the model was chosen
 }
 
 var (
 	_ tare.Target      = (*Client)(nil)
 	_ tare.ConnCounted = (*Client)(nil)
+	_ tare.Noted       = (*Client)(nil)
 )
 
 // secret is what must never be printed.

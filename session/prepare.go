@@ -158,6 +158,10 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		if err != nil {
 			return nil, Flagged(err, "model")
 		}
+		if err := c.ChooseModel(ctx); err != nil {
+			c.Close()
+			return nil, Flagged(err, "model-name")
+		}
 		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
 	case t.URL != "":
 		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
