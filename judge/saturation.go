@@ -34,9 +34,10 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 	// 95 % of arrivals. A steady service holds rate × latency in flight
 	// however slow it is (Little's law); only one that falls behind grows.
 	// A drop at the in-flight cap is work that could not even be outstanding.
+	depth := outstanding(s)
 	third := len(window) / 3
-	first := median(depths(window[:third]))
-	last := median(depths(window[len(window)-third:]))
+	first := median(depths(window[:third], depth))
+	last := median(depths(window[len(window)-third:], depth))
 	bar := max(2*first, first+5)
 	grew := last > bar && float64(completions) <= 0.95*float64(arrivals)
 	sig.Value = tare.Float(last)
@@ -46,7 +47,7 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 		return sig
 	}
 	sig.Fired = true
-	served, offered := sustainedRate(window, first)
+	served, offered := sustainedRate(window, first, depth)
 	sig.Detail = fmt.Sprintf("the system under test fell behind, sustaining about %s/s against %s arrivals/s once work piled up: work outstanding grew from %.0f to %.0f during the arrivals", perS(served), perS(offered), first, depth(window[len(window)-1]))
 	if a := s.Rate.Achieved; a != nil && s.Rate.Offered != nil {
 		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered over the run", *a, *s.Rate.Offered)
@@ -80,7 +81,7 @@ func cpuOfService(s *tare.Summary) string {
 // twice its early level to the end of the arrivals: its capacity while it
 // was behind. The arrival rate alone would name a rate it never served (a
 // server that served 2.1/s "fell behind from about 4 arrivals/s").
-func sustainedRate(window []tare.Tick, first float64) (served, offered float64) {
+func sustainedRate(window []tare.Tick, first float64, depth func(tare.Tick) float64) (served, offered float64) {
 	from := 0
 	for i, t := range window {
 		if depth(t) > max(2*first, first+5) {
@@ -108,12 +109,25 @@ func perS(r float64) string {
 	return fmt.Sprintf("%.1f", r)
 }
 
-func depths(ticks []tare.Tick) []float64 {
+func depths(ticks []tare.Tick, depth func(tare.Tick) float64) []float64 {
 	out := make([]float64, len(ticks))
 	for i, t := range ticks {
 		out[i] = depth(t)
 	}
 	return out
+}
+
+// outstanding is how the run's ticks count work outstanding: a queue's
+// depth when it was sampled, requests in flight otherwise. A model
+// server's waiting requests (a model target's QueueDepth, from its
+// metrics) are only part of its work: a server without a cap on running
+// requests queues none and slows them all, so its work is the requests in
+// flight, which hold those it keeps waiting.
+func outstanding(s *tare.Summary) func(tare.Tick) float64 {
+	if s.Model != nil {
+		return inFlight
+	}
+	return depth
 }
 
 // depth is a tick's work outstanding: queue depth when the queue was
@@ -124,3 +138,5 @@ func depth(t tare.Tick) float64 {
 	}
 	return float64(t.InFlight)
 }
+
+func inFlight(t tare.Tick) float64 { return float64(t.InFlight) }
