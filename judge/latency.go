@@ -119,7 +119,7 @@ func p95(v []time.Duration) time.Duration {
 // For other targets the median is nil and every tick is flat.
 func serverQueue(s *tare.Summary, live []tare.Tick) (*float64, func(tare.Tick) bool) {
 	all := func(tare.Tick) bool { return true }
-	if s.Model == nil {
+	if !modelTarget(s) {
 		return nil, all
 	}
 	waits := make([]float64, 0, len(live))
@@ -136,7 +136,7 @@ func serverQueue(s *tare.Summary, live []tare.Tick) (*float64, func(tare.Tick) b
 
 // workName says what the work in the system is, for the detail.
 func workName(s *tare.Summary, ticks []tare.Tick) string {
-	if s.Model != nil {
+	if modelTarget(s) {
 		return "requests in flight"
 	}
 	for _, t := range ticks {

@@ -124,7 +124,7 @@ func depths(ticks []tare.Tick, depth func(tare.Tick) float64) []float64 {
 // requests queues none and slows them all, so its work is the requests in
 // flight, which hold those it keeps waiting.
 func outstanding(s *tare.Summary) func(tare.Tick) float64 {
-	if s.Model != nil {
+	if modelTarget(s) {
 		return inFlight
 	}
 	return depth
@@ -140,3 +140,7 @@ func depth(t tare.Tick) float64 {
 }
 
 func inFlight(t tare.Tick) float64 { return float64(t.InFlight) }
+
+// modelTarget reports whether the run loaded a model endpoint itself, not
+// a queue whose workers call one (the demo's topology).
+func modelTarget(s *tare.Summary) bool { return s.Model != nil && s.Queue == nil }

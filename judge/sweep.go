@@ -121,7 +121,7 @@ func arrivalWindow(ticks []tare.Tick) []tare.Tick {
 }
 
 func backlogName(s *tare.Summary, ticks []tare.Tick) string {
-	if s.Model != nil {
+	if modelTarget(s) {
 		return "in-flight"
 	}
 	for _, t := range ticks {
