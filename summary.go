@@ -256,6 +256,27 @@ type ModelSummary struct {
 	InputTokens      *int     `json:"input_tokens"`
 	InputTokensPerS  *float64 `json:"input_tokens_per_s"` // input tokens / wall seconds
 	InputTokenSource string   `json:"input_token_source,omitempty"`
+	// Server is the model server's own figures, read from its metrics
+	// during the run (--model-metrics); nil when none were read.
+	Server *ModelServer `json:"server,omitempty"`
+}
+
+// ModelServer is what a model server said of itself during a run, read
+// from its Prometheus metrics twice a tick. Its waiting requests are the
+// model endpoint's queue depth (each tick's QueueDepth). A figure the
+// server does not export is nil.
+type ModelServer struct {
+	MetricsURL string     `json:"metrics_url"`
+	Server     string     `json:"server"`   // whose metric names it exports: vllm, sglang, tgi, llama.cpp
+	Readings   int        `json:"readings"` // reads that answered
+	Failed     int        `json:"failed"`   // reads that did not
+	Waiting    DepthStats `json:"waiting"`  // requests waiting to be scheduled: the server's queue
+	Running    DepthStats `json:"running"`
+	// KVCachePct is the share of the KV cache in use, 0–100.
+	KVCachePct DepthStats `json:"kv_cache_pct"`
+	// Preemptions is how many requests the server preempted during the
+	// run (its counter's increase); nil when it does not count them.
+	Preemptions *int `json:"preemptions"`
 }
 
 // HostSummary is the host's interference over the run.

@@ -34,6 +34,7 @@ type Server struct {
 	seq uint64
 
 	active atomic.Int64 // requests holding a slot and burning CPU
+	q      queue        // waiting requests and KV cache held, for /metrics
 }
 
 // New returns a server for cfg, calibrating the work loop first unless
@@ -62,6 +63,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/v1/models", s.handleModels)
 	s.mux.HandleFunc("/v1/models/{id}", s.handleModel)
 	s.mux.HandleFunc("/health", s.handleHealth)
+	s.mux.HandleFunc("/metrics", s.handleMetrics)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found",
 			fmt.Sprintf("no route for %s %s: try POST /v1/chat/completions or GET /v1/models", r.Method, r.URL.Path))
@@ -248,6 +250,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release()
+	defer s.q.hold(req.PromptTokens + p.tokens)()
 	g := s.generation(req, p)
 	if req.Stream {
 		s.stream(ctx, w, g)
@@ -259,6 +262,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 // acquire takes a generation slot, or gives up when the client goes away.
 func (s *Server) acquire(ctx context.Context) bool {
 	if s.slots != nil {
+		defer s.q.wait()()
 		select {
 		case s.slots <- struct{}{}:
 		case <-ctx.Done():

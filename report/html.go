@@ -398,6 +398,9 @@ func figures(s *tare.Summary) []kv {
 			out = append(out, kv{kind, msg})
 		}
 	}
+	if s.Model != nil && s.Model.Server != nil {
+		out = append(out, kv{"model server", serverText(s.Model.Server, " · ")})
+	}
 	if q.Redirects > 0 {
 		out = append(out, kv{"redirects", redirectsFollowed(q)})
 	}

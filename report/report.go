@@ -101,6 +101,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			if m.InputTokens != nil {
 				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
 			}
+			if sv := m.Server; sv != nil {
+				p.row("server", "%s", serverText(sv, "   "))
+			}
 		}
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
@@ -137,6 +140,11 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		}
 		if steal != "" {
 			p.row("steal/tick", "%s", steal)
+		}
+	}
+	if m := s.Model; m != nil && m.Server != nil && s.Queue == nil {
+		if w := waitingSpark(ticks); w != "" {
+			p.row("waiting/tick", "%s   (the server's queue)", w)
 		}
 	}
 	p.line("")
@@ -396,6 +404,28 @@ func num(v *float64) string {
 }
 
 // counts formats a tally as "  (prefix a 3, b 1)", largest first.
+// serverText is what a model server said of itself during the run, the
+// parts joined by sep: "waiting mean 2.4 max 6   running mean 4 max 4
+// kv cache mean 31% max 50%   preemptions 0   (vllm metrics, 40 reads of
+// http://127.0.0.1:8000/metrics)".
+func serverText(sv *tare.ModelServer, sep string) string {
+	parts := []string{
+		fmt.Sprintf("waiting mean %s max %s", num(sv.Waiting.Mean), num(sv.Waiting.Max)),
+		fmt.Sprintf("running mean %s max %s", num(sv.Running.Mean), num(sv.Running.Max)),
+		fmt.Sprintf("kv cache mean %s max %s", pct(sv.KVCachePct.Mean), pct(sv.KVCachePct.Max)),
+	}
+	pre := "n/a"
+	if sv.Preemptions != nil {
+		pre = fmt.Sprint(*sv.Preemptions)
+	}
+	parts = append(parts, "preemptions "+pre)
+	reads := fmt.Sprintf("(%s metrics, %d reads of %s", orQuestion(sv.Server), sv.Readings, sv.MetricsURL)
+	if sv.Failed > 0 {
+		reads += fmt.Sprintf(", %d failed", sv.Failed)
+	}
+	return strings.Join(parts, sep) + sep + reads + ")"
+}
+
 // failedAfterStatus says which of the requests the status codes count
 // as a success failed after that status (a stream that began, then timed
 // out or broke off): "failed after their status: 200 then timeout 5",
