@@ -12,9 +12,12 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// ErrUnknown is returned by Parse for metrics that hold none of the
-// series of a server it knows.
-var ErrUnknown = errors.New("no series of a known model server")
+// Parse's errors: text that is not the Prometheus text format, and
+// metrics that hold none of the series of a server it knows.
+var (
+	ErrFormat  = errors.New("not the Prometheus text format")
+	ErrUnknown = errors.New("no series of a known model server")
+)
 
 // Reading is one read of a server's metrics. A figure the server does
 // not export is nil, never 0.
@@ -70,7 +73,7 @@ func Parse(r io.Reader) (Reading, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return Reading{}, fmt.Errorf("parse metrics: %w", err)
+		return Reading{}, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	for _, n := range Servers {
 		waiting := read(families, n.Waiting, sum)

@@ -43,7 +43,7 @@ func TestParseUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "vllm:num_requests_waiting") {
 		t.Errorf("Parse of a Go process's metrics = %v, want ErrUnknown naming what was looked for", err)
 	}
-	if _, err := Parse(strings.NewReader("vllm:num_requests_waiting{ 3\n")); err == nil || errors.Is(err, ErrUnknown) {
+	if _, err := Parse(strings.NewReader("vllm:num_requests_waiting{ 3\n")); !errors.Is(err, ErrFormat) {
 		t.Errorf("Parse of a broken line = %v, want a parse error", err)
 	}
 }

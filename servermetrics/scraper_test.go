@@ -18,7 +18,9 @@ import (
 // at once, one runs holding KV cache and two wait; once they are done,
 // none. A window of readings sums them up.
 func TestModelsimQueue(t *testing.T) {
-	sim := testservice.Model(t, modelsim.Config{Parallel: 1, TokenCost: 5 * time.Millisecond, MeanTokens: 60, Seed: 1})
+	// Each request takes about 0.6 s of a core: reads 10 ms apart see
+	// each state many times.
+	sim := testservice.Model(t, modelsim.Config{Parallel: 1, TokenCost: 10 * time.Millisecond, MeanTokens: 60, Seed: 1})
 	url, err := Beside(sim.URL + "/v1")
 	if err != nil {
 		t.Fatal(err)
@@ -48,18 +50,19 @@ func TestModelsimQueue(t *testing.T) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 		})
 	}
-	var got Reading
 	for ctx.Err() == nil {
-		if _, err := w.Depth(ctx); err != nil {
+		d, err := w.Depth(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err = s.Read(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got.Waiting == 2 {
+		if d == 2 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	got, err := s.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got.Server != "vllm" || got.Waiting != 2 || got.Running == nil || *got.Running != 1 ||
 		got.KVCachePct == nil || *got.KVCachePct <= 0 || got.Preemptions == nil {

@@ -41,7 +41,7 @@ func modelMetrics(ctx context.Context, t *TargetSpec, tlsConfig *tls.Config) (*s
 			return nil, nil // a server without metrics, or in an unknown format
 		}
 		what := "did not answer"
-		if errors.Is(err, servermetrics.ErrUnknown) {
+		if errors.Is(err, servermetrics.ErrUnknown) || errors.Is(err, servermetrics.ErrFormat) {
 			what = "answered in no format tare knows"
 		}
 		return nil, settings.Errorf("model-metrics", "%s %s (%v); give the server's Prometheus metrics URL, or %s %s", s.URL(), what, err, settings.Name("model-metrics"), NoModelMetrics)
