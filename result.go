@@ -63,6 +63,11 @@ type Result struct {
 	// server did not say.
 	PromptTokens      int
 	PromptTokenSource string
+	// PromptWords is tare's own count of the prompt it sent: the words of
+	// its messages, which is how tare's prompt lengths are counted (a
+	// synthetic prompt of 512 tokens is 512 words); 0 when not counted.
+	// Not stored: the summary compares it with PromptTokens.
+	PromptWords int
 }
 
 // OK reports whether the request was sent and succeeded.

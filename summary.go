@@ -256,10 +256,36 @@ type ModelSummary struct {
 	InputTokens      *int     `json:"input_tokens"`
 	InputTokensPerS  *float64 `json:"input_tokens_per_s"` // input tokens / wall seconds
 	InputTokenSource string   `json:"input_token_source,omitempty"`
+	// PromptCount compares the server's count of each prompt (its usage)
+	// with tare's own; nil when no request had both.
+	PromptCount *TokenCount `json:"prompt_count,omitempty"`
 	// Server is the model server's own figures, read from its metrics
 	// during the run (--model-metrics); nil when none were read.
 	Server *ModelServer `json:"server,omitempty"`
 }
+
+// TokenCount compares the server's token counts of the prompts with
+// tare's own (words: tare has no tokenizer), since every per-token figure
+// and every prompt length tare was asked for depend on them. They
+// disagree where they differ by more than MarginPct of tare's count and
+// more than MarginTokens (a chat template adds a few tokens of its own).
+type TokenCount struct {
+	Compared     int      `json:"compared"`      // requests with both counts
+	Disagreed    int      `json:"disagreed"`     // of them, those beyond the margin
+	DisagreedPct *float64 `json:"disagreed_pct"` // their share, %
+	MarginPct    float64  `json:"margin_pct"`
+	MarginTokens int      `json:"margin_tokens"`
+	// TokensPerWord is the server's tokens over tare's words, all the
+	// compared requests together.
+	TokensPerWord *float64 `json:"tokens_per_word"`
+}
+
+// The margin beyond which the server's count of a prompt and tare's
+// disagree (TokenCount): more than 25 % and more than 16 tokens.
+const (
+	TokenMarginPct    = 25
+	TokenMarginTokens = 16
+)
 
 // ModelServer is what a model server said of itself during a run, read
 // from its Prometheus metrics twice a tick. Its waiting requests are the

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/netconn"
@@ -92,6 +93,8 @@ type Client struct {
 	http   *http.Client
 	conns  *tare.ConnCounter
 	notes  []string // said beside the verdict: how the model was chosen
+
+	promptWords int // words of the default request's prompt: tare's count of it
 }
 
 var (
@@ -157,7 +160,32 @@ func New(cfg Config) (*Client, error) {
 		c.secret.values = append(c.secret.values, cfg.APIKey)
 	}
 	c.body = c.requestBody(Request{})
+	c.promptWords = countWords(c.prompt)
 	return c, nil
+}
+
+// messageWords is tare's own count of a prompt: the words of its
+// messages, as tare's prompt lengths are counted.
+func messageWords(msgs []tare.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += countWords(m.Content)
+	}
+	return n
+}
+
+// countWords counts runs of non-space characters, as strings.Fields
+// splits them, without allocating.
+func countWords(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
 }
 
 // parseEndpoint turns a base URL into the chat completions URL.
@@ -290,11 +318,16 @@ func (c *Client) requestBody(req Request) []byte {
 // the byte counts. Sent is kept as the engine set it.
 func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	var req Request
+	words := c.promptWords
 	if c.prompts != nil {
 		p := c.prompts(res.Seq)
 		req = Request{Messages: p.Messages, MaxTokens: p.MaxTokens}
+		if len(p.Messages) > 0 {
+			words = messageWords(p.Messages)
+		}
 	}
 	r := c.Call(ctx, req)
+	res.PromptWords = words
 	if res.Sent.IsZero() {
 		res.Sent = r.Sent
 	}

@@ -627,3 +627,29 @@ func TestDoKeepsTheServersWords(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptWords: Do counts the prompt it sent in words, tare's own
+// count, beside the server's usage: the simulated model counts words too,
+// so they agree.
+func TestPromptWords(t *testing.T) {
+	ts := testservice.Model(t, modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 2, Seed: 1})
+	prompts := func(seq uint64) tare.Prompt {
+		return tare.Prompt{Messages: []tare.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "why  is\tthe sky blue"}}}
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"default prompt", Config{URL: ts.URL + "/v1"}, len(strings.Fields(DefaultPrompt))},
+		{"dataset", Config{URL: ts.URL + "/v1", Prompts: prompts}, 7},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var res tare.Result
+			newClient(t, tt.cfg).Do(context.Background(), &res)
+			if res.Err != "" || res.PromptWords != tt.want || res.PromptTokens != tt.want || res.PromptTokenSource != "usage" {
+				t.Errorf("err %q, words %d, server's tokens %d (%s); want %d both", res.Err, res.PromptWords, res.PromptTokens, res.PromptTokenSource, tt.want)
+			}
+		})
+	}
+}

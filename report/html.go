@@ -398,6 +398,11 @@ func figures(s *tare.Summary) []kv {
 			out = append(out, kv{kind, msg})
 		}
 	}
+	if s.Model != nil {
+		if c := promptCountText(s.Model.PromptCount); c != "" {
+			out = append(out, kv{"prompt tokens", c})
+		}
+	}
 	if s.Model != nil && s.Model.Server != nil {
 		out = append(out, kv{"model server", serverText(s.Model.Server, " · ")})
 	}

@@ -101,6 +101,9 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 			if m.InputTokens != nil {
 				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
 			}
+			if c := promptCountText(m.PromptCount); c != "" {
+				p.row("", "%s", c)
+			}
 			if sv := m.Server; sv != nil {
 				p.row("server", "%s", serverText(sv, "   "))
 			}
@@ -404,6 +407,16 @@ func num(v *float64) string {
 }
 
 // counts formats a tally as "  (prefix a 3, b 1)", largest first.
+// promptCountText says in how many requests the server's count of the
+// prompt and tare's disagreed beyond the margin; "" when none did.
+func promptCountText(c *tare.TokenCount) string {
+	if c == nil || c.Disagreed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the server's count of the prompt and tare's (its words) differ by more than %g%% and %d tokens in %d of %d requests (%s): %s tokens a word; every per-token figure uses the server's",
+		c.MarginPct, c.MarginTokens, c.Disagreed, c.Compared, pct(c.DisagreedPct), num(c.TokensPerWord))
+}
+
 // serverText is what a model server said of itself during the run, the
 // parts joined by sep: "waiting mean 2.4 max 6   running mean 4 max 4
 // kv cache mean 31% max 50%   preemptions 0   (vllm metrics, 40 reads of

@@ -93,6 +93,7 @@ type Recorder struct {
 	outputTokens              int
 	inputTokens               int                     // prompt tokens the servers' usage reported
 	inputSource               string                  // where they came from; "" when no request said
+	promptCount               promptCount             // the server's counts of the prompts against tare's
 	good, goodTokens          int                     // requests that met the per-request SLO, and their output tokens
 	goodput                   func(*tare.Result) bool // nil: no goodput
 	goodputSLO                string
@@ -214,6 +215,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		r.modelSeen = true
 		r.inputTokens += max(res.PromptTokens, 0)
 		r.inputSource = res.PromptTokenSource
+		r.promptCount.add(res)
 	}
 
 	if res.Done.IsZero() {

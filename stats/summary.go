@@ -87,6 +87,7 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 				m.InputTokensPerS = round(float64(r.inputTokens)/wall.Seconds(), 3)
 			}
 		}
+		m.PromptCount = r.promptCount.summary()
 		s.Model = m
 	}
 	if !r.modelSeen && !r.queueSeen && r.ttft.n > 0 {

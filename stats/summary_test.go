@@ -465,3 +465,29 @@ func TestFailuresSaySo(t *testing.T) {
 		t.Errorf("ErrorMessages = %v, want %v", s.ErrorMessages, want)
 	}
 }
+
+// TestPromptCount: the server's count of each prompt against tare's (its
+// words), beyond 25 % and 16 tokens: a template's few tokens agree, a
+// tokenizer that makes 1.5 tokens a word of a long prompt does not.
+func TestPromptCount(t *testing.T) {
+	r := newRecorder(t, Config{})
+	for i, c := range []struct{ words, tokens int }{
+		{20, 30},   // +10: a chat template's tokens, within 16
+		{100, 120}, // +20: beyond 16, within 25 %
+		{100, 150}, // +50 %: disagrees
+		{400, 300}, // −25 % exactly: within
+		{400, 290}, // disagrees
+	} {
+		res := result(float64(i)/10, 1, 50)
+		res.PromptWords, res.PromptTokens, res.PromptTokenSource = c.words, c.tokens, "usage"
+		r.AddResult(res)
+	}
+	unsaid := result(0.6, 1, 50) // no usage: not compared
+	unsaid.PromptWords = 10
+	r.AddResult(unsaid)
+	s := r.Summary(sec(1), time.Second)
+	c := s.Model.PromptCount
+	if c == nil || c.Compared != 5 || c.Disagreed != 2 || *c.DisagreedPct != 40 || *c.TokensPerWord != 0.87 {
+		t.Errorf("PromptCount = %+v; want 2 of 5 disagreed (40%%), 890 tokens for 1020 words (0.87)", c)
+	}
+}
