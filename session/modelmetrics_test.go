@@ -52,6 +52,9 @@ func TestModelServerQueue(t *testing.T) {
 		if sv == nil || sv.Server != "vllm" || sv.MetricsURL != sim.URL+"/metrics" || sv.Readings == 0 || sv.Waiting.Max == nil || *sv.Waiting.Max < 2 {
 			t.Fatalf("model.server %+v; want vllm's metrics read at %s/metrics, requests seen waiting", sv, sim.URL)
 		}
+		if s.Queue != nil {
+			t.Errorf("queue figures %+v for a model target: its server's queue is in model.server", s.Queue)
+		}
 		if !slices.ContainsFunc(ticks, func(t tare.Tick) bool { return t.QueueDepth != nil && *t.QueueDepth >= 1 }) {
 			t.Errorf("no tick has the server's waiting requests as its queue depth")
 		}

@@ -83,8 +83,8 @@ type Recorder struct {
 	redirects                int // redirects followed, over all requests
 	errorKinds               map[string]int
 	statusCodes              map[int]int
-	errorMessages            map[string]string // error kind → the first failure's detail
-	failedAfterStatus        map[string]int    // "200 timeout" → requests answered 2xx that then failed
+	errorMessages            map[string]string  // error kind → the first failure's detail
+	failedAfterStatus        map[statusKind]int // requests answered 2xx that then failed
 
 	latency, service, sendLag dist
 	wait, ttft, tpot          dist
@@ -134,6 +134,12 @@ type pendingReq struct {
 	ok          bool          // it succeeded: only those have an exposure
 }
 
+// statusKind is a status and the error kind that followed it.
+type statusKind struct {
+	status int
+	kind   string
+}
+
 // NewRecorder returns a Recorder for a run starting at cfg.Start. A bad
 // Config is a *tare.Error with code EINVALID.
 func NewRecorder(cfg Config) (*Recorder, error) {
@@ -146,7 +152,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		errorKinds:        make(map[string]int),
 		statusCodes:       make(map[int]int),
 		errorMessages:     make(map[string]string),
-		failedAfterStatus: make(map[string]int),
+		failedAfterStatus: make(map[statusKind]int),
 		targets:           make([]targetTotals, len(cfg.Targets)),
 	}, nil
 }
@@ -186,7 +192,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 			r.errorMessages[res.Err] = res.Detail
 		}
 		if res.Status >= 200 && res.Status <= 299 {
-			r.failedAfterStatus[fmt.Sprintf("%d %s", res.Status, res.Err)]++
+			r.failedAfterStatus[statusKind{res.Status, res.Err}]++ // a struct key: no allocation
 		}
 	} else {
 		r.ok++
@@ -295,7 +301,6 @@ func (r *Recorder) AddDepth(at time.Time, depth float64) {
 	if math.IsNaN(depth) || math.IsInf(depth, 0) || depth < 0 {
 		return
 	}
-	r.queueSeen = true
 	r.depthN++
 	r.depthSum += depth
 	r.depthMax = max(r.depthMax, depth)
