@@ -29,10 +29,14 @@ type Result struct {
 	Done      time.Time // when the response (or job result) was complete
 	Dropped   bool      // never sent: the in-flight cap was reached
 
-	Status   int    // HTTP status code, 0 when there was none
-	Err      string // error kind ("timeout", "refused", "http 503", …); "" when ok
-	BytesIn  int64  // response body bytes read
-	BytesOut int64  // request body bytes written
+	Status int    // HTTP status code, 0 when there was none
+	Err    string // error kind ("timeout", "refused", "http 503", …); "" when ok
+	// Detail is the failure in words, the server's own message where it
+	// gave one ("status 400: model is required"); never a credential.
+	// Not stored: the summary keeps one per kind (Summary.ErrorMessages).
+	Detail   string
+	BytesIn  int64 // response body bytes read
+	BytesOut int64 // request body bytes written
 
 	// Redirects is how many redirects the request followed: the server
 	// answered it Redirects + 1 times. Status is that of the last answer.
@@ -67,6 +71,11 @@ type Result struct {
 	// 1 (the arrival number of its first turn, plus 1); 0 for none. Not
 	// stored.
 	Conversation uint64
+	// PromptWords is tare's own count of the prompt it sent: the words of
+	// its messages, which is how tare's prompt lengths are counted (a
+	// synthetic prompt of 512 tokens is 512 words); 0 when not counted.
+	// Not stored: the summary compares it with PromptTokens.
+	PromptWords int
 }
 
 // OK reports whether the request was sent and succeeded.

@@ -8,33 +8,40 @@ const SummarySchema = "tare.summary/v1"
 // milliseconds, shares are percent, counts are integers, and a figure that
 // could not be measured is nil (JSON null), never 0.
 type Summary struct {
-	Schema       string             `json:"schema"`
-	Run          Run                `json:"run"`
-	Env          Env                `json:"env"`
-	Requests     Requests           `json:"requests"`
-	Rate         Rate               `json:"rate"`
-	Latency      LatencyMS          `json:"latency_ms"`
-	Service      PercentilesMS      `json:"service_ms"`
-	SendLag      LagMS              `json:"send_lag_ms"`
-	Generator    Generator          `json:"generator"`
-	Queue        *QueueSummary      `json:"queue"`
-	Model        *ModelSummary      `json:"model"`
-	TTFB         *PercentilesMS     `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
-	Host         HostSummary        `json:"host"`
-	SUT          *SUTSummary        `json:"system_under_test"`
-	Blame        *Blame             `json:"blame"`
-	CleanLatency *CleanLatency      `json:"clean_latency_ms"`
-	Tail         *Tail              `json:"tail,omitempty"` // per-request blame, where the scheduler probe measured the waits
-	Goodput      *Goodput           `json:"goodput,omitempty"`
-	Verdict      Verdict            `json:"verdict"`
-	ErrorKinds   map[string]int     `json:"error_kinds,omitempty"`  // error kind → count
-	StatusCodes  map[string]int     `json:"status_codes,omitempty"` // HTTP status → count
-	Thresholds   map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
-	Shards       []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
-	WorkerHosts  []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
-	Targets      []TargetSummary    `json:"targets,omitempty"`      // per target, when a targets file mixed requests
-	Stages       []StageSummary     `json:"stages,omitempty"`       // per stage, when the rate ramped through stages
-	Warmup       *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
+	Schema       string         `json:"schema"`
+	Run          Run            `json:"run"`
+	Env          Env            `json:"env"`
+	Requests     Requests       `json:"requests"`
+	Rate         Rate           `json:"rate"`
+	Latency      LatencyMS      `json:"latency_ms"`
+	Service      PercentilesMS  `json:"service_ms"`
+	SendLag      LagMS          `json:"send_lag_ms"`
+	Generator    Generator      `json:"generator"`
+	Queue        *QueueSummary  `json:"queue"`
+	Model        *ModelSummary  `json:"model"`
+	TTFB         *PercentilesMS `json:"ttfb_ms,omitempty"` // a plain HTTP target's time to the first response byte, from the send
+	Host         HostSummary    `json:"host"`
+	SUT          *SUTSummary    `json:"system_under_test"`
+	Blame        *Blame         `json:"blame"`
+	CleanLatency *CleanLatency  `json:"clean_latency_ms"`
+	Tail         *Tail          `json:"tail,omitempty"` // per-request blame, where the scheduler probe measured the waits
+	Goodput      *Goodput       `json:"goodput,omitempty"`
+	Verdict      Verdict        `json:"verdict"`
+	ErrorKinds   map[string]int `json:"error_kinds,omitempty"`  // error kind → count
+	StatusCodes  map[string]int `json:"status_codes,omitempty"` // HTTP status → count
+	// ErrorMessages holds, per error kind, the words of its first failure
+	// (the server's message where it gave one), so "http 400" says why.
+	ErrorMessages map[string]string `json:"error_messages,omitempty"`
+	// FailedAfterStatus counts the requests answered with a 2xx status
+	// that failed after it, by status and kind ("200 timeout": a stream
+	// that started, then timed out): StatusCodes counts them as that status.
+	FailedAfterStatus map[string]int     `json:"failed_after_status,omitempty"`
+	Thresholds        map[string]float64 `json:"thresholds,omitempty"`   // the thresholds the verdict used
+	Shards            []ShardSummary     `json:"shards,omitempty"`       // per generator, when the run was sharded
+	WorkerHosts       []WorkerHost       `json:"worker_hosts,omitempty"` // per worker host, when workers published their host
+	Targets           []TargetSummary    `json:"targets,omitempty"`      // per target, when a targets file mixed requests
+	Stages            []StageSummary     `json:"stages,omitempty"`       // per stage, when the rate ramped through stages
+	Warmup            *Warmup            `json:"warmup,omitempty"`       // the warm-up left out of every figure, when there was one
 }
 
 // PollutedThreshold is the share (%) above which a tick of the run was
@@ -256,6 +263,12 @@ type ModelSummary struct {
 	// Conversations are the figures per conversation of a multi-turn
 	// load; nil for single requests.
 	Conversations *ConversationSummary `json:"conversations,omitempty"`
+	// PromptCount compares the server's count of each prompt (its usage)
+	// with tare's own; nil when no request had both.
+	PromptCount *TokenCount `json:"prompt_count,omitempty"`
+	// Server is the model server's own figures, read from its metrics
+	// during the run (--model-metrics); nil when none were read.
+	Server *ModelServer `json:"server,omitempty"`
 }
 
 // ClassSummary is what the model calls of one class got.
@@ -280,6 +293,47 @@ type ConversationSummary struct {
 	Complete int         `json:"complete"`
 	Turns    float64     `json:"turns_mean"`
 	Duration QuantilesMS `json:"duration_ms"`
+}
+
+// TokenCount compares the server's token counts of the prompts with
+// tare's own (words: tare has no tokenizer), since every per-token figure
+// and every prompt length tare was asked for depend on them. They
+// disagree where they differ by more than MarginPct of tare's count and
+// more than MarginTokens (a chat template adds a few tokens of its own).
+type TokenCount struct {
+	Compared     int      `json:"compared"`      // requests with both counts
+	Disagreed    int      `json:"disagreed"`     // of them, those beyond the margin
+	DisagreedPct *float64 `json:"disagreed_pct"` // their share, %
+	MarginPct    float64  `json:"margin_pct"`
+	MarginTokens int      `json:"margin_tokens"`
+	// TokensPerWord is the server's tokens over tare's words, all the
+	// compared requests together.
+	TokensPerWord *float64 `json:"tokens_per_word"`
+}
+
+// The margin beyond which the server's count of a prompt and tare's
+// disagree (TokenCount): more than 25 % and more than 16 tokens.
+const (
+	TokenMarginPct    = 25
+	TokenMarginTokens = 16
+)
+
+// ModelServer is what a model server said of itself during a run, read
+// from its Prometheus metrics twice a tick. Its waiting requests are the
+// model endpoint's queue depth (each tick's QueueDepth). A figure the
+// server does not export is nil.
+type ModelServer struct {
+	MetricsURL string     `json:"metrics_url"`
+	Server     string     `json:"server"`   // whose metric names it exports: vllm, sglang, tgi, llama.cpp
+	Readings   int        `json:"readings"` // reads that answered
+	Failed     int        `json:"failed"`   // reads that did not
+	Waiting    DepthStats `json:"waiting"`  // requests waiting to be scheduled: the server's queue
+	Running    DepthStats `json:"running"`
+	// KVCachePct is the share of the KV cache in use, 0–100.
+	KVCachePct DepthStats `json:"kv_cache_pct"`
+	// Preemptions is how many requests the server preempted during the
+	// run (its counter's increase); nil when it does not count them.
+	Preemptions *int `json:"preemptions"`
 }
 
 // HostSummary is the host's interference over the run.

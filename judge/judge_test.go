@@ -317,6 +317,29 @@ func TestNeighbourNamed(t *testing.T) {
 	}
 }
 
+// TestSaturationNamesTheRateServed: a model server offered 4 arrivals/s
+// that served 2 or 3 a tick (Ollama's run in issue 44) fell behind at what
+// it served, about 2.1/s, not at the arrival rate.
+func TestSaturationNamesTheRateServed(t *testing.T) {
+	s, ticks := run(make([]float64, 12))
+	served := []int{2, 2, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2}
+	for i := range ticks {
+		ticks[i].Arrivals, ticks[i].Completions, ticks[i].InFlight = 4, served[i], 2+2*i
+	}
+	sig := find(t, Judge(s, ticks, DefaultThresholds(), nil), SignalSaturation)
+	if !sig.Fired {
+		t.Fatalf("saturation %+v; want fired", sig)
+	}
+	// From the tick where work outstanding passed its bar (the sixth: 12 >
+	// 2·5) to the end: 14 completions in 7 s.
+	if want := "sustaining about 2.0/s against 4.0 arrivals/s"; !strings.Contains(sig.Detail, want) {
+		t.Errorf("detail %q\nwant it to say %q", sig.Detail, want)
+	}
+	if strings.Contains(sig.Detail, "from about 4") {
+		t.Errorf("detail %q names the arrival rate as the rate it fell behind at", sig.Detail)
+	}
+}
+
 // TestSaturationIsAboutTheCode: a clean host where the service falls
 // behind: clean, saturation fired with the rate, and a failed SLO blamed on
 // the code.
@@ -338,7 +361,7 @@ func TestSaturationIsAboutTheCode(t *testing.T) {
 	if v.Level != tare.Clean || !sig.Fired {
 		t.Fatalf("level %s, saturation %+v; want clean with saturation fired", v.Level, sig)
 	}
-	for _, want := range []string{"fell behind from about 260 arrivals/s", "used 1.8 of 2 CPUs", "ran out of CPU"} {
+	for _, want := range []string{"sustaining about 245/s against 260 arrivals/s", "used 1.8 of 2 CPUs", "ran out of CPU"} {
 		if !strings.Contains(sig.Detail, want) {
 			t.Errorf("saturation detail %q lacks %q", sig.Detail, want)
 		}

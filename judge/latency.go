@@ -52,11 +52,12 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 	}
 	medP95, medLatency, medWork := stats.Median(p95s), stats.Median(latencies), stats.Median(works)
 	flat := max(medWork*1.2, medWork+1)
+	waiting, serverFlat := serverQueue(s, live)
 	n := 0
 	var flatTicks [][]time.Duration
 	var slow, usual []tare.Tick
 	for i, t := range live {
-		if t.InSystem > flat {
+		if t.InSystem > flat || !serverFlat(t) {
 			continue
 		}
 		flatTicks = append(flatTicks, t.Sample)
@@ -74,7 +75,10 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 		per = "latency per output token"
 	}
 	sig.Detail = fmt.Sprintf("%d of %d ticks had a p95 ≥ %g× the median tick's (%s: each request's %s, divided by the requests that shared the system with it) while the %s stayed within +20%% / +1 of their median (%.1f)",
-		n, len(live), th.LatencyFactor, tare.MSText(medP95/1e6), per, workName(ticks), medWork)
+		n, len(live), th.LatencyFactor, tare.MSText(medP95/1e6), per, workName(s, ticks), medWork)
+	if waiting != nil {
+		sig.Detail += fmt.Sprintf(" and the server's own queue within +20%% / +1 of its median (%.1f waiting)", *waiting)
+	}
 	if !(n >= th.LatencyTicks || share >= th.LatencyShare && n > 0) {
 		return sig
 	}
@@ -103,8 +107,33 @@ func p95(v []time.Duration) time.Duration {
 	return sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
 }
 
+// serverQueue is, for a model target whose server's metrics gave its
+// waiting requests every tick (Tick.QueueDepth), their median and whether
+// a tick's stayed flat (within +20 % / +1 of it): latency that moved while
+// the server's own queue grew is the server's queueing, not the host's.
+// For other targets the median is nil and every tick is flat.
+func serverQueue(s *tare.Summary, live []tare.Tick) (*float64, func(tare.Tick) bool) {
+	all := func(tare.Tick) bool { return true }
+	if !modelTarget(s) {
+		return nil, all
+	}
+	waits := make([]float64, 0, len(live))
+	for _, t := range live {
+		if t.QueueDepth == nil {
+			return nil, all
+		}
+		waits = append(waits, *t.QueueDepth)
+	}
+	med := stats.Median(waits)
+	flat := max(med*1.2, med+1)
+	return &med, func(t tare.Tick) bool { return *t.QueueDepth <= flat }
+}
+
 // workName says what the work in the system is, for the detail.
-func workName(ticks []tare.Tick) string {
+func workName(s *tare.Summary, ticks []tare.Tick) string {
+	if modelTarget(s) {
+		return "requests in flight"
+	}
 	for _, t := range ticks {
 		if t.QueueDepth != nil {
 			return "jobs in the system (queued and in service)"

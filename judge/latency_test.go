@@ -128,6 +128,47 @@ func TestLatencyAloneWork(t *testing.T) {
 	}
 }
 
+// TestLatencyAloneServerQueue: a model target's stall while the server's
+// own queue (its waiting requests, from its metrics) rose with it is the
+// server queueing, not the host, though tare's requests in flight stayed
+// flat; the same stall with the server's queue flat still fires, and says
+// the queue was compared.
+func TestLatencyAloneServerQueue(t *testing.T) {
+	model := &tare.Summary{Model: &tare.ModelSummary{}}
+	for _, tt := range []struct {
+		name      string
+		stallWait float64 // the server's waiting requests during the stall
+		fired     bool
+	}{
+		{name: "queue rose", stallWait: 6, fired: false},
+		{name: "queue flat", stallWait: 0, fired: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			requests := poissonTicks(rand.New(rand.NewPCG(26, 3)), 30, 4, 2*time.Millisecond, 0.5)
+			for i := 12; i < 16; i++ {
+				for j := range requests[i] {
+					requests[i][j] += 200 * time.Millisecond
+				}
+			}
+			ticks := timeline(requests)
+			for i := range ticks {
+				w := 0.0
+				if i >= 12 && i < 16 {
+					w = tt.stallWait
+				}
+				ticks[i].QueueDepth = &w
+			}
+			sig := latencyAlone(model, ticks, DefaultThresholds())
+			if sig.Fired != tt.fired {
+				t.Errorf("fired %v, want %v: %s", sig.Fired, tt.fired, sig.Detail)
+			}
+			if want := "the server's own queue within +20% / +1 of its median (0.0 waiting)"; !strings.Contains(sig.Detail, want) {
+				t.Errorf("detail %q does not say %q", sig.Detail, want)
+			}
+		})
+	}
+}
+
 // TestLatencyAloneByEvidence: the same 4 s stall judged where the probe
 // measured the waits: the host readings of the slow ticks decide whose it
 // was.

@@ -255,9 +255,15 @@ func TestStep(t *testing.T) {
 			}
 		})
 	}
-	q := tare.Tick{QueueDepth: f(3)}
-	if backlogName([]tare.Tick{q}) != "queue depth" || backlog(q) != 3 {
+	q := tare.Tick{QueueDepth: f(3), InFlight: 9}
+	if backlogName(&tare.Summary{}, []tare.Tick{q}) != "queue depth" || outstanding(&tare.Summary{})(q) != 3 {
 		t.Errorf("a queue target's backlog is its queue depth")
+	}
+	// A model server's waiting requests are part of the requests in
+	// flight: one without a cap queues none while its work piles up.
+	model := &tare.Summary{Model: &tare.ModelSummary{}}
+	if backlogName(model, []tare.Tick{q}) != "in-flight" || outstanding(model)(q) != 9 {
+		t.Errorf("a model target's backlog is its requests in flight")
 	}
 }
 

@@ -35,9 +35,10 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 	// 95 % of arrivals. A steady service holds rate × latency in flight
 	// however slow it is (Little's law); only one that falls behind grows.
 	// A drop at the in-flight cap is work that could not even be outstanding.
+	depth := outstanding(s)
 	third := len(window) / 3
-	first := stats.Median(depths(window[:third]))
-	last := stats.Median(depths(window[len(window)-third:]))
+	first := stats.Median(depths(window[:third], depth))
+	last := stats.Median(depths(window[len(window)-third:], depth))
 	bar := max(2*first, first+5)
 	grew := last > bar && float64(completions) <= 0.95*float64(arrivals)
 	sig.Value = tare.Float(last)
@@ -47,10 +48,10 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 		return sig
 	}
 	sig.Fired = true
-	at := rateWhenGrowing(window, first)
-	sig.Detail = fmt.Sprintf("the system under test fell behind from about %.0f arrivals/s: work outstanding grew from %.0f to %.0f during the arrivals", at, first, depth(window[len(window)-1]))
+	served, offered := sustainedRate(window, first, depth)
+	sig.Detail = fmt.Sprintf("the system under test fell behind, sustaining about %s/s against %s arrivals/s once work piled up: work outstanding grew from %.0f to %.0f during the arrivals", perS(served), perS(offered), first, depth(window[len(window)-1]))
 	if a := s.Rate.Achieved; a != nil && s.Rate.Offered != nil {
-		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered", *a, *s.Rate.Offered)
+		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered over the run", *a, *s.Rate.Offered)
 	}
 	sig.Detail += "; " + cpuOfService(s)
 	return sig
@@ -76,29 +77,58 @@ func cpuOfService(s *tare.Summary) string {
 	return fmt.Sprintf("it used %.1f of %.0f CPUs with %.0f%% idle: its limit is not CPU (a lock, a pool, I/O, a connection limit)", by.SystemUnderTest*vcpus/100, vcpus, by.Idle)
 }
 
-// rateWhenGrowing is the arrival rate, per second, over the ticks up to the
-// one where work outstanding first passed twice its early level.
-func rateWhenGrowing(window []tare.Tick, first float64) float64 {
-	n, secs := 0, 0.0
-	for _, t := range window {
-		n += t.Arrivals
-		secs += t.End.Sub(t.Start).Seconds()
+// sustainedRate is what the service completed, and what arrived, per
+// second, over the ticks from the one where work outstanding first passed
+// twice its early level to the end of the arrivals: its capacity while it
+// was behind. The arrival rate alone would name a rate it never served (a
+// server that served 2.1/s "fell behind from about 4 arrivals/s").
+func sustainedRate(window []tare.Tick, first float64, depth func(tare.Tick) float64) (served, offered float64) {
+	from := 0
+	for i, t := range window {
 		if depth(t) > max(2*first, first+5) {
+			from = i
 			break
 		}
 	}
-	if secs <= 0 {
-		return 0
+	done, arrived, secs := 0, 0, 0.0
+	for _, t := range window[from:] {
+		done += t.Completions
+		arrived += t.Arrivals
+		secs += t.End.Sub(t.Start).Seconds()
 	}
-	return float64(n) / secs
+	if secs <= 0 {
+		return 0, 0
+	}
+	return float64(done) / secs, float64(arrived) / secs
 }
 
-func depths(ticks []tare.Tick) []float64 {
+// perS words a rate per second: whole above 10, one decimal below.
+func perS(r float64) string {
+	if r >= 10 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+func depths(ticks []tare.Tick, depth func(tare.Tick) float64) []float64 {
 	out := make([]float64, len(ticks))
 	for i, t := range ticks {
 		out[i] = depth(t)
 	}
 	return out
+}
+
+// outstanding is how the run's ticks count work outstanding: a queue's
+// depth when it was sampled, requests in flight otherwise. A model
+// server's waiting requests (a model target's QueueDepth, from its
+// metrics) are only part of its work: a server without a cap on running
+// requests queues none and slows them all, so its work is the requests in
+// flight, which hold those it keeps waiting.
+func outstanding(s *tare.Summary) func(tare.Tick) float64 {
+	if modelTarget(s) {
+		return inFlight
+	}
+	return depth
 }
 
 // depth is a tick's work outstanding: queue depth when the queue was
@@ -109,3 +139,9 @@ func depth(t tare.Tick) float64 {
 	}
 	return float64(t.InFlight)
 }
+
+func inFlight(t tare.Tick) float64 { return float64(t.InFlight) }
+
+// modelTarget reports whether the run loaded a model endpoint itself, not
+// a queue whose workers call one (the demo's topology).
+func modelTarget(s *tare.Summary) bool { return s.Model != nil && s.Queue == nil }

@@ -76,11 +76,11 @@ func Step(s *tare.Summary, ticks []tare.Tick, slo SLO, rules SweepRules) tare.Sw
 	if len(window) >= 2 {
 		tick := window[0].End.Sub(window[0].Start).Seconds()
 		offered := st.OfferedPerS
-		if growth, ok := backlogGrowth(window, tick); ok && offered > 0 {
+		if growth, ok := backlogGrowth(window, tick, outstanding(s)); ok && offered > 0 {
 			span := tick * float64(len(window))
 			if 100*growth/offered > rules.Growth && growth*span/2 >= rules.MinGrowth {
 				fail(true, "%s grew by %.1f a second over the second half of the step (%.0f%% of the offered rate; threshold %g%%)",
-					backlogName(ticks), growth, 100*growth/offered, rules.Growth)
+					backlogName(s, ticks), growth, 100*growth/offered, rules.Growth)
 			}
 		}
 		if short, ok := shortfall(window, s.Latency.P50, tick); ok && short > rules.Shortfall {
@@ -120,14 +120,10 @@ func arrivalWindow(ticks []tare.Tick) []tare.Tick {
 	return ticks[first : last+1]
 }
 
-func backlog(t tare.Tick) float64 {
-	if t.QueueDepth != nil {
-		return *t.QueueDepth
+func backlogName(s *tare.Summary, ticks []tare.Tick) string {
+	if modelTarget(s) {
+		return "in-flight"
 	}
-	return float64(t.InFlight)
-}
-
-func backlogName(ticks []tare.Tick) string {
 	for _, t := range ticks {
 		if t.QueueDepth != nil {
 			return "queue depth"
@@ -138,7 +134,7 @@ func backlogName(ticks []tare.Tick) string {
 
 // backlogGrowth is the least-squares slope of the backlog over the second
 // half of the arrival window (at least three ticks), per second.
-func backlogGrowth(window []tare.Tick, tick float64) (float64, bool) {
+func backlogGrowth(window []tare.Tick, tick float64, backlog func(tare.Tick) float64) (float64, bool) {
 	half := window[len(window)/2:]
 	if len(half) < 3 {
 		half = window[max(len(window)-3, 0):]

@@ -36,6 +36,7 @@ type Server struct {
 	active atomic.Int64 // requests holding a slot and burning CPU
 
 	cache *prefixCache // nil when Config.PrefixCache is 0
+	q     queue        // waiting requests and KV cache held, for /metrics
 }
 
 // New returns a server for cfg, calibrating the work loop first unless
@@ -69,6 +70,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/v1/models", s.handleModels)
 	s.mux.HandleFunc("/v1/models/{id}", s.handleModel)
 	s.mux.HandleFunc("/health", s.handleHealth)
+	s.mux.HandleFunc("/metrics", s.handleMetrics)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found",
 			fmt.Sprintf("no route for %s %s: try POST /v1/chat/completions or GET /v1/models", r.Method, r.URL.Path))
@@ -256,6 +258,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release()
+	defer s.q.hold(req.PromptTokens + p.tokens)()
 	g := s.generation(req, p)
 	if req.Stream {
 		s.stream(ctx, w, g)
@@ -267,6 +270,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 // acquire takes a generation slot, or gives up when the client goes away.
 func (s *Server) acquire(ctx context.Context) bool {
 	if s.slots != nil {
+		defer s.q.wait()()
 		select {
 		case s.slots <- struct{}{}:
 		case <-ctx.Done():

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/netconn"
@@ -36,8 +37,8 @@ type Config struct {
 	// text) or EndpointEmbeddings (the prompt as input; no stream, no
 	// output tokens, so TTFT is the whole call).
 	Endpoint string
-	// Model is the model id; empty leaves "model" out of the request,
-	// which single-model servers accept.
+	// Model is the model id; empty leaves "model" out of the request
+	// (Client.ChooseModel asks the server for it instead).
 	Model string
 	// Prompt is the user message; empty means DefaultPrompt.
 	Prompt string
@@ -105,11 +106,15 @@ type Client struct {
 	// pinned makes an HTTP client of one connection, counted in conns,
 	// for Pinned.
 	pinned func() *http.Client
+	notes  []string // said beside the verdict: how the model was chosen
+
+	promptWords int // words of the default request's prompt: tare's count of it
 }
 
 var (
 	_ tare.Target      = (*Client)(nil)
 	_ tare.ConnCounted = (*Client)(nil)
+	_ tare.Noted       = (*Client)(nil)
 )
 
 // secret is what must never be printed.
@@ -176,7 +181,32 @@ func New(cfg Config) (*Client, error) {
 		c.secret.values = append(c.secret.values, cfg.APIKey)
 	}
 	c.body = c.requestBody(Request{})
+	c.promptWords = countWords(c.prompt)
 	return c, nil
+}
+
+// messageWords is tare's own count of a prompt: the words of its
+// messages, as tare's prompt lengths are counted.
+func messageWords(msgs []tare.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += countWords(m.Content)
+	}
+	return n
+}
+
+// countWords counts runs of non-space characters, as strings.Fields
+// splits them, without allocating.
+func countWords(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
 }
 
 // The endpoints a Client can load, for Config.Endpoint: each is the path
@@ -363,14 +393,19 @@ func (c *Client) requestBody(req Request) []byte {
 // the byte counts. Sent is kept as the engine set it.
 func (c *Client) Do(ctx context.Context, res *tare.Result) {
 	var req Request
+	words := c.promptWords
 	if c.prompts != nil {
 		p := c.prompts(res.Seq)
 		req = Request{Messages: p.Messages, MaxTokens: p.MaxTokens}
+		if len(p.Messages) > 0 {
+			words = messageWords(p.Messages)
+		}
 	}
 	if c.class != nil {
 		res.Class = c.class(res.Seq)
 	}
 	r := c.Call(ctx, req)
+	res.PromptWords = words
 	if res.Sent.IsZero() {
 		res.Sent = r.Sent
 	}
@@ -383,6 +418,7 @@ func fill(res *tare.Result, r *Response) {
 	res.Done = r.Done
 	res.Status = r.Status
 	res.Err = r.Err
+	res.Detail = r.Detail
 	res.BytesIn = r.BytesIn
 	res.BytesOut = r.BytesOut
 	res.OutputTokens = r.OutputTokens

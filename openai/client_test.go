@@ -617,3 +617,62 @@ func TestRedirectNotFollowed(t *testing.T) {
 		t.Errorf("the call followed the redirect to another server")
 	}
 }
+
+// TestDoKeepsTheServersWords: a failed request's words reach the load
+// engine's Result, the server's own message included, so a summary can
+// say why every request was refused (issue 44: Ollama's "model is
+// required" was shown nowhere); and a stream that timed out after its 200
+// keeps that status beside its timeout.
+func TestDoKeepsTheServersWords(t *testing.T) {
+	tests := []struct {
+		name       string
+		sim        modelsim.Config
+		cfg        Config
+		wantErr    string
+		wantStatus int
+		wantDetail string
+	}{
+		{name: "unknown model", cfg: Config{Model: "gpt-9", Timeout: 10 * time.Second},
+			wantErr: "http 404", wantStatus: 404, wantDetail: "gpt-9"},
+		{name: "timed out mid-stream", sim: modelsim.Config{TokenCost: 20 * time.Millisecond, MeanTokens: 200},
+			cfg: Config{Timeout: 300 * time.Millisecond}, wantErr: tare.KindTimeout, wantStatus: 200, wantDetail: "read stream after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := testservice.Model(t, tt.sim)
+			tt.cfg.URL = ts.URL + "/v1"
+			c := newClient(t, tt.cfg)
+			var res tare.Result
+			c.Do(context.Background(), &res)
+			if res.Err != tt.wantErr || res.Status != tt.wantStatus || !strings.Contains(res.Detail, tt.wantDetail) {
+				t.Errorf("Err %q, Status %d, Detail %q; want %q, %d and a detail holding %q", res.Err, res.Status, res.Detail, tt.wantErr, tt.wantStatus, tt.wantDetail)
+			}
+		})
+	}
+}
+
+// TestPromptWords: Do counts the prompt it sent in words, tare's own
+// count, beside the server's usage: the simulated model counts words too,
+// so they agree.
+func TestPromptWords(t *testing.T) {
+	ts := testservice.Model(t, modelsim.Config{TokenCost: 100 * time.Microsecond, MeanTokens: 2, Seed: 1})
+	prompts := func(seq uint64) tare.Prompt {
+		return tare.Prompt{Messages: []tare.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "why  is\tthe sky blue"}}}
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"default prompt", Config{URL: ts.URL + "/v1"}, len(strings.Fields(DefaultPrompt))},
+		{"dataset", Config{URL: ts.URL + "/v1", Prompts: prompts}, 7},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var res tare.Result
+			newClient(t, tt.cfg).Do(context.Background(), &res)
+			if res.Err != "" || res.PromptWords != tt.want || res.PromptTokens != tt.want || res.PromptTokenSource != "usage" {
+				t.Errorf("err %q, words %d, server's tokens %d (%s); want %d both", res.Err, res.PromptWords, res.PromptTokens, res.PromptTokenSource, tt.want)
+			}
+		})
+	}
+}

@@ -391,7 +391,20 @@ func figures(s *tare.Summary) []kv {
 		out = append(out, kv{"error kinds", tally(s.ErrorKinds, " · ")})
 	}
 	if len(s.StatusCodes) > 0 {
-		out = append(out, kv{"status codes", tally(s.StatusCodes, " · ")})
+		out = append(out, kv{"status codes", tally(s.StatusCodes, " · ") + failedAfterStatus(s, " · ", " · ")})
+	}
+	for _, kind := range tare.ByCount(s.ErrorKinds) {
+		if msg := s.ErrorMessages[kind]; msg != "" {
+			out = append(out, kv{kind, msg})
+		}
+	}
+	if s.Model != nil {
+		if c := promptCountText(s.Model.PromptCount); c != "" {
+			out = append(out, kv{"prompt tokens", c})
+		}
+	}
+	if s.Model != nil && s.Model.Server != nil {
+		out = append(out, kv{"model server", serverText(s.Model.Server, " · ")})
 	}
 	if q.Redirects > 0 {
 		out = append(out, kv{"redirects", redirectsFollowed(q)})

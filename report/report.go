@@ -65,7 +65,12 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		q := s.Requests
 		p.row("requests", "%d total   %d ok   %d errors   %d dropped%s", q.Total, q.OK, q.Errors, q.Dropped, counts("errors: ", s.ErrorKinds))
 		if len(s.StatusCodes) > 0 {
-			p.row("", "%s", strings.TrimSpace(counts("status: ", s.StatusCodes)))
+			p.row("", "(status: %s%s)", tally(s.StatusCodes, ", "), failedAfterStatus(s, "; ", ", "))
+		}
+		for _, kind := range tare.ByCount(s.ErrorKinds) {
+			if msg := s.ErrorMessages[kind]; msg != "" {
+				p.row("", "%s: %s", kind, msg)
+			}
 		}
 		if q.Redirects > 0 {
 			p.row("redirects", "%s", redirectsFollowed(q))
@@ -97,6 +102,12 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 				p.row("", "%d input    %s tokens/s   (prompt tokens from the %s)", *m.InputTokens, num(m.InputTokensPerS), inputSource(m.InputTokenSource))
 			}
 			classRows(p, m)
+			if c := promptCountText(m.PromptCount); c != "" {
+				p.row("", "%s", c)
+			}
+			if sv := m.Server; sv != nil {
+				p.row("server", "%s", serverText(sv, "   "))
+			}
 		}
 		if g := s.Goodput; g != nil {
 			p.row("goodput", "%d met %s (%s of requests sent)   %s tokens/s", g.Met, g.SLO, pct(g.AttainmentPct), num(g.TokensPerS))
@@ -133,6 +144,11 @@ func Text(w io.Writer, s *tare.Summary, ticks ...tare.Tick) error {
 		}
 		if steal != "" {
 			p.row("steal/tick", "%s", steal)
+		}
+	}
+	if m := s.Model; m != nil && m.Server != nil && s.Queue == nil {
+		if w := waitingSpark(ticks); w != "" {
+			p.row("waiting/tick", "%s   (the server's queue)", w)
 		}
 	}
 	p.line("")
@@ -392,6 +408,53 @@ func num(v *float64) string {
 }
 
 // counts formats a tally as "  (prefix a 3, b 1)", largest first.
+// promptCountText says in how many requests the server's count of the
+// prompt and tare's disagreed beyond the margin; "" when none did.
+func promptCountText(c *tare.TokenCount) string {
+	if c == nil || c.Disagreed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the server's count of the prompt and tare's (its words) differ by more than %g%% and %d tokens in %d of %d requests (%s): %s tokens a word; every per-token figure uses the server's",
+		c.MarginPct, c.MarginTokens, c.Disagreed, c.Compared, pct(c.DisagreedPct), num(c.TokensPerWord))
+}
+
+// serverText is what a model server said of itself during the run, the
+// parts joined by sep: "waiting mean 2.4 max 6   running mean 4 max 4
+// kv cache mean 31% max 50%   preemptions 0   (vllm metrics, 40 reads of
+// http://127.0.0.1:8000/metrics)".
+func serverText(sv *tare.ModelServer, sep string) string {
+	parts := []string{
+		fmt.Sprintf("waiting mean %s max %s", num(sv.Waiting.Mean), num(sv.Waiting.Max)),
+		fmt.Sprintf("running mean %s max %s", num(sv.Running.Mean), num(sv.Running.Max)),
+		fmt.Sprintf("kv cache mean %s max %s", pct(sv.KVCachePct.Mean), pct(sv.KVCachePct.Max)),
+	}
+	pre := "n/a"
+	if sv.Preemptions != nil {
+		pre = fmt.Sprint(*sv.Preemptions)
+	}
+	parts = append(parts, "preemptions "+pre)
+	reads := fmt.Sprintf("(%s metrics, %d reads of %s", orQuestion(sv.Server), sv.Readings, sv.MetricsURL)
+	if sv.Failed > 0 {
+		reads += fmt.Sprintf(", %d failed", sv.Failed)
+	}
+	return strings.Join(parts, sep) + sep + reads + ")"
+}
+
+// failedAfterStatus says which of the requests the status codes count
+// as a success failed after that status (a stream that began, then timed
+// out or broke off): "failed after their status: 200 then timeout 5",
+// after lead; "" when none did.
+func failedAfterStatus(s *tare.Summary, lead, sep string) string {
+	if len(s.FailedAfterStatus) == 0 {
+		return ""
+	}
+	m := make(map[string]int, len(s.FailedAfterStatus))
+	for k, n := range s.FailedAfterStatus {
+		m[strings.Replace(k, " ", " then ", 1)] = n
+	}
+	return lead + "failed after their status: " + tally(m, sep)
+}
+
 func counts(prefix string, m map[string]int) string {
 	if len(m) == 0 {
 		return ""

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,38 @@ func TestRedirectsShown(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("html figures lack the redirects: %+v", figures(s))
+	}
+}
+
+// TestFailuresShown: the status line says which 200s then failed, and
+// each error kind's words are under it, in the text and the HTML's
+// figures (issue 44: "http 400" without "model is required", and 200s that
+// were timeouts).
+func TestFailuresShown(t *testing.T) {
+	s, ticks := fixture([]float64{0, 0, 0}, tare.Float(0.3))
+	s.ErrorKinds = map[string]int{"timeout": 5, "http 400": 2}
+	s.StatusCodes = map[string]int{"200": 98, "400": 2}
+	s.FailedAfterStatus = map[string]int{"200 timeout": 5}
+	s.ErrorMessages = map[string]string{"http 400": "status 400: model is required", "timeout": "read stream after 31 chunks: context deadline exceeded"}
+	s.Verdict = judge.Judge(s, ticks, judge.DefaultThresholds(), nil)
+	var buf bytes.Buffer
+	if err := Text(&buf, s, ticks...); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"(status: 200 98, 400 2; failed after their status: 200 then timeout 5)",
+		"http 400: status 400: model is required",
+		"timeout: read stream after 31 chunks",
+	} {
+		if !bytes.Contains(buf.Bytes(), []byte(want)) {
+			t.Errorf("text summary lacks %q:\n%s", want, buf.Bytes())
+		}
+	}
+	html := fmt.Sprint(figures(s))
+	for _, want := range []string{"failed after their status: 200 then timeout 5", "model is required"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("html figures lack %q: %s", want, html)
+		}
 	}
 }
 

@@ -85,3 +85,25 @@ func sparkRows(s *tare.Summary, ticks []tare.Tick) (p95, steal string) {
 	}
 	return p95, steal
 }
+
+// waitingSpark is the server's waiting requests per tick (a model
+// target's QueueDepth, read from its metrics), drawn from 0: "" when no
+// tick has it.
+func waitingSpark(ticks []tare.Tick) string {
+	if len(ticks) < 2 {
+		return ""
+	}
+	w := make([]float64, len(ticks))
+	seen, top := false, 0.0
+	for i, t := range ticks {
+		w[i] = math.NaN()
+		if t.QueueDepth != nil {
+			w[i] = *t.QueueDepth
+			seen, top = true, max(top, w[i])
+		}
+	}
+	if !seen {
+		return ""
+	}
+	return sparkline(w, sparkWidth, 0, max(top, 1)) + "  max " + num(&top)
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/tare-dev/tare/openai"
 	"github.com/tare-dev/tare/queue"
 	"github.com/tare-dev/tare/queue/queueurl"
+	"github.com/tare-dev/tare/servermetrics"
 	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/store"
 )
@@ -42,7 +43,9 @@ type Prepared struct {
 	// Mix is the targets file's requests; nil for the others.
 	Mix   *httptarget.Mix
 	depth func(context.Context) (float64, error)
-	close func()
+	// server reads a model target's server metrics; nil when none.
+	server *servermetrics.Scraper
+	close  func()
 }
 
 // Release closes the target's connections and stops its readers.
@@ -165,15 +168,24 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		if err != nil {
 			return nil, Flagged(err, "model")
 		}
+		if err := c.ChooseModel(ctx); err != nil {
+			c.Close()
+			return nil, Flagged(err, "model-name")
+		}
+		server, err := modelMetrics(ctx, t, tlsConfig)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
 		if mp.conv != nil {
 			if c.Endpoint() != openai.EndpointChat {
 				c.Close()
 				return nil, settings.Errorf("", "conversations (a %s file of them) go to chat/completions, which takes the answers as messages: drop %s %s, or give %s", settings.Name("prompts"), settings.Name("endpoint"), c.Endpoint(), settings.Name("first-turn-only"))
 			}
 			cv := openai.NewConversation(c, *mp.conv)
-			return &Prepared{Target: cv, Name: cv.String(), close: cv.Close}, nil
+			return &Prepared{Target: cv, Name: cv.String(), close: cv.Close, server: server}, nil
 		}
-		return &Prepared{Target: c, Name: c.String(), close: c.Close}, nil
+		return &Prepared{Target: c, Name: c.String(), close: c.Close, server: server}, nil
 	case t.URL != "":
 		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
 			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
@@ -316,7 +328,11 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 	if p.Mix != nil {
 		w.Mix = p.Mix // a nil *httptarget.Mix is not a nil TargetMix
 	}
-	return w.Config()
+	cfg, err := w.Config()
+	if err == nil && p.server != nil {
+		serverWindow(&cfg, p.server)
+	}
+	return cfg, err
 }
 
 // Shard makes cfg, a window of p, this shard's part of it: its share of

@@ -83,9 +83,12 @@ type TargetSpec struct {
 
 	Model     string
 	ModelName string
-	Prompt    string
-	MaxTokens int
-	NoStream  bool
+	// ModelMetrics is the model server's Prometheus metrics URL, read
+	// twice a tick; "" looks beside the endpoint, NoModelMetrics reads none.
+	ModelMetrics string
+	Prompt       string
+	MaxTokens    int
+	NoStream     bool
 	// Prompts is a prompt dataset for a model or a queue; InputTokens and
 	// OutputTokens draw synthetic lengths, "MEAN,SPREAD" (OutputTokens
 	// "reply": a ShareGPT reply's own length).
@@ -138,7 +141,8 @@ func (t *TargetSpec) Fields() []settings.Field {
 		{Flag: "unix-socket", Key: "unix-socket", Value: settings.String(&t.UnixSocket), Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},
 		{Flag: "connections", Key: "connections", Value: &t.Connections, Usage: "with --url, --targets or --model, open at most this many connections to the server at once (each server of a --targets file), reused the one idle last first; a request that finds them all busy waits for one, counted in flight (so its wait is in its latency), and arrivals beyond --max-inflight are dropped as ever (default: as many as requests in flight)"},
 		{Flag: "net-http", Value: settings.Bool(&t.NetHTTP), Usage: "send a plain http:// --url through Go's net/http on goroutines instead of tare's event loop (for a server the loop's HTTP/1.1 cannot talk to; about twice the CPU per request)"},
-		{Flag: "model-name", Key: "model-name", Value: settings.String(&t.ModelName), Usage: `with --model, the "model" of each request (default: none, which single-model servers accept)`},
+		{Flag: "model-name", Key: "model-name", Value: settings.String(&t.ModelName), Usage: `with --model, the "model" of each request (default: the one model the server's /v1/models lists)`},
+		{Flag: "model-metrics", Key: "model-metrics", Value: settings.String(&t.ModelMetrics), Usage: "with --model, the model server's Prometheus metrics, read twice a tick: its waiting requests are the endpoint's queue depth, shown with its running requests, KV cache use and preemptions (vLLM, SGLang, TGI and llama.cpp's names; docs/model-metrics.md); by default /metrics at the endpoint's host when it answers so; none reads none"},
 		{Flag: "prompt", Value: settings.String(&t.Prompt), Usage: "with --model, the user message of each request; with --queue, the prompt of each job"},
 		{Flag: "max-tokens", Key: "max-tokens", Value: settings.Int(&t.MaxTokens), Usage: "with --model, max_tokens of each request; with --queue, of each job (0: the server's default)"},
 		{Flag: "no-stream", Value: settings.Bool(&t.NoStream), Usage: "with --model, ask for whole responses instead of a stream (TTFT then equals e2e)"},

@@ -83,6 +83,8 @@ type Recorder struct {
 	redirects                int // redirects followed, over all requests
 	errorKinds               map[string]int
 	statusCodes              map[int]int
+	errorMessages            map[string]string  // error kind → the first failure's detail
+	failedAfterStatus        map[statusKind]int // requests answered 2xx that then failed
 
 	latency, service, sendLag dist
 	wait, ttft, tpot          dist
@@ -91,6 +93,7 @@ type Recorder struct {
 	outputTokens              int
 	inputTokens               int                     // prompt tokens the servers' usage reported
 	inputSource               string                  // where they came from; "" when no request said
+	promptCount               promptCount             // the server's counts of the prompts against tare's
 	good, goodTokens          int                     // requests that met the per-request SLO, and their output tokens
 	goodput                   func(*tare.Result) bool // nil: no goodput
 	goodputSLO                string
@@ -133,6 +136,12 @@ type pendingReq struct {
 	ok          bool          // it succeeded: only those have an exposure
 }
 
+// statusKind is a status and the error kind that followed it.
+type statusKind struct {
+	status int
+	kind   string
+}
+
 // NewRecorder returns a Recorder for a run starting at cfg.Start. A bad
 // Config is a *tare.Error with code EINVALID.
 func NewRecorder(cfg Config) (*Recorder, error) {
@@ -141,10 +150,12 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 		return nil, err
 	}
 	return &Recorder{
-		cfg:         cfg,
-		errorKinds:  make(map[string]int),
-		statusCodes: make(map[int]int),
-		targets:     make([]targetTotals, len(cfg.Targets)),
+		cfg:               cfg,
+		errorKinds:        make(map[string]int),
+		statusCodes:       make(map[int]int),
+		errorMessages:     make(map[string]string),
+		failedAfterStatus: make(map[statusKind]int),
+		targets:           make([]targetTotals, len(cfg.Targets)),
 	}, nil
 }
 
@@ -180,6 +191,12 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	if failed {
 		r.errs++
 		r.errorKinds[res.Err]++
+		if _, seen := r.errorMessages[res.Err]; !seen && res.Detail != "" {
+			r.errorMessages[res.Err] = res.Detail
+		}
+		if res.Status >= 200 && res.Status <= 299 {
+			r.failedAfterStatus[statusKind{res.Status, res.Err}]++ // a struct key: no allocation
+		}
 	} else {
 		r.ok++
 	}
@@ -207,6 +224,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 		r.modelSeen = true
 		r.inputTokens += max(res.PromptTokens, 0)
 		r.inputSource = res.PromptTokenSource
+		r.promptCount.add(res)
 	}
 
 	if res.Done.IsZero() {
@@ -286,7 +304,6 @@ func (r *Recorder) AddDepth(at time.Time, depth float64) {
 	if math.IsNaN(depth) || math.IsInf(depth, 0) || depth < 0 {
 		return
 	}
-	r.queueSeen = true
 	r.depthN++
 	r.depthSum += depth
 	r.depthMax = max(r.depthMax, depth)

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"maps"
 	"strconv"
 	"time"
 
@@ -56,7 +57,11 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 	if wall > 0 {
 		s.Rate.Achieved = round(float64(r.ok+r.errs)/wall.Seconds(), 3)
 	}
-	if r.queueSeen {
+	// A depth sampled makes a queue's figures even when no worker started
+	// a job; a model target's depth is its server's queue (its waiting
+	// requests), which is in its model figures and each tick, not a queue
+	// of jobs.
+	if r.queueSeen || r.depthN > 0 && !r.modelSeen {
 		q := &tare.QueueSummary{Wait: tare.WaitMS{
 			Avg: r.wait.avgMS(),
 			P50: r.wait.ms(50),
@@ -87,6 +92,7 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 			}
 		}
 		m.Classes, m.Conversations = r.classSummaries(), r.conversationSummary()
+		m.PromptCount = r.promptCount.summary()
 		s.Model = m
 	}
 	if !r.modelSeen && !r.queueSeen && r.ttft.n > 0 {
@@ -123,6 +129,15 @@ func (r *Recorder) Summary(end time.Time, arrivalSpan time.Duration) tare.Summar
 		s.StatusCodes = make(map[string]int, len(r.statusCodes))
 		for code, n := range r.statusCodes {
 			s.StatusCodes[strconv.Itoa(code)] = n
+		}
+	}
+	if len(r.errorMessages) > 0 {
+		s.ErrorMessages = maps.Clone(r.errorMessages)
+	}
+	if len(r.failedAfterStatus) > 0 {
+		s.FailedAfterStatus = make(map[string]int, len(r.failedAfterStatus))
+		for k, n := range r.failedAfterStatus {
+			s.FailedAfterStatus[strconv.Itoa(k.status)+" "+k.kind] = n
 		}
 	}
 	return s

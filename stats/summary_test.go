@@ -2,6 +2,7 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -432,5 +433,61 @@ func TestSummaryHostContainers(t *testing.T) {
 	}
 	if cc := by.TopOthers[1]; cc.Name != "cc1" || cc.Container != nil || cc.CPUPct != 23.33 {
 		t.Errorf("second top other %+v, want cc1 at 23.33 %% outside any container", cc)
+	}
+}
+
+// TestFailuresSaySo: a kind's first words are kept with the summary, and
+// the requests whose 2xx status the status codes count but that then failed
+// (a stream that began and timed out) are counted apart, by status and kind.
+func TestFailuresSaySo(t *testing.T) {
+	r := newRecorder(t, Config{})
+	for i := range 6 {
+		res := result(float64(i)/10, 1, 50)
+		switch i {
+		case 1, 2:
+			res.Err, res.Detail = tare.KindTimeout, fmt.Sprintf("read stream after %d chunks: context deadline exceeded", 10*i)
+		case 3:
+			res.Err, res.Status, res.Detail = "http 400", 400, "status 400: model is required"
+		case 4:
+			res.Err, res.Status = "http 400", 400 // no words: the first's stay
+		}
+		r.AddResult(res)
+	}
+	s := r.Summary(sec(1), time.Second)
+	if want := map[string]int{"200": 4, "400": 2}; !maps.Equal(s.StatusCodes, want) {
+		t.Errorf("StatusCodes = %v, want %v", s.StatusCodes, want)
+	}
+	if want := map[string]int{"200 timeout": 2}; !maps.Equal(s.FailedAfterStatus, want) {
+		t.Errorf("FailedAfterStatus = %v, want %v", s.FailedAfterStatus, want)
+	}
+	want := map[string]string{"timeout": "read stream after 10 chunks: context deadline exceeded", "http 400": "status 400: model is required"}
+	if !maps.Equal(s.ErrorMessages, want) {
+		t.Errorf("ErrorMessages = %v, want %v", s.ErrorMessages, want)
+	}
+}
+
+// TestPromptCount: the server's count of each prompt against tare's (its
+// words), beyond 25 % and 16 tokens: a template's few tokens agree, a
+// tokenizer that makes 1.5 tokens a word of a long prompt does not.
+func TestPromptCount(t *testing.T) {
+	r := newRecorder(t, Config{})
+	for i, c := range []struct{ words, tokens int }{
+		{20, 30},   // +10: a chat template's tokens, within 16
+		{100, 120}, // +20: beyond 16, within 25 %
+		{100, 150}, // +50 %: disagrees
+		{400, 300}, // −25 % exactly: within
+		{400, 290}, // disagrees
+	} {
+		res := result(float64(i)/10, 1, 50)
+		res.PromptWords, res.PromptTokens, res.PromptTokenSource = c.words, c.tokens, "usage"
+		r.AddResult(res)
+	}
+	unsaid := result(0.6, 1, 50) // no usage: not compared
+	unsaid.PromptWords = 10
+	r.AddResult(unsaid)
+	s := r.Summary(sec(1), time.Second)
+	c := s.Model.PromptCount
+	if c == nil || c.Compared != 5 || c.Disagreed != 2 || *c.DisagreedPct != 40 || *c.TokensPerWord != 0.87 {
+		t.Errorf("PromptCount = %+v; want 2 of 5 disagreed (40%%), 890 tokens for 1020 words (0.87)", c)
 	}
 }

@@ -162,7 +162,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	cfg.Start = sh.StartAt
 	sh.Record(&cfg)
-	cfg.Finish = sh.Finish
+	server := cfg.Finish // a model server's metrics, when they are read
+	cfg.Finish = func(s *tare.Summary) {
+		if server != nil {
+			server(s)
+		}
+		sh.Finish(s)
+	}
 	if t := w.spec.Target; t.Queue != "" {
 		hosts := session.WorkerHostsFinish(t.Queue, t.QueueName, p.Judging.Thresholds)
 		cfg.Finish = func(s *tare.Summary) { sh.Finish(s); hosts(s) }
