@@ -7,6 +7,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/host"
+	"github.com/tare-dev/tare/load"
 )
 
 // BenchmarkConsume is the consumer's cost per result (one op): what
@@ -28,7 +29,7 @@ func BenchmarkConsume(b *testing.B) {
 		b.Fatal(err)
 	}
 	w.samples, w.depths = make(chan tare.HostSample), make(chan depthSample)
-	w.results = make(chan tare.Result, 1024)
+	w.results = make(chan *load.Batch, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
 	go produce(w.results, w.start, b.N)
@@ -36,21 +37,20 @@ func BenchmarkConsume(b *testing.B) {
 }
 
 // produce sends n results as an event loop does: recorded, then handed
-// over 1,024 at a time.
-func produce(out chan<- tare.Result, start time.Time, n int) {
-	flush := make([]tare.Result, 0, 1024)
+// over 1,024 at a time, in batches the consumer releases.
+func produce(out chan<- *load.Batch, start time.Time, n int) {
+	flush := load.NewBatch()
 	for i := range n {
 		at := start.Add(time.Duration(i) * 10 * time.Microsecond)
 		res := tare.Result{Seq: uint64(i), Scheduled: at, Dropped: i%3 != 0}
 		if !res.Dropped {
 			res.Sent, res.FirstByte, res.Done, res.Status = at, at.Add(50*time.Microsecond), at.Add(60*time.Microsecond), 200
 		}
-		if flush = append(flush, res); len(flush) == cap(flush) || i == n-1 {
-			for i := range flush {
-				out <- flush[i]
-			}
-			flush = flush[:0]
+		if flush.Results = append(flush.Results, res); len(flush.Results) == 1024 || i == n-1 {
+			out <- flush
+			flush = load.NewBatch()
 		}
 	}
+	flush.Release()
 	close(out)
 }
