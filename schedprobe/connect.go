@@ -25,8 +25,8 @@ type Connects struct {
 }
 
 // KernelTypes is the kernel's BTF, which relocating a program reads:
-// parsing it is the larger part of a load's CPU (about 13 ms of this
-// package's 35 ms on the 2-vCPU test host), so the programs a run loads
+// parsing it costs about 13 ms of CPU on the 2-vCPU test host, for each
+// program loaded with types of its own, so the programs a run loads
 // together (the probe, the connection tracer) share one parse. It is
 // held only as long as the KernelTypes is: let it go once they are
 // loaded, since the parsed types are megabytes.
