@@ -141,7 +141,10 @@ func (w *measuring) startSampling(ctx context.Context) {
 func (w *measuring) startArrivals(ctx context.Context) {
 	cfg := w.cfg
 	w.sched = &lastOffset{Process: cfg.Schedule}
-	w.results = make(chan *load.Batch, 64)
+	// Up to 16 batches wait for the consumer: an event loop's hold up to
+	// 1,024 results each, so a consumer held up (a store's flush) holds
+	// the loops back at a few MB of results, not more.
+	w.results = make(chan *load.Batch, 16)
 	if p, ok := cfg.Target.(tare.ProtocolCounted); ok {
 		p.ResetProtocols() // a sweep's steps share the target
 	}
