@@ -86,7 +86,7 @@ type chargeKey struct {
 
 // newBlamer opens the probe when cfg asks for it. A probe that cannot run
 // here is no error: blame is estimated, and why says so.
-func newBlamer(cfg Config) *blamer {
+func newBlamer(cfg Config, types *schedprobe.KernelTypes) *blamer {
 	b := &blamer{
 		charges:  map[chargeKey]int{},
 		measured: map[int]schedprobe.Watch{},
@@ -104,7 +104,9 @@ func newBlamer(cfg Config) *blamer {
 		b.why = "the scheduler probe watches the live /proc only, not " + cfg.ProcRoot
 		return b
 	}
-	p, err := schedprobe.OpenWith(probeOptions())
+	o := probeOptions()
+	o.KernelTypes = types
+	p, err := schedprobe.OpenWith(o)
 	if err != nil {
 		b.why = err.Error()
 		return b

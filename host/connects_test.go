@@ -19,10 +19,10 @@ func TestSamplerConnectsFailed(t *testing.T) {
 	if err := schedprobe.ConnectsExpected(); err != nil {
 		testservice.Unable(t, "%v", err)
 	}
-	openConnects = func() (*schedprobe.Connects, error) {
+	openConnects = func(*schedprobe.KernelTypes) (*schedprobe.Connects, error) {
 		return nil, errors.New("connection tracer: load the eBPF program: the verifier said no")
 	}
-	t.Cleanup(func() { openConnects = schedprobe.OpenConnects })
+	t.Cleanup(func() { openConnects = schedprobe.OpenConnectsWith })
 	s, err := NewSampler(Config{Tick: tare.MinTick, SUT: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatal(err)

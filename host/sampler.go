@@ -120,7 +120,7 @@ type Sampler struct {
 }
 
 // openConnects loads the connection tracer; a test makes it fail.
-var openConnects = schedprobe.OpenConnects
+var openConnects = schedprobe.OpenConnectsWith
 
 // reading is every counter the sampler reads, at one instant.
 type reading struct {
@@ -236,7 +236,9 @@ func NewSampler(cfg Config) (*Sampler, error) {
 			s.cgroups = append(s.cgroups, c)
 		}
 	}
-	s.blame = newBlamer(cfg)
+	// The probe and the connection tracer parse the kernel's types once.
+	types := schedprobe.NewKernelTypes()
+	s.blame = newBlamer(cfg, types)
 	// The kernel's own word on the connections the system under test
 	// opens, where tare may load eBPF; a look at the socket tables
 	// otherwise. Opened after every check that can fail, so that none
@@ -244,7 +246,7 @@ func NewSampler(cfg Config) (*Sampler, error) {
 	// Where the tracer is expected to load, one that does not is said,
 	// as the scheduler probe's is, and the run goes on without it.
 	if len(cfg.Parts) > 0 && cfg.ProcRoot == DefaultProcRoot && os.Geteuid() == 0 {
-		c, err := openConnects()
+		c, err := openConnects(types)
 		switch {
 		case err == nil:
 			s.connects = c

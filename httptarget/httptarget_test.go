@@ -76,10 +76,10 @@ func do(ctx context.Context, tg tare.Target) tare.Result {
 // run sends n arrivals gap apart to tg through load's Runner, as tare run
 // does, and returns their results in seq order.
 func run(ctx context.Context, tg tare.Target, cfg load.Config, n int, gap time.Duration) []tare.Result {
-	out := make(chan tare.Result, 64)
+	out := make(chan *load.Batch, 64)
 	go load.New(tg, cfg).Run(ctx, time.Now(), &every{gap: gap, n: n}, out)
 	results := make([]tare.Result, 0, n)
-	for res := range out {
+	for res := range load.All(out) {
 		results = append(results, res)
 	}
 	slices.SortFunc(results, func(a, b tare.Result) int { return cmp.Compare(a.Seq, b.Seq) })

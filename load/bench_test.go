@@ -26,10 +26,11 @@ func (b *burst) Next() (time.Duration, bool) {
 func BenchmarkDispatch(b *testing.B) {
 	noop := tare.TargetFunc(func(context.Context, *tare.Result) {})
 	r := New(noop, Config{MaxInFlight: 64})
-	out := make(chan tare.Result, 1024)
+	out := make(chan *Batch, 64)
 	done := make(chan struct{})
 	go func() {
-		for range out {
+		for b := range out {
+			b.Release()
 		}
 		close(done)
 	}()

@@ -87,7 +87,7 @@ type Runner struct {
 	// send their results to out themselves, under reqCtx.
 	handoffs sync.WaitGroup
 	reqCtx   context.Context
-	out      chan<- tare.Result
+	out      chan<- *Batch
 }
 
 // New returns a Runner for target.
@@ -150,7 +150,7 @@ func (r *Runner) handoff(rest func(context.Context, *tare.Result), res tare.Resu
 			res.Done = time.Now()
 		}
 		r.done.Add(1)
-		r.out <- res
+		one(r.out, res)
 	}()
 }
 
@@ -187,11 +187,12 @@ type arrival struct {
 }
 
 // Run fires the schedule from start and sends one Result per arrival to out,
-// closing out when every result has been sent. Cancelling ctx stops the
+// in batches (the receiver releases each once read), closing out when
+// every result has been sent. Cancelling ctx stops the
 // arrivals; requests in flight then get up to Config.Drain to finish before
 // their own context is cancelled, whether ctx ends during the arrivals or
 // after the last one. Run blocks until out is closed.
-func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result) Usage {
+func (r *Runner) Run(ctx context.Context, start time.Time, sched Schedule, out chan<- *Batch) Usage {
 	r.counter.ResetPeak()
 	if wire, ok := r.target.(tare.Wire); ok {
 		if eps := wire.Endpoints(); len(eps) > 0 {
@@ -251,7 +252,7 @@ func (r *Runner) drain(ctx context.Context, finished <-chan struct{}, cancelRequ
 
 // pace owns the clock: it waits for each arrival's absolute time and offers
 // it without blocking, starting a worker when none is idle.
-func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- tare.Result, spawn func()) {
+func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arrivals chan<- arrival, out chan<- *Batch, spawn func()) {
 	clock := newClock(ctx)
 	defer clock.stop()
 	ahead := &lookahead{Schedule: sched}
@@ -291,32 +292,43 @@ func (r *Runner) pace(ctx context.Context, start time.Time, sched Schedule, arri
 			continue
 		default:
 		}
-		r.drop(out, a)
-		// The workers stay busy until one comes free: the arrivals until
-		// then are dropped without a wait for each, which at a rate far
-		// above what the target takes was most of the pacer's CPU.
-		until, ok := r.awaitFree(ctx, poll)
-		if !ok {
+		if seq, ok = r.dropUntilFree(ctx, start, ahead, a, poll, out); !ok {
 			return
-		}
-		for {
-			at, ok := ahead.Next()
-			if !ok {
-				return
-			}
-			if !start.Add(at).Before(until) {
-				ahead.unread(at)
-				break
-			}
-			seq++
-			r.drop(out, arrival{seq: seq, scheduled: start.Add(at)})
 		}
 	}
 }
 
-func (r *Runner) drop(out chan<- tare.Result, a arrival) {
+// dropUntilFree drops a, whose workers are all busy at the cap, and the
+// arrivals scheduled until one comes free, without a wait for each (at a
+// rate far above what the target takes, that wait was most of the
+// pacer's CPU), and hands them to out as one batch. It returns the seq
+// of the last one dropped; false when the schedule or ctx ended meanwhile.
+func (r *Runner) dropUntilFree(ctx context.Context, start time.Time, ahead *lookahead, a arrival, poll *time.Timer, out chan<- *Batch) (uint64, bool) {
+	drops := NewBatch()
+	defer func() { out <- drops }()
+	drop(drops, a)
 	r.dropped.Add(1)
-	out <- tare.Result{Seq: a.seq, Scheduled: a.scheduled, Dropped: true}
+	until, ok := r.awaitFree(ctx, poll)
+	if !ok {
+		return a.seq, false
+	}
+	for seq := a.seq + 1; ; seq++ {
+		at, ok := ahead.Next()
+		if !ok {
+			return seq - 1, false
+		}
+		if !start.Add(at).Before(until) {
+			ahead.unread(at)
+			return seq - 1, true
+		}
+		drop(drops, arrival{seq: seq, scheduled: start.Add(at)})
+		r.dropped.Add(1)
+	}
+}
+
+// drop records arrival a as dropped in b.
+func drop(b *Batch, a arrival) {
+	b.Results = append(b.Results, tare.Result{Seq: a.seq, Scheduled: a.scheduled, Dropped: true})
 }
 
 // saturatedPoll bounds a wait for a free worker, so that the arrivals
@@ -362,7 +374,7 @@ func (l *lookahead) Next() (time.Duration, bool) {
 
 func (l *lookahead) unread(at time.Duration) { l.back, l.isBack = at, true }
 
-func (r *Runner) work(ctx context.Context, arrivals <-chan arrival, out chan<- tare.Result) {
+func (r *Runner) work(ctx context.Context, arrivals <-chan arrival, out chan<- *Batch) {
 	var res tare.Result // reused: one allocation per worker, not per request
 	for {
 		r.idle.Add(1)
@@ -384,7 +396,7 @@ func (r *Runner) work(ctx context.Context, arrivals <-chan arrival, out chan<- t
 			res.Done = time.Now()
 		}
 		r.done.Add(1)
-		out <- res
+		one(out, res)
 	}
 }
 

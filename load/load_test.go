@@ -45,11 +45,11 @@ func httpGet(client *http.Client, url string) tare.Target {
 
 func collect(t *testing.T, r *Runner, ctx context.Context, sched Schedule) ([]tare.Result, Usage) {
 	t.Helper()
-	out := make(chan tare.Result, 64)
+	out := make(chan *Batch, 64)
 	usage := make(chan Usage, 1)
 	go func() { usage <- r.Run(ctx, time.Now(), sched, out) }()
 	var results []tare.Result
-	for res := range out {
+	for res := range All(out) {
 		results = append(results, res)
 	}
 	return results, <-usage
@@ -299,11 +299,11 @@ func TestSaturatedDropsAsTheyCome(t *testing.T) {
 	const n = 400
 	sched := &constant{gap: 250 * time.Microsecond, n: n}
 	start := time.Now()
-	out := make(chan tare.Result, 64)
+	out := make(chan *Batch, 64)
 	go r.Run(context.Background(), start, sched, out)
 	seen := make([]bool, n)
 	var sent int
-	for res := range out {
+	for res := range All(out) {
 		if res.Seq >= n || seen[res.Seq] {
 			t.Fatalf("seq %d reported twice or out of the schedule", res.Seq)
 		}

@@ -33,7 +33,7 @@ type engine struct {
 	r    *Runner
 	wire tare.Wire
 	feed *feed
-	out  chan<- tare.Result
+	out  chan<- *Batch
 	cap  int // requests in flight at most: this engine's share of MaxInFlight
 
 	epfd, tfd, efd int
@@ -57,7 +57,7 @@ type engine struct {
 	saturated bool      // an arrival found every slot taken
 	freedAt   time.Time // when a slot came free after saturated: arrivals before it were dropped
 
-	results []tare.Result // recorded, not yet sent to out
+	results *Batch // recorded, not yet sent to out; nil when none
 	flushBy time.Time
 
 	stop, abort atomic.Bool // the arrivals end; the requests in flight are canceled
@@ -120,7 +120,7 @@ const (
 // newEngine makes the engine's epoll, timerfd and eventfd, and resolves
 // the addresses of the endpoints' servers, each with its share of their
 // connection limit (limits: the server's key → its share).
-func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoint, limits map[string]int, f *feed, out chan<- tare.Result, cap int) (*engine, error) {
+func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoint, limits map[string]int, f *feed, out chan<- *Batch, cap int) (*engine, error) {
 	e := &engine{r: r, wire: wire, feed: f, out: out, cap: max(cap, 1), epfd: -1, tfd: -1, efd: -1,
 		events: make([]unix.EpollEvent, 128), rbuf: make([]byte, readBuffer), counter: r.counter}
 	var err error
@@ -275,7 +275,7 @@ func (e *engine) run() {
 		}
 		now = time.Now()
 		e.expire(now)
-		if len(e.results) >= flushMax || len(e.results) > 0 && !now.Before(e.flushBy) {
+		if e.results != nil && (len(e.results.Results) >= flushMax || !now.Before(e.flushBy)) {
 			e.flush()
 		}
 	}
@@ -346,7 +346,7 @@ func (e *engine) waitFor(now time.Time) int {
 	if e.first != nil {
 		wait = min(wait, e.first.deadline.Sub(now))
 	}
-	if len(e.results) > 0 {
+	if e.results != nil {
 		wait = min(wait, e.flushBy.Sub(now))
 	}
 	if wait <= 0 {
@@ -357,17 +357,24 @@ func (e *engine) waitFor(now time.Time) int {
 
 func (e *engine) drop(a arrival) {
 	e.r.dropped.Add(1)
-	e.record(tare.Result{Seq: a.seq, Scheduled: a.scheduled, Dropped: true})
+	drop(e.batch(), a)
 }
 
 func (e *engine) record(res tare.Result) {
-	if len(e.results) == 0 {
-		e.flushBy = time.Now().Add(flushEvery)
-	}
-	e.results = append(e.results, res)
+	b := e.batch()
+	b.Results = append(b.Results, res)
 }
 
-// flush hands the results recorded to out: in bursts, so the consumer
+// batch is the batch the results go to until the next flush.
+func (e *engine) batch() *Batch {
+	if e.results == nil {
+		e.results = NewBatch()
+		e.flushBy = time.Now().Add(flushEvery)
+	}
+	return e.results
+}
+
+// flush hands the results recorded to out: in one batch, so the consumer
 // wakes once for many results, not once per request.
 func (e *engine) flush() {
 	if e.reused > 0 || e.waited > 0 {
@@ -375,10 +382,10 @@ func (e *engine) flush() {
 		e.counter.Wait(e.waited)
 		e.reused, e.waited = 0, 0
 	}
-	for i := range e.results {
-		e.out <- e.results[i]
+	if e.results != nil {
+		e.out <- e.results
+		e.results = nil
 	}
-	e.results = e.results[:0]
 }
 
 // dispatch starts arrival a's request.
@@ -815,7 +822,7 @@ var _ = [1]struct{}{}[unsafe.Offsetof(unix.EpollEvent{}.Fd)-4]
 
 // runLoops is Run on event loops, for a Wire target; false when the loops
 // could not be made (the caller then runs the goroutine engine).
-func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, out chan<- tare.Result, wire tare.Wire, eps []tare.Endpoint) (Usage, bool) {
+func (r *Runner) runLoops(ctx context.Context, start time.Time, sched Schedule, out chan<- *Batch, wire tare.Wire, eps []tare.Endpoint) (Usage, bool) {
 	cpu0 := processCPU()
 	// Each server's connection limit, the least its endpoints give; no
 	// more engines than the smallest, so that each has one connection

@@ -10,6 +10,6 @@ import (
 )
 
 // The event loop is Linux only: elsewhere every target runs on goroutines.
-func (r *Runner) runLoops(context.Context, time.Time, Schedule, chan<- tare.Result, tare.Wire, []tare.Endpoint) (Usage, bool) {
+func (r *Runner) runLoops(context.Context, time.Time, Schedule, chan<- *Batch, tare.Wire, []tare.Endpoint) (Usage, bool) {
 	return Usage{}, false
 }

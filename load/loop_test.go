@@ -95,11 +95,11 @@ func TestLoopEveryArrivalYieldsOneResult(t *testing.T) {
 			r := New(tg, Config{Engines: engines})
 			sched := &constant{gap: 2 * time.Millisecond, n: 300}
 			start := time.Now()
-			out := make(chan tare.Result, 64)
+			out := make(chan *Batch, 64)
 			usage := make(chan Usage, 1)
 			go func() { usage <- r.Run(context.Background(), start, sched, out) }()
 			seen := make(map[uint64]bool)
-			for res := range out {
+			for res := range All(out) {
 				if seen[res.Seq] {
 					t.Fatalf("seq %d reported twice", res.Seq)
 				}

@@ -73,7 +73,7 @@ func TestMetricsPrometheus(t *testing.T) {
 
 	// One consumer, as in a run: results and host samples pass through it.
 	const jobs = 80
-	results := make(chan tare.Result, 64)
+	results := make(chan *load.Batch, 64)
 	samples := make(chan tare.HostSample, 4)
 	sctx, stopSampler := context.WithCancel(ctx)
 	defer stopSampler()
@@ -88,17 +88,20 @@ func TestMetricsPrometheus(t *testing.T) {
 	var steals []float64 // each tick's, as a ratio
 	for results != nil || samples != nil {
 		select {
-		case r, open := <-results:
+		case b, open := <-results:
 			if !open {
 				results = nil
 				stopSampler()
 				continue
 			}
-			total++
-			if r.OK() {
-				ok++
+			for _, r := range b.Results {
+				total++
+				if r.OK() {
+					ok++
+				}
+				m.AddResult(&r)
 			}
-			m.AddResult(&r)
+			b.Release()
 		case h, open := <-samples:
 			if !open {
 				samples = nil

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -21,6 +22,27 @@ import (
 type Connects struct {
 	objs  connectObjects
 	links []link.Link
+}
+
+// KernelTypes is the kernel's BTF, which relocating a program reads:
+// parsing it costs about 13 ms of CPU on the 2-vCPU test host, for each
+// program loaded with types of its own, so the programs a run loads
+// together (the probe, the connection tracer) share one parse. It is
+// held only as long as the KernelTypes is: let it go once they are
+// loaded, since the parsed types are megabytes.
+type KernelTypes struct{ cache *btf.Cache }
+
+// NewKernelTypes returns kernel types not parsed yet: the first load
+// parses them.
+func NewKernelTypes() *KernelTypes { return &KernelTypes{cache: btf.NewCache()} }
+
+// options loads with k's types, or with a parse of their own when k is
+// nil.
+func (k *KernelTypes) options() *ebpf.CollectionOptions {
+	if k == nil {
+		return nil
+	}
+	return &ebpf.CollectionOptions{Cache: k.cache}
 }
 
 // Connect is one process's connections to one place since the last
@@ -43,12 +65,16 @@ const Ancestry = 4
 // OpenConnects loads and attaches the tracer. It needs root (or CAP_BPF
 // and CAP_PERFMON), tracepoints (tracefs) and the kernel's BTF; an error says what was
 // missing, and the caller goes on without it.
-func OpenConnects() (*Connects, error) {
+func OpenConnects() (*Connects, error) { return OpenConnectsWith(nil) }
+
+// OpenConnectsWith is OpenConnects with the kernel's types parsed once
+// for every program loaded with the same k (nil: parsed for this one).
+func OpenConnectsWith(k *KernelTypes) (*Connects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("connection tracer: %w", err)
 	}
 	c := &Connects{}
-	if err := loadConnectObjects(&c.objs, nil); err != nil {
+	if err := loadConnectObjects(&c.objs, k.options()); err != nil {
 		return nil, fmt.Errorf("connection tracer: load the eBPF program: %w", err)
 	}
 	tp, err := link.Tracepoint("sock", "inet_sock_set_state", c.objs.OnTcpState, nil)

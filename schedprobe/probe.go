@@ -150,6 +150,9 @@ type Options struct {
 	// WaitFloor is the shortest charge passed on; 0 is the program's
 	// default, 20 µs (tare.WaitFloor).
 	WaitFloor time.Duration
+	// KernelTypes, when not nil, are the kernel's types shared with the
+	// other programs loaded with them (OpenConnectsWith).
+	KernelTypes *KernelTypes
 }
 
 // seen is a charge counter at the last Read, and how many Reads in a row
@@ -223,7 +226,7 @@ func OpenWith(o Options) (*Probe, error) {
 		switches: make([]uint64, ncpu),
 		watching: map[uint32]probeWatch{},
 	}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, o.KernelTypes.options()); err != nil {
 		return nil, fmt.Errorf("%w: load the eBPF program: %w", ErrUnavailable, explain(err))
 	}
 	for name, prog := range map[string]*ebpf.Program{

@@ -52,7 +52,7 @@ type measuring struct {
 
 	samples      chan tare.HostSample
 	depths       chan depthSample
-	results      chan tare.Result
+	results      chan *load.Batch
 	usage        chan load.Usage
 	stopSampling context.CancelFunc
 	refresh      *time.Ticker // nil without progress
@@ -141,7 +141,10 @@ func (w *measuring) startSampling(ctx context.Context) {
 func (w *measuring) startArrivals(ctx context.Context) {
 	cfg := w.cfg
 	w.sched = &lastOffset{Process: cfg.Schedule}
-	w.results = make(chan tare.Result, 1024)
+	// Up to 16 batches wait for the consumer: an event loop's hold up to
+	// 1,024 results each, so a consumer held up (a store's flush) holds
+	// the loops back at a few MB of results, not more.
+	w.results = make(chan *load.Batch, 16)
 	if p, ok := cfg.Target.(tare.ProtocolCounted); ok {
 		p.ResetProtocols() // a sweep's steps share the target
 	}
@@ -176,12 +179,16 @@ func (w *measuring) consume(ctx context.Context) {
 	}
 	for results := w.results; results != nil; {
 		select {
-		case res, ok := <-results:
+		case b, ok := <-results:
 			if !ok {
 				results = nil
 				continue
 			}
-			w.addResult(&res)
+			// Read in place: none of what addResult feeds keeps a result.
+			for i := range b.Results {
+				w.addResult(&b.Results[i])
+			}
+			b.Release()
 		case s := <-w.samples:
 			w.addHost(s)
 			w.out.ticks(w.rec, false)

@@ -163,10 +163,10 @@ func (s *every) Next() (time.Duration, bool) {
 // runLoad drives tg with the open-loop engine and returns one result per
 // arrival, by Seq.
 func runLoad(ctx context.Context, tg *queue.Target, sched load.Schedule, n int) []tare.Result {
-	out := make(chan tare.Result, n)
+	out := make(chan *load.Batch, n)
 	go load.New(tg, load.Config{}).Run(ctx, time.Now(), sched, out)
 	results := make([]tare.Result, 0, n)
-	for r := range out {
+	for r := range load.All(out) {
 		results = append(results, r)
 	}
 	slices.SortFunc(results, func(a, b tare.Result) int { return int(a.Seq) - int(b.Seq) })

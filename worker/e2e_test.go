@@ -66,10 +66,10 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}()
 
-		out := make(chan tare.Result, jobs)
+		out := make(chan *load.Batch, jobs)
 		go load.New(tg, load.Config{}).Run(ctx, time.Now(), &steady{n: jobs, gap: 40 * time.Millisecond}, out)
 		var results []tare.Result
-		for r := range out {
+		for r := range load.All(out) {
 			results = append(results, r)
 		}
 		stopSampling()

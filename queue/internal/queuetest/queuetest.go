@@ -67,7 +67,7 @@ func Drive(t *testing.T, tg tare.Target, jobs int, rate float64, during func(tim
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out := make(chan tare.Result, jobs) // closed by Run
+	out := make(chan *load.Batch, jobs) // closed by Run
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {
@@ -88,11 +88,13 @@ func Drive(t *testing.T, tg tare.Target, jobs int, rate float64, during func(tim
 	}
 	results := make([]tare.Result, jobs)
 	seen := make([]bool, jobs)
-	for r := range out {
-		if r.Seq >= uint64(jobs) || seen[r.Seq] {
-			t.Fatalf("result for job %d: out of range or reported twice", r.Seq)
+	for b := range out {
+		for _, r := range b.Results {
+			if r.Seq >= uint64(jobs) || seen[r.Seq] {
+				t.Fatalf("result for job %d: out of range or reported twice", r.Seq)
+			}
+			seen[r.Seq], results[r.Seq] = true, r
 		}
-		seen[r.Seq], results[r.Seq] = true, r
 	}
 	for seq, ok := range seen {
 		if !ok {
