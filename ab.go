@@ -136,3 +136,24 @@ type ABNoise struct {
 	PollutedTicksPctB *float64 `json:"polluted_ticks_pct_b"`
 	Detail            string   `json:"detail"`
 }
+
+// ABMetrics are the metrics an A/B run compares, in order: the
+// latency's p50, p95 and p99, and a model target's TTFT and TPOT p95.
+var ABMetrics = []string{"p50", "p95", "p99", "ttft_p95", "tpot_p95"}
+
+// Value is the trial's figure for one of ABMetrics; nil when it has none.
+func (t *ABTrial) Value(metric string) *float64 {
+	switch metric {
+	case "p50":
+		return t.Latency.P50
+	case "p95":
+		return t.Latency.P95
+	case "p99":
+		return t.Latency.P99
+	case "ttft_p95":
+		return t.TTFTP95MS
+	case "tpot_p95":
+		return t.TPOTP95MS
+	}
+	return nil
+}

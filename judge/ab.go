@@ -41,14 +41,14 @@ func AB(ab *tare.AB) {
 	}
 	tol := ab.TolerancePct / 100
 	lo, hi := *r.RatioLow, *r.RatioHigh
-	figure := fmt.Sprintf("%s %s (%g %% CI %s to %s)", ab.On, signedPct(*r.DiffPct), ab.ConfidencePct, signedPct(*r.DiffLowPct), signedPct(*r.DiffHighPct))
+	figure := fmt.Sprintf("%s %s %% (%g %% CI %s to %s %%)", ab.On, signed(*r.DiffPct), ab.ConfidencePct, signed(*r.DiffLowPct), signed(*r.DiffHighPct))
 	switch {
 	case lo > 1:
 		ab.Result, ab.Verdict = tare.ABSlower, "B is slower: "+figure
 	case hi < 1:
 		ab.Result, ab.Verdict = tare.ABFaster, "B is faster: "+figure
 	case lo >= 1-tol && hi <= 1+tol:
-		within := math.Ceil(100 * max(1-lo, hi-1))
+		within := math.Ceil(100*max(1-lo, hi-1) - 1e-9) // 2.0000000000000018 is 2
 		ab.Result = tare.ABSame
 		ab.Verdict = fmt.Sprintf("no difference larger than %g %% at this noise: %s", max(within, 1), figure)
 	default:
@@ -99,12 +99,12 @@ func ABNoiseDetail(n tare.ABNoise, pairs int) string {
 	return s
 }
 
-// signedPct is a difference in % with its sign: +8.2 %, −3.1 %.
-func signedPct(v float64) string {
+// signed is a difference with its sign: +8.2, −3.1.
+func signed(v float64) string {
 	if v < 0 {
-		return fmt.Sprintf("−%.1f %%", -v)
+		return fmt.Sprintf("−%.1f", -v)
 	}
-	return fmt.Sprintf("+%.1f %%", v)
+	return fmt.Sprintf("+%.1f", v)
 }
 
 // pairsToResolve is about how many pairs in all would resolve a paired

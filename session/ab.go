@@ -13,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/judge"
+	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/stats"
 )
 
@@ -128,15 +129,15 @@ func (ab *AB) Measure(ctx context.Context) (tare.AB, error) {
 func (ab *AB) check(mode, on string) error {
 	switch {
 	case mode != tare.ABInterleaved && mode != tare.ABDuet:
-		return Flagged(tare.Errorf(tare.EINVALID, "must be %s or %s; got %q", tare.ABInterleaved, tare.ABDuet, mode), "mode")
-	case !slices.Contains(stats.ABMetrics, on):
-		return Flagged(tare.Errorf(tare.EINVALID, "must be one of %v; got %q", stats.ABMetrics, on), "on")
+		return settings.Errorf("mode", "must be %s or %s; got %q", tare.ABInterleaved, tare.ABDuet, mode)
+	case !slices.Contains(tare.ABMetrics, on):
+		return settings.Errorf("on", "must be one of %v; got %q", tare.ABMetrics, on)
 	case ab.Pairs < 2:
-		return Flagged(tare.Errorf(tare.EINVALID, "must be at least 2: an interval needs two pairs; got %d", ab.Pairs), "trials")
+		return settings.Errorf("trials", "must be at least 2: an interval needs two pairs; got %d", ab.Pairs)
 	case ab.Precision < 0:
-		return Flagged(tare.Errorf(tare.EINVALID, "must be 0 (run every pair) or a percentage, like 3; got %g", ab.Precision), "precision")
+		return settings.Errorf("precision", "must be 0 (run every pair) or a percentage, like 3; got %g", ab.Precision)
 	case ab.Tolerance < 0:
-		return Flagged(tare.Errorf(tare.EINVALID, "must be a percentage above 0, like 5; got %g", ab.Tolerance), "tolerance")
+		return settings.Errorf("tolerance", "must be a percentage above 0, like 5; got %g", ab.Tolerance)
 	}
 	return nil
 }
