@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,7 +132,7 @@ func (ab *AB) check(mode, on string) error {
 	case mode != tare.ABInterleaved && mode != tare.ABDuet:
 		return settings.Errorf("mode", "must be %s or %s; got %q", tare.ABInterleaved, tare.ABDuet, mode)
 	case !slices.Contains(tare.ABMetrics, on):
-		return settings.Errorf("on", "must be one of %v; got %q", tare.ABMetrics, on)
+		return settings.Errorf("on", "must be one of %s; got %q", strings.Join(tare.ABMetrics, ", "), on)
 	case ab.Pairs < 2:
 		return settings.Errorf("trials", "must be at least 2: an interval needs two pairs; got %d", ab.Pairs)
 	case ab.Precision < 0:

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,12 +151,12 @@ func runAB(cmd *cobra.Command, f *abFlags) error {
 	ctx := cmd.Context()
 	pa, err := session.Prepare(ctx, variant(f.a, f.aHeader, f.aUnix), "tare ab")
 	if err != nil {
-		return fmt.Errorf("variant A: %w", err)
+		return variantError(err, "a")
 	}
 	defer pa.Release()
 	pb, err := session.Prepare(ctx, variant(f.b, f.bHeader, f.bUnix), "tare ab")
 	if err != nil {
-		return fmt.Errorf("variant B: %w", err)
+		return variantError(err, "b")
 	}
 	defer pb.Release()
 	st, err := f.store.open(ctx)
@@ -193,4 +194,14 @@ func runAB(cmd *cobra.Command, f *abFlags) error {
 		return &exitError{code: exitInconclusive, reason: fmt.Sprintf("the trials cannot tell whether B is slower than A by more than %g %% (--fail-on regression): %s", f.tol, result.Verdict)}
 	}
 	return nil
+}
+
+// variantError is err, from preparing variant v's target, in tare ab's
+// words: the variant named, and its URL's flag --a or --b, not --url.
+func variantError(err error, v string) error {
+	msg := tare.ErrorMessage(err)
+	if rest, ok := strings.CutPrefix(msg, "--url"); ok {
+		msg = "--" + v + rest
+	}
+	return &tare.Error{Code: tare.ErrorCode(err), Message: "variant " + strings.ToUpper(v) + ": " + msg, Err: err}
 }
