@@ -89,7 +89,7 @@ func ABNoiseDetail(n tare.ABNoise, pairs int) string {
 	if n.HitA+n.HitB == 0 {
 		return fmt.Sprintf("no trial of the %d %s was polluted", pairs, plural(pairs, "pair", "pairs"))
 	}
-	s := fmt.Sprintf("interference polluted %d of A's and %d of B's %d trials", n.HitA, n.HitB, pairs)
+	s := fmt.Sprintf("%d of A's and %d of B's %d trials were polluted", n.HitA, n.HitB, pairs)
 	switch n.OneSided {
 	case 0:
 		s += ": always both trials of a pair alike, which pairing cancels"
