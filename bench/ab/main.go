@@ -8,18 +8,18 @@
 //     b_faster), and in which tare compare says back-to-back runs of them
 //     differ (host-variable), or that their p95 differs beyond its
 //     interval;
-//
 //   - the detection rate: B with about 10 % more work per request than A,
 //     the share in which tare ab finds B slower, and in which its p95
-//     interval covers the true cost (measured on a quiet service first);
-//
+//     interval covers the added work's ratio, 1.10;
 //   - the interval width on the same noise: how much the estimate of B/A
 //     on p95 spreads over the repetitions, back-to-back against
 //     interleaved, as a ratio (and the median widths of the intervals each
 //     method reports).
 //
-//     go run ./bench/ab                    # 40 repetitions (about 35 minutes)
-//     go run ./bench/ab -reps 5 -pairs 4
+// Run it from the repository's root:
+//
+//	go run ./bench/ab                    # 40 repetitions (about 35 minutes)
+//	go run ./bench/ab -reps 5 -pairs 4
 //
 // The services are loopback HTTP servers in this process whose every
 // answer costs a fixed amount of CPU work (internal/testkit/abservice);
