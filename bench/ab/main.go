@@ -112,11 +112,11 @@ func run(ctx context.Context, c config, tareBin string, each func(int, outcome))
 	defer os.Remove(db)
 	env := append(os.Environ(), "TARE_DB="+db)
 	res := &results{trueCost: 1 + c.addedPct/100}
-	hogCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if err := switchHogs(hogCtx, c.hogs, c.seed); err != nil {
+	stop, err := switchHogs(c.hogs, c.seed)
+	if err != nil {
 		return nil, err
 	}
+	defer stop()
 	for i := range c.reps {
 		var o outcome
 		var err error
@@ -216,53 +216,62 @@ func buildTare() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("make a directory for tare: %w", err)
 	}
+	return buildTareIn(dir)
+}
+
+// buildTareIn builds tare from this checkout into dir.
+func buildTareIn(dir string) (string, error) {
 	bin := filepath.Join(dir, "tare")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/tare").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/tare-dev/tare/cmd/tare").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/tare: %w\n%s", err, out)
 	}
 	return bin, nil
 }
 
 // switchHogs starts n CPU hogs and stops and continues them together at
-// random (on and off for 0.2 to 3 s each, seeded), until ctx ends, when
-// it kills them.
-func switchHogs(ctx context.Context, n int, seed uint64) error {
+// random (on and off for 0.2 to 3 s each, seeded); stop kills them and
+// waits until they are gone.
+func switchHogs(n int, seed uint64) (stop func(), err error) {
 	var hogs []*exec.Cmd
-	for range n {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start a CPU hog: %w", err)
-		}
-		hogs = append(hogs, cmd)
-	}
 	signal := func(s syscall.Signal) {
 		for _, h := range hogs {
 			_ = h.Process.Signal(s)
 		}
 	}
+	kill := func() {
+		signal(syscall.SIGKILL)
+		for _, h := range hogs {
+			_ = h.Wait()
+		}
+	}
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			kill()
+			return nil, fmt.Errorf("start a CPU hog: %w", err)
+		}
+		hogs = append(hogs, cmd)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
+		defer kill()
 		rng := rand.New(rand.NewPCG(seed, 0x686f67)) // "hog"
-		on := true
-		for {
+		for on := true; ; on = !on {
 			select {
-			case <-ctx.Done():
-				signal(syscall.SIGKILL)
-				for _, h := range hogs {
-					_ = h.Wait()
-				}
+			case <-quit:
 				return
 			case <-time.After(time.Duration((0.2 + 2.8*rng.Float64()) * float64(time.Second))):
 			}
-			on = !on
 			if on {
-				signal(syscall.SIGCONT)
-			} else {
 				signal(syscall.SIGSTOP)
+			} else {
+				signal(syscall.SIGCONT)
 			}
 		}
 	}()
-	return nil
+	return func() { close(quit); <-done }, nil
 }
 
 // rates are the figures the benchmark prints.
