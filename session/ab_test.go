@@ -35,8 +35,9 @@ func abDrivers(t *testing.T, a, b string, rate float64, trial time.Duration) (*D
 // every answer costs CPU, B with five times A's work (a difference far
 // beyond a busy shared host's noise) is found slower on p50, its
 // interval clear of 1, interleaved and in duet; A against
-// itself shows no difference (or none beyond 10 %); each pair runs one
-// side first, in turns balanced over every two pairs.
+// itself shows no difference (or none beyond 10 %), and a --precision
+// of ±1000 % stops it at the fewest pairs; each pair runs one side first,
+// in turns balanced over every two pairs.
 func TestABTellsTheSlowerVariant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 24 trials of real load: not with -short")
@@ -50,23 +51,25 @@ func TestABTellsTheSlowerVariant(t *testing.T) {
 		name  string
 		b     string
 		mode  string
-		share int // of the rate each variant runs at
+		share int     // of the rate each variant runs at
+		prec  float64 // --precision
+		pairs int     // the pairs run
 		want  func(ab *tare.AB) bool
 	}{
-		{"B slower", b.URL, tare.ABInterleaved, 1, func(ab *tare.AB) bool {
+		{"B slower", b.URL, tare.ABInterleaved, 1, 0, 6, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
 		}},
-		{"A against itself", a.URL, tare.ABInterleaved, 1, func(ab *tare.AB) bool {
+		{"A against itself, stopped at the precision", a.URL, tare.ABInterleaved, 1, 1000, 4, func(ab *tare.AB) bool {
 			r := ab.Ratios[0]
 			return ab.Result != tare.ABSlower && ab.Result != tare.ABFaster || *r.RatioLow > 0.9 && *r.RatioHigh < 1.1
 		}},
-		{"B slower, duet", b.URL, tare.ABDuet, 2, func(ab *tare.AB) bool {
+		{"B slower, duet", b.URL, tare.ABDuet, 2, 0, 6, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			da, db := abDrivers(t, a.URL, tt.b, 100, time.Second)
-			ab := AB{A: da, B: db, Mode: tt.mode, Pairs: 6, On: "p50", Seed: 3, Run: tare.Run{Label: "ab-test"}}
+			ab := AB{A: da, B: db, Mode: tt.mode, Pairs: 6, Precision: tt.prec, On: "p50", Seed: 3, Run: tare.Run{Label: "ab-test"}}
 			got, err := ab.Measure(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -75,15 +78,15 @@ func TestABTellsTheSlowerVariant(t *testing.T) {
 				t.Logf("pair %d first %q: p50 A %.2f B %.2f, verdicts %s/%s", p.N, p.First, *p.A.Latency.P50, *p.B.Latency.P50, p.A.Verdict, p.B.Verdict)
 			}
 			t.Logf("%s: %s", got.Result, got.Verdict)
-			if len(got.Pairs) != 6 || len(got.Ratios) < 3 || got.Ratios[0].Metric != "p50" || got.Ratios[0].Ratio == nil {
-				t.Fatalf("%d pairs, ratios %+v: want 6 pairs and p50, p95, p99", len(got.Pairs), got.Ratios)
+			if len(got.Pairs) != tt.pairs || len(got.Ratios) < 3 || got.Ratios[0].Metric != "p50" || got.Ratios[0].Ratio == nil {
+				t.Fatalf("%d pairs, ratios %+v: want %d pairs and p50, p95, p99", len(got.Pairs), got.Ratios, tt.pairs)
 			}
 			if !tt.want(&got) {
 				t.Errorf("result %s, %s", got.Result, got.Verdict)
 			}
-			want := map[string]int{"a": 3, "b": 3}
+			want := map[string]int{"a": tt.pairs / 2, "b": tt.pairs / 2}
 			if tt.mode == tare.ABDuet {
-				want = map[string]int{"": 6}
+				want = map[string]int{"": tt.pairs}
 			}
 			firsts := map[string]int{}
 			for _, p := range got.Pairs {
