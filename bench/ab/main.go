@@ -144,7 +144,7 @@ func url(s *httptest.Server) string { return s.URL + "/" }
 func tareAB(ctx context.Context, tareBin string, env []string, c config, a, b string, seed uint64) (tare.AB, error) {
 	var ab tare.AB
 	out, err := tareJSON(ctx, tareBin, env, "ab", "--a", a, "--b", b, "--rate", fmt.Sprintf("%d/s", c.rate),
-		"--trial", c.trial.String(), "--trials", strconv.Itoa(c.pairs), "--seed", strconv.FormatUint(seed, 10), "--no-store")
+		"--trial", c.trial.String(), "--trials", strconv.Itoa(c.pairs), "--seed", strconv.FormatUint(seed, 10), "--no-store", "--quiet")
 	if err != nil {
 		return ab, err
 	}
@@ -160,7 +160,7 @@ func backToBack(ctx context.Context, tareBin string, env []string, c config, a, 
 	length := time.Duration(c.pairs) * c.trial
 	var ids []string
 	for _, u := range []string{a, b} {
-		out, err := tareJSON(ctx, tareBin, env, "run", "--url", u, "--rate", fmt.Sprintf("%d/s", c.rate), "--duration", length.String())
+		out, err := tareJSON(ctx, tareBin, env, "run", "--url", u, "--rate", fmt.Sprintf("%d/s", c.rate), "--duration", length.String(), "--quiet")
 		if err != nil {
 			return err
 		}
@@ -195,12 +195,12 @@ func backToBack(ctx context.Context, tareBin string, env []string, c config, a, 
 	return nil
 }
 
-// tareJSON runs tare with args, --json and --quiet, and returns its
-// stdout; an exit status other than 0 is an error, with its stderr.
+// tareJSON runs tare with args and --json, and returns its stdout; an
+// exit status other than 0 is an error, with its stderr.
 func tareJSON(ctx context.Context, tareBin string, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tareBin, append(args, "--json", "--quiet")...)
+	cmd := exec.CommandContext(ctx, tareBin, append(args, "--json")...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
