@@ -78,19 +78,27 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the hog's switching and of tare ab")
 	flag.IntVar(&c.hogs, "hogs", 1, "CPU hogs beside the services, switched on and off together at random")
 	flag.Parse()
-	ctx := context.Background()
-	tareBin, err := buildTare()
-	if err != nil {
+	if err := benchmark(context.Background(), c); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// benchmark runs c and prints its rates.
+func benchmark(ctx context.Context, c config) error {
+	tareBin, err := buildTare()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(filepath.Dir(tareBin))
 	res, err := run(ctx, c, tareBin, func(i int, o outcome) {
 		fmt.Fprintf(os.Stderr, "rep %d: identical %s (%s), added %s (%s), back-to-back %s\n", i+1,
 			o.abSame.Result, o.abSame.Verdict, o.abAdded.Result, o.abAdded.Verdict, o.compareLevel)
 	})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	res.print(os.Stdout, c)
+	return nil
 }
 
 // results sums the repetitions.
