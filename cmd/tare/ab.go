@@ -20,8 +20,9 @@ import (
 const abLong = `Did my change make it slower? Two runs one after the other cannot say on a
 shared host: the host changes between them. tare ab loads two variants of
 one service, A and B (two URLs: the old and the new build on two ports;
-each with its own headers or Unix socket if need be), in short trials,
-and judges B against A over pairs of them.
+each with its own headers or Unix socket if need be; two model endpoints
+with --as model), in short trials, and judges B against A over pairs of
+them.
 
 Interleaved (the default): each pair runs a trial of A and one of B, one
 after the other, in a random order (--seed), A first in one of every two
@@ -65,7 +66,7 @@ type abFlags struct {
 	aHeader        []string
 	bHeader        []string
 	aUnix, bUnix   string
-	mode, on       string
+	mode, on, as   string
 	failOn         string
 	trials         int
 	trial          time.Duration
@@ -112,6 +113,7 @@ func newABCmd() *cobra.Command {
 	fs.StringArrayVar(&f.bHeader, "b-header", nil, `a request header "Name: value" of B's requests only, after --header (repeatable)`)
 	fs.StringVar(&f.aUnix, "a-unix-socket", "", "the Unix socket A's connections go to, instead of --unix-socket")
 	fs.StringVar(&f.bUnix, "b-unix-socket", "", "the Unix socket B's connections go to, instead of --unix-socket")
+	fs.StringVar(&f.as, "as", "url", "what --a and --b are: url (HTTP targets) or model (OpenAI-compatible endpoints, like http://127.0.0.1:8089/v1: TTFT and TPOT compared too)")
 	fs.StringVar(&f.mode, "mode", tare.ABInterleaved, "interleaved (A and B in turn, in short trials) or duet (both at once, each at half the rate)")
 	fs.StringVar(&f.on, "on", "p95", "the metric that decides the result: p50, p95, p99, ttft_p95 or tpot_p95")
 	fs.IntVar(&f.trials, "trials", session.DefaultABPairs, "pairs of trials to run, at most")
@@ -125,6 +127,8 @@ func newABCmd() *cobra.Command {
 
 func runAB(cmd *cobra.Command, f *abFlags) error {
 	switch {
+	case f.as != "url" && f.as != "model":
+		return settings.Errorf("as", "must be url or model; got %q", f.as)
 	case f.a == "" || f.b == "":
 		return settings.Errorf("", "tare ab needs both variants: --a URL and --b URL, like --a http://127.0.0.1:8080/ --b http://127.0.0.1:8081/")
 	case f.failOn != "" && f.failOn != "regression":
@@ -142,7 +146,12 @@ func runAB(cmd *cobra.Command, f *abFlags) error {
 	}
 	variant := func(url string, headers []string, unix string) *session.Spec {
 		s := *spec
-		s.Target.URL, s.Target.Headers = url, slices.Concat(spec.Target.Headers, headers)
+		s.Target.Headers = slices.Concat(spec.Target.Headers, headers)
+		if f.as == "model" {
+			s.Target.Model = url
+		} else {
+			s.Target.URL = url
+		}
 		if unix != "" {
 			s.Target.UnixSocket = unix
 		}
@@ -197,11 +206,14 @@ func runAB(cmd *cobra.Command, f *abFlags) error {
 }
 
 // variantError is err, from preparing variant v's target, in tare ab's
-// words: the variant named, and its URL's flag --a or --b, not --url.
+// words: the variant named, and its URL's flag --a or --b, not --url or
+// --model.
 func variantError(err error, v string) error {
 	msg := tare.ErrorMessage(err)
-	if rest, ok := strings.CutPrefix(msg, "--url"); ok {
-		msg = "--" + v + rest
+	for _, flag := range []string{"--url", "--model"} {
+		if rest, ok := strings.CutPrefix(msg, flag); ok {
+			msg = "--" + v + rest
+		}
 	}
 	return &tare.Error{Code: tare.ErrorCode(err), Message: "variant " + strings.ToUpper(v) + ": " + msg, Err: err}
 }

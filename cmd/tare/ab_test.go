@@ -13,6 +13,8 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testkit/abservice"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
+	"github.com/tare-dev/tare/internal/testkit/testservice"
+	"github.com/tare-dev/tare/modelsim"
 )
 
 // TestABBadInput: a mistake in tare ab's flags exits 2 naming the flag,
@@ -38,6 +40,7 @@ func TestABBadInput(t *testing.T) {
 		{"bad B", []string{"--a", url, "--b", "http://ho st/"}, "variant B: --b must look like http://host:port/path"},
 		{"B's header", []string{"--a", url, "--b", url, "--b-header", "nocolon"}, "--header"},
 		{"url", []string{"--a", url, "--b", url, "--url", url}, "unknown flag: --url"},
+		{"as", []string{"--a", url, "--b", url, "--as", "queue"}, `--as must be url or model; got "queue"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"ab", "--no-store", "--quiet"}, tt.args...)
@@ -80,5 +83,36 @@ func TestABFailOnRegression(t *testing.T) {
 	code, out, _ := tareCmd(t, "runs", "show", got.Pairs[0].B.RunID)
 	if code != 0 || !strings.Contains(out, "regress/b1") {
 		t.Errorf("tare runs show of B's first trial: exit %d, want 0 and its label regress/b1:\n%s", code, out)
+	}
+}
+
+// TestABModels: tare ab --as model compares two model endpoints, TTFT
+// and TPOT too: B, whose every token costs four times A's, is slower on
+// TPOT.
+func TestABModels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 6 trials of real load: not with -short")
+	}
+	interfere.Exclusive(t)
+	a := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 8})
+	b := testservice.Model(t, modelsim.Config{TokenCost: 800 * time.Microsecond, MeanTokens: 8})
+	code, stdout, stderr := tareCmd(t, "ab", "--as", "model", "--a", a.URL+"/v1", "--b", b.URL+"/v1", "--max-tokens", "8",
+		"--rate", "20/s", "--trial", "1s", "--trials", "3", "--on", "tpot_p95", "--json", "--quiet", "--no-store", "--tick", "250ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got tare.AB
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]bool{}
+	for _, r := range got.Ratios {
+		metrics[r.Metric] = r.Ratio != nil
+	}
+	if !metrics["ttft_p95"] || !metrics["tpot_p95"] || got.On != "tpot_p95" {
+		t.Fatalf("ratios %+v on %s: want ttft_p95 and tpot_p95, decided on tpot_p95", got.Ratios, got.On)
+	}
+	if got.Result != tare.ABSlower {
+		t.Errorf("result %s (%s), want b_slower", got.Result, got.Verdict)
 	}
 }
