@@ -87,8 +87,9 @@ func TestABFailOnRegression(t *testing.T) {
 }
 
 // TestABModels: tare ab --as model compares two model endpoints, TTFT
-// and TPOT too: B, whose every token costs four times A's, is slower on
-// TPOT.
+// and TPOT too: B, whose every token costs four times A's, comes out
+// slower on TPOT (its estimate; the interval of 4 pairs on a busy host
+// may still hold 1).
 func TestABModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 6 trials of real load: not with -short")
@@ -97,7 +98,7 @@ func TestABModels(t *testing.T) {
 	a := testservice.Model(t, modelsim.Config{TokenCost: 200 * time.Microsecond, MeanTokens: 8})
 	b := testservice.Model(t, modelsim.Config{TokenCost: 800 * time.Microsecond, MeanTokens: 8})
 	code, stdout, stderr := tareCmd(t, "ab", "--as", "model", "--a", a.URL+"/v1", "--b", b.URL+"/v1", "--max-tokens", "8",
-		"--rate", "20/s", "--trial", "1s", "--trials", "3", "--on", "tpot_p95", "--json", "--quiet", "--no-store", "--tick", "250ms")
+		"--rate", "20/s", "--trial", "1s", "--trials", "4", "--on", "tpot_p95", "--json", "--quiet", "--no-store", "--tick", "250ms")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -105,14 +106,14 @@ func TestABModels(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	metrics := map[string]bool{}
+	metrics := map[string]*float64{}
 	for _, r := range got.Ratios {
-		metrics[r.Metric] = r.Ratio != nil
+		metrics[r.Metric] = r.Ratio
 	}
-	if !metrics["ttft_p95"] || !metrics["tpot_p95"] || got.On != "tpot_p95" {
+	if metrics["ttft_p95"] == nil || metrics["tpot_p95"] == nil || got.On != "tpot_p95" {
 		t.Fatalf("ratios %+v on %s: want ttft_p95 and tpot_p95, decided on tpot_p95", got.Ratios, got.On)
 	}
-	if got.Result != tare.ABSlower {
-		t.Errorf("result %s (%s), want b_slower", got.Result, got.Verdict)
+	if r := *metrics["tpot_p95"]; r <= 1 || got.Result == tare.ABFaster {
+		t.Errorf("TPOT p95 of B/A %.3f, result %s (%s): want B slower", r, got.Result, got.Verdict)
 	}
 }
