@@ -18,7 +18,7 @@
 //
 // Run it from the repository's root:
 //
-//	go run ./bench/ab                    # 40 repetitions (about 35 minutes)
+//	go run ./bench/ab                    # 40 repetitions: a minute or two each on a quiet machine
 //	go run ./bench/ab -reps 5 -pairs 4
 //
 // The services are loopback HTTP servers in this process whose every
