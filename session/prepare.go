@@ -315,6 +315,13 @@ func (p *Prepared) Window(st tare.Store, run tare.Run, r arrival.Rate, version s
 	if r > 0 {
 		l.Rate = r
 	}
+	return p.WindowOf(st, run, l, version)
+}
+
+// WindowOf is one window of the spec's target, sampling and judging
+// under load l instead of the spec's (an A/B trial: its own length and
+// seed).
+func (p *Prepared) WindowOf(st tare.Store, run tare.Run, l LoadSpec, version string) (Config, error) {
 	run.Version = version
 	if run.Target == "" {
 		run.Target = p.Name

@@ -47,6 +47,7 @@ func TestJSONDocsNameEveryKey(t *testing.T) {
 	}{
 		{tare.SummarySchema, tare.Summary{}, map[string][]string{"thresholds": thresholds}},
 		{tare.CompareSchema, tare.Comparison{}, nil},
+		{tare.ABSchema, tare.AB{}, nil},
 	} {
 		t.Run(tt.schema, func(t *testing.T) {
 			block, err := skeletonBlock(doc, tt.schema)

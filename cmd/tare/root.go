@@ -88,7 +88,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newRunCmd(), newDemoCmd(), newCheckCmd(), newWatchCmd(), newRunsCmd(), newModelCmd(), newWorkerCmd(), newCleanupCmd())
-	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd())
+	root.AddCommand(newCompareCmd(), newSweepCmd(), newProtocolCmd(), newHogCmd(), newABCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tare's version",
