@@ -136,8 +136,8 @@ type Probe struct {
 	charges  map[probeChargeKey]seen // the counters at the last Read
 	others   []uint64                // per CPU
 	switches []uint64                // per CPU
-	waited   [Groups]time.Duration // Counts.Waited since Open, at the last Read
-	timed    [Groups]time.Duration // Counts.Timed since Open, at the last Read
+	waited   [Groups]time.Duration   // Counts.Waited since Open, at the last Read
+	timed    [Groups]time.Duration   // Counts.Timed since Open, at the last Read
 	counters [nCounters]uint64
 	misses   uint64
 	runtime  time.Duration
