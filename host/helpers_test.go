@@ -11,9 +11,18 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// TestTruthThreadsComeAndGo re-executes this binary as its service.
+	// TestTruthThreadsComeAndGo, TestTruthServer and TestTruthWakeups
+	// re-execute this binary as their service.
 	if os.Getenv(churnEnv) != "" {
 		churnMain()
+		return
+	}
+	if os.Getenv(sleeperEnv) != "" {
+		sleeperMain()
+		return
+	}
+	if work := os.Getenv(serverEnv); work != "" {
+		serverMain(work)
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -182,29 +183,34 @@ func TestSamplerWaits(t *testing.T) {
 // placed by ownerOf (once per holder a tick) and sorted; then, as the
 // store keeps it, encoded (JSON).
 func BenchmarkWaitsOf(b *testing.B) {
-	procs := map[int]procStat{1: {PID: 1, Comm: "systemd"}}
-	var stretches []schedprobe.Stretch
-	for i := range 4000 {
-		tgid := 100 + i%40
-		procs[tgid] = procStat{PID: tgid, Comm: "batch", PPID: 1}
-		start := time.Duration(i) * 100 * time.Microsecond
-		stretches = append(stretches, schedprobe.Stretch{Start: start, End: start + 50*time.Microsecond, CPU: i % 2, Group: i % 2, Waited: 50 * time.Microsecond,
-			Holder: schedprobe.Holder{Kind: schedprobe.Other, TGID: tgid}})
-	}
-	clock := waitClock{zero: time.Unix(5000, 0)}
-	names := func(chargeKey) string { return "batch" }
-	for _, encode := range []bool{false, true} {
-		b.Run(map[bool]string{false: "made", true: "encoded"}[encode], func(b *testing.B) {
-			for b.Loop() {
-				waits, _ := waitsOf(stretches, names, &clock, procs, &members{})
-				if !encode {
-					continue
+	// 4,000 stretches a tick, and 20,000: past the cap (MaxTickWaits), as
+	// a busy host makes at 20,000 requests/s, the longest kept.
+	for _, n := range []int{4000, 20000} {
+		procs := map[int]procStat{1: {PID: 1, Comm: "systemd"}}
+		var stretches []schedprobe.Stretch
+		for i := range n {
+			tgid := 100 + i%40
+			procs[tgid] = procStat{PID: tgid, Comm: "batch", PPID: 1}
+			start := time.Duration(i) * 100 * time.Microsecond
+			waited := time.Duration(20+i*7919%100) * time.Microsecond
+			stretches = append(stretches, schedprobe.Stretch{Start: start, End: start + waited, CPU: i % 2, Group: i % 2, Waited: waited,
+				Holder: schedprobe.Holder{Kind: schedprobe.Other, TGID: tgid}})
+		}
+		clock := waitClock{zero: time.Unix(5000, 0)}
+		names := func(chargeKey) string { return "batch" }
+		for _, encode := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%d/%s", n, map[bool]string{false: "made", true: "encoded"}[encode]), func(b *testing.B) {
+				for b.Loop() {
+					waits, _ := waitsOf(stretches, names, &clock, procs, &members{})
+					if !encode {
+						continue
+					}
+					if _, err := json.Marshal(tare.Blame{Waits: waits}); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := json.Marshal(tare.Blame{Waits: waits}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stretches)), "ns/stretch")
-		})
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stretches)), "ns/stretch")
+			})
+		}
 	}
 }

@@ -81,9 +81,20 @@ type Counts struct {
 	// OthersByCPU is the wait behind Other holders on each CPU, indexed by
 	// CPU number: where the neighbours were in the way.
 	OthersByCPU []time.Duration
-	// Waited is the waits that ended (the thread ran), by group, in full:
-	// what schedstat's run delay counts, when it counts it.
+	// Waited is the waits that ended (the thread ran), by group, in full,
+	// timed by the clock the kernel times run delay by (its run queue's,
+	// read at the probe's own events): what schedstat's run delay counts,
+	// when it counts it.
 	Waited [Groups]time.Duration
+	// Timed is the same waits on the probe's clock, from the wake-up or
+	// preemption to the switch, as its charges and stretches are timed.
+	// It exceeds Waited by what the run queue's clock did not see: a
+	// wake-up that asks its CPU to switch at once (beside a batch job, or
+	// on an idle CPU) skips the clock's update at that switch
+	// (rq_clock_skip_update), so the kernel counts the woken thread's wait
+	// as nothing and the next wait of the thread it preempted as that much
+	// longer.
+	Timed [Groups]time.Duration
 	// Lost counts events not counted: a map full, a run of the program
 	// skipped because another was running on its CPU.
 	Lost uint64
@@ -125,7 +136,8 @@ type Probe struct {
 	charges  map[probeChargeKey]seen // the counters at the last Read
 	others   []uint64                // per CPU
 	switches []uint64                // per CPU
-	waited   [Groups]time.Duration
+	waited   [Groups]time.Duration   // Counts.Waited since Open, at the last Read
+	timed    [Groups]time.Duration   // Counts.Timed since Open, at the last Read
 	counters [nCounters]uint64
 	misses   uint64
 	runtime  time.Duration
@@ -339,19 +351,26 @@ func (p *Probe) Watch(procs map[int]Watch) error {
 	return errors.Join(errs...)
 }
 
-// Waited returns the waits that ended since Open, in full, by group: what
-// schedstat's run delay counts, when it counts it. It is one lookup, for a
-// caller to read right beside schedstat.
+// Waited returns the waits that ended since Open, in full, by group, on
+// the run queue's clock (Counts.Waited): what schedstat's run delay
+// counts, when it counts it. It is one lookup, for a caller to read right
+// beside schedstat.
 func (p *Probe) Waited() ([Groups]time.Duration, error) {
+	waited, _, err := p.waits()
+	return waited, err
+}
+
+// waits returns the waits that ended since Open, by group, on the run
+// queue's clock and on the probe's.
+func (p *Probe) waits() (waited, timed [Groups]time.Duration, err error) {
 	var w probeWaits
-	var out [Groups]time.Duration
 	if err := p.objs.Waited.Lookup(uint32(0), &w); err != nil {
-		return out, fmt.Errorf("read the scheduler probe's waits: %w", err)
+		return waited, timed, fmt.Errorf("read the scheduler probe's waits: %w", err)
 	}
-	for g, ns := range w.Ns {
-		out[g] = time.Duration(ns)
+	for g := range Groups {
+		waited[g], timed[g] = time.Duration(w.Clocked[g]), time.Duration(w.Ns[g])
 	}
-	return out, nil
+	return waited, timed, nil
 }
 
 // Watching reports whether the program watches process tgid as w says,
@@ -408,14 +427,14 @@ func alive(pid int) bool {
 // Read returns what the probe counted since the previous Read (or Open).
 func (p *Probe) Read() (Counts, error) {
 	var c Counts
-	waited, err := p.Waited()
+	waited, timed, err := p.waits()
 	if err != nil {
 		return Counts{}, err
 	}
-	for g, d := range waited {
-		c.Waited[g] = d - p.waited[g]
-		p.waited[g] = d
+	for g := range Groups {
+		c.Waited[g], c.Timed[g] = waited[g]-p.waited[g], timed[g]-p.timed[g]
 	}
+	p.waited, p.timed = waited, timed
 	var (
 		key   probeChargeKey
 		value probeCharge

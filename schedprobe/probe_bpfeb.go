@@ -49,16 +49,18 @@ type probeExit struct {
 }
 
 type probeWaiter struct {
-	_      structs.HostLayout
-	Queued uint64
-	Since  uint64
-	Cpu    uint32
-	Group  uint32
+	_       structs.HostLayout
+	Queued  uint64
+	Kqueued uint64
+	Since   uint64
+	Cpu     uint32
+	Group   uint32
 }
 
 type probeWaits struct {
-	_  structs.HostLayout
-	Ns [8]uint64
+	_       structs.HostLayout
+	Ns      [8]uint64
+	Clocked [8]uint64
 }
 
 type probeWatch struct {

@@ -270,7 +270,7 @@ func TestTruth(t *testing.T) {
 		lo, hi := cur.before-prev.after, cur.after-prev.before
 		charged, schedstat = charged+total(c), schedstat+want
 		tolerance := max(want/20, time.Millisecond)
-		t.Logf("tick %d: run delay %v to %v by the probe, %v by schedstat; charged %v; %d switches (%d not traced), %d lost, %d anomalies", i, lo, hi, want, total(c), c.Switches, c.Unseen, c.Lost, c.Anomalies)
+		t.Logf("tick %d: run delay %v to %v by the probe (%v on its own clock), %v by schedstat; charged %v; %d switches (%d not traced), %d lost, %d anomalies", i, lo, hi, c.Timed[0]+c.Timed[1], want, total(c), c.Switches, c.Unseen, c.Lost, c.Anomalies)
 		if want < lo-tolerance || want > hi+tolerance {
 			t.Errorf("tick %d: schedstat's run delay %v is more than %v outside the probe's %v to %v", i, want, tolerance, lo, hi)
 		}

@@ -55,11 +55,28 @@ struct thread_info {
 // CONFIG_SCHED_INFO: what /proc/<pid>/task/<tid>/schedstat shows.
 struct sched_info {
 	unsigned long long run_delay;
+	unsigned long long last_queued; // the run queue's clock when it was queued
+} __attribute__((preserve_access_index));
+
+// A CPU's run queue, and the clock the kernel times run delay by.
+struct rq {
+	__u64 clock;
+} __attribute__((preserve_access_index));
+
+// With CONFIG_FAIR_GROUP_SCHED, a task's entity names its CFS queue, and
+// that queue the CPU's run queue.
+struct cfs_rq {
+	struct rq *rq;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_info sched_info;
+	struct sched_entity se;
 	unsigned int __state;
 	unsigned int flags;
 	int on_cpu;

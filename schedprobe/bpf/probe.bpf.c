@@ -23,6 +23,16 @@
 // directly.
 //
 // The idle task as the holder is wake-up latency: nobody was in the way.
+//
+// Each wait that ends is also counted in full (waited), for the truth
+// check against schedstat's run delay, twice: on the probe's clock, from
+// the wake-up or preemption to the switch, and on the clock the kernel
+// times run delay by, its run queue's, read at the same events. The two
+// differ where the kernel does not move that clock on: a wake-up that
+// asks its CPU to switch at once (a sleeper waking beside a batch job, or
+// on an idle CPU) skips the clock's update at that switch
+// (rq_clock_skip_update), so the kernel counts the woken thread's wait
+// as nothing and adds it to the next wait of the thread it preempted.
 
 #include "kernel.h"
 
@@ -60,7 +70,8 @@ struct watch {
 };
 
 struct waiter {
-	__u64 queued; // when it became runnable
+	__u64 queued;  // when it became runnable
+	__u64 kqueued; // the run queue's clock then; 0: take the kernel's own stamp when it runs
 	__u64 since;  // when it reached the queue of cpu
 	__u32 cpu;
 	__u32 group;
@@ -127,7 +138,8 @@ struct {
 // schedstat counts its run delay, so that the two can be compared tick by
 // tick. One entry, read in one lookup.
 struct waits {
-	__u64 ns[GROUPS];
+	__u64 ns[GROUPS];      // on the probe's clock
+	__u64 clocked[GROUPS]; // on the run queue's clock, as schedstat's
 };
 
 struct {
@@ -220,6 +232,34 @@ static __always_inline long task_state(struct task_struct *t)
 		return BPF_CORE_READ(t, __state);
 	struct task_struct___old *o = (void *)t;
 	return BPF_CORE_READ(o, state);
+}
+
+// rq_clock is the clock of the run queue t is on, by which the kernel
+// times run delay; 0 where the program cannot read it (a kernel without
+// group scheduling, whose tasks do not name their run queue).
+static __always_inline __u64 rq_clock(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(((struct cfs_rq *)0)->rq))
+		return 0;
+	return BPF_CORE_READ(t, se.cfs_rq, rq, clock);
+}
+
+// add_waited counts a wait that ended, or that a move cut, by group: from
+// queued to at on the probe's clock, and from kqueued to kat on the run
+// queue's (either 0: not known, and the probe's figure stands for it).
+static __always_inline void add_waited(__u32 g, __u64 queued, __u64 at, __u64 kqueued, __u64 kat)
+{
+	__u32 zero = 0;
+	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
+	if (!done)
+		return;
+	__u64 ns = at > queued ? at - queued : 0;
+	__u64 clocked = ns;
+	if (kqueued && kat)
+		clocked = kat > kqueued ? kat - kqueued : 0;
+	g &= GROUPS - 1;
+	__sync_fetch_and_add(&done->ns[g], ns);
+	__sync_fetch_and_add(&done->clocked[g], clocked);
 }
 
 // ancestors_of fills out with the processes t descended from, nearest
@@ -322,9 +362,10 @@ static __always_inline void forget(struct waiter *w)
 	__sync_fetch_and_add(&o->in_s[g], -(__s64)w->since);
 }
 
-// start_wait counts thread pid of group as waiting on cpu from now; the
-// caller holds that CPU's run queue.
-static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct cpu_state *st, __u64 now)
+// start_wait counts thread pid of group as waiting on cpu from now, and
+// from kqueued on the run queue's clock; the caller holds that CPU's run
+// queue.
+static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct cpu_state *st, __u64 now, __u64 kqueued)
 {
 	struct waiter *old = bpf_map_lookup_elem(&waiters, &pid);
 	if (old) {
@@ -332,7 +373,7 @@ static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct
 		bpf_map_delete_elem(&waiters, &pid);
 	}
 	__u32 g = group & (GROUPS - 1);
-	struct waiter w = {.queued = now, .since = now, .cpu = cpu, .group = g};
+	struct waiter w = {.queued = now, .kqueued = kqueued, .since = now, .cpu = cpu, .group = g};
 	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
 		count(LOST_WAITERS);
 		return;
@@ -341,15 +382,14 @@ static __always_inline void start_wait(__u32 pid, __u32 group, __u32 cpu, struct
 	st->s[g] += now;
 }
 
-// end_wait ends the wait of thread pid (w) at at, on cpu, whose state st
-// this program holds: the wait counts in full (waited), and the thread
-// leaves the counts of its CPU, where its share of S is max(since, last).
-static __always_inline void end_wait(struct waiter *w, __u32 pid, __u32 cpu, struct cpu_state *st, __u64 at)
+// end_wait ends the wait of thread pid (w) at at, kat on the run queue's
+// clock (0: not known), on cpu, whose state st this program holds: the
+// wait counts in full (waited), and the thread leaves the counts of its
+// CPU, where its share of S is max(since, last).
+static __always_inline void end_wait(struct waiter *w, __u32 pid, __u32 cpu, struct cpu_state *st, __u64 at, __u64 kat)
 {
-	__u32 g = w->group & (GROUPS - 1), zero = 0;
-	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
-	if (done && at > w->queued)
-		__sync_fetch_and_add(&done->ns[g], at - w->queued);
+	__u32 g = w->group & (GROUPS - 1);
+	add_waited(g, w->queued, at, w->kqueued, kat);
 	if (w->cpu == cpu) {
 		st->k[g]--;
 		st->s[g] -= w->since > st->last ? w->since : st->last;
@@ -384,7 +424,7 @@ int on_switch(__u64 *ctx)
 		__u32 ppid = prev_pid;
 		struct waiter *pw = bpf_map_lookup_elem(&waiters, &ppid);
 		if (pw)
-			end_wait(pw, ppid, cpu, st, pw->since > st->last ? pw->since : st->last);
+			end_wait(pw, ppid, cpu, st, pw->since > st->last ? pw->since : st->last, 0);
 	}
 
 	for (int g = 0; g < GROUPS; g++) {
@@ -414,19 +454,25 @@ int on_switch(__u64 *ctx)
 	st->last = now;
 	st->curr = (__u64)next;
 
-	// The thread that runs now stops waiting.
+	// The thread that runs now stops waiting. The run queue's clock is
+	// where the kernel left it for this switch: the kernel's end of the
+	// same wait.
 	__u32 pid = BPF_CORE_READ(next, pid);
 	struct waiter *w = bpf_map_lookup_elem(&waiters, &pid);
-	if (w)
-		end_wait(w, pid, cpu, st, now);
+	if (w) {
+		if (!w->kqueued) // it moved: the kernel's stamp of its arrival here
+			w->kqueued = BPF_CORE_READ(next, sched_info.last_queued);
+		end_wait(w, pid, cpu, st, now, rq_clock(next));
+	}
 
 	// The thread that leaves while still runnable (preempted, or it
-	// yielded) starts waiting.
+	// yielded) starts waiting, on the run queue's clock where the kernel
+	// starts it.
 	long prev_state = prev_pid != 0 ? task_state(prev) : 0;
 	if (prev_pid != 0 && prev_state == TASK_RUNNING) {
 		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
 		if (wt)
-			start_wait(prev_pid, wt->group, cpu, st, now);
+			start_wait(prev_pid, wt->group, cpu, st, now, rq_clock(prev));
 	} else if (prev_state & TASK_DEAD) {
 		// Its last switch: its run delay is final.
 		struct watch *wt = bpf_map_lookup_elem(&watched, &prev_tgid);
@@ -453,7 +499,8 @@ static __always_inline int wakeup(struct task_struct *p)
 	struct cpu_state *st = cpu_of(cpu);
 	if (!st)
 		return 0;
-	start_wait(pid, wt->group, cpu, st, bpf_ktime_get_ns());
+	// Queued just now, on the run queue's clock just moved on.
+	start_wait(pid, wt->group, cpu, st, bpf_ktime_get_ns(), rq_clock(p));
 	return 0;
 }
 
@@ -484,15 +531,15 @@ int on_migrate(__u64 *ctx)
 	if (!dst)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	__u32 g = w->group & (GROUPS - 1), zero = 0;
+	__u32 g = w->group & (GROUPS - 1);
 	// The kernel adds the wait so far to the run delay at a move (it
-	// dequeues the thread), and counts the rest from its arrival on dest:
-	// so does waited, or a wait that a tick's end cuts after the move
-	// lands in one tick here and in two in schedstat.
-	struct waits *done = bpf_map_lookup_elem(&waited, &zero);
-	if (done && now > w->queued)
-		__sync_fetch_and_add(&done->ns[g], now - w->queued);
+	// dequeues the thread, on the old run queue's clock, which p still
+	// names), and counts the rest from its arrival on dest: so does
+	// waited, or a wait that a tick's end cuts after the move lands in one
+	// tick here and in two in schedstat.
+	add_waited(g, w->queued, now, w->kqueued, rq_clock(p));
 	w->queued = now;
+	w->kqueued = 0;
 	struct cpu_state *src = cpu_of(w->cpu);
 	if (src && task_cpu(p) == w->cpu) {
 		__u64 from = w->since > src->last ? w->since : src->last;
