@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare"
 )
@@ -202,5 +203,30 @@ func TestTailLateResultIsUnknown(t *testing.T) {
 	r.AddResult(span(1.2, 1.25)) // inside the hog's wait, 8 ticks late
 	if tl := r.Summary(sec(10), 10e9).Tail; tl != nil {
 		t.Errorf("tail = %+v, want none: the one request came after its ticks' waits were gone", tl)
+	}
+}
+
+// BenchmarkExposure is per-request blame at 20,000 requests a second
+// beside a busy neighbour: 4,000 outside waits a tick, each request
+// settled against them. Per op: one request.
+func BenchmarkExposure(b *testing.B) {
+	const perTick, waitsPerTick = 20_000, 4_000
+	ticks := max(b.N/perTick, 1) + 1
+	r := newRecorder(b, Config{Start: t0})
+	b.ResetTimer()
+	for k := range ticks {
+		var waits []tare.Wait
+		for i := range waitsPerTick {
+			at := float64(k) + float64(i)/waitsPerTick
+			waits = append(waits, hogWait(at, at+0.0002, 0.2))
+		}
+		for i := range min(perTick, b.N-k*perTick) {
+			at := float64(k) + float64(i)/perTick
+			r.AddResult(result(at, 0, 1))
+		}
+		r.AddHost(measuredSample(float64(k), float64(k+1), waits...))
+	}
+	if s := r.Summary(sec(float64(ticks)), time.Duration(ticks)*time.Second); s.Tail == nil {
+		b.Fatal("no tail")
 	}
 }
