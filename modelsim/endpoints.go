@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -24,13 +23,8 @@ func isLegacy(ctx context.Context) bool { return ctx.Value(legacyKey{}) != nil }
 // handleTextCompletions turns a completions body into a chat one and
 // serves it so.
 func (s *Server) handleTextCompletions(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, r, "POST")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", fmt.Sprintf("request body larger than %d bytes", maxBody))
+	body, ok := postBody(w, r)
+	if !ok {
 		return
 	}
 	chat, err := chatBody(body)
@@ -148,17 +142,13 @@ type embedding struct {
 // handleEmbeddings pays the prefill of the input's words, then answers
 // one vector: an embedding model's work is all prefill.
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, r, "POST")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", fmt.Sprintf("request body larger than %d bytes", maxBody))
+	body, ok := postBody(w, r)
+	if !ok {
 		return
 	}
 	top, ok := asObject(body)
 	var text string
+	var err error
 	if !ok {
 		err = &requestError{msg: "We could not parse the JSON body of your request: expected a JSON object."}
 	} else {

@@ -214,10 +214,13 @@ func (s *Server) drawTokens() int {
 	return int(min(max(n, 1), 32*mean))
 }
 
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+// postBody is a POST's body, at most maxBody bytes; false when the
+// request was answered already (another method, a body too large) or
+// nobody is left to answer.
+func postBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, "POST")
-		return
+		return nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -225,9 +228,16 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooLarge) {
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "",
 				fmt.Sprintf("request body larger than %d bytes", maxBody))
-			return
 		}
-		// The client went away while sending: nobody is left to answer.
+		// Otherwise the client went away while sending.
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	body, ok := postBody(w, r)
+	if !ok {
 		return
 	}
 	req, err := parseRequest(body)
