@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/tare-dev/tare"
@@ -32,15 +31,7 @@ type Turn struct {
 // messages items (user messages; leading system messages open it) and
 // prompt items (one turn). Errors are Read's.
 func ReadConversations(path string, replyBudget bool) ([]Conversation, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, tare.Errorf(tare.ENOTFOUND, "prompts file %q does not exist", path)
-		}
-		return nil, tare.Errorf(tare.EINVALID, "cannot read prompts file %q: %w", path, err)
-	}
-	defer f.Close()
-	return ParseConversations(f, path, replyBudget)
+	return readWith(path, replyBudget, ParseConversations)
 }
 
 // ParseConversations reads conversations from r; file names it in

@@ -48,6 +48,11 @@ const (
 // is a *tare.Error with code tare.EINVALID (tare.ENOTFOUND when it does not
 // exist) naming the file, the line or item, and the accepted form.
 func Read(path string, replyBudget bool) ([]tare.Prompt, error) {
+	return readWith(path, replyBudget, Parse)
+}
+
+// readWith opens the prompts file at path and parses it with parse.
+func readWith[T any](path string, replyBudget bool, parse func(io.Reader, string, bool) ([]T, error)) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -56,7 +61,7 @@ func Read(path string, replyBudget bool) ([]tare.Prompt, error) {
 		return nil, tare.Errorf(tare.EINVALID, "cannot read prompts file %q: %w", path, err)
 	}
 	defer f.Close()
-	return Parse(f, path, replyBudget)
+	return parse(f, path, replyBudget)
 }
 
 // Parse reads a dataset from r; file names it in messages.
