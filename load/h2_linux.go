@@ -113,11 +113,11 @@ type h2conn struct {
 	streams  map[uint32]*request
 	pending  []*request // waiting for the connection to open
 	nextID   uint32
-	maxPeer  int   // the server's SETTINGS_MAX_CONCURRENT_STREAMS, h2Expected until said
-	sendWin  int64 // the connection's send window
-	initWin  int64 // the server's SETTINGS_INITIAL_WINDOW_SIZE
-	maxFrame int   // the server's SETTINGS_MAX_FRAME_SIZE
-	recvUsed int64 // connection bytes received since the last WINDOW_UPDATE
+	maxPeer  int        // the server's SETTINGS_MAX_CONCURRENT_STREAMS, h2Expected until said
+	sendWin  int64      // the connection's send window
+	initWin  int64      // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	maxFrame int        // the server's SETTINGS_MAX_FRAME_SIZE
+	recvUsed int64      // connection bytes received since the last WINDOW_UPDATE
 	blocked  []*request // streams whose body waits for a window
 
 	dec       *hpack.Decoder

@@ -102,7 +102,8 @@ type conn struct {
 	connecting bool
 	tries      int // addresses tried by this connection's connect
 	idleAt     int // index in pool.idle while idle, else -1
-	h2         *h2conn // HTTP/2's state; nil for HTTP/1.1
+
+	h2 *h2conn // HTTP/2's state; nil for HTTP/1.1
 }
 
 type request struct {
@@ -112,6 +113,7 @@ type request struct {
 	conn       *conn
 	deadline   time.Time
 	prev, next *request
+
 	h2stream // HTTP/2's stream, when the endpoint's request is HTTP/2
 }
 
