@@ -740,7 +740,6 @@ func (e *engine) h2done(c *conn, req *request, kind string) {
 // never processed it, or fails it after h2Attempts.
 func (e *engine) h2retry(c *conn, req *request) {
 	e.h2forget(c, req)
-	c.h2.gone = true // as net/http: a connection that refused a stream takes no more
 	if req.attempts >= h2Attempts {
 		req.res.Err = tare.KindOther
 		e.finish(req, time.Now())

@@ -1,0 +1,244 @@
+package httptarget
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/load"
+)
+
+// HTTP/2 on load's event loop (Config.H2Loop), against Go's own servers:
+// h2 over TLS chosen by ALPN, and h2c by prior knowledge.
+
+// runLoop runs n arrivals gap apart on tg, which must offer the loop its
+// endpoint, and returns their results in order.
+func runLoop(t *testing.T, tg *Target, n int, gap time.Duration) []tare.Result {
+	t.Helper()
+	if eps := tg.Endpoints(); len(eps) != 1 || eps[0].H2 == nil {
+		t.Fatalf("endpoints %+v: want one HTTP/2 endpoint for the event loop", eps)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	return run(ctx, tg, load.Config{}, n, gap)
+}
+
+// TestH2Loop: on the event loop, h2 and h2c reach the server as HTTP/2,
+// one connection carries requests one after another, and every result
+// has its status, body bytes, connection and clocks in order.
+func TestH2Loop(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		tls   bool
+		cfg   Config
+		proto string
+	}{
+		{"h2", true, Config{HTTP2: true}, ProtoH2},
+		{"h2c", false, Config{H2C: true}, ProtoH2C},
+		{"h2 post", true, Config{HTTP2: true, Body: []byte("payload")}, ProtoH2},
+		{"h2c post", false, Config{H2C: true, Body: []byte("payload")}, ProtoH2C},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newH2Server(t, tt.tls, true, nil)
+			cfg := tt.cfg
+			cfg.URL, cfg.H2Loop = srv.URL+"/", true
+			if tt.tls {
+				cfg.TLS = srv.tlsTo()
+			}
+			tg := newTarget(t, cfg)
+			results := runLoop(t, tg, 30, 2*time.Millisecond)
+			want := int64(len("hello over HTTP/2.0"))
+			for _, res := range results {
+				if res.Status != 200 || res.Err != "" || res.BytesIn != want || res.BytesOut != int64(len(cfg.Body)) || res.Conn == 0 {
+					t.Fatalf("request %d: status %d, error %q, %d bytes in, %d out, connection %d; want 200, %d in, %d out, numbered",
+						res.Seq, res.Status, res.Err, res.BytesIn, res.BytesOut, res.Conn, want, len(cfg.Body))
+				}
+				if res.Sent.Before(res.Scheduled) || res.FirstByte.Before(res.Sent) || res.Done.Before(res.FirstByte) {
+					t.Errorf("request %d: scheduled %v, sent %v, first byte %v, done %v: out of order", res.Seq, res.Scheduled, res.Sent, res.FirstByte, res.Done)
+				}
+			}
+			protos, streams, _ := srv.seen()
+			if protos["HTTP/2.0"] != 30 || len(protos) != 1 {
+				t.Errorf("the server saw %v; want 30 requests over HTTP/2.0", protos)
+			}
+			if len(streams) != 1 {
+				t.Errorf("30 requests 2 ms apart went over %d connections (%v streams each); want one", len(streams), streams)
+			}
+			if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
+				t.Errorf("protocols %v; want {%s: 1}", got, tt.proto)
+			}
+			if st := tg.Conns().Stats(); st.Opened != 1 || st.Reused != 29 {
+				t.Errorf("counter %+v; want 1 connection opened, 29 requests reusing it", st)
+			}
+		})
+	}
+}
+
+// heldRun starts n arrivals at once on tg against a server that holds
+// every request until hold closes; it returns once the server has all n
+// in flight, and the results once released.
+func heldRun(t *testing.T, srv *h2Server, tg *Target, n int, hold chan struct{}) []tare.Result {
+	t.Helper()
+	done := make(chan []tare.Result, 1)
+	go func() { done <- runLoop(t, tg, n, 0) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if protos, _, _ := srv.seen(); protos["HTTP/2.0"] == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			protos, _, _ := srv.seen()
+			close(hold)
+			t.Fatalf("the server saw %v; want %d requests in flight", protos, n)
+		}
+	}
+	close(hold)
+	results := <-done
+	for _, res := range results {
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("request %d: status %d, error %q", res.Seq, res.Status, res.Err)
+		}
+	}
+	return results
+}
+
+// TestH2LoopStreams: on the event loop, --max-streams caps the streams in
+// flight on each connection, and so does the server's own
+// SETTINGS_MAX_CONCURRENT_STREAMS; a new connection opens only when
+// every open one is full.
+func TestH2LoopStreams(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		maxStreams int // --max-streams
+		server     int // the server's SETTINGS_MAX_CONCURRENT_STREAMS; 0: Go's default (250)
+		inFlight   int
+		conns      int
+	}{
+		{"2 per connection", 2, 0, 6, 3},
+		{"1 per connection", 1, 0, 4, 4},
+		{"the server's limit", 0, 0, 6, 1},
+		{"the server's 3 below --max-streams 5", 5, 3, 6, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			srv := newH2Server(t, true, true, nil)
+			if tt.server > 0 {
+				srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: tt.server}
+			}
+			tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, H2Loop: true, TLS: srv.tlsTo(), MaxStreams: tt.maxStreams})
+			if tt.server > 0 {
+				// The server's SETTINGS come with its first connection:
+				// one request first, so that the loop knows them.
+				runLoop(t, tg, 1, 0)
+				srv.mu.Lock()
+				clear(srv.protos)
+				clear(srv.streams)
+				clear(srv.peak)
+				srv.mu.Unlock()
+			}
+			srv.mu.Lock()
+			srv.hold = hold
+			srv.mu.Unlock()
+			heldRun(t, srv, tg, tt.inFlight, hold)
+			_, streams, peak := srv.seen()
+			if len(streams) != tt.conns {
+				t.Errorf("%d requests in flight went over %d connections (streams %v); want %d", tt.inFlight, len(streams), streams, tt.conns)
+			}
+			limit := tt.maxStreams
+			if tt.server > 0 {
+				limit = min(limit, tt.server)
+			}
+			for i, p := range peak {
+				if limit > 0 && p > limit {
+					t.Errorf("connection %d had %d streams in flight at once; the cap is %d", i, p, limit)
+				}
+			}
+		})
+	}
+}
+
+// TestH2LoopRefused: a TLS server that chooses HTTP/1.1 by ALPN gets no
+// request from the loop: each connection is closed unused and counted as
+// http/1.1, its requests fail as "no h2" (those that waited for it too),
+// and the notes say so.
+func TestH2LoopRefused(t *testing.T) {
+	srv := newH2Server(t, true, false, nil)
+	tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, H2Loop: true, TLS: srv.tlsTo()})
+	for _, res := range runLoop(t, tg, 5, 20*time.Millisecond) {
+		if res.Err != tare.KindNoH2 || res.Status != 0 {
+			t.Errorf("request %d: status %d, error %q; want no status and %q", res.Seq, res.Status, res.Err, tare.KindNoH2)
+		}
+	}
+	if protos, _, _ := srv.seen(); len(protos) != 0 {
+		t.Errorf("the server served %v; want no request", protos)
+	}
+	got := tg.Protocols()
+	n := got[ProtoHTTP1]
+	if n < 1 || len(got) != 1 {
+		t.Errorf("protocols %v; want http/1.1 alone", got)
+	}
+	want := fmt.Sprintf("%d of the %d connections", n, n)
+	if notes := tg.Notes(); len(notes) != 1 || !strings.Contains(notes[0], want) {
+		t.Errorf("notes %q; want one saying %s spoke http/1.1", notes, want)
+	}
+	if st := tg.Conns().Stats(); st.Open != 0 || st.Opened != 0 {
+		t.Errorf("counter %+v: a connection closed unused is no connection of the run's", st)
+	}
+}
+
+// TestH2LoopGoAway: a server that says GOAWAY whenever a connection is
+// idle closes connection after connection: every request still succeeds,
+// those it never processed sent again on another connection.
+func TestH2LoopGoAway(t *testing.T) {
+	srv := newH2Server(t, true, true, nil)
+	srv.Config.SetKeepAlivesEnabled(false)
+	tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, H2Loop: true, TLS: srv.tlsTo()})
+	for _, res := range runLoop(t, tg, 40, time.Millisecond) {
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("request %d: status %d, error %q", res.Seq, res.Status, res.Err)
+		}
+	}
+	_, streams, _ := srv.seen()
+	t.Logf("40 requests over %d connections", len(streams))
+	if len(streams) < 2 {
+		t.Errorf("40 requests over %d connection; a server that says GOAWAY whenever it is idle closes some", len(streams))
+	}
+	if st := tg.Conns().Stats(); st.Open != 0 {
+		t.Errorf("counter %+v: connections left open after the run", st)
+	}
+}
+
+// TestH2LoopConnectionLimit: at the connection limit, with the one
+// connection at its stream cap, requests wait for a stream to end and are
+// counted as having waited.
+func TestH2LoopConnectionLimit(t *testing.T) {
+	hold := make(chan struct{})
+	srv := newH2Server(t, true, true, hold)
+	tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, H2Loop: true, TLS: srv.tlsTo(), MaxConns: 1, MaxStreams: 1})
+	done := make(chan []tare.Result, 1)
+	go func() { done <- runLoop(t, tg, 3, 0) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if protos, _, _ := srv.seen(); protos["HTTP/2.0"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(hold)
+			t.Fatal("the server saw no request")
+		}
+	}
+	close(hold)
+	conns := map[uint64]bool{}
+	for _, res := range <-done {
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("request %d: status %d, error %q", res.Seq, res.Status, res.Err)
+		}
+		conns[res.Conn] = true
+	}
+	st := tg.Conns().Stats()
+	if _, streams, _ := srv.seen(); len(streams) != 1 || st.Opened != 1 || st.Reused != 2 || st.Waited != 2 || len(conns) != 1 || conns[0] {
+		t.Errorf("server connections %v, counter %+v, result connections %v; want one connection, numbered, reused twice, 2 waits", streams, st, conns)
+	}
+}
