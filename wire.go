@@ -102,7 +102,10 @@ type H2Request struct {
 	// over TLS ("http/1.1" when the server chose none), "h2c" in
 	// cleartext. It is called on the loop's thread: it must not block.
 	Protocol func(proto string)
-	// Outcome is the error kind of an answer with status, "" for a
-	// success (a 3xx is the answer: the loop follows no redirect).
-	Outcome func(status int) string
+	// Answered is told each complete answer (res.Status, its body
+	// counted; location is its Location field, "" when none): it sets
+	// res.Err, "" for a success, or returns the rest of the request to
+	// run on a goroutine of its own (a redirect to follow), which sets
+	// Done. It is called on the loop's thread: it must not block.
+	Answered func(res *Result, location string) (rest func(ctx context.Context, res *Result))
 }

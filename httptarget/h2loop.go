@@ -1,6 +1,10 @@
 package httptarget
 
 import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/tare-dev/tare"
@@ -31,7 +35,7 @@ func (t *Target) h2Endpoint() tare.Endpoint {
 	}
 	r := &tare.H2Request{Method: t.tmpl.Method, Scheme: u.Scheme, Authority: authority, Path: u.RequestURI(),
 		Header: sortedFields(fields), Body: t.body, MaxStreams: t.h2.maxStreams,
-		Protocol: t.h2.count, Outcome: func(status int) string { return t.redirects.outcome(status, "") }}
+		Protocol: t.h2.count, Answered: t.h2Answered}
 	if u.Scheme == "https" {
 		cfg := t.transport.TLSClientConfig.Clone()
 		if cfg.ServerName == "" {
@@ -44,6 +48,46 @@ func (t *Target) h2Endpoint() tare.Endpoint {
 		r.TLS = cfg
 	}
 	return tare.Endpoint{Addr: hostPort(u), Unix: t.unix, MaxConns: t.maxConns, Timeout: t.timeout, H2: r}
+}
+
+// h2Answered judges an answer the loop read: a redirect to follow is
+// handed back as the rest of the request, sent through h2.go's pool (or
+// net/http, to another server) from the redirect on, its hops counted;
+// any other answer gets its error kind.
+func (t *Target) h2Answered(res *tare.Result, location string) func(context.Context, *tare.Result) {
+	refused := ""
+	if isRedirect(res.Status) && location != "" {
+		if next, err := t.tmpl.URL.Parse(location); err == nil {
+			var ok bool
+			if ok, refused = t.redirects.follow(0, next); ok {
+				return t.h2Redirect(res.Status, location, next)
+			}
+		}
+	}
+	res.Err = t.redirects.outcome(res.Status, refused)
+	return nil
+}
+
+// h2Redirect is the rest of a request that status redirected to next, as
+// net/http makes it: 301, 302 and 303 become a GET without a body (HEAD
+// stays HEAD), 307 and 308 repeat the method and body; the user's Host
+// goes on only through a relative redirect.
+func (t *Target) h2Redirect(status int, location string, next *url.URL) func(context.Context, *tare.Result) {
+	method, body, header := t.tmpl.Method, t.body, t.tmpl.Header.Clone()
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		if method != http.MethodGet && method != http.MethodHead {
+			method, body = http.MethodGet, nil
+			header.Del("Content-Type")
+		}
+	}
+	host := t.tmpl.Host
+	if u, err := url.Parse(location); err != nil || u.IsAbs() {
+		host = next.Host
+	}
+	return func(ctx context.Context, res *tare.Result) {
+		t.send(ctx, res, &http.Request{Method: method, URL: next, Header: header, Host: host}, body, 1)
+	}
 }
 
 // hopByHop reports whether HTTP/2 forbids the header field name
@@ -59,11 +103,7 @@ func hopByHop(name string) bool {
 // sortedFields orders the fields by name, so that every run sends the
 // same bytes.
 func sortedFields(f [][2]string) [][2]string {
-	for i := 1; i < len(f); i++ {
-		for j := i; j > 0 && f[j][0] < f[j-1][0]; j-- {
-			f[j], f[j-1] = f[j-1], f[j]
-		}
-	}
+	slices.SortStableFunc(f, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	return f
 }
 

@@ -3,8 +3,11 @@ package httptarget
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,5 +243,81 @@ func TestH2LoopConnectionLimit(t *testing.T) {
 	st := tg.Conns().Stats()
 	if _, streams, _ := srv.seen(); len(streams) != 1 || st.Opened != 1 || st.Reused != 2 || st.Waited != 2 || len(conns) != 1 || conns[0] {
 		t.Errorf("server connections %v, counter %+v, result connections %v; want one connection, numbered, reused twice, 2 waits", streams, st, conns)
+	}
+}
+
+// h2cServer is a cleartext HTTP/2 server (prior knowledge) of h.
+func h2cServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = p
+	srv.Config.ErrorLog = quietLog
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestH2LoopRedirect: a redirect answered on the loop is followed (on a
+// goroutine) and counted; with redirects off the 3xx is the answer.
+func TestH2LoopRedirect(t *testing.T) {
+	srv := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "new "+r.Proto)
+	})
+	for _, tt := range []struct {
+		name      string
+		redirects int
+		status    int
+		hops      int
+	}{
+		{"followed", 0, 200, 1},
+		{"off", NoRedirects, 302, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := newTarget(t, Config{URL: srv.URL + "/old", H2C: true, H2Loop: true, Redirects: tt.redirects})
+			for _, res := range runLoop(t, tg, 5, time.Millisecond) {
+				if res.Status != tt.status || res.Err != "" || res.Redirects != tt.hops || res.Done.Before(res.FirstByte) {
+					t.Errorf("request %d: status %d, error %q, %d redirects, first byte %v, done %v; want %d, no error, %d redirects",
+						res.Seq, res.Status, res.Err, res.Redirects, res.FirstByte, res.Done, tt.status, tt.hops)
+				}
+			}
+		})
+	}
+}
+
+// TestH2LoopTimeout: a stream that outlives its timeout fails as
+// "timeout", and the loop resets it rather than close the connection,
+// which carries the next request.
+func TestH2LoopTimeout(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]int{}
+	srv := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr]++
+		mu.Unlock()
+		if r.URL.Query().Get("slow") != "" {
+			<-r.Context().Done() // ended by the client's RST_STREAM
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	slow := newTarget(t, Config{URL: srv.URL + "/?slow=1", H2C: true, H2Loop: true, Timeout: 50 * time.Millisecond})
+	for _, res := range runLoop(t, slow, 3, time.Millisecond) {
+		if res.Err != tare.KindTimeout {
+			t.Errorf("slow request %d: status %d, error %q; want %q", res.Seq, res.Status, res.Err, tare.KindTimeout)
+		}
+	}
+	if st := slow.Conns().Stats(); st.Opened != 1 {
+		t.Errorf("counter %+v: want the 3 timed-out streams on one connection, reset, not closed", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Errorf("the server saw connections %v; want one", conns)
 	}
 }

@@ -95,6 +95,7 @@ type h2stream struct {
 	sendWin  int64  // the stream's send window
 	rest     []byte // of the body, not yet sent: the windows were full
 	recvUsed int64  // bytes received since the stream's last WINDOW_UPDATE
+	location string // the answer's Location, for Answered
 	attempts int    // streams opened for the request
 }
 
@@ -122,6 +123,7 @@ type h2conn struct {
 
 	dec       *hpack.Decoder
 	status    int    // the :status decoded last
+	location  string // and the Location of a 3xx
 	headersOn uint32 // the stream whose header block CONTINUATION frames go on; 0 none
 	block     []byte // a header block being gathered across frames
 
@@ -327,8 +329,11 @@ func (e *engine) h2ready(d h2dialed) {
 	h.tls, h.pipe = d.tls, d.pipe
 	h.nextID, h.maxPeer, h.sendWin, h.initWin, h.maxFrame = 1, h2Expected, defaultWindow, defaultWindow, defaultMaxFrame
 	h.dec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
-		if f.Name == ":status" {
+		switch {
+		case f.Name == ":status":
 			h.status, _ = strconv.Atoi(f.Value)
+		case f.Name == "location" && h.status >= 300 && h.status < 400:
+			h.location = f.Value
 		}
 	})
 	c.id = e.counter.Open()
@@ -569,7 +574,7 @@ func (e *engine) h2frame(c *conn, fh frameHeader, p []byte) error {
 				}
 				block = block[5:]
 			}
-			h.status = 0
+			h.status, h.location = 0, ""
 		}
 		if fh.flags&flagEndHeaders == 0 {
 			if fh.typ == frameHeaders {
@@ -605,6 +610,7 @@ func (e *engine) h2frame(c *conn, fh frameHeader, p []byte) error {
 		if req.res.FirstByte.IsZero() {
 			req.res.FirstByte = time.Now()
 			req.res.Status = h.status
+			req.location = h.location
 		}
 		if endStream {
 			e.h2done(c, req, "")
@@ -726,13 +732,21 @@ func (e *engine) h2forget(c *conn, req *request) {
 // failed with kind.
 func (e *engine) h2done(c *conn, req *request, kind string) {
 	e.h2forget(c, req)
+	var rest func(context.Context, *tare.Result)
 	switch {
 	case kind != "":
 		req.res.Err = kind
-	case req.ep.h2.Outcome != nil:
-		req.res.Err = req.ep.h2.Outcome(req.res.Status)
+	case req.ep.h2.Answered != nil:
+		rest = req.ep.h2.Answered(&req.res, req.location)
 	}
-	e.finish(req, time.Now())
+	if rest != nil {
+		res := req.res
+		e.unlink(req)
+		e.recycle(req)
+		e.r.handoff(rest, res)
+	} else {
+		e.finish(req, time.Now())
+	}
 	e.h2after(c)
 }
 
