@@ -81,13 +81,15 @@ func TestH2Loop(t *testing.T) {
 	}
 }
 
-// heldRun starts n arrivals at once on tg against a server that holds
-// every request until hold closes; it returns once the server has all n
-// in flight, and the results once released.
+// heldRun starts n arrivals 20 ms apart on tg against a server that
+// holds every request until hold closes; it returns once the server has
+// all n in flight, and the results once released. Apart, the later
+// arrivals most often find a connection open (with its server's
+// SETTINGS), not only one being opened; the caps must hold either way.
 func heldRun(t *testing.T, srv *h2Server, tg *Target, n int, hold chan struct{}) []tare.Result {
 	t.Helper()
 	done := make(chan []tare.Result, 1)
-	go func() { done <- runLoop(t, tg, n, 0) }()
+	go func() { done <- runLoop(t, tg, n, 20*time.Millisecond) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if protos, _, _ := srv.seen(); protos["HTTP/2.0"] == n {
 			break
@@ -127,24 +129,11 @@ func TestH2LoopStreams(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			hold := make(chan struct{})
-			srv := newH2Server(t, true, true, nil)
+			srv := newH2Server(t, true, true, hold)
 			if tt.server > 0 {
 				srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: tt.server}
 			}
 			tg := newTarget(t, Config{URL: srv.URL + "/", HTTP2: true, H2Loop: true, TLS: srv.tlsTo(), MaxStreams: tt.maxStreams})
-			if tt.server > 0 {
-				// The server's SETTINGS come with its first connection:
-				// one request first, so that the loop knows them.
-				runLoop(t, tg, 1, 0)
-				srv.mu.Lock()
-				clear(srv.protos)
-				clear(srv.streams)
-				clear(srv.peak)
-				srv.mu.Unlock()
-			}
-			srv.mu.Lock()
-			srv.hold = hold
-			srv.mu.Unlock()
 			heldRun(t, srv, tg, tt.inFlight, hold)
 			_, streams, peak := srv.seen()
 			if len(streams) != tt.conns {
@@ -291,29 +280,46 @@ func TestH2LoopRedirect(t *testing.T) {
 }
 
 // TestH2LoopTimeout: a stream that outlives its timeout fails as
-// "timeout", and the loop resets it rather than close the connection,
-// which carries the next request.
+// "timeout", and the loop resets it (the server sees the stream end)
+// rather than close the connection, which carries the next requests.
 func TestH2LoopTimeout(t *testing.T) {
-	var mu sync.Mutex
+	var mu sync.Mutex // guards conns and first
 	conns := map[string]int{}
+	first := true
+	reset := make(chan struct{})
 	srv := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		conns[r.RemoteAddr]++
+		slow := first
+		first = false
 		mu.Unlock()
-		if r.URL.Query().Get("slow") != "" {
-			<-r.Context().Done() // ended by the client's RST_STREAM
+		if slow {
+			select {
+			case <-r.Context().Done(): // the client's RST_STREAM
+				close(reset)
+			case <-time.After(10 * time.Second):
+			}
 			return
 		}
 		io.WriteString(w, "ok")
 	})
-	slow := newTarget(t, Config{URL: srv.URL + "/?slow=1", H2C: true, H2Loop: true, Timeout: 50 * time.Millisecond})
-	for _, res := range runLoop(t, slow, 3, time.Millisecond) {
-		if res.Err != tare.KindTimeout {
-			t.Errorf("slow request %d: status %d, error %q; want %q", res.Seq, res.Status, res.Err, tare.KindTimeout)
+	tg := newTarget(t, Config{URL: srv.URL + "/", H2C: true, H2Loop: true, Timeout: 200 * time.Millisecond})
+	results := runLoop(t, tg, 3, 500*time.Millisecond)
+	if res := results[0]; res.Err != tare.KindTimeout {
+		t.Errorf("the held request: status %d, error %q; want %q", res.Status, res.Err, tare.KindTimeout)
+	}
+	for _, res := range results[1:] {
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("request %d: status %d, error %q; want 200", res.Seq, res.Status, res.Err)
 		}
 	}
-	if st := slow.Conns().Stats(); st.Opened != 1 {
-		t.Errorf("counter %+v: want the 3 timed-out streams on one connection, reset, not closed", st)
+	select {
+	case <-reset:
+	case <-time.After(5 * time.Second):
+		t.Error("the server never saw the timed-out stream end")
+	}
+	if st := tg.Conns().Stats(); st.Opened != 1 {
+		t.Errorf("counter %+v: want every request on one connection, the timed-out stream reset, not the connection closed", st)
 	}
 	mu.Lock()
 	defer mu.Unlock()
