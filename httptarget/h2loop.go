@@ -116,4 +116,3 @@ func (p *h2pool) count(proto string) {
 		p.refused++
 	}
 }
-
