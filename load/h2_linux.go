@@ -323,6 +323,7 @@ func (e *engine) h2ready(d h2dialed) {
 			req.res.Err = kind
 			e.finish(req, now)
 		}
+		e.h2serve(c.pool) // the requests waiting may open another
 		return
 	}
 	h := c.h2
