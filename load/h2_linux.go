@@ -127,10 +127,11 @@ type h2conn struct {
 	headersOn uint32 // the stream whose header block CONTINUATION frames go on; 0 none
 	block     []byte // a header block being gathered across frames
 
-	in    []byte // a frame's start, waiting for the rest
-	plain []byte // frames made this pass, not yet written (before TLS)
-	dirty bool   // in engine.h2.dirty
-	gone  bool   // GOAWAY came: no new stream on it
+	in       []byte // a frame's start, waiting for the rest
+	plain    []byte // frames made this pass, not yet written (before TLS)
+	dirty    bool   // in engine.h2.dirty
+	watchOut bool   // the socket is watched for room to write: a write left bytes
+	gone     bool   // GOAWAY came: no new stream on it
 }
 
 // h2dialed is a connection a dialing goroutine has opened, or failed to.
@@ -407,6 +408,9 @@ func (e *engine) h2Flush() {
 			h.plain = h.plain[:0]
 			continue
 		}
+		// While the socket is full, the frames wait behind what it has
+		// not taken, for EPOLLOUT.
+		waiting := len(c.out) > 0
 		if h.tls != nil {
 			h.tls.Write(h.plain) // into the pipe: it cannot fail
 			c.out = append(c.out, h.pipe.out...)
@@ -415,7 +419,9 @@ func (e *engine) h2Flush() {
 			c.out = append(c.out, h.plain...)
 		}
 		h.plain = h.plain[:0]
-		e.h2write(c)
+		if !waiting {
+			e.h2write(c)
+		}
 	}
 	e.h2.dirty = e.h2.dirty[:0]
 }
@@ -423,7 +429,6 @@ func (e *engine) h2Flush() {
 // h2write writes what c has to send, watching for room when the socket
 // takes only part of it.
 func (e *engine) h2write(c *conn) {
-	waiting := len(c.out) > 0
 	n, err := rawio.Write(c.fd, c.out)
 	if n > 0 {
 		c.out = c.out[:copy(c.out, c.out[n:])]
@@ -431,9 +436,11 @@ func (e *engine) h2write(c *conn) {
 	switch {
 	case err != nil && err != unix.EAGAIN:
 		e.h2end(c, err)
-	case len(c.out) > 0:
+	case len(c.out) > 0 && !c.h2.watchOut:
+		c.h2.watchOut = true
 		e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLOUT)
-	case waiting:
+	case len(c.out) == 0 && c.h2.watchOut:
+		c.h2.watchOut = false
 		e.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
 	}
 }
