@@ -263,6 +263,8 @@ func TestRunTLSBadInput(t *testing.T) {
 		{"a name the certificate lacks", append(good, "--servername", "other.tare.test"), []string{"not \"other.tare.test\"", "--servername"}},
 		{"http2 on http://", []string{"--http2", "--url", strings.Replace(url, "https://", "http://", 1)}, []string{"for HTTP/2 in cleartext give --h2c"}},
 		{"max streams alone", append(good, "--max-streams", "4"), []string{"--max-streams", "--http2"}},
+		{"h2 engine alone", append(good, "--h2-engine", "loop"), []string{"--h2-engine", "give --http2 or --h2c"}},
+		{"h2 engine unknown", append(good, "--http2", "--h2-engine", "fast"), []string{"--h2-engine must be goroutines or loop; got fast"}},
 		{"cacert for http://", []string{"--cacert", p.caFile, "--url", strings.Replace(url, "https://", "http://", 1)}, []string{"apply to https:// targets"}},
 		{"http2 for a model", []string{"--http2", "--model", "https://127.0.0.1:1/v1", "--url", ""}, []string{"--http2, --h2c and --max-streams apply to --url and --targets"}},
 	} {
