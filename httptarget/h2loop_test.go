@@ -327,3 +327,57 @@ func TestH2LoopTimeout(t *testing.T) {
 		t.Errorf("the server saw connections %v; want one", conns)
 	}
 }
+
+// TestH2LoopFlowControl: a body larger than the server's windows waits
+// for its WINDOW_UPDATEs, and an answer larger than tare's windows gets
+// tare's: both arrive whole, on streams in flight at once.
+func TestH2LoopFlowControl(t *testing.T) {
+	const bodyLen, answerLen = 300 << 10, 9 << 20
+	var mu sync.Mutex // guards got
+	var got []int64
+	answer := strings.Repeat("a", answerLen)
+	srv := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got = append(got, n)
+		mu.Unlock()
+		io.WriteString(w, answer)
+	})
+	tg := newTarget(t, Config{URL: srv.URL + "/", H2C: true, H2Loop: true, Body: []byte(strings.Repeat("b", bodyLen)), Timeout: 10 * time.Second})
+	for _, res := range runLoop(t, tg, 4, time.Millisecond) {
+		if res.Status != 200 || res.Err != "" || res.BytesOut != bodyLen || res.BytesIn != answerLen {
+			t.Errorf("request %d: status %d, error %q, %d bytes out, %d in; want 200, %d out, %d in", res.Seq, res.Status, res.Err, res.BytesOut, res.BytesIn, bodyLen, answerLen)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range got {
+		if n != bodyLen {
+			t.Errorf("the server read bodies of %v bytes; want %d each", got, bodyLen)
+			break
+		}
+	}
+}
+
+// TestH2LoopPing: a server that checks an idle connection's health with
+// PING closes it when no ack comes; the loop acks, and a slow answer
+// arrives on the connection the pings kept.
+func TestH2LoopPing(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(400 * time.Millisecond) // the server pings meanwhile
+		io.WriteString(w, "ok")
+	}))
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = p
+	srv.Config.HTTP2 = &http.HTTP2Config{SendPingTimeout: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond}
+	srv.Config.ErrorLog = quietLog
+	srv.Start()
+	t.Cleanup(srv.Close)
+	tg := newTarget(t, Config{URL: srv.URL + "/", H2C: true, H2Loop: true, Timeout: 10 * time.Second})
+	for _, res := range runLoop(t, tg, 2, time.Millisecond) {
+		if res.Status != 200 || res.Err != "" {
+			t.Errorf("request %d: status %d, error %q; want 200", res.Seq, res.Status, res.Err)
+		}
+	}
+}
