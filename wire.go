@@ -2,6 +2,7 @@ package tare
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type Endpoint struct {
 	MaxConns int
 	Timeout  time.Duration // one request, from its send to its end, redirects included
 	NewCodec func() Codec  // a codec for one request at a time, reused request after request
+	// H2 sends the requests as HTTP/2 streams instead, NewCodec unused;
+	// nil for HTTP/1.1.
+	H2 *H2Request
 }
 
 // Codec writes one request at a time and reads its answer, incrementally,
@@ -76,3 +80,32 @@ const (
 	StepResend                // send Request again: a redirect to the same server, or a stale connection's retry
 	StepElsewhere             // the request goes on through Handoff
 )
+
+// H2Request is an Endpoint's request sent as HTTP/2 streams, many at once
+// on each connection, by the event loop's own framing (RFC 9113): the
+// fields of its HEADERS, its body, and what the loop tells the target.
+type H2Request struct {
+	// TLS is the configuration of HTTP/2 over TLS, its NextProtos
+	// offering "h2"; a connection on which the server chose another
+	// protocol by ALPN carries no request (KindNoH2). nil: HTTP/2 in
+	// cleartext, by prior knowledge (h2c).
+	TLS *tls.Config
+	// The request's pseudo-header fields, and the others in order, their
+	// names in lower case.
+	Method, Scheme, Authority, Path string
+	Header                          [][2]string
+	Body                            []byte
+	// MaxStreams caps the streams in flight on one connection, below
+	// the server's own SETTINGS_MAX_CONCURRENT_STREAMS; 0: the server's.
+	MaxStreams int
+	// Protocol is told what each connection opened spoke: ALPN's choice
+	// over TLS ("http/1.1" when the server chose none), "h2c" in
+	// cleartext. It is called on the loop's thread: it must not block.
+	Protocol func(proto string)
+	// Answered is told each complete answer (res.Status, its body
+	// counted; location is its Location field, "" when none): it sets
+	// res.Err, "" for a success, or returns the rest of the request to
+	// run on a goroutine of its own (a redirect to follow), which sets
+	// Done. It is called on the loop's thread: it must not block.
+	Answered func(res *Result, location string) (rest func(ctx context.Context, res *Result))
+}

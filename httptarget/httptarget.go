@@ -92,6 +92,9 @@ type Config struct {
 	// MaxStreams caps the streams in flight on one HTTP/2 connection; 0
 	// leaves the cap to the server (its SETTINGS_MAX_CONCURRENT_STREAMS).
 	MaxStreams int
+	// H2Loop serves HTTP2 and H2C on load's event loop (h2loop.go),
+	// framed by tare, rather than through net/http's HTTP/2 client.
+	H2Loop bool
 }
 
 // userAgent is sent when the user's headers name none.
@@ -108,6 +111,7 @@ type Target struct {
 	rt        http.RoundTripper // transport, or h2 for HTTP/2
 	h2        *h2pool           // HTTP/2's own connections to the URL's server; nil for HTTP/1.1
 	h2s       *h2pools          // the HTTP/2 pools of the targets that share transport
+	h2loop    bool              // HTTP/2 on load's event loop (Config.H2Loop)
 	tmpl      *http.Request     // method, URL, header and host; copied per request, never sent
 	body      []byte
 	timeout   time.Duration
@@ -217,6 +221,8 @@ func newTargetOn(cfg Config, shared *Target) (*Target, error) {
 	if u.Scheme == "http" && proxy == nil && !cfg.NetHTTP && t.h2 == nil {
 		t.wire = newWireRequest(tmpl, cfg.Body)
 	}
+	// The loop speaks to the server itself: through a proxy, net/http.
+	t.h2loop = cfg.H2Loop && t.h2 != nil && proxy == nil
 	return t, nil
 }
 

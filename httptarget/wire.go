@@ -29,6 +29,9 @@ var (
 // Endpoints is the one request t sends, for load's event loop; nil when
 // t goes through net/http.
 func (t *Target) Endpoints() []tare.Endpoint {
+	if t.h2loop {
+		return []tare.Endpoint{t.h2Endpoint()}
+	}
 	if t.wire == nil {
 		return nil
 	}

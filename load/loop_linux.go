@@ -63,6 +63,8 @@ type engine struct {
 	stop, abort atomic.Bool // the arrivals end; the requests in flight are canceled
 	stopped     bool
 	wakeMu      sync.Mutex // guards efd against wake after close
+
+	h2 h2engine // HTTP/2's connections (h2_linux.go)
 }
 
 // endpoint is one Endpoint in one engine: its codecs, and the pool of
@@ -72,6 +74,7 @@ type endpoint struct {
 	index  int
 	pool   *pool
 	codecs []tare.Codec
+	h2     *h2endpoint // HTTP/2's request; nil for HTTP/1.1
 }
 
 // pool is the connections to one server (an address, or a Unix socket) in
@@ -86,6 +89,7 @@ type pool struct {
 	open    int             // connections open or connecting
 	max     int             // this engine's share of the limit; 0: none
 	waiting []*request      // at max: requests waiting for a connection, first come first served
+	h2      []*conn         // HTTP/2: open or opening, the one a stream last ended on last
 }
 
 type conn struct {
@@ -98,6 +102,8 @@ type conn struct {
 	connecting bool
 	tries      int // addresses tried by this connection's connect
 	idleAt     int // index in pool.idle while idle, else -1
+
+	h2 *h2conn // HTTP/2's state; nil for HTTP/1.1
 }
 
 type request struct {
@@ -107,6 +113,8 @@ type request struct {
 	conn       *conn
 	deadline   time.Time
 	prev, next *request
+
+	h2stream // HTTP/2's stream, when the endpoint's request is HTTP/2
 }
 
 const (
@@ -156,7 +164,7 @@ func newEngine(ctx context.Context, r *Runner, wire tare.Wire, eps []tare.Endpoi
 			}
 			pools[key] = p
 		}
-		e.eps = append(e.eps, &endpoint{Endpoint: ep, index: i, pool: p})
+		e.eps = append(e.eps, &endpoint{Endpoint: ep, index: i, pool: p, h2: newH2Endpoint(ep.H2)})
 	}
 	return e, nil
 }
@@ -217,6 +225,7 @@ func (e *engine) wake() {
 
 // close closes the engine's descriptors, once its loop is over.
 func (e *engine) close() {
+	e.h2.shut()
 	e.wakeMu.Lock()
 	defer e.wakeMu.Unlock()
 	for _, c := range e.conns {
@@ -253,6 +262,9 @@ func (e *engine) run() {
 		if !e.hasNext && e.inFlight == 0 {
 			break
 		}
+		if len(e.h2.dirty) > 0 {
+			e.h2Flush()
+		}
 		e.armTimer(now)
 		n, err := rawio.EpollWait(e.epfd, e.events, e.waitFor(now))
 		if err != nil {
@@ -267,6 +279,7 @@ func (e *engine) run() {
 			case e.efd:
 				var b [8]byte
 				rawio.Read(e.efd, b[:])
+				e.h2take()
 			default:
 				if fd < len(e.conns) && e.conns[fd] != nil {
 					e.ready(e.conns[fd], ev.Events)
@@ -396,13 +409,15 @@ func (e *engine) dispatch(a arrival, now time.Time) {
 	req.ep = ep
 	req.res = tare.Result{Seq: a.seq, Scheduled: a.scheduled, Sent: now, TargetIndex: i}
 	req.deadline = now.Add(ep.Timeout)
-	if n := len(ep.codecs); n > 0 {
-		req.codec = ep.codecs[n-1]
-		ep.codecs = ep.codecs[:n-1]
-	} else {
-		req.codec = ep.NewCodec()
+	if ep.h2 == nil {
+		if n := len(ep.codecs); n > 0 {
+			req.codec = ep.codecs[n-1]
+			ep.codecs = ep.codecs[:n-1]
+		} else {
+			req.codec = ep.NewCodec()
+		}
+		req.codec.Begin(&req.res)
 	}
-	req.codec.Begin(&req.res)
 	// In flight in the order sent: with one timeout per endpoint, nearly
 	// the order of the deadlines, which expire checks from the first.
 	req.prev = e.last
@@ -417,6 +432,10 @@ func (e *engine) dispatch(a arrival, now time.Time) {
 	if err := ep.pool.dnsErr; err != nil {
 		req.res.Err = tare.ErrorKind(err)
 		e.finish(req, now)
+		return
+	}
+	if ep.h2 != nil {
+		e.h2assign(req)
 		return
 	}
 	e.assign(req)
@@ -566,6 +585,10 @@ func (e *engine) watch(c *conn, events uint32) {
 
 // ready handles the events of c.
 func (e *engine) ready(c *conn, events uint32) {
+	if c.h2 != nil {
+		e.h2events(c, events)
+		return
+	}
 	if c.connecting {
 		c.connecting = false
 		if soErr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || soErr != 0 {
@@ -756,7 +779,9 @@ func (e *engine) unlink(req *request) {
 }
 
 func (e *engine) recycle(req *request) {
-	req.ep.codecs = append(req.ep.codecs, req.codec)
+	if req.codec != nil {
+		req.ep.codecs = append(req.ep.codecs, req.codec)
+	}
 	*req = request{}
 	e.spare = append(e.spare, req)
 }
@@ -801,7 +826,9 @@ func (e *engine) cancelAll(now time.Time) {
 // come) or taking it out of its endpoint's queue.
 func (e *engine) cut(req *request, kind string, now time.Time) {
 	req.res.Err = kind
-	if c := req.conn; c != nil {
+	if c := req.conn; c != nil && c.h2 != nil {
+		e.h2cancel(c, req)
+	} else if c != nil {
 		c.req, req.conn = nil, nil
 		e.closeConn(c)
 	} else {

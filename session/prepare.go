@@ -189,7 +189,7 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 	case t.URL != "":
 		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
 			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
-			TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams}
+			TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
 		if t.Redirects == 0 {
 			cfg.Redirects = httptarget.NoRedirects
 		}
@@ -222,7 +222,7 @@ func buildMix(t *TargetSpec, header http.Header, l *LoadSpec, tlsConfig *tls.Con
 		return nil, Flagged(err, "targets")
 	}
 	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l), UnixSocket: t.UnixSocket,
-		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost, TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams}
+		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost, TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
 	if t.Redirects == 0 {
 		base.Redirects = httptarget.NoRedirects
 	}

@@ -50,6 +50,12 @@ func endpoints(target tare.Target) []addresser {
 	return nil
 }
 
+// The values of --h2-engine.
+const (
+	H2EngineGoroutines = "goroutines"
+	H2EngineLoop       = "loop"
+)
+
 // checkSecure refuses TLS and HTTP/2 options the target cannot use, and
 // then probes, before any load, every server the load will connect to
 // directly (or through --unix-socket): its certificate against the CAs, the client certificate
@@ -63,6 +69,10 @@ func (t *TargetSpec) checkSecure(ctx context.Context, target tare.Target, cfg *t
 		isModel = true
 	}
 	switch {
+	case t.H2Engine != "" && t.H2Engine != H2EngineGoroutines && t.H2Engine != H2EngineLoop:
+		return settings.Wrong("h2-engine", H2EngineGoroutines+" or "+H2EngineLoop, t.H2Engine)
+	case t.H2Engine != "" && !t.HTTP2 && !t.H2C:
+		return settings.Errorf("h2-engine", "chooses what sends HTTP/2: give %s or %s with it", settings.Name("http2"), settings.Name("h2c"))
 	case (t.HTTP2 || t.H2C || t.MaxStreams != 0) && (len(eps) == 0 || isModel):
 		return settings.Errorf("", "%s, %s and %s apply to %s and %s", settings.Name("http2"), settings.Name("h2c"), settings.Name("max-streams"), settings.Name("url"), settings.Name("targets"))
 	case len(eps) == 0 && t.TLS().Given():

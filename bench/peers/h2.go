@@ -92,29 +92,38 @@ func h2Row(tare, dir string) {
 	url := "https://" + strings.TrimSpace(addr) + "/"
 	ca := filepath.Join(dir, "ca.pem")
 
-	tools := []tool{{
-		name:    "tare",
-		highest: func() float64 { return math.NaN() },
-		fixed: func() (float64, float64) {
-			out, cpu := run(tare, "run", "--url", url, "--http2", "--cacert", ca, "--rate", fmt.Sprintf("%d/s", *fixedRate), "--arrival", "constant",
-				"--jobs", strconv.Itoa(*fixedJobs), "--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
-			s := summary(out)
-			if p, _ := s["generator"].(map[string]any)["protocols"].(map[string]any); p["h2"] == nil || len(p) != 1 {
-				log.Fatalf("tare --http2 spoke %v, not h2 alone", p)
-			}
-			if d := s["requests"].(map[string]any)["dropped"].(float64); d > 0 {
-				log.Printf("tare --http2: %.0f arrivals dropped at --max-inflight %d (connections %v)", d, *conns, s["generator"].(map[string]any)["protocols"])
-			}
-			return perTenK(cpu), s["send_lag_ms"].(map[string]any)["p99"].(float64)
-		},
-		note: "--http2, --max-inflight " + strconv.Itoa(*conns),
-	}}
+	tools := []tool{h2Tare("tare", tare, url, ca, "goroutines"), h2Tare("tare-loop", tare, url, ca, "loop")}
 	if h2load := debTool("h2load", "nghttp2-client"); h2load != "" {
 		tools = append(tools, h2loadTool(h2load, url, dir))
 	}
 	fmt.Printf("\nHTTP/2 over TLS (Go net/http h2 server on CPU 1), %d/s × %d, medians of %d rounds:\n", *fixedRate, *fixedJobs, *rounds)
 	order, results := measure(tools)
 	printTable(order, results)
+	if loop, goroutines := results["tare-loop"], results["tare"]; loop.cpuPer10k > 0 && goroutines.cpuPer10k > 0 {
+		fmt.Printf("%-20s %22s %22s %22s\n", "tare-loop vs tare", "n/a", ratio(loop.cpuPer10k, goroutines.cpuPer10k), ratio(loop.lagP99MS, goroutines.lagP99MS))
+	}
+}
+
+// h2Tare is tare --http2 at the fixed rate, HTTP/2 sent by engine
+// (--h2-engine).
+func h2Tare(name, tare, url, ca, engine string) tool {
+	return tool{
+		name:    name,
+		highest: func() float64 { return math.NaN() },
+		fixed: func() (float64, float64) {
+			out, cpu := run(tare, "run", "--url", url, "--http2", "--h2-engine", engine, "--cacert", ca, "--rate", fmt.Sprintf("%d/s", *fixedRate), "--arrival", "constant",
+				"--jobs", strconv.Itoa(*fixedJobs), "--max-inflight", strconv.Itoa(*conns), "--no-store", "--quiet", "--json")
+			s := summary(out)
+			if p, _ := s["generator"].(map[string]any)["protocols"].(map[string]any); p["h2"] == nil || len(p) != 1 {
+				log.Fatalf("%s spoke %v, not h2 alone", name, p)
+			}
+			if d := s["requests"].(map[string]any)["dropped"].(float64); d > 0 {
+				log.Printf("%s: %.0f arrivals dropped at --max-inflight %d (connections %v)", name, d, *conns, s["generator"].(map[string]any)["protocols"])
+			}
+			return perTenK(cpu), s["send_lag_ms"].(map[string]any)["p99"].(float64)
+		},
+		note: "--http2 --h2-engine " + engine + ", --max-inflight " + strconv.Itoa(*conns),
+	}
 }
 
 // h2loadTool runs h2load on one connection (-c 1, up to -m streams) at

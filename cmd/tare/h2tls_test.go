@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,9 @@ func TestRunHTTP2(t *testing.T) {
 		{"http2", true, true, []string{"--http2", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
 		{"http2 max streams", true, true, []string{"--http2", "--cacert", p.caFile, "--max-streams", "1"}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, true},
 		{"h2c", false, true, []string{"--h2c"}, "HTTP/2.0", map[string]int{"h2c": 1}, false},
+		{"http2 on the loop", true, true, []string{"--http2", "--h2-engine", "loop", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
+		{"http2 max streams on the loop", true, true, []string{"--http2", "--h2-engine", "loop", "--cacert", p.caFile, "--max-streams", "1"}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, true},
+		{"h2c on the loop", false, true, []string{"--h2c", "--h2-engine", "loop"}, "HTTP/2.0", map[string]int{"h2c": 1}, false},
 		{"https is HTTP/1.1 without --http2", true, true, []string{"--cacert", p.caFile}, "HTTP/1.1 alpn=", nil, false},
 	}
 	for _, tt := range tests {
@@ -160,8 +164,12 @@ func TestRunHTTP2(t *testing.T) {
 			if !ok {
 				t.Errorf("generator.protocols %v; want %v (at least: %v; requests one after another share a connection)", got, tt.protocols, tt.atLeast)
 			}
-			if s.Generator.Engine != "goroutines" {
-				t.Errorf("engine %q; HTTP/2 and TLS run on goroutines", s.Generator.Engine)
+			engine := "goroutines"
+			if slices.Contains(tt.flags, "loop") {
+				engine = "event loop"
+			}
+			if s.Generator.Engine != engine {
+				t.Errorf("engine %q; want %q", s.Generator.Engine, engine)
 			}
 		})
 	}
@@ -255,6 +263,8 @@ func TestRunTLSBadInput(t *testing.T) {
 		{"a name the certificate lacks", append(good, "--servername", "other.tare.test"), []string{"not \"other.tare.test\"", "--servername"}},
 		{"http2 on http://", []string{"--http2", "--url", strings.Replace(url, "https://", "http://", 1)}, []string{"for HTTP/2 in cleartext give --h2c"}},
 		{"max streams alone", append(good, "--max-streams", "4"), []string{"--max-streams", "--http2"}},
+		{"h2 engine alone", append(good, "--h2-engine", "loop"), []string{"--h2-engine", "give --http2 or --h2c"}},
+		{"h2 engine unknown", append(good, "--http2", "--h2-engine", "fast"), []string{"--h2-engine must be goroutines or loop; got fast"}},
 		{"cacert for http://", []string{"--cacert", p.caFile, "--url", strings.Replace(url, "https://", "http://", 1)}, []string{"apply to https:// targets"}},
 		{"http2 for a model", []string{"--http2", "--model", "https://127.0.0.1:1/v1", "--url", ""}, []string{"--http2, --h2c and --max-streams apply to --url and --targets"}},
 	} {
@@ -388,34 +398,36 @@ func TestRunNginxMTLS(t *testing.T) {
 		}
 	})
 
-	t.Run("h2 with a client certificate", func(t *testing.T) {
-		code, stdout, stderr := tareCmd(t, append(append(base, "--jobs", "100", "--http2"), good...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		s := summaryOf(t, stdout)
-		if s.Requests.OK != 100 || s.Requests.Errors != 0 {
-			t.Errorf("requests %+v, errors %v; want 100 ok: nginx's GOAWAY after 25 requests must cost none", s.Requests, s.ErrorKinds)
-		}
-		seen := readLog(100)
-		conns := map[string]bool{}
-		for _, l := range seen {
-			f := strings.Fields(l)
-			if len(f) != 3 || f[0] != "HTTP/2.0" || f[1] != "SUCCESS" {
-				t.Errorf("nginx logged %q; want HTTP/2.0 with the client certificate verified (SUCCESS)", l)
-				continue
+	for _, engine := range []string{"goroutines", "loop"} {
+		t.Run("h2 with a client certificate on "+engine, func(t *testing.T) {
+			code, stdout, stderr := tareCmd(t, append(append(base, "--jobs", "100", "--http2", "--h2-engine", engine), good...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			conns[f[2]] = true
-		}
-		if len(seen) != 100 {
-			t.Errorf("nginx logged %d requests; want 100", len(seen))
-		}
-		// 100 requests at 25 a connection: at least 4 connections, every
-		// one counted as h2.
-		if h2 := s.Generator.Protocols["h2"]; len(s.Generator.Protocols) != 1 || h2 != len(conns) || h2 < 4 {
-			t.Errorf("generator.protocols %v, nginx saw %d connections; want h2 for each, at least 4", s.Generator.Protocols, len(conns))
-		}
-	})
+			s := summaryOf(t, stdout)
+			if s.Requests.OK != 100 || s.Requests.Errors != 0 {
+				t.Errorf("requests %+v, errors %v; want 100 ok: nginx's GOAWAY after 25 requests must cost none", s.Requests, s.ErrorKinds)
+			}
+			seen := readLog(100)
+			conns := map[string]bool{}
+			for _, l := range seen {
+				f := strings.Fields(l)
+				if len(f) != 3 || f[0] != "HTTP/2.0" || f[1] != "SUCCESS" {
+					t.Errorf("nginx logged %q; want HTTP/2.0 with the client certificate verified (SUCCESS)", l)
+					continue
+				}
+				conns[f[2]] = true
+			}
+			if len(seen) != 100 {
+				t.Errorf("nginx logged %d requests; want 100", len(seen))
+			}
+			// 100 requests at 25 a connection: at least 4 connections, every
+			// one counted as h2.
+			if h2 := s.Generator.Protocols["h2"]; len(s.Generator.Protocols) != 1 || h2 != len(conns) || h2 < 4 {
+				t.Errorf("generator.protocols %v, nginx saw %d connections; want h2 for each, at least 4", s.Generator.Protocols, len(conns))
+			}
+		})
+	}
 
 	t.Run("no client certificate", func(t *testing.T) {
 		// nginx completes the handshake without one and answers each
