@@ -100,8 +100,9 @@ func TestABFailOnRegression(t *testing.T) {
 }
 
 // TestRunsShowAB: a stored A/B run is listed with kind ab among the runs,
-// and tare runs show prints it as tare ab did (the golden), its JSON the
-// tare.ab/v1; an unknown id still says no run is stored.
+// tare runs show prints it as tare ab did (the golden), its JSON the
+// tare.ab/v1, and tare report draws its pairs; an unknown id still says
+// no run is stored.
 func TestRunsShowAB(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ab.db")
 	t.Setenv("TARE_DB", db)
@@ -129,6 +130,10 @@ func TestRunsShowAB(t *testing.T) {
 	code, stdout, _ = tareCmd(t, "runs", "list")
 	if line := lineWith(stdout, ab.ID); code != 0 || !strings.Contains(line, " ab ") || !strings.Contains(line, "p95 B +8.2%") {
 		t.Errorf("runs list: exit %d, want the A/B run with kind ab and B against A on p95:\n%s", code, stdout)
+	}
+	code, stdout, stderr = tareCmd(t, "report", ab.ID[:8], "-o", "-")
+	if code != 0 || !strings.Contains(stdout, `id="svg-ab-pairs"`) || !strings.Contains(stdout, "A/B run checkout") {
+		t.Errorf("tare report of the A/B run: exit %d (%s), want its paired trials drawn", code, stderr)
 	}
 	if code, _, stderr := tareCmd(t, "runs", "show", "ffffffff"); code != 2 || !strings.Contains(stderr, "no stored run") {
 		t.Errorf("runs show of an unknown id: exit %d: %s", code, stderr)
