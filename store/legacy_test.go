@@ -211,7 +211,7 @@ func TestSchema2Store(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Back to version 2, as an older tare made it.
-		for _, stmt := range []string{"DROP TABLE result_batches", "DROP TABLE calendar_samples", "DROP TABLE protocol_windows",
+		for _, stmt := range []string{"DROP TABLE result_batches", "DROP TABLE calendar_samples", "DROP TABLE protocol_windows", "DROP TABLE ab_runs",
 			"DELETE FROM schema_migrations WHERE version > 2"} {
 			if _, err := pool.Exec(ctx, stmt); err != nil {
 				t.Fatal(err)
