@@ -101,8 +101,9 @@ func TestABFailOnRegression(t *testing.T) {
 
 // TestRunsShowAB: a stored A/B run is listed with kind ab among the runs,
 // tare runs show prints it as tare ab did (the golden), its JSON the
-// tare.ab/v1, and tare report draws its pairs; an unknown id still says
-// no run is stored.
+// tare.ab/v1, and tare report draws its pairs; runs export names its
+// trials instead, runs delete removes it; an unknown id still says no run
+// is stored.
 func TestRunsShowAB(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ab.db")
 	t.Setenv("TARE_DB", db)
@@ -134,6 +135,15 @@ func TestRunsShowAB(t *testing.T) {
 	code, stdout, stderr = tareCmd(t, "report", ab.ID[:8], "-o", "-")
 	if code != 0 || !strings.Contains(stdout, `id="svg-ab-pairs"`) || !strings.Contains(stdout, "A/B run checkout") {
 		t.Errorf("tare report of the A/B run: exit %d (%s), want its paired trials drawn", code, stderr)
+	}
+	if code, _, stderr := tareCmd(t, "runs", "export", ab.ID); code != 2 || !strings.Contains(stderr, "is an A/B run") || !strings.Contains(stderr, "run-b2") {
+		t.Errorf("runs export of the A/B run: exit %d, want 2 naming its trials: %s", code, stderr)
+	}
+	if code, stdout, stderr := tareCmd(t, "runs", "delete", "--yes", ab.ID); code != 0 || !strings.Contains(stdout, "deleted A/B run") {
+		t.Errorf("runs delete of the A/B run: exit %d: %s%s", code, stdout, stderr)
+	}
+	if code, _, _ := tareCmd(t, "runs", "show", ab.ID); code != 2 {
+		t.Errorf("runs show of the deleted A/B run: exit %d, want 2", code)
 	}
 	if code, _, stderr := tareCmd(t, "runs", "show", "ffffffff"); code != 2 || !strings.Contains(stderr, "no stored run") {
 		t.Errorf("runs show of an unknown id: exit %d: %s", code, stderr)

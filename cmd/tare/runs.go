@@ -115,6 +115,53 @@ func findAB(ctx context.Context, st tare.Store, arg string) (ab tare.AB, ok bool
 	return ab, true, nil
 }
 
+// notAB is nil unless arg names an A/B run; then an error saying that it
+// cannot stand for a run, why (a clause: "has no …"), and its trials.
+func notAB(ctx context.Context, sf *storeFlags, arg, why string) error {
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ab, ok, err := findAB(ctx, st, arg)
+	if err != nil || !ok {
+		return err
+	}
+	var trials []string
+	for _, p := range ab.Pairs {
+		trials = append(trials, p.A.RunID, p.B.RunID)
+	}
+	return tare.Errorf(tare.EINVALID, "%s is an A/B run, which %s (%s)", ab.ID, why, strings.Join(trials, " "))
+}
+
+// deleteAB deletes the A/B run arg names, after asking unless yes; done
+// is false when arg names none. Its trials are runs of their own, kept.
+func deleteAB(cmd *cobra.Command, sf *storeFlags, arg string, yes bool) (done bool, err error) {
+	ctx := cmd.Context()
+	st, err := sf.open(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	ab, ok, err := findAB(ctx, st, arg)
+	if err != nil || !ok {
+		return false, err
+	}
+	if !yes {
+		fmt.Fprintf(cmd.ErrOrStderr(), "delete A/B run %s (%s, %s vs %s, %d pairs, started %s; its trials stay)? [y/N] ", ab.ID,
+			cmp.Or(ab.Label, "no label"), ab.A.Target, ab.B.Target, len(ab.Pairs), ab.StartedAt.Local().Format("2006-01-02 15:04"))
+		answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return true, &exitError{code: 1, reason: "not deleted"}
+		}
+	}
+	if err := st.DeleteAB(ctx, ab.ID); err != nil {
+		return true, err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted A/B run %s (its %d trials are runs of their own, kept)\n", ab.ID, 2*len(ab.Pairs))
+	return true, err
+}
+
 // withABs lists the A/B runs among the runs, as runs of kind ab, newest
 // first, at most limit (0: all) of both.
 func withABs(runs []tare.Run, abs []tare.AB, limit int) []tare.Run {
@@ -201,6 +248,9 @@ model call or a queue job the first content token (first_token, ttft_ms).
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := notAB(ctx, sf, args[0], "has no raw records of its own: export its trials, each a run"); err != nil {
+				return err
+			}
 			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
@@ -288,6 +338,9 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if done, err := deleteAB(cmd, sf, args[0], yes); done || err != nil {
+				return err
+			}
 			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
