@@ -1,6 +1,9 @@
 package tare
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ABSchema names the version of the A/B JSON contract.
 const ABSchema = "tare.ab/v1"
@@ -38,11 +41,14 @@ const (
 // result. Like Summary, keys may be added, never renamed; a figure that
 // could not be computed is nil (JSON null), never 0.
 type AB struct {
-	Schema string    `json:"schema"`
-	Mode   string    `json:"mode"` // ABInterleaved or ABDuet
-	Label  string    `json:"label"`
-	A      ABVariant `json:"a"`
-	B      ABVariant `json:"b"`
+	Schema string `json:"schema"`
+	// ID is the A/B run's id in the store, "" when not stored; its trials
+	// are runs of their own (Pairs[].A.RunID, …).
+	ID    string    `json:"id"`
+	Mode  string    `json:"mode"` // ABInterleaved or ABDuet
+	Label string    `json:"label"`
+	A     ABVariant `json:"a"`
+	B     ABVariant `json:"b"`
 	// Seed orders the trials of each pair and seeds the bootstrap.
 	Seed     uint64  `json:"seed"`
 	TrialS   float64 `json:"trial_s"`    // each trial's arrival window
@@ -65,6 +71,25 @@ type AB struct {
 	EndedAt       time.Time `json:"ended_at"`
 	Status        string    `json:"status"` // "complete", or "interrupted" when stopped early
 	Warnings      []string  `json:"warnings,omitempty"`
+}
+
+// ABStore keeps A/B runs: each the tare.ab/v1 result as it was printed,
+// beside its trials, which are runs of their own.
+type ABStore interface {
+	// SaveAB stores a finished A/B run under its ID, which must be set and
+	// unique (an *Error with code EINVALID otherwise); the variants'
+	// targets are redacted again.
+	SaveAB(ctx context.Context, ab AB) error
+	// FindAB returns a stored A/B run; an unknown id is an *Error with
+	// code ENOTFOUND.
+	FindAB(ctx context.Context, id string) (AB, error)
+	// FindABs lists the A/B runs matching the filter's ID, Label, Target
+	// (of either variant), Since and Limit, newest first; a filter by
+	// Window or Protocol matches none.
+	FindABs(ctx context.Context, filter RunFilter) ([]AB, error)
+	// DeleteAB removes a stored A/B run, not its trials' runs. An unknown
+	// id is an *Error with code ENOTFOUND.
+	DeleteAB(ctx context.Context, id string) error
 }
 
 // ABVariant is what one variant loads.

@@ -53,7 +53,10 @@ const (
 
 // Run identifies one load window and how it went.
 type Run struct {
-	ID        string    `json:"id"`
+	ID string `json:"id"`
+	// Kind is "" for a measured run, KindAB for an A/B run listed among
+	// them (its trials are runs).
+	Kind      string    `json:"kind,omitempty"`
 	Label     string    `json:"label"`
 	Window    string    `json:"window"`  // "peak", "offpeak", "mid", or "" outside the protocol
 	Target    string    `json:"target"`  // what was loaded, secrets redacted
@@ -66,6 +69,9 @@ type Run struct {
 	Version  string            `json:"version,omitempty"`  // tare version that measured it
 	Config   map[string]string `json:"config,omitempty"`   // the full configuration, secrets redacted
 }
+
+// KindAB is the Kind of an A/B run (tare ab) listed among runs.
+const KindAB = "ab"
 
 // The windows of the three-window protocol, by the names runs store.
 const (

@@ -42,8 +42,9 @@ type Store interface {
 	// Close releases the store.
 	Close() error
 
-	// The store keeps the hosts' calendars too.
+	// The store keeps the hosts' calendars and the A/B runs too.
 	CalendarStore
+	ABStore
 }
 
 // ProcessID names one process of one machine for as long as it lives, so

@@ -61,6 +61,9 @@ func ABText(w io.Writer, ab *tare.AB) error {
 		fmt.Fprintf(&b, "Warning: %s\n", warning)
 	}
 	fmt.Fprintf(&b, "\nResult: %s\n  %s\n", ab.Result, ab.Verdict)
+	if ab.ID != "" {
+		fmt.Fprintf(&b, "\nStored as A/B run %s (tare runs show, tare report); its trials are runs of their own.\n", ab.ID)
+	}
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("write ab text: %w", err)

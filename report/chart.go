@@ -31,6 +31,7 @@ const (
 	kindXY         = "xy"         // x and y both data, points joined by lines
 	kindHeat       = "heatmap"    // a value per row and column, as colour (Heat)
 	kindScatter    = "scatter"    // x: seconds since the run started; y: latency, log; a dot per point, no line
+	kindPairs      = "pairs"      // x: an A/B run's pair; y: B/A, the axis around the data and 1, not from 0
 )
 
 // chartData is one chart: what the page draws and what its data part
@@ -352,7 +353,7 @@ func (c *chartData) dataTop() float64 {
 // the bottom of the chart, so the legend says it is above the scale
 // instead.
 func (c *chartData) markShown(m markData) bool {
-	if m.Band || c.Kind == kindBars || c.Kind == kindRange {
+	if m.Band || c.Kind == kindBars || c.Kind == kindRange || c.Kind == kindPairs {
 		return true
 	}
 	if c.YMax > 0 {
@@ -463,12 +464,37 @@ func (c *chartData) plotLines(p *plot.Plot) {
 	// The axes keep these ranges, whatever the plotters' data ranges say.
 	p.X.Min, p.X.Max = x0, x1
 	p.Y.Min, p.Y.Max = 0, top
+	if c.Kind == kindPairs {
+		// Ratios near 1: drawn from 0 they would all sit on one line.
+		lo, hi := c.yExtent()
+		pad := max((hi-lo)*0.1, 0.01)
+		p.Y.Min, p.Y.Max = lo-pad, hi+pad
+	}
 	if (c.Kind == kindPercentile || c.Kind == kindScatter) && !math.IsInf(ymin, 0) {
 		// A distribution spans decades from the median to the maximum: on
 		// a log axis the median and the tail both stay readable.
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 		p.Y.Min, p.Y.Max = ymin/1.3, ymax*1.3
 	}
+}
+
+// yExtent is the lowest and highest y of the series and the marks.
+func (c *chartData) yExtent() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range c.Series {
+		for _, pt := range s.Points {
+			if !math.IsNaN(pt.Y) {
+				lo, hi = min(lo, pt.Y), max(hi, pt.Y)
+			}
+		}
+	}
+	for _, m := range c.Marks {
+		lo, hi = min(lo, m.Value), max(hi, m.Value)
+	}
+	if math.IsInf(lo, 0) {
+		return 0, 1
+	}
+	return lo, hi
 }
 
 // dotsPlot draws each point as a small filled square: a request of the

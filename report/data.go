@@ -23,6 +23,7 @@ type pageData struct {
 	Runs       []runData       `json:"runs"`
 	Comparison *comparisonData `json:"comparison,omitempty"`
 	Calendar   *calendarData   `json:"calendar,omitempty"`
+	AB         *abData         `json:"ab,omitempty"`
 }
 
 type runData struct {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -23,7 +24,10 @@ type Page struct {
 	Comparison *Comparison
 	// Calendar is a host's calendar (tare check history), drawn first
 	// when set: its heatmap, day by hour, and its hours.
-	Calendar  *tare.Calendar
+	Calendar *tare.Calendar
+	// AB is an A/B run, drawn first when set: its paired trials, B/A
+	// pair by pair, and the interference of each trial.
+	AB        *tare.AB
 	Generated time.Time // printed in the footer; zero leaves it out
 	Version   string    // tare's version, printed in the footer
 }
@@ -90,6 +94,7 @@ type pageView struct {
 	Overview   []overviewRow
 	Comparison *compareView
 	Calendar   *calendarView
+	AB         *abView
 	Runs       []runView
 	Footer     string
 }
@@ -196,6 +201,14 @@ func build(p Page) (*pageData, *pageView, error) {
 		}
 		view.Calendar = cv
 	}
+	if p.AB != nil {
+		data.AB = &abData{AB: p.AB, Charts: abCharts(p.AB)}
+		av, err := abSection(p.AB, data.AB)
+		if err != nil {
+			return nil, nil, err
+		}
+		view.AB = av
+	}
 	var foot []string
 	if p.Version != "" {
 		foot = append(foot, "tare "+p.Version)
@@ -210,6 +223,8 @@ func build(p Page) (*pageData, *pageView, error) {
 
 func defaultTitle(p Page) string {
 	switch {
+	case p.AB != nil && len(p.Runs) == 0:
+		return "tare report · A/B run " + cmp.Or(p.AB.Label, shortID(p.AB.ID))
 	case p.Calendar != nil && len(p.Runs) == 0:
 		return "tare calendar · host " + p.Calendar.Host
 	case p.Comparison != nil:

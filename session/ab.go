@@ -16,6 +16,7 @@ import (
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/stats"
+	"github.com/tare-dev/tare/store"
 )
 
 // Defaults of an A/B run.
@@ -124,6 +125,14 @@ func (ab *AB) Measure(ctx context.Context) (tare.AB, error) {
 	}
 	out.EndedAt = time.Now()
 	ab.judge(&out)
+	if st := ab.A.Store; st != nil {
+		// Kept even when interrupted, like its trials: the pairs measured
+		// are judged.
+		out.ID = store.NewRunID()
+		if err := st.SaveAB(context.WithoutCancel(ctx), out); err != nil {
+			return out, fmt.Errorf("store the A/B run: %w", err)
+		}
+	}
 	return out, nil
 }
 

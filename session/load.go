@@ -122,3 +122,32 @@ func StreamResults(ctx context.Context, st tare.Store, id string, fn func(*tare.
 	}
 	return nil
 }
+
+// FindAB returns the stored A/B run idOrPrefix names, by its id or a
+// unique prefix of it; found is false when no A/B run matches, so that
+// the caller may look for a run of that id instead.
+func FindAB(ctx context.Context, st tare.ABStore, idOrPrefix string) (ab tare.AB, found bool, err error) {
+	if idOrPrefix == "" {
+		return tare.AB{}, false, nil
+	}
+	abs, err := st.FindABs(ctx, tare.RunFilter{})
+	if err != nil {
+		return tare.AB{}, false, err
+	}
+	var match []tare.AB
+	for _, ab := range abs {
+		if ab.ID == idOrPrefix {
+			return ab, true, nil
+		}
+		if strings.HasPrefix(ab.ID, idOrPrefix) {
+			match = append(match, ab)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return tare.AB{}, false, nil
+	case 1:
+		return match[0], true, nil
+	}
+	return tare.AB{}, false, tare.Errorf(tare.EINVALID, "run id %q is ambiguous: %d A/B runs start with it; give more of it", idOrPrefix, len(match))
+}

@@ -16,7 +16,9 @@
 // column), and times read back are in UTC. Child rows point at the run's
 // integer key, not at its 36-byte id. The hosts' calendars are apart from
 // the runs: one row per sample in calendar_samples, keyed by host, and the
-// windows each protocol chose from a calendar in protocol_windows.
+// windows each protocol chose from a calendar in protocol_windows. An A/B
+// run (tare ab) is one row of ab_runs, its tare.ab/v1 as JSON; its trials,
+// which that JSON names, are runs.
 // The schema is versioned by embedded migrations applied on open.
 //
 // # Writes stream

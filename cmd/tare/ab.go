@@ -36,7 +36,9 @@ then part of the system under test, not a neighbour).
 Each trial is a run of --trial (by default long enough for 300 requests
 at --rate, at least 2s), measured and judged like tare run, and stored
 unless --no-store. The pairs run until --trials, or, with --precision,
-until the interval on the deciding metric is within ±precision.
+until the interval on the deciding metric is within ±precision. The A/B
+run itself is stored too: tare runs list shows it (kind ab), tare runs
+show ID prints it again, tare report ID draws its pairs.
 
 The answer: B against A for p50, p95 and p99 (and a model's TTFT and TPOT
 p95), each the geometric mean of the pairs' ratios B/A with a 95% bootstrap

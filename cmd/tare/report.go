@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -48,7 +50,9 @@ point drawn) is in the page too, as JSON (schema tare.report/v1).
 Each RUN is a stored run id (any unique prefix; tare runs list shows them),
 a protocol id (its windows), a summary JSON file (tare run --json), or raw
 JSONL records (tare runs export). A summary file has no timeline, so only
-its tables and percentiles are drawn.`,
+its tables and percentiles are drawn. An A/B run's id (tare ab), given
+alone, draws its paired trials: each pair's B/A against 1 and the
+interval, and the interference of each trial.`,
 		Example: `  tare report 0193
   tare report 0193 0194 0195 -o windows.html
   tare report run.jsonl --png latency.png
@@ -63,6 +67,17 @@ its tables and percentiles are drawn.`,
 			}
 			src := &session.Sources{Open: sf.open}
 			defer src.Close()
+			page := report.Page{Title: title, Generated: time.Now(), Version: version}
+			if ab, err := reportAB(cmd.Context(), &sf, args); err != nil || ab != nil {
+				if err != nil {
+					return err
+				}
+				if chart != "" {
+					return tare.Errorf(tare.EINVALID, "--png draws a run's timeline: an A/B run has none of its own (give one of its trials' run ids)")
+				}
+				page.AB = ab
+				return writeReport(cmd, output, page, "an A/B run")
+			}
 			var runs []*report.Run
 			for _, arg := range args {
 				rs, err := src.ReportRuns(cmd.Context(), arg)
@@ -74,19 +89,15 @@ its tables and percentiles are drawn.`,
 			if chart != "" && !slices.ContainsFunc(runs, func(r *report.Run) bool { return len(r.Ticks) > 0 }) {
 				return tare.Errorf(tare.EINVALID, "--png: nothing to draw: the runs have no timeline (a summary JSON file has none; give a run id or exported records)")
 			}
-			page := report.Page{Title: title, Runs: runs, Generated: time.Now(), Version: version}
+			page.Runs = runs
 			if len(runs) > 1 {
 				// Several runs are windows to compare: divergence, verdict,
 				// capacity range, as tare compare judges them.
 				c := src.CompareReport(runs, judge.ProtocolRules{DivergencePct: judge.DefaultDivergencePct})
 				page.Comparison = report.ComparisonOf(c, runs)
 			}
-			size, err := atomicfile.Write(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })
-			if err != nil {
+			if err := writeReport(cmd, output, page, fmt.Sprintf("%d %s", len(runs), plural(len(runs), "run", "runs"))); err != nil {
 				return err
-			}
-			if output != "-" {
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s): open it in any browser, offline\n", output, fmt.Sprintf("%d %s", len(runs), plural(len(runs), "run", "runs")), kilobytes(size))
 			}
 			if chart != "" {
 				size, err := atomicfile.Write(chart, cmd.OutOrStdout(), "--png", func(w io.Writer) error { return report.PNG(w, runs...) })
@@ -105,6 +116,39 @@ its tables and percentiles are drawn.`,
 	cmd.Flags().StringVar(&chart, "png", "", "also write the main chart (latency with the interference band) as a PNG image to this file")
 	cmd.Flags().StringVar(&title, "title", "", "the report's title (default: from the runs)")
 	return cmd
+}
+
+// writeReport writes the page to output (- for stdout) and says so.
+func writeReport(cmd *cobra.Command, output string, page report.Page, what string) error {
+	size, err := atomicfile.Write(output, cmd.OutOrStdout(), "-o", func(w io.Writer) error { return report.HTML(w, page) })
+	if err != nil {
+		return err
+	}
+	if output != "-" {
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s): open it in any browser, offline\n", output, what, kilobytes(size))
+	}
+	return nil
+}
+
+// reportAB is the A/B run that the only argument names, or nil when it
+// names none (a run, a file): an A/B run is reported alone.
+func reportAB(ctx context.Context, sf *storeFlags, args []string) (*tare.AB, error) {
+	if len(args) != 1 {
+		return nil, nil
+	}
+	if _, err := os.Stat(args[0]); err == nil {
+		return nil, nil // a file
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ab, ok, err := findAB(ctx, st, args[0])
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &ab, nil
 }
 
 func kilobytes(n int64) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,11 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			abs, err := st.FindABs(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			runs = withABs(runs, abs, filter.Limit)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -81,7 +87,7 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 				}
 				return enc.Encode(runs)
 			}
-			return report.Runs(cmd.OutOrStdout(), runs, func(id string) (tare.Summary, error) { return st.FindSummary(cmd.Context(), id) })
+			return report.Runs(cmd.OutOrStdout(), runs, abs, func(id string) (tare.Summary, error) { return st.FindSummary(cmd.Context(), id) })
 		},
 	}
 	fs := cmd.Flags()
@@ -93,6 +99,83 @@ func newRunsListCmd(sf *storeFlags) *cobra.Command {
 	fs.IntVar(&filter.Limit, "limit", 50, "at most this many runs (0: all)")
 	fs.BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
+}
+
+// findAB finds the A/B run arg names (its id or a unique prefix); ok is
+// false when none does. A prefix that names an A/B run and a run too is
+// ambiguous.
+func findAB(ctx context.Context, st tare.Store, arg string) (ab tare.AB, ok bool, err error) {
+	ab, ok, err = session.FindAB(ctx, st, arg)
+	if err != nil || !ok || ab.ID == arg {
+		return ab, ok, err
+	}
+	if _, err := session.Resolve(ctx, st, arg); tare.ErrorCode(err) != tare.ENOTFOUND {
+		return ab, false, tare.Errorf(tare.EINVALID, "run id %q is ambiguous: an A/B run and a run start with it; give more of it", arg)
+	}
+	return ab, true, nil
+}
+
+// notAB is nil unless arg names an A/B run; then an error saying that it
+// cannot stand for a run, why (a clause: "has no …"), and its trials.
+func notAB(ctx context.Context, sf *storeFlags, arg, why string) error {
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ab, ok, err := findAB(ctx, st, arg)
+	if err != nil || !ok {
+		return err
+	}
+	var trials []string
+	for _, p := range ab.Pairs {
+		trials = append(trials, p.A.RunID, p.B.RunID)
+	}
+	return tare.Errorf(tare.EINVALID, "%s is an A/B run, which %s (%s)", ab.ID, why, strings.Join(trials, " "))
+}
+
+// deleteAB deletes the A/B run arg names, after asking unless yes; done
+// is false when arg names none. Its trials are runs of their own, kept.
+func deleteAB(cmd *cobra.Command, sf *storeFlags, arg string, yes bool) (done bool, err error) {
+	ctx := cmd.Context()
+	st, err := sf.open(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	ab, ok, err := findAB(ctx, st, arg)
+	if err != nil || !ok {
+		return false, err
+	}
+	if !yes {
+		fmt.Fprintf(cmd.ErrOrStderr(), "delete A/B run %s (%s, %s vs %s, %d pairs, started %s; its trials stay)? [y/N] ", ab.ID,
+			cmp.Or(ab.Label, "no label"), ab.A.Target, ab.B.Target, len(ab.Pairs), ab.StartedAt.Local().Format("2006-01-02 15:04"))
+		answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return true, &exitError{code: 1, reason: "not deleted"}
+		}
+	}
+	if err := st.DeleteAB(ctx, ab.ID); err != nil {
+		return true, err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted A/B run %s (its %d trials are runs of their own, kept)\n", ab.ID, 2*len(ab.Pairs))
+	return true, err
+}
+
+// withABs lists the A/B runs among the runs, as runs of kind ab, newest
+// first, at most limit (0: all) of both.
+func withABs(runs []tare.Run, abs []tare.AB, limit int) []tare.Run {
+	for _, ab := range abs {
+		runs = append(runs, tare.Run{ID: ab.ID, Kind: tare.KindAB, Label: ab.Label, Target: ab.A.Target + " vs " + ab.B.Target,
+			StartedAt: ab.StartedAt, EndedAt: ab.EndedAt, Status: tare.RunStatus(ab.Status)})
+	}
+	slices.SortStableFunc(runs, func(a, b tare.Run) int {
+		return cmp.Or(b.StartedAt.Compare(a.StartedAt), strings.Compare(b.ID, a.ID))
+	})
+	if limit > 0 && len(runs) > limit {
+		runs = runs[:limit]
+	}
+	return runs
 }
 
 // openRun opens the store and finds the run arg names; the caller closes
@@ -114,7 +197,7 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Print a stored run's summary and verdict as tare run printed them",
+		Short: "Print a stored run's summary and verdict as tare run printed them (an A/B run's as tare ab did)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := sf.open(cmd.Context())
@@ -122,6 +205,15 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if ab, ok, err := findAB(cmd.Context(), st, args[0]); err != nil || ok {
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return report.ABJSON(cmd.OutOrStdout(), &ab)
+				}
+				return report.ABText(cmd.OutOrStdout(), &ab)
+			}
 			s, ticks, err := session.Load(cmd.Context(), st, args[0])
 			if err != nil {
 				return err
@@ -129,7 +221,7 @@ func newRunsShowCmd(sf *storeFlags) *cobra.Command {
 			return printSummary(cmd.OutOrStdout(), &s, asJSON, ticks...)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tare.summary/v1 JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tare.summary/v1 JSON (an A/B run's: the tare.ab/v1 JSON)")
 	return cmd
 }
 
@@ -156,6 +248,9 @@ model call or a queue job the first content token (first_token, ttft_ms).
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := notAB(ctx, sf, args[0], "has no raw records of its own: export its trials, each a run"); err != nil {
+				return err
+			}
 			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
@@ -243,6 +338,9 @@ func newRunsDeleteCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if done, err := deleteAB(cmd, sf, args[0], yes); done || err != nil {
+				return err
+			}
 			st, id, err := sf.openRun(ctx, args[0])
 			if err != nil {
 				return err
