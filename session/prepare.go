@@ -158,53 +158,65 @@ func buildTarget(ctx context.Context, t *TargetSpec, command string, l *LoadSpec
 		}
 		return QueueTarget(b, queue.TargetConfig{Prompt: t.Prompt, MaxTokens: t.MaxTokens, Timeout: t.JobTimeout, Prompts: ps})
 	case t.Model != "":
-		mp, err := t.modelLoad(l, ps)
-		if err != nil {
-			return nil, err
-		}
-		c, err := openai.New(openai.Config{URL: t.Model, Endpoint: t.ModelLoad.Endpoint, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
-			APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: mp.prompts, Class: mp.class,
-			UnixSocket: t.UnixSocket, MaxConns: int(t.Connections), TLS: tlsConfig})
-		if err != nil {
-			return nil, Flagged(err, "model")
-		}
-		if err := c.ChooseModel(ctx); err != nil {
-			c.Close()
-			return nil, Flagged(err, "model-name")
-		}
-		server, err := modelMetrics(ctx, t, tlsConfig)
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		if mp.conv != nil {
-			if c.Endpoint() != openai.EndpointChat {
-				c.Close()
-				return nil, settings.Errorf("", "conversations (a %s file of them) go to chat/completions, which takes the answers as messages: drop %s %s, or give %s", settings.Name("prompts"), settings.Name("endpoint"), c.Endpoint(), settings.Name("first-turn-only"))
-			}
-			cv := openai.NewConversation(c, *mp.conv)
-			return &Prepared{Target: cv, Name: cv.String(), close: cv.Close, server: server}, nil
-		}
-		return &Prepared{Target: c, Name: c.String(), close: c.Close, server: server}, nil
+		return buildModel(ctx, t, l, ps, header, tlsConfig)
 	case t.URL != "":
-		cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
-			UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
-			TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
-		if t.Redirects == 0 {
-			cfg.Redirects = httptarget.NoRedirects
-		}
-		if t.Body != "" {
-			if cfg.Body, err = httptarget.ReadBody(t.Body); err != nil {
-				return nil, Flagged(err, "body")
-			}
-		}
-		h, err := httptarget.New(cfg)
-		if err != nil {
-			return nil, Flagged(err, "url")
-		}
-		return &Prepared{Target: h, Name: h.String(), close: h.Close}, nil
+		return buildHTTP(t, l, header, tlsConfig)
 	}
 	return nil, settings.Errorf("", "%s needs a target: give %s http://HOST:PORT/PATH, %s http://HOST:PORT/v1 or %s redis://HOST:6379/0", command, settings.Name("url"), settings.Name("model"), settings.Name("queue"))
+}
+
+// buildModel is the model endpoint's target: one call a request, or a
+// conversation's turns.
+func buildModel(ctx context.Context, t *TargetSpec, l *LoadSpec, ps tare.Prompts, header http.Header, tlsConfig *tls.Config) (*Prepared, error) {
+	mp, err := t.modelLoad(l, ps)
+	if err != nil {
+		return nil, err
+	}
+	c, err := openai.New(openai.Config{URL: t.Model, Endpoint: t.ModelLoad.Endpoint, Model: t.ModelName, Prompt: t.Prompt, MaxTokens: t.MaxTokens,
+		APIKey: APIKey(), Timeout: t.Timeout, NoStream: t.NoStream, Header: header, Prompts: mp.prompts, Class: mp.class,
+		UnixSocket: t.UnixSocket, MaxConns: int(t.Connections), TLS: tlsConfig})
+	if err != nil {
+		return nil, Flagged(err, "model")
+	}
+	if err := c.ChooseModel(ctx); err != nil {
+		c.Close()
+		return nil, Flagged(err, "model-name")
+	}
+	server, err := modelMetrics(ctx, t, tlsConfig)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if mp.conv != nil {
+		if c.Endpoint() != openai.EndpointChat {
+			c.Close()
+			return nil, settings.Errorf("", "conversations (a %s file of them) go to chat/completions, which takes the answers as messages: drop %s %s, or give %s", settings.Name("prompts"), settings.Name("endpoint"), c.Endpoint(), settings.Name("first-turn-only"))
+		}
+		cv := openai.NewConversation(c, *mp.conv)
+		return &Prepared{Target: cv, Name: cv.String(), close: cv.Close, server: server}, nil
+	}
+	return &Prepared{Target: c, Name: c.String(), close: c.Close, server: server}, nil
+}
+
+// buildHTTP is the HTTP target.
+func buildHTTP(t *TargetSpec, l *LoadSpec, header http.Header, tlsConfig *tls.Config) (*Prepared, error) {
+	cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
+		UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
+		TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
+	if t.Redirects == 0 {
+		cfg.Redirects = httptarget.NoRedirects
+	}
+	if t.Body != "" {
+		var err error
+		if cfg.Body, err = httptarget.ReadBody(t.Body); err != nil {
+			return nil, Flagged(err, "body")
+		}
+	}
+	h, err := httptarget.New(cfg)
+	if err != nil {
+		return nil, Flagged(err, "url")
+	}
+	return &Prepared{Target: h, Name: h.String(), close: h.Close}, nil
 }
 
 // buildMix is the mix of a targets file's requests.
