@@ -49,7 +49,8 @@ type AB struct {
 	Label string    `json:"label"`
 	A     ABVariant `json:"a"`
 	B     ABVariant `json:"b"`
-	// Seed orders the trials of each pair and seeds the bootstrap.
+	// Seed orders the trials of each pair and seeds the randomisation
+	// test's draws.
 	Seed     uint64  `json:"seed"`
 	TrialS   float64 `json:"trial_s"`    // each trial's arrival window
 	RatePerS float64 `json:"rate_per_s"` // each variant's rate in a trial
@@ -134,7 +135,8 @@ type ABTrial struct {
 }
 
 // ABRatio is B against A on one metric, over the pairs: the geometric
-// mean of the pairs' ratios, with a bootstrap interval over pairs.
+// mean of the pairs' ratios, with the randomisation test's interval over
+// the pairs (stats.PairedRatio): nil where too few pairs bound it.
 type ABRatio struct {
 	Metric    string   `json:"metric"` // p50, p95, p99, ttft_p95, tpot_p95
 	Pairs     int      `json:"pairs"`  // pairs with the metric on both sides

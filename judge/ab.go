@@ -30,6 +30,12 @@ func ABRatioOn(ab *tare.AB, metric string) *tare.ABRatio {
 func AB(ab *tare.AB) {
 	ab.MorePairs = nil
 	r := ABRatioOn(ab, ab.On)
+	if r != nil && r.Ratio != nil && r.RatioLow == nil {
+		ab.Result = tare.ABInconclusive
+		ab.Verdict = fmt.Sprintf("inconclusive: %s %s %% over %d trial %s, too few to bound at %g %% whatever they show (the order within a pair is what is random: %d pairs give one sign pattern in %d)",
+			ab.On, signed(*r.DiffPct), r.Pairs, plural(r.Pairs, "pair", "pairs"), ab.ConfidencePct, r.Pairs, 1<<min(r.Pairs, 30))
+		return
+	}
 	if r == nil || r.Ratio == nil {
 		ab.Result = tare.ABInconclusive
 		n := 0

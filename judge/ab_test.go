@@ -38,6 +38,8 @@ func TestAB(t *testing.T) {
 			result: tare.ABSame, words: "no difference larger than 2 % at this noise: p99"},
 		{name: "inconclusive", on: "p95", ratios: []tare.ABRatio{ratio("p95", 10, 1.01, 0.95, 1.08)},
 			result: tare.ABInconclusive, words: "inconclusive: p95 +1.0 %", more: 18, unsure: true},
+		{name: "too few pairs to bound", on: "p95", ratios: []tare.ABRatio{{Metric: "p95", Pairs: 5, Ratio: f(2), DiffPct: f(100)}},
+			result: tare.ABInconclusive, words: "inconclusive: p95 +100.0 % over 5 trial pairs, too few to bound at 95 %", unsure: true},
 		{name: "too few pairs", on: "p95", ratios: []tare.ABRatio{{Metric: "p95", Pairs: 1}},
 			result: tare.ABInconclusive, words: "1 trial pair with a p95 on both sides, at least 2", unsure: true},
 	}

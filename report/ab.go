@@ -54,6 +54,10 @@ func ABText(w io.Writer, ab *tare.AB) error {
 			fmt.Fprintf(&b, "  %-9s n/a (%d %s)\n", r.Metric, r.Pairs, pairWord(r.Pairs))
 			continue
 		}
+		if r.DiffLowPct == nil {
+			fmt.Fprintf(&b, "  %-9s %s  %+.1f %%  (no interval: %d %s cannot bound it)\n", r.Metric, ratio(r.Ratio), *r.DiffPct, r.Pairs, pairWord(r.Pairs))
+			continue
+		}
 		fmt.Fprintf(&b, "  %-9s %s  %+.1f %%  (%+.1f to %+.1f %%)\n", r.Metric, ratio(r.Ratio), *r.DiffPct, *r.DiffLowPct, *r.DiffHighPct)
 	}
 	fmt.Fprintf(&b, "\nInterference: %s\n", ab.Interference.Detail)

@@ -43,14 +43,14 @@ func abCharts(ab *tare.AB) []*chartData {
 	ratio.Series = []seriesData{pairs}
 	ratio.Marks = []markData{{Name: "1: A = B", Value: 1, Color: colThreshold}}
 	for _, r := range ab.Ratios {
-		if r.Metric != ab.On || r.Ratio == nil {
+		if r.Metric != ab.On || r.Ratio == nil || r.RatioLow == nil {
 			continue
 		}
 		ci := fmt.Sprintf("%g %% CI", ab.ConfidencePct)
 		ratio.Marks = append(ratio.Marks, markData{Name: fmt.Sprintf("B/A over the pairs %.3f", *r.Ratio), Value: *r.Ratio, Color: colSLO},
 			markData{Name: fmt.Sprintf("%s low %.3f", ci, *r.RatioLow), Value: *r.RatioLow, Color: colStage},
 			markData{Name: fmt.Sprintf("%s high %.3f", ci, *r.RatioHigh), Value: *r.RatioHigh, Color: colStage})
-		ratio.Note = fmt.Sprintf("The dots are the pairs' own B/A; the lines the ratio over the pairs and its %s (bootstrap over the pairs), against 1, where A and B are the same.", ci)
+		ratio.Note = fmt.Sprintf("The dots are the pairs' own B/A; the lines the ratio over the pairs and its %s (the randomisation test over the pairs), against 1, where A and B are the same.", ci)
 	}
 
 	noise := &chartData{ID: "ab-interference", Title: "Interference of each trial: its polluted ticks", Kind: kindXY,
@@ -85,7 +85,11 @@ func abSection(ab *tare.AB, d *abData) (*abView, error) {
 			v.Ratios = append(v.Ratios, []string{r.Metric, "n/a", "", fmt.Sprint(r.Pairs)})
 			continue
 		}
-		v.Ratios = append(v.Ratios, []string{r.Metric, ratio(r.Ratio), fmt.Sprintf("%+.1f %% (%+.1f to %+.1f %%)", *r.DiffPct, *r.DiffLowPct, *r.DiffHighPct), fmt.Sprint(r.Pairs)})
+		diff := fmt.Sprintf("%+.1f %% (no interval: too few pairs)", *r.DiffPct)
+		if r.DiffLowPct != nil {
+			diff = fmt.Sprintf("%+.1f %% (%+.1f to %+.1f %%)", *r.DiffPct, *r.DiffLowPct, *r.DiffHighPct)
+		}
+		v.Ratios = append(v.Ratios, []string{r.Metric, ratio(r.Ratio), diff, fmt.Sprint(r.Pairs)})
 	}
 	var err error
 	v.Charts, err = charts(d.Charts)

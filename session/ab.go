@@ -30,8 +30,9 @@ const (
 	ABTrialRequests = 300
 	ABMinTrial      = 2 * time.Second
 	// abMinPairs are the pairs run before --precision may stop the run:
-	// an interval from fewer is too unsure of its own width.
-	abMinPairs = 4
+	// fewer cannot bound the interval at 95 % (stats.PairedRatio: five
+	// pairs' signs fall one way by chance once in 16).
+	abMinPairs = 6
 )
 
 // ABTrialLength is a trial's length at rate (per second, of one

@@ -40,7 +40,7 @@ func abDrivers(t *testing.T, a, b string, rate float64, trial time.Duration) (*D
 // in turns balanced over every two pairs.
 func TestABTellsTheSlowerVariant(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 24 trials of real load: not with -short")
+		t.Skip("runs 44 trials of real load: not with -short")
 	}
 	interfere.Exclusive(t) // the figures are latencies on this host
 	units := abservice.UnitsFor(time.Millisecond)
@@ -56,20 +56,20 @@ func TestABTellsTheSlowerVariant(t *testing.T) {
 		pairs int     // the pairs run
 		want  func(ab *tare.AB) bool
 	}{
-		{"B slower", b.URL, tare.ABInterleaved, 1, 0, 6, func(ab *tare.AB) bool {
+		{"B slower", b.URL, tare.ABInterleaved, 1, 0, 8, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
 		}},
-		{"A against itself, stopped at the precision", a.URL, tare.ABInterleaved, 1, 1000, 4, func(ab *tare.AB) bool {
+		{"A against itself, stopped at the precision", a.URL, tare.ABInterleaved, 1, 1000, 6, func(ab *tare.AB) bool {
 			r := ab.Ratios[0]
 			return ab.Result != tare.ABSlower && ab.Result != tare.ABFaster || *r.RatioLow > 0.9 && *r.RatioHigh < 1.1
 		}},
-		{"B slower, duet", b.URL, tare.ABDuet, 2, 0, 6, func(ab *tare.AB) bool {
+		{"B slower, duet", b.URL, tare.ABDuet, 2, 0, 8, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			da, db := abDrivers(t, a.URL, tt.b, 100, time.Second)
-			ab := AB{A: da, B: db, Mode: tt.mode, Pairs: 6, Precision: tt.prec, On: "p50", Seed: 3, Run: tare.Run{Label: "ab-test"}}
+			ab := AB{A: da, B: db, Mode: tt.mode, Pairs: 8, Precision: tt.prec, On: "p50", Seed: 3, Run: tare.Run{Label: "ab-test"}}
 			got, err := ab.Measure(t.Context())
 			if err != nil {
 				t.Fatal(err)

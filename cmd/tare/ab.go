@@ -41,8 +41,9 @@ run itself is stored too: tare runs list shows it (kind ab), tare runs
 show ID prints it again, tare report ID draws its pairs.
 
 The answer: B against A for p50, p95 and p99 (and a model's TTFT and TPOT
-p95), each the geometric mean of the pairs' ratios B/A with a 95% bootstrap
-interval over the pairs; and the result, decided on --on (p95):
+p95), each the geometric mean of the pairs' ratios B/A with the 95% interval
+of a randomisation test over the pairs (the order within each pair is drawn
+at random; 6 pairs at least bound it); and the result, decided on --on (p95):
 
   b_slower      the interval lies above 1: "B is slower: p95 +8.2 % (95 % CI
                 +4.9 to +11.6 %)"
