@@ -6,13 +6,13 @@
 //   - the false-difference rate: A and B two identical services, the
 //     share of repetitions in which tare ab says B differs (b_slower or
 //     b_faster), and in which tare compare says back-to-back runs of them
-//     differ (host-variable), or that their p95 differs beyond its
+//     differ (host-variable), or that their percentile (-on, p95 by default) differs beyond its
 //     interval;
 //   - the detection rate: B with about 10 % more work per request than A,
-//     the share in which tare ab finds B slower, and in which its p95
+//     the share in which tare ab finds B slower, and in which its
 //     interval covers the added work's ratio, 1.10;
 //   - the interval width on the same noise: how much the estimate of B/A
-//     on p95 spreads over the repetitions, back-to-back against
+//     on it spreads over the repetitions, back-to-back against
 //     interleaved, as a ratio (and the median widths of the intervals each
 //     method reports).
 //
@@ -27,6 +27,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -55,16 +56,18 @@ type config struct {
 	serviceMS   float64 // A's CPU work per request
 	addedPct    float64 // B's extra work, % of A's
 	seed        uint64
-	hogs        int // CPU hogs switched on and off together
+	hogs        int    // CPU hogs switched on and off together
+	mode        string // tare ab's --mode: interleaved or duet
+	on          string // tare ab's --on: the percentile it decides on
 }
 
 // outcome is what one repetition measured.
 type outcome struct {
-	abSame, abAdded       tare.AB
-	compareLevel          string   // tare compare's verdict on the back-to-back runs of A and A′
-	compareP95Significant bool     // its test on requests: the p95 interval excludes 1
-	compareP95Ratio       *float64 // B/A on p95, back-to-back
-	compareP95Width       *float64 // the width of its interval (of B/A)
+	abSame, abAdded    tare.AB
+	compareLevel       string   // tare compare's verdict on the back-to-back runs of A and A′
+	compareSignificant bool     // its test on requests: the interval of the percentile excludes 1
+	compareRatio       *float64 // B/A on the percentile, back-to-back
+	compareWidth       *float64 // the width of its interval (of B/A)
 }
 
 func main() {
@@ -77,6 +80,8 @@ func main() {
 	flag.Float64Var(&c.addedPct, "added", 10, "B's added cost, % of A's work")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the hog's switching and of tare ab")
 	flag.IntVar(&c.hogs, "hogs", 1, "CPU hogs beside the services, switched on and off together at random")
+	flag.StringVar(&c.on, "on", "p95", "tare ab's --on: the percentile it decides on and the rates are of (p50, p95 or p99)")
+	flag.StringVar(&c.mode, "mode", "interleaved", "tare ab's --mode: interleaved (A and B in turn) or duet (at once, half the rate each)")
 	flag.Parse()
 	if err := benchmark(context.Background(), c); err != nil {
 		log.Fatal(err)
@@ -104,7 +109,8 @@ func benchmark(ctx context.Context, c config) error {
 // results sums the repetitions.
 type results struct {
 	outcomes []outcome
-	trueCost float64 // B/A on p95 measured on a quiet service, without the hog
+	trueCost float64 // B's work over A's: what B/A on the metric tends to, a little under it
+	metric   string  // the percentile judged: p50, p95 or p99
 }
 
 // run runs c.reps repetitions with the hog switching beside them, each
@@ -119,7 +125,7 @@ func run(ctx context.Context, c config, tareBin string, each func(int, outcome))
 	db := filepath.Join(os.TempDir(), fmt.Sprintf("tare-bench-ab-%d.db", os.Getpid()))
 	defer os.Remove(db)
 	env := append(os.Environ(), "TARE_DB="+db)
-	res := &results{trueCost: 1 + c.addedPct/100}
+	res := &results{trueCost: 1 + c.addedPct/100, metric: c.metric()}
 	stop, err := switchHogs(c.hogs, c.seed)
 	if err != nil {
 		return nil, err
@@ -152,7 +158,7 @@ func url(s *httptest.Server) string { return s.URL + "/" }
 func tareAB(ctx context.Context, tareBin string, env []string, c config, a, b string, seed uint64) (tare.AB, error) {
 	var ab tare.AB
 	out, err := tareJSON(ctx, tareBin, env, "ab", "--a", a, "--b", b, "--rate", fmt.Sprintf("%d/s", c.rate),
-		"--trial", c.trial.String(), "--trials", strconv.Itoa(c.pairs), "--seed", strconv.FormatUint(seed, 10), "--no-store", "--quiet")
+		"--trial", c.trial.String(), "--trials", strconv.Itoa(c.pairs), "--mode", cmp.Or(c.mode, "interleaved"), "--on", c.metric(), "--seed", strconv.FormatUint(seed, 10), "--no-store", "--quiet")
 	if err != nil {
 		return ab, err
 	}
@@ -182,22 +188,22 @@ func backToBack(ctx context.Context, tareBin string, env []string, c config, a, 
 	if err != nil {
 		return err
 	}
-	var cmp tare.Comparison
-	if err := json.Unmarshal(out, &cmp); err != nil {
+	var comparison tare.Comparison
+	if err := json.Unmarshal(out, &comparison); err != nil {
 		return fmt.Errorf("read tare compare's json: %w", err)
 	}
-	o.compareLevel = string(cmp.Verdict.Level)
-	for _, t := range cmp.Tests {
+	o.compareLevel = string(comparison.Verdict.Level)
+	for _, t := range comparison.Tests {
 		if t.Requests == nil {
 			continue
 		}
 		for _, m := range t.Requests.Metrics {
-			if m.Metric != "p95" || m.Ratio == nil || m.RatioLow == nil || m.RatioHigh == nil {
+			if m.Metric != c.metric() || m.Ratio == nil || m.RatioLow == nil || m.RatioHigh == nil {
 				continue
 			}
 			// compare's ratio is a/b, its a the first run: B/A is its inverse.
 			inv, width := 1 / *m.Ratio, 1 / *m.RatioLow - 1 / *m.RatioHigh
-			o.compareP95Ratio, o.compareP95Width, o.compareP95Significant = &inv, &width, m.Significant
+			o.compareRatio, o.compareWidth, o.compareSignificant = &inv, &width, m.Significant
 		}
 	}
 	return nil
@@ -282,13 +288,16 @@ func switchHogs(n int, seed uint64) (stop func(), err error) {
 	return func() { close(quit); <-done }, nil
 }
 
+// metric is the percentile tare ab decides on, and the rates are of.
+func (c config) metric() string { return cmp.Or(c.on, "p95") }
+
 // rates are the figures the benchmark prints.
 type rates struct {
-	reps                                int
-	abFalse, compareFalse, compareP95   float64 // shares of repetitions, identical services
-	abDetected, abCovered               float64 // shares, B with the added cost
-	spreadInterleaved, spreadBackToBack float64 // sd of log B/A on p95 over the repetitions, identical services
-	widthInterleaved, widthBackToBack   float64 // median interval widths as reported
+	reps                                 int
+	abFalse, compareFalse, compareMetric float64 // shares of repetitions, identical services
+	abDetected, abCovered                float64 // shares, B with the added cost
+	spreadInterleaved, spreadBackToBack  float64 // sd of log B/A on the percentile over the repetitions, identical services
+	widthInterleaved, widthBackToBack    float64 // median interval widths as reported
 }
 
 func (res *results) rates() rates {
@@ -302,8 +311,8 @@ func (res *results) rates() rates {
 		if o.compareLevel == string(tare.HostVariable) {
 			out.compareFalse++
 		}
-		if o.compareP95Significant {
-			out.compareP95++
+		if o.compareSignificant {
+			out.compareMetric++
 		}
 		if o.abAdded.Result == tare.ABSlower {
 			out.abDetected++
@@ -311,29 +320,30 @@ func (res *results) rates() rates {
 		// The true cost is what B adds to a request's work; the latency
 		// holds a little more than the work (the HTTP round trip), so the
 		// latencies' ratio is a little under it.
-		if r := p95(&o.abAdded); r != nil && r.RatioLow != nil && *r.RatioLow <= res.trueCost && res.trueCost <= *r.RatioHigh {
+		if r := ratioOn(&o.abAdded, res.metric); r != nil && r.RatioLow != nil && *r.RatioLow <= res.trueCost && res.trueCost <= *r.RatioHigh {
 			out.abCovered++
 		}
-		if r := p95(&o.abSame); r != nil && r.Ratio != nil {
+		if r := ratioOn(&o.abSame, res.metric); r != nil && r.Ratio != nil {
 			logsAB = append(logsAB, math.Log(*r.Ratio))
 			widthsAB = append(widthsAB, *r.RatioHigh-*r.RatioLow)
 		}
-		if o.compareP95Ratio != nil {
-			logsB2B = append(logsB2B, math.Log(*o.compareP95Ratio))
-			widthsB2B = append(widthsB2B, *o.compareP95Width)
+		if o.compareRatio != nil {
+			logsB2B = append(logsB2B, math.Log(*o.compareRatio))
+			widthsB2B = append(widthsB2B, *o.compareWidth)
 		}
 	}
 	n := float64(max(out.reps, 1))
-	out.abFalse, out.compareFalse, out.compareP95 = out.abFalse/n, out.compareFalse/n, out.compareP95/n
+	out.abFalse, out.compareFalse, out.compareMetric = out.abFalse/n, out.compareFalse/n, out.compareMetric/n
 	out.abDetected, out.abCovered = out.abDetected/n, out.abCovered/n
 	out.spreadInterleaved, out.spreadBackToBack = sd(logsAB), sd(logsB2B)
 	out.widthInterleaved, out.widthBackToBack = median(widthsAB), median(widthsB2B)
 	return out
 }
 
-func p95(ab *tare.AB) *tare.ABRatio {
+// ratioOn is ab's ratio of B/A on metric; nil without it.
+func ratioOn(ab *tare.AB, metric string) *tare.ABRatio {
 	for i := range ab.Ratios {
-		if ab.Ratios[i].Metric == "p95" {
+		if ab.Ratios[i].Metric == metric {
 			return &ab.Ratios[i]
 		}
 	}
@@ -369,18 +379,18 @@ func median(v []float64) float64 {
 func (res *results) print(w *os.File, c config) {
 	r := res.rates()
 	fmt.Fprintf(w, "tare ab against back-to-back runs, %d repetitions, a CPU hog (%d) switched on and off at random beside\n", r.reps, c.hogs)
-	fmt.Fprintf(w, "each tare ab: %d pairs of %s trials at %d/s; each back-to-back run %s at %d/s; service %.1fms of CPU\n\n",
-		c.pairs, c.trial, c.rate, time.Duration(c.pairs)*c.trial, c.rate, c.serviceMS)
+	fmt.Fprintf(w, "each tare ab: %d pairs of %s trials at %d/s, %s; each back-to-back run %s at %d/s; service %.1fms of CPU\n\n",
+		c.pairs, c.trial, c.rate, cmp.Or(c.mode, "interleaved"), time.Duration(c.pairs)*c.trial, c.rate, c.serviceMS)
 	fmt.Fprintf(w, "identical A and B, says B differs:\n")
-	fmt.Fprintf(w, "  tare ab (b_slower or b_faster on p95)         %5.1f %%\n", 100*r.abFalse)
+	fmt.Fprintf(w, "  tare ab (b_slower or b_faster on %s)         %5.1f %%\n", res.metric, 100*r.abFalse)
 	fmt.Fprintf(w, "  tare compare, back-to-back (host-variable)    %5.1f %%\n", 100*r.compareFalse)
-	fmt.Fprintf(w, "  tare compare, back-to-back (p95 interval)     %5.1f %%\n", 100*r.compareP95)
+	fmt.Fprintf(w, "  tare compare, back-to-back (%s interval)     %5.1f %%\n", res.metric, 100*r.compareMetric)
 	fmt.Fprintf(w, "B with %.0f %% added work:\n", c.addedPct)
 	fmt.Fprintf(w, "  tare ab finds B slower                        %5.1f %%\n", 100*r.abDetected)
-	fmt.Fprintf(w, "  its p95 interval covers %.2f                  %5.1f %%\n", res.trueCost, 100*r.abCovered)
-	fmt.Fprintf(w, "spread of the p95 estimate of B/A over repetitions (sd of log), identical A and B:\n")
+	fmt.Fprintf(w, "  its %s interval covers %.2f                  %5.1f %%\n", res.metric, res.trueCost, 100*r.abCovered)
+	fmt.Fprintf(w, "spread of the %s estimate of B/A over repetitions (sd of log), identical A and B:\n", res.metric)
 	fmt.Fprintf(w, "  interleaved %.4f, back-to-back %.4f: back-to-back %.1fx wider\n",
 		r.spreadInterleaved, r.spreadBackToBack, r.spreadBackToBack/r.spreadInterleaved)
-	fmt.Fprintf(w, "median width of the reported p95 interval of B/A: interleaved %.3f, back-to-back (on requests) %.3f\n",
-		r.widthInterleaved, r.widthBackToBack)
+	fmt.Fprintf(w, "median width of the reported %s interval of B/A: interleaved %.3f, back-to-back (on requests) %.3f\n",
+		res.metric, r.widthInterleaved, r.widthBackToBack)
 }
