@@ -32,6 +32,12 @@ type Tail struct {
 	// outside wait it overlapped: the run as it would have been without
 	// it, at most (the wait is an upper bound).
 	Unwaited PercentilesMS `json:"unwaited_ms"`
+	// Stolen are the requests that lived in a tick in which the
+	// hypervisor took one CPU for StolenShare of the tick or more (a
+	// burst of steal: whichever request was on that CPU then stood
+	// still); Unstolen are the percentiles of the others.
+	Stolen   int           `json:"stolen"`
+	Unstolen PercentilesMS `json:"unstolen_ms"`
 	// Sampled is how many requests the slices were drawn from: all of a
 	// run up to that size, a uniform sample of a larger one.
 	Sampled int         `json:"sampled"`
@@ -44,6 +50,15 @@ type Tail struct {
 // requests the hypervisor's steal hit, so it is spread over a tick's
 // requests alike, and would mark them all.
 const OverlapShare = 0.05
+
+// StolenShare is the least steal of one CPU, as a share of a tick, that
+// makes the tick stolen for Tail.Stolen: 20 ms a second taken from one
+// CPU at once holds up whatever ran on it by up to that, where the same
+// steal spread over the tick's requests (as Unwaited spreads it) holds
+// each up by a fraction of a millisecond. No event says when in the tick
+// the hypervisor took the CPU, so whether the slowest requests lived in
+// such ticks more than the others did is what the verdict weighs.
+const StolenShare = 0.02
 
 // OwnerSteal is the hypervisor, as what a request's life overlapped
 // (TailOwner.Owner): its steal of the ticks the request lived in.
@@ -65,6 +80,13 @@ type TailSlice struct {
 	// Overlapped or more that overlapped (hypergeometric, one-sided):
 	// small when the slowest overlapped outside waits more than the rest.
 	P float64 `json:"p"`
+	// Stolen are the slice's requests that lived in a stolen tick
+	// (Tail.Stolen), StolenP the chance that as many drawn at random
+	// hold as many, and StealMS the most time the hypervisor took from
+	// one CPU in a tick they lived in; nil when none did.
+	Stolen  int      `json:"stolen"`
+	StolenP float64  `json:"stolen_p"`
+	StealMS *float64 `json:"steal_ms"`
 }
 
 // Quantile names the percentile the slice begins at: p99 for the slowest

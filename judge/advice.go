@@ -13,7 +13,7 @@ import (
 // SLO's outcome means.
 func advise(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []string {
 	a := levelAdvice(s, v)
-	a = append(a, signalAdvice(s, v, late)...)
+	a = append(a, signalAdvice(s, v, th, late)...)
 	return append(a, sloAdvice(s, v, th)...)
 }
 
@@ -56,7 +56,7 @@ func levelAdvice(s *tare.Summary, v tare.Verdict) []string {
 }
 
 // signalAdvice says what to do about each signal that fired.
-func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
+func signalAdvice(s *tare.Summary, v tare.Verdict, th Thresholds, late lateSends) []string {
 	fired := firedSignals(v)
 	_, saturated := fired[SignalSaturation]
 	var a []string
@@ -90,7 +90,7 @@ func signalAdvice(s *tare.Summary, v tare.Verdict, late lateSends) []string {
 		case sig.Finding:
 			a = append(a, "The slowest requests were the code's own, not the host's: profile the slow path (the tail's requests, not the average) before adding capacity for it.")
 		case !both:
-			a = append(a, tailAdvice(s))
+			a = append(a, tailAdvice(s, th))
 		}
 	}
 	if sig, ok := fired[SignalLatencyAlone]; ok {
@@ -152,8 +152,15 @@ func neighbourAdvice(s *tare.Summary) string {
 
 // tailAdvice says what to do about the owner the slowest requests
 // waited behind most.
-func tailAdvice(s *tare.Summary) string {
+func tailAdvice(s *tare.Summary, th Thresholds) string {
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
+	// The tail signal fired on the ticks' steal when the outside waits
+	// moved too little (judge's tail).
+	if _, moved := bestSlice(s, s.Tail, th); moved < th.TailFactor {
+		if _, bySteal := stolenTail(s, s.Tail, th); bySteal {
+			return stealTailAdvice
+		}
+	}
 	var top *tare.TailOwner
 	for _, sl := range s.Tail.Slowest {
 		if len(sl.Behind) > 0 && (top == nil || sl.Behind[0].Requests > top.Requests) {
@@ -163,12 +170,15 @@ func tailAdvice(s *tare.Summary) string {
 	switch {
 	case top == nil:
 	case top.Owner == tare.OwnerSteal:
-		return "The hypervisor took the CPU from the slowest requests: rerun when the host is quiet (tare check says whether now is), or on a dedicated or non-burstable host."
+		return stealTailAdvice
 	case top.Owner == tare.OwnerOther && top.Name != "":
 		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun. Even a job niced to 19 holds a CPU for milliseconds at a time, and the slowest requests are the ones that waited.", top.Who(), pin)
 	}
 	return fmt.Sprintf("Something outside the test held the CPU while the slowest requests waited: %s, or run on a dedicated host; then rerun.", pin)
 }
+
+// stealTailAdvice is the advice when the hypervisor held up the slowest requests.
+const stealTailAdvice = "The hypervisor took the CPU from the slowest requests: rerun when the host is quiet (tare check says whether now is), or on a dedicated or non-burstable host."
 
 // stopHint is how a container is stopped, in its runtime's own words.
 func stopHint(c *tare.Container) string {

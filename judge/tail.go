@@ -28,11 +28,11 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 		sig.Detail = fmt.Sprintf("only %d requests were measured whole: too few to tell the slowest from the rest (%d at least)", t.Requests, minTailRequests)
 		return sig
 	}
-	best, moved := -1, 0.0
-	for i, sl := range t.Slowest {
-		m := movedBy(s, t, sl)
-		if sl.P < th.TailChance && m > moved {
-			best, moved = i, m
+	best, moved := bestSlice(s, t, th)
+	if best < 0 || moved < th.TailFactor {
+		if st, ok := stolenTail(s, t, th); ok {
+			sig.Fired, sig.Value, sig.Detail = true, roundTo(st.moved, 2), st.text
+			return sig
 		}
 	}
 	if best < 0 {
@@ -40,7 +40,7 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 		sl := t.Slowest[0]
 		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
 			t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance)
-		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
+		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && !inStolenTicks(t, th) && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
 			// The tail users read, and nothing outside in it: the code's.
 			sig.Fired, sig.Finding = true, true
 			sig.Detail += fmt.Sprintf("; the p99 (%s) is %.1f× the p50 (%s), and its slowest requests overlapped no outside wait: the code's own spikes (a pause, a lock, a collection, a slow path)",
@@ -60,6 +60,66 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	}
 	sig.Detail = text + ": too little to change what the figures say"
 	return sig
+}
+
+// stolen is what stolenTail found: how many times the hypervisor's
+// bursts of steal moved a percentile, in words.
+type stolen struct {
+	moved float64
+	text  string
+}
+
+// stolenTail judges the slowest requests by the ticks they lived in: a
+// burst of steal (tare.StolenShare of one CPU or more) stalls whichever
+// request ran on that CPU, by up to what was taken, yet spread over the
+// tick's requests it is a fraction of a millisecond each. It fires when
+// the slowest lived in stolen ticks more than requests drawn at random
+// (p below th.TailChance), the percentile over every request is
+// th.TailFactor or more times that over the requests of the other ticks,
+// and the most taken from one CPU in such a tick could have held a
+// request up by a quarter of that percentile or more (a few milliseconds
+// of steal do not make a 200 ms stall, whatever tick it fell in).
+func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
+	for _, sl := range t.Slowest {
+		all, other := s.Latency.At(sl), t.Unstolen.At(sl)
+		if sl.StolenP >= th.TailChance || sl.StealMS == nil || all == nil || other == nil || *other <= 0 {
+			continue
+		}
+		moved := *all / *other
+		if moved < th.TailFactor || *sl.StealMS < *all/4 {
+			continue
+		}
+		q := sl.Quantile()
+		return stolen{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which the hypervisor took a CPU away for %g%% of the tick or more (up to %s from one CPU; of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): the hypervisor's steal, in bursts that stall whatever ran on that CPU; over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
+			q, sl.Stolen, sl.Requests, 100*tare.StolenShare, tare.MSText(*sl.StealMS), t.Requests, t.Stolen, stats.PText(sl.StolenP, leastTailP), th.TailChance, q, tare.MSText(*other), tare.MSText(*all), moved, th.TailFactor)}, true
+	}
+	return stolen{}, false
+}
+
+// inStolenTicks says whether the slowest requests lived in stolen ticks
+// more than chance gives: their spikes are then not shown to be the
+// code's, however little they moved the percentile.
+func inStolenTicks(t *tare.Tail, th Thresholds) bool {
+	for _, sl := range t.Slowest {
+		if sl.Stolen > 0 && sl.StolenP < th.TailChance {
+			return true
+		}
+	}
+	return false
+}
+
+// bestSlice is the slowest slice that overlapped outside waits more than
+// chance gives and whose waits moved its percentile most, and how many
+// times; -1 when none did more than chance.
+func bestSlice(s *tare.Summary, t *tare.Tail, th Thresholds) (best int, moved float64) {
+	best = -1
+	for i, sl := range t.Slowest {
+		m := movedBy(s, t, sl)
+		if sl.P < th.TailChance && m > moved {
+			best, moved = i, m
+		}
+	}
+	return best, moved
 }
 
 // spikeFactor: a p99 this many times the p50 is a tail worth a finding,

@@ -33,6 +33,7 @@ type exposed struct {
 	waits   time.Duration // of which the probe's waits: the part measured for this request
 	top     int32         // the owner it waited behind most; -1 when none
 	topWait time.Duration
+	stolen  time.Duration // the most the hypervisor took from one CPU in a stolen tick of its life (tare.StolenShare); 0 when none
 }
 
 // overlapped reports whether the request's measured outside wait counts
@@ -50,10 +51,11 @@ type exposures struct {
 	longest time.Duration // the longest outside wait seen: how far back a request's overlap looks
 	freed   int           // ticks before it have dropped their waits
 
-	requests, overlapped int
-	quiet, exposed       dist // latencies of requests that overlapped no outside wait, and of those that did
-	unwaited             dist // latency less the outside wait overlapped
-	sample               reservoirOf[exposed]
+	requests, overlapped, stolen int
+	quiet, exposed               dist // latencies of requests that overlapped no outside wait, and of those that did
+	unwaited                     dist // latency less the outside wait overlapped
+	unstolen                     dist // latencies of requests that lived in no stolen tick
+	sample                       reservoirOf[exposed]
 }
 
 // owner returns the index of w's holder, interning it.
@@ -172,7 +174,11 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 			e.waits += part
 			add(w.owner, part)
 		}
-		if k < p.first || t.host.CPU.Steal <= 0 {
+		if k < p.first {
+			continue
+		}
+		e.stolen = max(e.stolen, stolenIn(t.host))
+		if t.host.CPU.Steal <= 0 {
 			continue
 		}
 		start := time.Duration(k) * r.cfg.Tick
@@ -190,6 +196,19 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 	return e, true
 }
 
+// stolenIn is the most the hypervisor took from one CPU in h, when it
+// was at least tare.StolenShare of it; 0 otherwise.
+func stolenIn(h *tare.HostSample) time.Duration {
+	most := 0.0
+	for _, c := range h.PerCPU {
+		most = max(most, c.Steal)
+	}
+	if most < 100*tare.StolenShare {
+		return 0
+	}
+	return time.Duration(most / 100 * float64(h.End.Sub(h.Start)))
+}
+
 // settle adds a settled request's exposure to the figures.
 func (x *exposures) settle(e exposed) {
 	x.requests++
@@ -200,6 +219,11 @@ func (x *exposures) settle(e exposed) {
 		x.quiet.add(e.latency)
 	}
 	x.unwaited.add(e.latency - e.wait)
+	if e.stolen > 0 {
+		x.stolen++
+	} else {
+		x.unstolen.add(e.latency)
+	}
 	x.sample.add(e)
 }
 
@@ -223,7 +247,7 @@ func (r *Recorder) freeWaits() {
 // measured no request's life.
 func (r *Recorder) tail() *tare.Tail {
 	x := r.exp
-	x.quiet, x.exposed, x.unwaited = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone()
+	x.quiet, x.exposed, x.unwaited, x.unstolen = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone(), r.exp.unstolen.clone()
 	// A sample of its own: the pending requests replace items in a copy,
 	// drawn by a generator of its own, so a summary taken mid-run leaves
 	// the run's sample as it would have been without it.
@@ -246,18 +270,25 @@ func (r *Recorder) tail() *tare.Tail {
 		Quiet:      percentilesMS(&x.quiet),
 		Exposed:    percentilesMS(&x.exposed),
 		Unwaited:   percentilesMS(&x.unwaited),
+		Stolen:     x.stolen,
+		Unstolen:   percentilesMS(&x.unstolen),
 		Sampled:    len(x.sample.items),
 	}
 	items := slices.SortedFunc(slices.Values(x.sample.items), func(a, b exposed) int { return cmp.Compare(b.latency, a.latency) })
-	all := 0
+	var all, stolen int
 	for _, e := range items {
 		if e.overlapped() {
 			all++
 		}
+		if e.stolen > 0 {
+			stolen++
+		}
 	}
 	for _, pct := range tailSlices {
 		n := int(math.Ceil(pct / 100 * float64(len(items))))
-		t.Slowest = append(t.Slowest, r.slice(pct, items[:n], len(items), all))
+		sl := r.slice(pct, items[:n], len(items), all)
+		sl.Stolen, sl.StolenP, sl.StealMS = stolenOf(items[:n], len(items), stolen)
+		t.Slowest = append(t.Slowest, sl)
 	}
 	return t
 }
@@ -299,6 +330,24 @@ func (r *Recorder) slice(pct float64, slowest []exposed, n, all int) tare.TailSl
 	})
 	s.P = HypergeometricTail(s.Overlapped, n, all, len(slowest))
 	return s
+}
+
+// stolenOf is how many of the slowest requests, of a sample of n of which
+// stolen lived in a stolen tick, lived in one; the chance of as many
+// among as many drawn at random; and the most the hypervisor took from
+// one CPU in such a tick of theirs (nil when none).
+func stolenOf(slowest []exposed, n, stolen int) (k int, p float64, most *float64) {
+	var longest time.Duration
+	for _, e := range slowest {
+		if e.stolen > 0 {
+			k++
+			longest = max(longest, e.stolen)
+		}
+	}
+	if k > 0 {
+		most = round(ms(longest), 3)
+	}
+	return k, HypergeometricTail(k, n, stolen, len(slowest)), most
 }
 
 // HypergeometricTail is the chance of k or more marked items among n

@@ -138,6 +138,45 @@ func TestTailCountsSteal(t *testing.T) {
 	near(t, "its latency without the steal", tl.Unwaited.P50, 5, 0.01)
 }
 
+// A burst of steal on one CPU in tick 1 (the run's run 9 on the
+// development VM: 87 ms taken from one CPU, the p99 17 ms in that tick
+// alone): the slowest requests lived in it, more than chance gives, and
+// the requests of the other ticks are the run without it. Tick 0's
+// steal, 1 % of one CPU, is not a burst.
+func TestTailOfStolenTicks(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	for i := range 300 {
+		at := 0.005 + float64(i)*0.01
+		latency := 1.0
+		if at >= 1 && at < 2 && i%6 == 0 {
+			latency = 15
+		}
+		r.AddResult(result(at, 0, latency))
+	}
+	for k, steal := range []float64{1, 8.7, 0} {
+		h := measuredSample(float64(k), float64(k+1))
+		h.CPU.Steal = steal / 2
+		h.PerCPU = []tare.CPUShares{{CPU: 0, Steal: steal}, {CPU: 1}}
+		r.AddHost(h)
+	}
+	tl := r.Summary(sec(3), 3e9).Tail
+	if tl == nil {
+		t.Fatal("Tail = nil, want the requests' exposure")
+	}
+	if tl.Stolen != 100 {
+		t.Errorf("stolen = %d, want the 100 requests of tick 1", tl.Stolen)
+	}
+	near(t, "p99 of the other ticks' requests", tl.Unstolen.P99, 1, 0.01)
+	one := tl.Slowest[0]
+	if one.Requests != 3 || one.Stolen != 3 || one.StolenP >= 0.05 {
+		t.Errorf("slowest 1 %% = %+v, want 3 requests, all in the stolen tick, p below 0.05", one)
+	}
+	near(t, "the most taken from one CPU", one.StealMS, 87, 0.01)
+	if five := tl.Slowest[1]; five.Stolen != 15 || five.StolenP >= 1e-6 {
+		t.Errorf("slowest 5 %% = %+v, want 15 requests, all in the stolen tick, far from chance", five)
+	}
+}
+
 func TestHypergeometricTail(t *testing.T) {
 	for _, tt := range []struct {
 		k, N, K, n int

@@ -145,18 +145,21 @@ func (w *cpuWatch) share(cpu string, i, j int, notProc bool) float64 {
 // cpuTaken sums up a watch for one question: how much of cpu the
 // hypervisor (and, with notProc, everything but the watched process) took.
 type cpuTaken struct {
-	Mean       float64 // over the whole watch
-	MaxSecond  float64 // the worst 1 s window, starting at any sample
-	MaxCPU     float64 // the worst CPU's mean (cpu "cpu" only)
-	SecondsPct float64 // share of the watch's consecutive seconds above limit
-	cpu        string
-	limit      float64
+	Mean      float64 // over the whole watch
+	MaxSecond float64 // the worst 1 s window, starting at any sample
+	MaxCPU    float64 // the worst CPU's mean (cpu "cpu" only)
+	// MaxCPUSecond is the worst 1 s window of the worst CPU (cpu "cpu"
+	// only): a burst on one CPU, as tare's stolen ticks are.
+	MaxCPUSecond float64
+	SecondsPct   float64 // share of the watch's consecutive seconds above limit
+	cpu          string
+	limit        float64
 }
 
 func (c cpuTaken) String() string {
 	s := fmt.Sprintf("%s: mean %.1f%%, worst second %.1f%%, %.0f%% of seconds above %g%%", c.cpu, c.Mean, c.MaxSecond, c.SecondsPct, c.limit)
 	if c.cpu == "cpu" {
-		s += fmt.Sprintf(", worst CPU's mean %.1f%%", c.MaxCPU)
+		s += fmt.Sprintf(", worst CPU's mean %.1f%%, its worst second %.1f%%", c.MaxCPU, c.MaxCPUSecond)
 	}
 	return s
 }
@@ -201,6 +204,11 @@ func (w *cpuWatch) taken(cpu string, notProc bool, limit float64) cpuTaken {
 		for name := range w.samples[0].cpus {
 			if name != "cpu" {
 				c.MaxCPU = max(c.MaxCPU, w.share(name, 0, n-1, notProc))
+				for i := 0; i < n-1; i++ {
+					if j := second(i); j < n {
+						c.MaxCPUSecond = max(c.MaxCPUSecond, w.share(name, i, j, notProc))
+					}
+				}
 			}
 		}
 	}
@@ -240,6 +248,9 @@ func TestCPUWatchTaken(t *testing.T) {
 	// 4 s of 100 jiffies a second on each CPU; 30 stolen from cpu1 in
 	// the third second (one of four, 25 %).
 	check(w.taken("cpu", false, 10), 3.75, 15, 7.5, 25) // 30 of 800; 30 of 200 that second; cpu1 30 of 400
+	if got := w.taken("cpu", false, 10).MaxCPUSecond; got != 30 {
+		t.Errorf("worst CPU's worst second %g%%, want 30%% (cpu1's third second)", got)
+	}
 	check(w.taken("cpu1", false, 10), 7.5, 30, 0, 25)   // 30 of 400; 30 of 100
 	check(w.taken("cpu1", true, 10), 7.5, 30, 0, 25)    // the process's half of cpu1 is not taken from it
 }

@@ -92,7 +92,7 @@ func TestVerdictMatrix(t *testing.T) {
 				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)
-				if stole(sc, steal, th) {
+				if stole(sc, steal, th) || stoleTail(sc, o.Summary, steal) {
 					stolen = append(stolen, steal.String())
 					continue
 				}
@@ -104,6 +104,24 @@ func TestVerdictMatrix(t *testing.T) {
 			t.Fatalf("the hypervisor stole CPU in all %d attempts, by the test's own reading of /proc/stat (%s): this machine could not show the scenario", attempts, strings.Join(stolen, "; "))
 		})
 	}
+}
+
+// stoleTail says whether the attempt at a scenario of a quiet host was
+// judged polluted by the tail signal on the hypervisor's bursts of steal
+// (judge's stolen ticks) while the test's own reading of /proc/stat saw
+// one CPU stolen for nine tenths of a burst (tare.StolenShare) in some
+// second: right on that attempt, and nothing of the scenario's. A tail
+// blamed on steal the test did not see is no excuse: it fails.
+func stoleTail(sc scenario.Scenario, s tare.Summary, steal cpuTaken) bool {
+	if sc.Want != tare.Clean || steal.MaxCPUSecond < 0.9*100*tare.StolenShare {
+		return false
+	}
+	for _, sig := range s.Verdict.Signals {
+		if sig.Name == judge.SignalTail && sig.Fired && strings.Contains(sig.Detail, "the hypervisor took a CPU away") {
+			return true
+		}
+	}
+	return false
 }
 
 // stole says whether the hypervisor stole CPU during an attempt at sc,
