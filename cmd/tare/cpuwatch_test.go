@@ -251,6 +251,6 @@ func TestCPUWatchTaken(t *testing.T) {
 	if got := w.taken("cpu", false, 10).MaxCPUSecond; got != 30 {
 		t.Errorf("worst CPU's worst second %g%%, want 30%% (cpu1's third second)", got)
 	}
-	check(w.taken("cpu1", false, 10), 7.5, 30, 0, 25)   // 30 of 400; 30 of 100
-	check(w.taken("cpu1", true, 10), 7.5, 30, 0, 25)    // the process's half of cpu1 is not taken from it
+	check(w.taken("cpu1", false, 10), 7.5, 30, 0, 25) // 30 of 400; 30 of 100
+	check(w.taken("cpu1", true, 10), 7.5, 30, 0, 25)  // the process's half of cpu1 is not taken from it
 }
