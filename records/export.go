@@ -69,7 +69,7 @@ func (e *jsonlExporter) Close() error { return e.w.Flush() }
 // columns before keep their places.
 var csvHeader = []string{"seq", "scheduled", "sent", "first_byte", "first_token", "done", "dropped", "status", "err", "bytes_in", "bytes_out",
 	"started", "worker", "deliveries", "output_tokens", "token_source", "latency_ms", "service_ms", "send_lag_ms", "queue_wait_ms", "ttfb_ms", "ttft_ms",
-	"target_index", "prompt_tokens", "prompt_token_source", "target"}
+	"target_index", "prompt_tokens", "prompt_token_source", "target", "class", "conversation", "prompt_words", "detail"}
 
 // targetName is the name of request i of a targets file, or "".
 func targetName(names []string, i int) string {
@@ -93,7 +93,8 @@ func (e *csvExporter) Write(r *tare.Result) error {
 		strconv.FormatInt(rec.BytesIn, 10), strconv.FormatInt(rec.BytesOut, 10),
 		stamp(rec.Started), rec.Worker, strconv.Itoa(rec.Deliveries), strconv.Itoa(rec.OutputTokens), rec.TokenSource,
 		number(rec.LatencyMS), number(rec.ServiceMS), number(rec.SendLagMS), number(rec.QueueWaitMS), number(rec.TTFBMS), number(rec.TTFTMS),
-		strconv.Itoa(rec.TargetIndex), strconv.Itoa(rec.PromptTokens), rec.PromptTokenSource, targetName(e.targets, r.TargetIndex))
+		strconv.Itoa(rec.TargetIndex), strconv.Itoa(rec.PromptTokens), rec.PromptTokenSource, targetName(e.targets, r.TargetIndex),
+		rec.Class, strconv.FormatUint(rec.Conversation, 10), strconv.Itoa(rec.PromptWords), rec.Detail)
 	if err := e.w.Write(e.row); err != nil {
 		return fmt.Errorf("write csv record %d: %w", r.Seq, err)
 	}

@@ -46,6 +46,15 @@ type Record struct {
 	Target            string `json:"target,omitempty"`
 	PromptTokens      int    `json:"prompt_tokens,omitempty"`
 	PromptTokenSource string `json:"prompt_token_source,omitempty"`
+	// A model call's part of the load (its turn of a conversation, or
+	// its prefix group), the conversation it is a turn of, tare's own
+	// count of its prompt's words, and the failure in the server's words
+	// (as tare.Result), so that the records summarised again have their
+	// figures per class and conversation, and the prompt count.
+	Class        string `json:"class,omitempty"`
+	Conversation uint64 `json:"conversation,omitempty"`
+	PromptWords  int    `json:"prompt_words,omitempty"`
+	Detail       string `json:"detail,omitempty"`
 
 	LatencyMS   *float64 `json:"latency_ms,omitempty"`
 	ServiceMS   *float64 `json:"service_ms,omitempty"`
@@ -62,6 +71,7 @@ func NewRecord(r *tare.Result) Record {
 		Done: instant(r.Done), Dropped: r.Dropped, Status: r.Status, Err: r.Err, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
 		Started: instant(r.Started), Worker: r.Worker, Deliveries: r.Deliveries, OutputTokens: r.OutputTokens, TokenSource: r.TokenSource,
 		TargetIndex: r.TargetIndex, PromptTokens: r.PromptTokens, PromptTokenSource: r.PromptTokenSource,
+		Class: r.Class, Conversation: r.Conversation, PromptWords: r.PromptWords, Detail: r.Detail,
 	}
 	token := r.FirstIsToken()
 	if token {
@@ -101,6 +111,7 @@ func (rec *Record) Result() tare.Result {
 		Dropped: rec.Dropped, Status: rec.Status, Err: rec.Err, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut,
 		Started: at(rec.Started), Worker: rec.Worker, Deliveries: rec.Deliveries, OutputTokens: rec.OutputTokens, TokenSource: rec.TokenSource,
 		TargetIndex: rec.TargetIndex, PromptTokens: rec.PromptTokens, PromptTokenSource: rec.PromptTokenSource,
+		Class: rec.Class, Conversation: rec.Conversation, PromptWords: rec.PromptWords, Detail: rec.Detail,
 	}
 }
 

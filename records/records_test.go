@@ -3,6 +3,7 @@ package records
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -37,8 +38,9 @@ func seededResults(n int) []tare.Result {
 			r.Status, r.Worker, r.Deliveries = 200, "w1", 1
 			r.OutputTokens, r.TokenSource = 10+rng.IntN(50), "usage"
 			r.PromptTokens, r.PromptTokenSource = 100+i*7%400, "worker"
+			r.Conversation, r.Class, r.PromptWords = uint64(1+i/4), fmt.Sprintf("turn %d", 1+i%4), 70+i*5%300
 			if i%11 == 3 {
-				r.Status, r.Err = 503, "http 503"
+				r.Status, r.Err, r.Detail = 503, "http 503", "the server is overloaded, try again"
 			}
 		}
 		out = append(out, r)
@@ -91,7 +93,8 @@ func TestJSONLRoundTrip(t *testing.T) {
 		want, got := results[i], back[i]
 		if !want.Scheduled.Equal(got.Scheduled) || !want.Done.Equal(got.Done) || want.Latency() != got.Latency() ||
 			want.Err != got.Err || want.Dropped != got.Dropped || want.OutputTokens != got.OutputTokens || want.QueueWait() != got.QueueWait() ||
-			want.TargetIndex != got.TargetIndex || want.PromptTokens != got.PromptTokens || want.PromptTokenSource != got.PromptTokenSource {
+			want.TargetIndex != got.TargetIndex || want.PromptTokens != got.PromptTokens || want.PromptTokenSource != got.PromptTokenSource ||
+			want.Class != got.Class || want.Conversation != got.Conversation || want.PromptWords != got.PromptWords || want.Detail != got.Detail {
 			t.Fatalf("record %d: got %+v, want %+v", i, got, want)
 		}
 	}

@@ -30,17 +30,18 @@ import (
 //	           previous present time of the record; the first from the
 //	           previous record's Scheduled (0 at the start of a batch)
 //	  ints     varint per present Status, BytesIn, BytesOut, Deliveries,
-//	           OutputTokens, Redirects, TargetIndex, PromptTokens, in that
-//	           order
+//	           OutputTokens, Redirects, TargetIndex, PromptTokens,
+//	           Conversation, PromptWords, in that order
 //	  strings  uvarint per present Err, Worker, TokenSource,
-//	           PromptTokenSource: an index into the table
+//	           PromptTokenSource, Class, Detail: an index into the table
 //	  table    uvarint number of strings, then each as a uvarint length
 //	           and its bytes
 //
 // A zero field (zero time, 0, "") is absent. The flags the usual HTTP
 // record has fit the first byte. A field added later takes the next flag
 // bit, so batches written before it simply lack the bit and read as they
-// did (TargetIndex, PromptTokens and PromptTokenSource came so).
+// did (TargetIndex, PromptTokens and PromptTokenSource came so, and then
+// a model call's Class, Conversation, PromptWords and Detail).
 const (
 	batchVersion    = 1
 	maxBatchRecords = 4096
@@ -78,7 +79,11 @@ const (
 	hasTargetIndex
 	hasPromptTokens
 	hasPromptTokenSource
-	allFlags = hasPromptTokenSource<<1 - 1
+	hasConversation
+	hasPromptWords
+	hasClass
+	hasDetail
+	allFlags = hasDetail<<1 - 1
 )
 
 // encodedBatch is one row of result_batches.
@@ -199,6 +204,12 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 		if flags&hasPromptTokenSource != 0 {
 			str(r.PromptTokenSource)
 		}
+		if flags&hasClass != 0 {
+			str(r.Class)
+		}
+		if flags&hasDetail != 0 {
+			str(r.Detail)
+		}
 		if r.Dropped {
 			b.dropped++
 		} else if r.Err != "" {
@@ -231,7 +242,7 @@ func (e *batchEncoder) encode(results []tare.Result, order []int32) encodedBatch
 
 var (
 	timeBits = [...]uint64{hasScheduled, hasSent, hasFirstByte, hasDone, hasStarted}
-	intBits  = [...]uint64{hasStatus, hasBytesIn, hasBytesOut, hasDeliveries, hasOutputTokens, hasRedirects, hasTargetIndex, hasPromptTokens}
+	intBits  = [...]uint64{hasStatus, hasBytesIn, hasBytesOut, hasDeliveries, hasOutputTokens, hasRedirects, hasTargetIndex, hasPromptTokens, hasConversation, hasPromptWords}
 )
 
 func flagsOf(r *tare.Result) uint64 {
@@ -259,6 +270,10 @@ func flagsOf(r *tare.Result) uint64 {
 	set(hasTargetIndex, r.TargetIndex != 0)
 	set(hasPromptTokens, r.PromptTokens != 0)
 	set(hasPromptTokenSource, r.PromptTokenSource != "")
+	set(hasConversation, r.Conversation != 0)
+	set(hasPromptWords, r.PromptWords != 0)
+	set(hasClass, r.Class != "")
+	set(hasDetail, r.Detail != "")
 	return f
 }
 
@@ -292,6 +307,10 @@ func intField(r *tare.Result, bit uint64) int64 {
 		return int64(r.TargetIndex)
 	case hasPromptTokens:
 		return int64(r.PromptTokens)
+	case hasConversation:
+		return int64(r.Conversation) // a number from 1: read back as it was, whatever its sign here
+	case hasPromptWords:
+		return int64(r.PromptWords)
 	}
 	return int64(r.Redirects)
 }
@@ -312,6 +331,10 @@ func setIntField(r *tare.Result, bit uint64, v int64) {
 		r.TargetIndex = int(v)
 	case hasPromptTokens:
 		r.PromptTokens = int(v)
+	case hasConversation:
+		r.Conversation = uint64(v)
+	case hasPromptWords:
+		r.PromptWords = int(v)
 	default:
 		r.Redirects = int(v)
 	}
@@ -449,7 +472,7 @@ func (br *batchReader) next(r *tare.Result) (bool, error) {
 	for _, f := range [...]struct {
 		bit uint64
 		s   *string
-	}{{hasErr, &r.Err}, {hasWorker, &r.Worker}, {hasTokenSource, &r.TokenSource}, {hasPromptTokenSource, &r.PromptTokenSource}} {
+	}{{hasErr, &r.Err}, {hasWorker, &r.Worker}, {hasTokenSource, &r.TokenSource}, {hasPromptTokenSource, &r.PromptTokenSource}, {hasClass, &r.Class}, {hasDetail, &r.Detail}} {
 		if flags&f.bit == 0 {
 			continue
 		}

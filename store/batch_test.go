@@ -112,13 +112,6 @@ func TestBatchStoresEveryField(t *testing.T) {
 // notStored are the fields of tare.Result a batch leaves out, and why.
 var notStored = map[string]string{
 	"Conn": "the connections' counts are the summary's (generator.connection_use); a number per record would cost a varint for a figure no report reads",
-	// Not yet stored per record: a run read back from its records (runs
-	// export, a merged shard) loses these figures, which the stored
-	// summary keeps.
-	"Detail":       "the summary keeps one message per error kind (error_messages)",
-	"Class":        "the summary keeps the figures per class (model.classes)",
-	"Conversation": "the summary keeps the figures per conversation (model.conversations)",
-	"PromptWords":  "the summary keeps the comparison with the server's count (model.prompt_count)",
 }
 
 // everyField is a record with every field of tare.Result set.
@@ -127,6 +120,7 @@ var everyField = tare.Result{
 	Done: at(3 * time.Millisecond), Dropped: true, Status: 503, Err: "http 503", BytesIn: 1 << 40,
 	BytesOut: 3, Redirects: 2, Started: at(time.Microsecond), Worker: "w-1", Deliveries: 3,
 	OutputTokens: 99, TokenSource: "counted", TargetIndex: 4, PromptTokens: 1200, PromptTokenSource: "usage",
+	Class: "turn 2", Conversation: 1<<63 + 5, PromptWords: 870, Detail: "the server's own words",
 }
 
 // TestBatchWrittenBeforeTargets: a batch written before the batches kept

@@ -233,8 +233,9 @@ func newRunsExportCmd(sf *storeFlags) *cobra.Command {
 		Long: `Stream every raw record of a stored run (one per request or job: scheduled,
 sent, first answer, done, queue wait, status, error kind, output and prompt
 tokens, which request of a --targets file it took: target_index from 0 and
-its name, target)
-in flat memory, whatever the run's size. The first answer is named for what it is:
+its name, target; of a model call, its class (the turn of a conversation, or
+the prefix group), conversation, prompt_words (tare's own count) and the
+server's words on a failure, detail) in flat memory, whatever the run's size. The first answer is named for what it is:
 on a plain HTTP record the first response byte (first_byte, ttfb_ms), on a
 model call or a queue job the first content token (first_token, ttft_ms).
 
