@@ -3,6 +3,7 @@ package httptarget
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,62 +91,80 @@ func (s *h2Server) seen() (protos map[string]int, streams, peak []int) {
 func (s *h2Server) tlsTo() *tls.Config { return &tls.Config{RootCAs: s.ca.Pool()} }
 
 // TestHTTP2: --http2 speaks h2 over TLS, chosen by ALPN, and --h2c HTTP/2
-// in cleartext by prior knowledge: the server sees HTTP/2.0 for every
-// request, requests one after another share one connection, and the
-// target counts that connection by its protocol.
+// in cleartext by prior knowledge, on goroutines and on the event loop
+// (--h2-engine loop): the server sees HTTP/2.0 for every request,
+// requests one after another share one connection, every result has its
+// status, body bytes, connection and clocks in order, and the target
+// counts that connection by its protocol.
 func TestHTTP2(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		tls   bool
-		cfg   Config
-		proto string
-	}{
-		{"h2", true, Config{HTTP2: true}, ProtoH2},
-		{"h2c", false, Config{H2C: true}, ProtoH2C},
-		{"h2 post", true, Config{HTTP2: true, Body: []byte("payload")}, ProtoH2},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newH2Server(t, tt.tls, true, nil)
-			cfg := tt.cfg
-			cfg.URL = srv.URL + "/"
-			if tt.tls {
-				cfg.TLS = srv.tlsTo()
-			}
-			tg := newTarget(t, cfg)
-			if tg.Endpoints() != nil {
-				t.Fatal("an HTTP/2 target offered the event loop its endpoints: HTTP/2 runs on goroutines")
-			}
-			results := run(t.Context(), tg, load.Config{}, 30, 2*time.Millisecond)
-			want := int64(len("hello over HTTP/2.0"))
-			for _, res := range results {
-				if res.Status != 200 || res.Err != "" || res.BytesIn != want {
-					t.Fatalf("request %d: status %d, error %q, %d bytes; want 200 and %d bytes", res.Seq, res.Status, res.Err, res.BytesIn, want)
+	for _, loop := range []bool{false, true} {
+		for _, tt := range []struct {
+			name  string
+			tls   bool
+			cfg   Config
+			proto string
+		}{
+			{"h2", true, Config{HTTP2: true}, ProtoH2},
+			{"h2c", false, Config{H2C: true}, ProtoH2C},
+			{"h2 post", true, Config{HTTP2: true, Body: []byte("payload")}, ProtoH2},
+			{"h2c post", false, Config{H2C: true, Body: []byte("payload")}, ProtoH2C},
+		} {
+			t.Run(fmt.Sprintf("%s loop=%v", tt.name, loop), func(t *testing.T) {
+				srv := newH2Server(t, tt.tls, true, nil)
+				cfg := tt.cfg
+				cfg.URL, cfg.H2Loop = srv.URL+"/", loop
+				if tt.tls {
+					cfg.TLS = srv.tlsTo()
 				}
-				if res.FirstByte.Before(res.Sent) || res.Done.Before(res.FirstByte) {
-					t.Errorf("request %d: sent %v, first byte %v, done %v: out of order", res.Seq, res.Sent, res.FirstByte, res.Done)
+				tg := newTarget(t, cfg)
+				var results []tare.Result
+				if loop {
+					results = runLoop(t, tg, 30, 2*time.Millisecond)
+				} else {
+					if tg.Endpoints() != nil {
+						t.Fatal("an HTTP/2 target offered the event loop its endpoints without H2Loop: HTTP/2 runs on goroutines")
+					}
+					results = run(t.Context(), tg, load.Config{}, 30, 2*time.Millisecond)
 				}
-			}
-			protos, streams, _ := srv.seen()
-			if protos["HTTP/2.0"] != 30 || len(protos) != 1 {
-				t.Errorf("the server saw %v; want 30 requests over HTTP/2.0", protos)
-			}
-			if len(streams) != 1 {
-				t.Errorf("30 requests 2 ms apart went over %d connections (%v streams each); want one", len(streams), streams)
-			}
-			if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
-				t.Errorf("protocols %v; want {%s: 1}", got, tt.proto)
-			}
-			if notes := tg.Notes(); notes != nil {
-				t.Errorf("notes %q; want none", notes)
-			}
-			// A new window on the same target counts the connection
-			// still open, once.
-			tg.ResetProtocols()
-			run(t.Context(), tg, load.Config{}, 3, 2*time.Millisecond)
-			if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
-				t.Errorf("protocols after ResetProtocols and 3 more requests %v; want {%s: 1}", got, tt.proto)
-			}
-		})
+				want := int64(len("hello over HTTP/2.0"))
+				for _, res := range results {
+					if res.Status != 200 || res.Err != "" || res.BytesIn != want || res.BytesOut != int64(len(cfg.Body)) || res.Conn == 0 {
+						t.Fatalf("request %d: status %d, error %q, %d bytes in, %d out, connection %d; want 200, %d in, %d out, numbered",
+							res.Seq, res.Status, res.Err, res.BytesIn, res.BytesOut, res.Conn, want, len(cfg.Body))
+					}
+					if res.Sent.Before(res.Scheduled) || res.FirstByte.Before(res.Sent) || res.Done.Before(res.FirstByte) {
+						t.Errorf("request %d: scheduled %v, sent %v, first byte %v, done %v: out of order", res.Seq, res.Scheduled, res.Sent, res.FirstByte, res.Done)
+					}
+				}
+				protos, streams, _ := srv.seen()
+				if protos["HTTP/2.0"] != 30 || len(protos) != 1 {
+					t.Errorf("the server saw %v; want 30 requests over HTTP/2.0", protos)
+				}
+				if len(streams) != 1 {
+					t.Errorf("30 requests 2 ms apart went over %d connections (%v streams each); want one", len(streams), streams)
+				}
+				if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
+					t.Errorf("protocols %v; want {%s: 1}", got, tt.proto)
+				}
+				if notes := tg.Notes(); notes != nil {
+					t.Errorf("notes %q; want none", notes)
+				}
+				if st := tg.Conns().Stats(); loop && (st.Opened != 1 || st.Reused != 29) {
+					t.Errorf("counter %+v; want 1 connection opened, 29 requests reusing it", st)
+				}
+				// A new window on the same target counts the connection
+				// still open, once.
+				tg.ResetProtocols()
+				if loop {
+					runLoop(t, tg, 3, 2*time.Millisecond)
+				} else {
+					run(t.Context(), tg, load.Config{}, 3, 2*time.Millisecond)
+				}
+				if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
+					t.Errorf("protocols after ResetProtocols and 3 more requests %v; want {%s: 1}", got, tt.proto)
+				}
+			})
+		}
 	}
 }
 

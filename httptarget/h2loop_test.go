@@ -30,57 +30,6 @@ func runLoop(t *testing.T, tg *Target, n int, gap time.Duration) []tare.Result {
 	return run(ctx, tg, load.Config{}, n, gap)
 }
 
-// TestH2Loop: on the event loop, h2 and h2c reach the server as HTTP/2,
-// one connection carries requests one after another, and every result
-// has its status, body bytes, connection and clocks in order.
-func TestH2Loop(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		tls   bool
-		cfg   Config
-		proto string
-	}{
-		{"h2", true, Config{HTTP2: true}, ProtoH2},
-		{"h2c", false, Config{H2C: true}, ProtoH2C},
-		{"h2 post", true, Config{HTTP2: true, Body: []byte("payload")}, ProtoH2},
-		{"h2c post", false, Config{H2C: true, Body: []byte("payload")}, ProtoH2C},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newH2Server(t, tt.tls, true, nil)
-			cfg := tt.cfg
-			cfg.URL, cfg.H2Loop = srv.URL+"/", true
-			if tt.tls {
-				cfg.TLS = srv.tlsTo()
-			}
-			tg := newTarget(t, cfg)
-			results := runLoop(t, tg, 30, 2*time.Millisecond)
-			want := int64(len("hello over HTTP/2.0"))
-			for _, res := range results {
-				if res.Status != 200 || res.Err != "" || res.BytesIn != want || res.BytesOut != int64(len(cfg.Body)) || res.Conn == 0 {
-					t.Fatalf("request %d: status %d, error %q, %d bytes in, %d out, connection %d; want 200, %d in, %d out, numbered",
-						res.Seq, res.Status, res.Err, res.BytesIn, res.BytesOut, res.Conn, want, len(cfg.Body))
-				}
-				if res.Sent.Before(res.Scheduled) || res.FirstByte.Before(res.Sent) || res.Done.Before(res.FirstByte) {
-					t.Errorf("request %d: scheduled %v, sent %v, first byte %v, done %v: out of order", res.Seq, res.Scheduled, res.Sent, res.FirstByte, res.Done)
-				}
-			}
-			protos, streams, _ := srv.seen()
-			if protos["HTTP/2.0"] != 30 || len(protos) != 1 {
-				t.Errorf("the server saw %v; want 30 requests over HTTP/2.0", protos)
-			}
-			if len(streams) != 1 {
-				t.Errorf("30 requests 2 ms apart went over %d connections (%v streams each); want one", len(streams), streams)
-			}
-			if got := tg.Protocols(); len(got) != 1 || got[tt.proto] != 1 {
-				t.Errorf("protocols %v; want {%s: 1}", got, tt.proto)
-			}
-			if st := tg.Conns().Stats(); st.Opened != 1 || st.Reused != 29 {
-				t.Errorf("counter %+v; want 1 connection opened, 29 requests reusing it", st)
-			}
-		})
-	}
-}
-
 // heldRun starts n arrivals 20 ms apart on tg against a server that
 // holds every request until hold closes; it returns once the server has
 // all n in flight, and the results once released. Apart, the later
