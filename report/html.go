@@ -440,6 +440,7 @@ func figures(s *tare.Summary) []kv {
 			kv{"time to first token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TTFT.P50), ms(m.TTFT.P95), ms(m.TTFT.P99), ms(m.TTFT.Max))},
 			kv{"time per output token", fmt.Sprintf("p50 %s · p95 %s · p99 %s · max %s", ms(m.TPOT.P50), ms(m.TPOT.P95), ms(m.TPOT.P99), ms(m.TPOT.Max))},
 			kv{"tokens", fmt.Sprintf("%d output · %s tokens/s", m.OutputTokens, num(m.TokensPerS))})
+		out = append(out, classFigures(m)...)
 	}
 	if len(s.Shards) == 0 {
 		return append(out, hostFigures("", s.Generator, s.Host, s.SUT, s.Env.VCPUs)...)

@@ -233,6 +233,30 @@ func TestHTMLSummaryOnly(t *testing.T) {
 	}
 }
 
+// TestHTMLModelClasses: a conversation load's figures per turn and per
+// conversation are in the page's figures, as in the text report.
+func TestHTMLModelClasses(t *testing.T) {
+	full, _ := seeded.build(t)
+	s := full.Summary
+	s.Model = &tare.ModelSummary{
+		Classes: []tare.ClassSummary{
+			{Name: "turn 1", Requests: 4, OK: 4, TTFT: tare.PercentilesMS{P50: tare.Float(161), P95: tare.Float(190)}, Latency: tare.QuantilesMS{P50: tare.Float(400), P95: tare.Float(450)}, InputTokens: tare.Float(120)},
+			{Name: "turn 2", Requests: 4, OK: 3, Errors: 1, TTFT: tare.PercentilesMS{P50: tare.Float(682), P95: tare.Float(700)}, Latency: tare.QuantilesMS{P50: tare.Float(900), P95: tare.Float(950)}},
+		},
+		Conversations: &tare.ConversationSummary{Count: 4, Complete: 3, Turns: 2, Duration: tare.QuantilesMS{P50: tare.Float(1500), P95: tare.Float(1700)}},
+	}
+	html := string(render(t, Page{Runs: []*Run{NewRun(s, full.Ticks)}}))
+	for _, want := range []string{
+		"turn 1", "4 sent · 4 ok · 0 errors · ttft p50 161ms · p95 190ms · latency p50 400ms · p95 450ms · 120.0 input tokens",
+		"turn 2", "4 sent · 3 ok · 1 errors · ttft p50 682ms",
+		"4 · 3 with every turn ok · 2.00 turns each · took p50 1.5s · p95 1.7s",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
 // TestHTMLNothingSucceeded: a run in which every request was refused says
 // so in the page's verdict: its lead is to check the target, and the
 // failures signal comes before every other.
