@@ -381,16 +381,17 @@ func Check(sc Scenario, o Outcome) []string {
 			wrong = append(wrong, fmt.Sprintf("the quiet run before it was %s, want clean", q))
 		}
 	}
-	if !slices.Contains(want, s.Verdict.Level) {
-		wrong = append(wrong, fmt.Sprintf("level %s, want %s", s.Verdict.Level, wantText(want, o)))
-	}
 	fired := map[string]tare.Signal{}
-	var details []string
+	var details, firedText []string
 	for _, sig := range s.Verdict.Signals {
 		if sig.Fired {
 			fired[sig.Name] = sig
 			details = append(details, sig.Detail)
+			firedText = append(firedText, sig.Name+": "+sig.Detail)
 		}
+	}
+	if !slices.Contains(want, s.Verdict.Level) {
+		wrong = append(wrong, fmt.Sprintf("level %s, want %s; fired: %q", s.Verdict.Level, wantText(want, o), firedText))
 	}
 	for _, name := range sc.Fired {
 		if _, ok := fired[name]; !ok {
