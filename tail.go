@@ -38,6 +38,11 @@ type Tail struct {
 	// still); Unstolen are the percentiles of the others.
 	Stolen   int           `json:"stolen"`
 	Unstolen PercentilesMS `json:"unstolen_ms"`
+	// Crowded are the requests that lived in a tick in which other
+	// processes used CrowdedShare of one CPU or more; Uncrowded are the
+	// percentiles of the others.
+	Crowded   int           `json:"crowded"`
+	Uncrowded PercentilesMS `json:"uncrowded_ms"`
 	// Sampled is how many requests the slices were drawn from: all of a
 	// run up to that size, a uniform sample of a larger one.
 	Sampled int         `json:"sampled"`
@@ -59,6 +64,16 @@ const OverlapShare = 0.05
 // the hypervisor took the CPU, so whether the slowest requests lived in
 // such ticks more than the others did is what the verdict weighs.
 const StolenShare = 0.02
+
+// CrowdedShare is the least CPU other processes used in a tick, as a
+// share of one CPU, that makes the tick crowded for Tail.Crowded. A
+// neighbour can slow the service without its threads waiting behind it
+// at all: a hog that takes one of two CPUs leaves the service's threads
+// and tare's to wait behind each other on the one left (waits the probe
+// counts as their own), and one on a CPU's SMT sibling slows it. Whether
+// the slowest requests lived in such ticks more than the others did is
+// what the verdict weighs.
+const CrowdedShare = 0.25
 
 // OwnerSteal is the hypervisor, as what a request's life overlapped
 // (TailOwner.Owner): its steal of the ticks the request lived in.
@@ -87,6 +102,14 @@ type TailSlice struct {
 	Stolen  int      `json:"stolen"`
 	StolenP float64  `json:"stolen_p"`
 	StealMS *float64 `json:"steal_ms"`
+	// Crowded are the slice's requests that lived in a crowded tick
+	// (Tail.Crowded), CrowdedP the chance that as many drawn at random
+	// hold as many, and CrowdedBy the busiest other process of the most
+	// crowded tick each lived in, the most requests first (their
+	// WaitMS unset).
+	Crowded   int         `json:"crowded"`
+	CrowdedP  float64     `json:"crowded_p"`
+	CrowdedBy []TailOwner `json:"crowded_by"`
 }
 
 // Quantile names the percentile the slice begins at: p99 for the slowest

@@ -156,15 +156,22 @@ func tailAdvice(s *tare.Summary, th Thresholds) string {
 	pin := "pin the system under test and tare to cores nothing else uses (taskset -c, cpuset)"
 	// The tail signal fired on the ticks' steal when the outside waits
 	// moved too little (judge's tail).
+	// Whom the slowest waited behind; where the tail signal fired on the
+	// ticks instead (judge's tail), the hypervisor or the neighbour busy
+	// in them.
+	owners := func(sl tare.TailSlice) []tare.TailOwner { return sl.Behind }
 	if _, moved := bestSlice(s, s.Tail, th); moved < th.TailFactor {
 		if _, bySteal := stolenTail(s, s.Tail, th); bySteal {
 			return stealTailAdvice
 		}
+		if _, crowded := crowdedTail(s, s.Tail, th); crowded {
+			owners = func(sl tare.TailSlice) []tare.TailOwner { return sl.CrowdedBy }
+		}
 	}
 	var top *tare.TailOwner
 	for _, sl := range s.Tail.Slowest {
-		if len(sl.Behind) > 0 && (top == nil || sl.Behind[0].Requests > top.Requests) {
-			top = &sl.Behind[0]
+		if o := owners(sl); len(o) > 0 && (top == nil || o[0].Requests > top.Requests) {
+			top = &o[0]
 		}
 	}
 	switch {

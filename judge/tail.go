@@ -34,13 +34,17 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 			sig.Fired, sig.Value, sig.Detail = true, roundTo(st.moved, 2), st.text
 			return sig
 		}
+		if st, ok := crowdedTail(s, t, th); ok {
+			sig.Fired, sig.Value, sig.Detail = true, roundTo(st.moved, 2), st.text
+			return sig
+		}
 	}
 	if best < 0 {
 		sig.Value = tare.Float(0)
 		sl := t.Slowest[0]
 		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
 			t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance)
-		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && !inStolenTicks(t, th) && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
+		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && !inMarkedTicks(t, th) && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
 			// The tail users read, and nothing outside in it: the code's.
 			sig.Fired, sig.Finding = true, true
 			sig.Detail += fmt.Sprintf("; the p99 (%s) is %.1f× the p50 (%s), and its slowest requests overlapped no outside wait: the code's own spikes (a pause, a lock, a collection, a slow path)",
@@ -62,8 +66,9 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	return sig
 }
 
-// stolen is what stolenTail found: how many times the hypervisor's
-// bursts of steal moved a percentile, in words.
+// stolen is what stolenTail (or crowdedTail) found: how many times the
+// hypervisor's bursts of steal (or the neighbours' CPU) moved a
+// percentile, in words.
 type stolen struct {
 	moved float64
 	text  string
@@ -96,12 +101,39 @@ func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
 	return stolen{}, false
 }
 
-// inStolenTicks says whether the slowest requests lived in stolen ticks
-// more than chance gives: their spikes are then not shown to be the
-// code's, however little they moved the percentile.
-func inStolenTicks(t *tare.Tail, th Thresholds) bool {
+// crowdedTail judges the slowest requests by the CPU other processes
+// used in the ticks they lived in (tare.CrowdedShare of one CPU or more):
+// a neighbour that takes a CPU slows the service without its threads
+// waiting behind it, when they wait behind each other, or tare, on the
+// CPUs left, or share a physical core with it. It fires when the slowest
+// lived in crowded ticks more than requests drawn at random (p below
+// th.TailChance) and the percentile over every request is th.TailFactor
+// or more times that over the requests of the other ticks, naming the
+// busiest neighbour of those ticks. A neighbour busy all run long makes
+// every tick crowded and is the neighbours signal's to judge.
+func crowdedTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
 	for _, sl := range t.Slowest {
-		if sl.Stolen > 0 && sl.StolenP < th.TailChance {
+		all, other := s.Latency.At(sl), t.Uncrowded.At(sl)
+		if sl.CrowdedP >= th.TailChance || len(sl.CrowdedBy) == 0 || all == nil || other == nil || *other <= 0 {
+			continue
+		}
+		moved := *all / *other
+		if moved < th.TailFactor {
+			continue
+		}
+		q := sl.Quantile()
+		return stolen{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which other processes used %g%% of a CPU or more, busiest %s (of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): a neighbour that takes a CPU slows the service though its threads waited behind it too little to show (they wait behind each other and tare on the CPUs left, or share a physical core with it); over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
+			q, sl.Crowded, sl.Requests, 100*tare.CrowdedShare, tare.OwnerNames(sl.CrowdedBy), t.Requests, t.Crowded, stats.PText(sl.CrowdedP, leastTailP), th.TailChance, q, tare.MSText(*other), tare.MSText(*all), moved, th.TailFactor)}, true
+	}
+	return stolen{}, false
+}
+
+// inMarkedTicks says whether the slowest requests lived in stolen or
+// crowded ticks more than chance gives: their spikes are then not shown
+// to be the code's, however little they moved the percentile.
+func inMarkedTicks(t *tare.Tail, th Thresholds) bool {
+	for _, sl := range t.Slowest {
+		if sl.Stolen > 0 && sl.StolenP < th.TailChance || sl.Crowded > 0 && sl.CrowdedP < th.TailChance {
 			return true
 		}
 	}

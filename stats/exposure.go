@@ -34,6 +34,8 @@ type exposed struct {
 	top     int32         // the owner it waited behind most; -1 when none
 	topWait time.Duration
 	stolen  time.Duration // the most the hypervisor took from one CPU in a stolen tick of its life (tare.StolenShare); 0 when none
+	crowd   float64       // the most CPU other processes used in a crowded tick of its life, % of one CPU (tare.CrowdedShare); 0 when none
+	crowdBy int32         // the busiest other process of that tick; -1 when none
 }
 
 // overlapped reports whether the request's measured outside wait counts
@@ -51,11 +53,11 @@ type exposures struct {
 	longest time.Duration // the longest outside wait seen: how far back a request's overlap looks
 	freed   int           // ticks before it have dropped their waits
 
-	requests, overlapped, stolen int
-	quiet, exposed               dist // latencies of requests that overlapped no outside wait, and of those that did
-	unwaited                     dist // latency less the outside wait overlapped
-	unstolen                     dist // latencies of requests that lived in no stolen tick
-	sample                       reservoirOf[exposed]
+	requests, overlapped, stolen, crowded int
+	quiet, exposed                        dist // latencies of requests that overlapped no outside wait, and of those that did
+	unwaited                              dist // latency less the outside wait overlapped
+	unstolen, uncrowded                   dist // latencies of requests that lived in no stolen tick, and in no crowded one
+	sample                                reservoirOf[exposed]
 }
 
 // owner returns the index of w's holder, interning it.
@@ -123,7 +125,7 @@ func (t *tick) measured() bool {
 // the request's latency. known is false when a tick of its life was not
 // measured by the probe.
 func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
-	e = exposed{latency: p.latency, top: -1}
+	e = exposed{latency: p.latency, top: -1, crowdBy: -1}
 	if int(p.last) >= len(r.ticks) || int(p.first) < r.exp.freed {
 		// Past the timeline, or late: its ticks' waits were let go
 		// (freeWaits), so what it overlapped is not known, not nil.
@@ -178,6 +180,9 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 			continue
 		}
 		e.stolen = max(e.stolen, stolenIn(t.host))
+		if c, by := crowdIn(t.host); c > e.crowd {
+			e.crowd, e.crowdBy = c, r.exp.owner(by, by.Root)
+		}
 		if t.host.CPU.Steal <= 0 {
 			continue
 		}
@@ -209,6 +214,22 @@ func stolenIn(h *tare.HostSample) time.Duration {
 	return time.Duration(most / 100 * float64(h.End.Sub(h.Start)))
 }
 
+// crowdIn is the CPU other processes used in h, in % of one CPU, when it
+// was at least tare.CrowdedShare of one, and the busiest of them; 0
+// otherwise.
+func crowdIn(h *tare.HostSample) (float64, tare.BehindKey) {
+	by := h.CPUBy
+	if by == nil || len(by.TopOthers) == 0 {
+		return 0, tare.BehindKey{}
+	}
+	c := by.Others * float64(max(len(h.PerCPU), 1))
+	if c < 100*tare.CrowdedShare {
+		return 0, tare.BehindKey{}
+	}
+	top := by.TopOthers[0]
+	return c, tare.BehindKey{Owner: tare.OwnerOther, Name: top.Name, Root: top.PID}
+}
+
 // settle adds a settled request's exposure to the figures.
 func (x *exposures) settle(e exposed) {
 	x.requests++
@@ -223,6 +244,11 @@ func (x *exposures) settle(e exposed) {
 		x.stolen++
 	} else {
 		x.unstolen.add(e.latency)
+	}
+	if e.crowdBy >= 0 {
+		x.crowded++
+	} else {
+		x.uncrowded.add(e.latency)
 	}
 	x.sample.add(e)
 }
@@ -247,7 +273,8 @@ func (r *Recorder) freeWaits() {
 // measured no request's life.
 func (r *Recorder) tail() *tare.Tail {
 	x := r.exp
-	x.quiet, x.exposed, x.unwaited, x.unstolen = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone(), r.exp.unstolen.clone()
+	x.quiet, x.exposed, x.unwaited = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone()
+	x.unstolen, x.uncrowded = r.exp.unstolen.clone(), r.exp.uncrowded.clone()
 	// A sample of its own: the pending requests replace items in a copy,
 	// drawn by a generator of its own, so a summary taken mid-run leaves
 	// the run's sample as it would have been without it.
@@ -272,22 +299,33 @@ func (r *Recorder) tail() *tare.Tail {
 		Unwaited:   percentilesMS(&x.unwaited),
 		Stolen:     x.stolen,
 		Unstolen:   percentilesMS(&x.unstolen),
+		Crowded:    x.crowded,
+		Uncrowded:  percentilesMS(&x.uncrowded),
 		Sampled:    len(x.sample.items),
 	}
 	items := slices.SortedFunc(slices.Values(x.sample.items), func(a, b exposed) int { return cmp.Compare(b.latency, a.latency) })
-	var all, stolen int
+	stolen := func(e exposed) bool { return e.stolen > 0 }
+	crowded := func(e exposed) bool { return e.crowdBy >= 0 }
+	var all, allStolen, allCrowded int
 	for _, e := range items {
 		if e.overlapped() {
 			all++
 		}
-		if e.stolen > 0 {
-			stolen++
+		if stolen(e) {
+			allStolen++
+		}
+		if crowded(e) {
+			allCrowded++
 		}
 	}
 	for _, pct := range tailSlices {
 		n := int(math.Ceil(pct / 100 * float64(len(items))))
-		sl := r.slice(pct, items[:n], len(items), all)
-		sl.Stolen, sl.StolenP, sl.StealMS = stolenOf(items[:n], len(items), stolen)
+		slowest := items[:n]
+		sl := r.slice(pct, slowest, len(items), all)
+		sl.Stolen, sl.StolenP = markedOf(slowest, len(items), allStolen, stolen)
+		sl.StealMS = mostStolen(slowest)
+		sl.Crowded, sl.CrowdedP = markedOf(slowest, len(items), allCrowded, crowded)
+		sl.CrowdedBy = r.crowdedBy(slowest)
 		t.Slowest = append(t.Slowest, sl)
 	}
 	return t
@@ -332,22 +370,50 @@ func (r *Recorder) slice(pct float64, slowest []exposed, n, all int) tare.TailSl
 	return s
 }
 
-// stolenOf is how many of the slowest requests, of a sample of n of which
-// stolen lived in a stolen tick, lived in one; the chance of as many
-// among as many drawn at random; and the most the hypervisor took from
-// one CPU in such a tick of theirs (nil when none).
-func stolenOf(slowest []exposed, n, stolen int) (k int, p float64, most *float64) {
-	var longest time.Duration
+// markedOf is how many of the slowest requests, of a sample of n of which
+// marked are so, are marked; and the chance of as many among as many
+// drawn at random.
+func markedOf(slowest []exposed, n, marked int, is func(exposed) bool) (k int, p float64) {
 	for _, e := range slowest {
-		if e.stolen > 0 {
+		if is(e) {
 			k++
-			longest = max(longest, e.stolen)
 		}
 	}
-	if k > 0 {
-		most = round(ms(longest), 3)
+	return k, HypergeometricTail(k, n, marked, len(slowest))
+}
+
+// mostStolen is the most the hypervisor took from one CPU in a stolen
+// tick the slowest requests lived in; nil when none did.
+func mostStolen(slowest []exposed) *float64 {
+	var longest time.Duration
+	for _, e := range slowest {
+		longest = max(longest, e.stolen)
 	}
-	return k, HypergeometricTail(k, n, stolen, len(slowest)), most
+	if longest == 0 {
+		return nil
+	}
+	return round(ms(longest), 3)
+}
+
+// crowdedBy names the busiest other process of the crowded ticks the
+// slowest requests lived in, each request counted under its own, the
+// most requests first; empty when none did.
+func (r *Recorder) crowdedBy(slowest []exposed) []tare.TailOwner {
+	out := []tare.TailOwner{}
+	for _, e := range slowest {
+		if e.crowdBy < 0 {
+			continue
+		}
+		o := r.exp.owners[e.crowdBy]
+		if i := slices.IndexFunc(out, func(x tare.TailOwner) bool { return x.Owner == o.Owner && x.Name == o.Name && x.Root == o.Root }); i >= 0 {
+			out[i].Requests++
+			continue
+		}
+		o.PIDs, o.Requests = slices.Clone(o.PIDs), 1
+		out = append(out, o)
+	}
+	slices.SortStableFunc(out, func(a, b tare.TailOwner) int { return cmp.Compare(b.Requests, a.Requests) })
+	return out
 }
 
 // HypergeometricTail is the chance of k or more marked items among n

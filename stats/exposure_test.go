@@ -177,6 +177,39 @@ func TestTailOfStolenTicks(t *testing.T) {
 	}
 }
 
+// A hog starts at 1 s and uses one of two CPUs: the requests of ticks
+// 1 and 2 are the slow ones though no wait overlapped them; the slowest
+// lived in its ticks more than chance gives, and it is named.
+func TestTailOfCrowdedTicks(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	for i := range 300 {
+		at := 0.005 + float64(i)*0.01
+		latency := 1.0
+		if at >= 1 && i%5 == 0 {
+			latency = 4
+		}
+		r.AddResult(result(at, 0, latency))
+	}
+	for k, others := range []float64{1, 50, 50} {
+		h := measuredSample(float64(k), float64(k+1))
+		h.PerCPU = []tare.CPUShares{{CPU: 0}, {CPU: 1}}
+		h.CPUBy = &tare.CPUBy{Others: others, TopOthers: []tare.ProcessShare{{Name: "image-resize", PID: 901, CPUPct: others}}}
+		r.AddHost(h)
+	}
+	tl := r.Summary(sec(3), 3e9).Tail
+	if tl == nil {
+		t.Fatal("Tail = nil, want the requests' exposure")
+	}
+	if tl.Crowded != 200 || tl.Overlapped != 0 {
+		t.Errorf("crowded %d, overlapped %d; want the 200 requests of ticks 1 and 2, none overlapped", tl.Crowded, tl.Overlapped)
+	}
+	near(t, "p99 of the other ticks' requests", tl.Uncrowded.P99, 1, 0.01)
+	five := tl.Slowest[1]
+	if five.Crowded != 15 || five.CrowdedP >= 0.01 || len(five.CrowdedBy) != 1 || five.CrowdedBy[0].Name != "image-resize" || five.CrowdedBy[0].Requests != 15 {
+		t.Errorf("slowest 5 %% = %+v, want 15 requests, all in the hog's ticks, p below 0.01, the hog named", five)
+	}
+}
+
 func TestHypergeometricTail(t *testing.T) {
 	for _, tt := range []struct {
 		k, N, K, n int
