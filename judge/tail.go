@@ -44,7 +44,7 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 		sl := t.Slowest[0]
 		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
 			t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance)
-		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && !inMarkedTicks(t, th) && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
+		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
 			// The tail users read, and nothing outside in it: the code's.
 			sig.Fired, sig.Finding = true, true
 			sig.Detail += fmt.Sprintf("; the p99 (%s) is %.1f× the p50 (%s), and its slowest requests overlapped no outside wait: the code's own spikes (a pause, a lock, a collection, a slow path)",
@@ -126,18 +126,6 @@ func crowdedTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
 			q, sl.Crowded, sl.Requests, 100*tare.CrowdedShare, tare.OwnerNames(sl.CrowdedBy), t.Requests, t.Crowded, stats.PText(sl.CrowdedP, leastTailP), th.TailChance, q, tare.MSText(*other), tare.MSText(*all), moved, th.TailFactor)}, true
 	}
 	return stolen{}, false
-}
-
-// inMarkedTicks says whether the slowest requests lived in stolen or
-// crowded ticks more than chance gives: their spikes are then not shown
-// to be the code's, however little they moved the percentile.
-func inMarkedTicks(t *tare.Tail, th Thresholds) bool {
-	for _, sl := range t.Slowest {
-		if sl.Stolen > 0 && sl.StolenP < th.TailChance || sl.Crowded > 0 && sl.CrowdedP < th.TailChance {
-			return true
-		}
-	}
-	return false
 }
 
 // bestSlice is the slowest slice that overlapped outside waits more than
