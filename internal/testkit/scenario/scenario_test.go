@@ -122,16 +122,21 @@ func TestCheck(t *testing.T) {
 		o     Outcome
 		wrong []string // what the errors must say, one each; none: right
 	}{
-		{"moved the tail, polluted and named", batch, Outcome{*summary(tare.Polluted, 2.4, named), quiet}, nil},
-		{"moved the tail, clean", batch, Outcome{*summary(tare.Clean, 2.4), quiet}, []string{"level clean, want polluted (p99 2.40 ms, 2.40× the quiet run's 1.00 ms)"}},
-		{"moved the tail, polluted by someone else", batch, Outcome{*summary(tare.Polluted, 2.4, "behind `sh`"), quiet}, []string{"no signal that fired names `nightly-batch`"}},
-		{"left the tail, clean", batch, Outcome{*summary(tare.Clean, 1.1), quiet}, nil},
-		{"left the tail, polluted", batch, Outcome{*summary(tare.Polluted, 1.1, named), quiet}, []string{"level polluted, want clean"}},
-		{"between, clean", batch, Outcome{*summary(tare.Clean, 1.3), quiet}, nil},
-		{"between, polluted and named", batch, Outcome{*summary(tare.Polluted, 1.3, named), quiet}, nil},
-		{"between, suspect", batch, Outcome{*summary(tare.Suspect, 1.3), quiet}, []string{"level suspect, want clean or polluted"}},
-		{"the quiet run was not", batch, Outcome{*summary(tare.Clean, 1.1), summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
+		{"moved the tail, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, named), Quiet: quiet}, nil},
+		{"moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Quiet: quiet}, []string{"level clean, want polluted (p99 2.40 ms, 2.40× the quiet run's 1.00 ms)"}},
+		{"moved the tail, polluted by someone else", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, "behind `sh`"), Quiet: quiet}, []string{"no signal that fired names `nightly-batch`"}},
+		{"left the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: quiet}, nil},
+		{"left the tail, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.1, named), Quiet: quiet}, []string{"level polluted, want clean"}},
+		{"between, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.3), Quiet: quiet}, nil},
+		{"between, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 1.3, named), Quiet: quiet}, nil},
+		{"between, suspect", batch, Outcome{Summary: *summary(tare.Suspect, 1.3), Quiet: quiet}, []string{"level suspect, want clean or polluted"}},
+		{"the quiet run was not", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
 		{"no quiet run", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
+		// A hog started mid-run: the run's own requests before it are the
+		// yardstick, and there is no quiet run to be clean.
+		{"mid-run, moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Before: tare.Float(1.2)},
+			[]string{"level clean, want polluted (p99 2.40 ms, 2.00× the run's own before the hogs started 1.20 ms)"}},
+		{"mid-run, left the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.3), Before: tare.Float(1.2)}, nil},
 		{"a finding said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9, "the slow ticks 4, 7 overlapped nothing outside: the code's own pauses")}, nil},
 		{"a finding not said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9)}, []string{`the verdict does not say "code's own"`}},
 	} {
@@ -155,11 +160,14 @@ func TestCheck(t *testing.T) {
 func TestHogsNamed(t *testing.T) {
 	interfere.Exclusive(t)
 	const name = "tare-test-hog"
-	stop, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
+	stop, started, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := niceOf(t, name)
+	if started().IsZero() {
+		t.Error("the hogs run, and say they never started")
+	}
 	stop()
 	if len(found) != 2 || found[0] != "19" || found[1] != "19" {
 		t.Errorf("processes named %s at nice %v, want two at 19", name, found)
