@@ -66,39 +66,46 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	return sig
 }
 
-// stolen is what stolenTail (or crowdedTail) found: how many times the
-// hypervisor's bursts of steal (or the neighbours' CPU) moved a
-// percentile, in words.
-type stolen struct {
+// marked is what stolenTail or crowdedTail found: how many times the
+// ticks they mark (stolen, crowded) moved a percentile, in words.
+type marked struct {
 	moved float64
 	text  string
+}
+
+// markedMoved is how many times the slice's percentile over every
+// request is the same percentile over the requests of the unmarked
+// ticks, unmarked, when the slowest lived in marked ticks more than
+// requests drawn at random do (p below th.TailChance) and that moved it
+// th.TailFactor or more; 0 otherwise.
+func markedMoved(s *tare.Summary, sl tare.TailSlice, unmarked tare.PercentilesMS, p float64, th Thresholds) (moved float64, all, other float64) {
+	a, o := s.Latency.At(sl), unmarked.At(sl)
+	if p >= th.TailChance || a == nil || o == nil || *o <= 0 || *a / *o < th.TailFactor {
+		return 0, 0, 0
+	}
+	return *a / *o, *a, *o
 }
 
 // stolenTail judges the slowest requests by the ticks they lived in: a
 // burst of steal (tare.StolenShare of one CPU or more) stalls whichever
 // request ran on that CPU, by up to what was taken, yet spread over the
 // tick's requests it is a fraction of a millisecond each. It fires when
-// the slowest lived in stolen ticks more than requests drawn at random
-// (p below th.TailChance), the percentile over every request is
-// th.TailFactor or more times that over the requests of the other ticks,
-// and the most taken from one CPU in such a tick could have held a
-// request up by a quarter of that percentile or more (a few milliseconds
-// of steal do not make a 200 ms stall, whatever tick it fell in).
-func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
+// the slowest lived in stolen ticks more than chance gives and that
+// moved the percentile (markedMoved), and the most taken from one CPU in
+// such a tick could have held a request up by a quarter of that
+// percentile or more (a few milliseconds of steal do not make a 200 ms
+// stall, whatever tick it fell in).
+func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (marked, bool) {
 	for _, sl := range t.Slowest {
-		all, other := s.Latency.At(sl), t.Unstolen.At(sl)
-		if sl.StolenP >= th.TailChance || sl.StealMS == nil || all == nil || other == nil || *other <= 0 {
-			continue
-		}
-		moved := *all / *other
-		if moved < th.TailFactor || *sl.StealMS < *all/4 {
+		moved, all, other := markedMoved(s, sl, t.Unstolen, sl.StolenP, th)
+		if moved == 0 || sl.StealMS == nil || *sl.StealMS < all/4 {
 			continue
 		}
 		q := sl.Quantile()
-		return stolen{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which the hypervisor took a CPU away for %g%% of the tick or more (up to %s from one CPU; of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): the hypervisor's steal, in bursts that stall whatever ran on that CPU; over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
-			q, sl.Stolen, sl.Requests, 100*tare.StolenShare, tare.MSText(*sl.StealMS), t.Requests, t.Stolen, stats.PText(sl.StolenP, leastTailP), th.TailChance, q, tare.MSText(*other), tare.MSText(*all), moved, th.TailFactor)}, true
+		return marked{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which the hypervisor took a CPU away for %g%% of the tick or more (up to %s from one CPU; of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): the hypervisor's steal, in bursts that stall whatever ran on that CPU; over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
+			q, sl.Stolen, sl.Requests, 100*tare.StolenShare, tare.MSText(*sl.StealMS), t.Requests, t.Stolen, stats.PText(sl.StolenP, leastTailP), th.TailChance, q, tare.MSText(other), tare.MSText(all), moved, th.TailFactor)}, true
 	}
-	return stolen{}, false
+	return marked{}, false
 }
 
 // crowdedTail judges the slowest requests by the CPU other processes
@@ -106,26 +113,32 @@ func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
 // a neighbour that takes a CPU slows the service without its threads
 // waiting behind it, when they wait behind each other, or tare, on the
 // CPUs left, or share a physical core with it. It fires when the slowest
-// lived in crowded ticks more than requests drawn at random (p below
-// th.TailChance) and the percentile over every request is th.TailFactor
-// or more times that over the requests of the other ticks, naming the
-// busiest neighbour of those ticks. A neighbour busy all run long makes
-// every tick crowded and is the neighbours signal's to judge.
-func crowdedTail(s *tare.Summary, t *tare.Tail, th Thresholds) (stolen, bool) {
+// lived in crowded ticks more than chance gives and that moved the
+// percentile (markedMoved), naming the busiest neighbour of those ticks.
+// A neighbour busy all run long makes every tick crowded and is the
+// neighbours signal's to judge.
+func crowdedTail(s *tare.Summary, t *tare.Tail, th Thresholds) (marked, bool) {
 	for _, sl := range t.Slowest {
-		all, other := s.Latency.At(sl), t.Uncrowded.At(sl)
-		if sl.CrowdedP >= th.TailChance || len(sl.CrowdedBy) == 0 || all == nil || other == nil || *other <= 0 {
-			continue
-		}
-		moved := *all / *other
-		if moved < th.TailFactor {
+		moved, all, other := markedMoved(s, sl, t.Uncrowded, sl.CrowdedP, th)
+		if moved == 0 || len(sl.CrowdedBy) == 0 {
 			continue
 		}
 		q := sl.Quantile()
-		return stolen{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which other processes used %g%% of a CPU or more, busiest %s (of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): a neighbour that takes a CPU slows the service though its threads waited behind it too little to show (they wait behind each other and tare on the CPUs left, or share a physical core with it); over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
-			q, sl.Crowded, sl.Requests, 100*tare.CrowdedShare, tare.OwnerNames(sl.CrowdedBy), t.Requests, t.Crowded, stats.PText(sl.CrowdedP, leastTailP), th.TailChance, q, tare.MSText(*other), tare.MSText(*all), moved, th.TailFactor)}, true
+		return marked{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which other processes used %g%% of a CPU or more, busiest %s (of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): a neighbour that takes a CPU slows the service though its threads waited behind it too little to show (they wait behind each other and tare on the CPUs left, or share a physical core with it); over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
+			q, sl.Crowded, sl.Requests, 100*tare.CrowdedShare, tare.OwnerNames(sl.CrowdedBy), t.Requests, t.Crowded, stats.PText(sl.CrowdedP, leastTailP), th.TailChance, q, tare.MSText(other), tare.MSText(all), moved, th.TailFactor)}, true
 	}
-	return stolen{}, false
+	return marked{}, false
+}
+
+// StealMovedTail reports whether the hypervisor's bursts of steal moved
+// s's tail, as the tail signal judges it (stolenTail): a run whose
+// tail is the host's, not the code's, whatever else it says.
+func StealMovedTail(s *tare.Summary, th Thresholds) bool {
+	if s.Tail == nil {
+		return false
+	}
+	_, ok := stolenTail(s, s.Tail, th)
+	return ok
 }
 
 // bestSlice is the slowest slice that overlapped outside waits more than

@@ -34,8 +34,7 @@ type exposed struct {
 	top     int32         // the owner it waited behind most; -1 when none
 	topWait time.Duration
 	stolen  time.Duration // the most the hypervisor took from one CPU in a stolen tick of its life (tare.StolenShare); 0 when none
-	crowd   float64       // the most CPU other processes used in a crowded tick of its life, % of one CPU (tare.CrowdedShare); 0 when none
-	crowdBy int32         // the busiest other process of that tick; -1 when none
+	crowdBy int32         // the busiest other process of its most crowded tick (tare.CrowdedShare); -1 when none
 }
 
 // overlapped reports whether the request's measured outside wait counts
@@ -161,6 +160,7 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 	// which at 20,000 requests a second beside a busy neighbour was
 	// requests × waits.
 	since := p.from - r.exp.longest
+	crowd := 0.0 // the most crowded tick's, e.crowdBy's
 	for k := max(p.first-back, 0); k <= p.last; k++ {
 		t := &r.ticks[k]
 		i, _ := slices.BinarySearchFunc(t.outside, since, func(w outsideWait, at time.Duration) int { return cmp.Compare(w.from, at) })
@@ -179,9 +179,9 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 		if k < p.first {
 			continue
 		}
-		e.stolen = max(e.stolen, stolenIn(t.host))
-		if c, by := crowdIn(t.host); c > e.crowd {
-			e.crowd, e.crowdBy = c, r.exp.owner(by, by.Root)
+		e.stolen = max(e.stolen, t.stolen)
+		if t.crowd > crowd {
+			crowd, e.crowdBy = t.crowd, t.crowdBy
 		}
 		if t.host.CPU.Steal <= 0 {
 			continue
@@ -199,6 +199,17 @@ func (r *Recorder) exposureOf(p pendingReq) (e exposed, known bool) {
 		}
 	}
 	return e, true
+}
+
+// markTick works out once, when a host sample joins tick t, what each
+// request living in it inherits: steal and a crowd are facts of the
+// tick, not of the request.
+func (r *Recorder) markTick(t *tick) {
+	t.stolen = stolenIn(t.host)
+	t.crowd, t.crowdBy = 0, -1
+	if c, by := crowdIn(t.host); c > 0 {
+		t.crowd, t.crowdBy = c, r.exp.owner(by, by.Root)
+	}
 }
 
 // stolenIn is the most the hypervisor took from one CPU in h, when it

@@ -293,7 +293,9 @@ func (r *Recorder) AddHost(h tare.HostSample) {
 		if i < r.firstOpen {
 			r.lateHost++
 		}
-		r.at(i).addHost(&h, r.cfg.Tick)
+		t := r.at(i)
+		t.addHost(&h, r.cfg.Tick)
+		r.markTick(t)
 	}
 	r.advance(h.End)
 }

@@ -33,6 +33,9 @@ type tick struct {
 	hostWeight time.Duration    // total length of the merged samples
 
 	outside []outsideWait // the outside waits that started in the tick, by start, until no request can overlap them
+	stolen  time.Duration // the most the hypervisor took from one CPU, when a stolen tick (tare.StolenShare); else 0
+	crowd   float64       // the CPU other processes used, % of one CPU, when a crowded tick (tare.CrowdedShare); else 0
+	crowdBy int32         // the busiest of them, into the recorder's owners; meaningful when crowd > 0
 }
 
 // tickPercentiles reads a tick's percentiles from its histogram.

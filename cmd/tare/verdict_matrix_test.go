@@ -65,8 +65,11 @@ func TestVerdictMatrix(t *testing.T) {
 			// No scenario makes steal: when the hypervisor steals anyway,
 			// polluted is the right verdict on that attempt, and says
 			// nothing of the scenario's. Such an attempt is run again; the
-			// test's own reading of /proc/stat says which, not tare's.
-			const attempts = 3
+			// test's own reading of /proc/stat says which, not tare's. A
+			// host stolen from in every attempt could not show the
+			// scenario: that skips, saying so (scripts/test lists every
+			// skip), rather than fail a commit for its hypervisor.
+			const attempts = 5
 			th := judge.DefaultThresholds()
 			var stolen []string
 			for range attempts {
@@ -92,7 +95,7 @@ func TestVerdictMatrix(t *testing.T) {
 				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)
-				if stole(sc, steal, th) || stoleTail(sc, o.Summary, steal) {
+				if stole(sc, steal, th) || stoleTail(sc, o.Summary, steal, th) {
 					stolen = append(stolen, steal.String())
 					continue
 				}
@@ -101,7 +104,7 @@ func TestVerdictMatrix(t *testing.T) {
 				}
 				return
 			}
-			t.Fatalf("the hypervisor stole CPU in all %d attempts, by the test's own reading of /proc/stat (%s): this machine could not show the scenario", attempts, strings.Join(stolen, "; "))
+			t.Skipf("the hypervisor stole CPU in all %d attempts, by the test's own reading of /proc/stat (%s): this machine could not show the scenario", attempts, strings.Join(stolen, "; "))
 		})
 	}
 }
@@ -112,16 +115,8 @@ func TestVerdictMatrix(t *testing.T) {
 // one CPU stolen for nine tenths of a burst (tare.StolenShare) in some
 // second: right on that attempt, and nothing of the scenario's. A tail
 // blamed on steal the test did not see is no excuse: it fails.
-func stoleTail(sc scenario.Scenario, s tare.Summary, steal cpuTaken) bool {
-	if sc.Want != tare.Clean || steal.MaxCPUSecond < 0.9*100*tare.StolenShare {
-		return false
-	}
-	for _, sig := range s.Verdict.Signals {
-		if sig.Name == judge.SignalTail && sig.Fired && strings.Contains(sig.Detail, "the hypervisor took a CPU away") {
-			return true
-		}
-	}
-	return false
+func stoleTail(sc scenario.Scenario, s tare.Summary, steal cpuTaken, th judge.Thresholds) bool {
+	return sc.Want == tare.Clean && steal.MaxCPUSecond >= 0.9*100*tare.StolenShare && judge.StealMovedTail(&s, th)
 }
 
 // stole says whether the hypervisor stole CPU during an attempt at sc,
