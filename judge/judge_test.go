@@ -340,6 +340,47 @@ func TestSaturationNamesTheRateServed(t *testing.T) {
 	}
 }
 
+// TestSaturationCountsTheDrain: a model server whose requests take
+// longer than the arrivals last (Ollama's four slots, 24 requests of 128
+// tokens at 4/s) finished none while they arrived: what it served is its
+// rate after, while the work piled up drained, not 0/s; and requests
+// that timed out were not served.
+func TestSaturationCountsTheDrain(t *testing.T) {
+	tests := []struct {
+		name   string
+		errors int // of the completions of each drain tick
+		want   string
+	}{
+		{"every request answered", 0, "sustaining about 2.0/s against 4.0 arrivals/s"},
+		{"half of them timed out", 1, "sustaining about 1.0/s against 4.0 arrivals/s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ticks := run(make([]float64, 20))
+			inFlight := 0
+			for i := range ticks {
+				ticks[i].Arrivals, ticks[i].Completions, ticks[i].Errors = 0, 0, 0
+				if i < 6 {
+					ticks[i].Arrivals = 4
+				} else if inFlight > 0 {
+					ticks[i].Completions, ticks[i].Errors = 2, tt.errors
+				}
+				inFlight += ticks[i].Arrivals - ticks[i].Completions
+				ticks[i].InFlight = inFlight
+			}
+			sig := find(t, Judge(s, ticks, DefaultThresholds(), nil), SignalSaturation)
+			if !sig.Fired {
+				t.Fatalf("saturation %+v; want fired", sig)
+			}
+			// Served: from the first completion (the seventh tick) to the
+			// last with more outstanding than early on (6): 8 ticks.
+			if !strings.Contains(sig.Detail, tt.want) {
+				t.Errorf("detail %q\nwant it to say %q", sig.Detail, tt.want)
+			}
+		})
+	}
+}
+
 // TestSaturationIsAboutTheCode: a clean host where the service falls
 // behind: clean, saturation fired with the rate, and a failed SLO blamed on
 // the code.

@@ -48,7 +48,7 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 		return sig
 	}
 	sig.Fired = true
-	served, offered := sustainedRate(window, first, depth)
+	served, offered := sustainedRate(ticks, first, depth)
 	sig.Detail = fmt.Sprintf("the system under test fell behind, sustaining about %s/s against %s arrivals/s once work piled up: work outstanding grew from %.0f to %.0f during the arrivals", perS(served), perS(offered), first, depth(window[len(window)-1]))
 	if a := s.Rate.Achieved; a != nil && s.Rate.Offered != nil {
 		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered over the run", *a, *s.Rate.Offered)
@@ -77,29 +77,59 @@ func cpuOfService(s *tare.Summary) string {
 	return fmt.Sprintf("it used %.1f of %.0f CPUs with %.0f%% idle: its limit is not CPU (a lock, a pool, I/O, a connection limit)", by.SystemUnderTest*vcpus/100, vcpus, by.Idle)
 }
 
-// sustainedRate is what the service completed, and what arrived, per
-// second, over the ticks from the one where work outstanding first passed
-// twice its early level to the end of the arrivals: its capacity while it
-// was behind. The arrival rate alone would name a rate it never served (a
-// server that served 2.1/s "fell behind from about 4 arrivals/s").
-func sustainedRate(window []tare.Tick, first float64, depth func(tare.Tick) float64) (served, offered float64) {
-	from := 0
-	for i, t := range window {
-		if depth(t) > max(2*first, first+5) {
+// sustainedRate is what the service completed without failing, and what
+// arrived, per second, while it was behind: from the tick with arrivals
+// where work outstanding first passed twice its early level (the first
+// tick with arrivals when none did), or its first completion after, to
+// the last tick with arrivals or with more outstanding than that early
+// level. The drain after the last arrival counts: a model server's requests of many seconds finish
+// after the arrivals end, at the rate it serves. The arrival rate alone
+// would name a rate it never served (a server that served 2.1/s "fell
+// behind from about 4 arrivals/s"); requests that failed (timed out)
+// were not served.
+func sustainedRate(ticks []tare.Tick, first float64, depth func(tare.Tick) float64) (served, offered float64) {
+	firstArrival, lastArrival := -1, -1
+	for i, t := range ticks {
+		if t.Arrivals > 0 {
+			lastArrival = i
+			if firstArrival < 0 {
+				firstArrival = i
+			}
+		}
+	}
+	if firstArrival < 0 {
+		return 0, 0
+	}
+	from := firstArrival
+	for i := firstArrival; i <= lastArrival; i++ {
+		if ticks[i].Arrivals > 0 && depth(ticks[i]) > max(2*first, first+5) {
 			from = i
 			break
 		}
 	}
-	done, arrived, secs := 0, 0, 0.0
-	for _, t := range window[from:] {
-		done += t.Completions
-		arrived += t.Arrivals
-		secs += t.End.Sub(t.Start).Seconds()
+	to := lastArrival
+	for i := lastArrival + 1; i < len(ticks) && depth(ticks[i]) > first; i++ {
+		to = i
 	}
-	if secs <= 0 {
+	arrived, arriving := 0, 0.0
+	for _, t := range ticks[from : lastArrival+1] {
+		arrived += t.Arrivals
+		arriving += t.End.Sub(t.Start).Seconds()
+	}
+	// Served from its first completion on: until then it was busy with
+	// requests that had not finished, not idle.
+	for from < to && ticks[from].Completions == 0 {
+		from++
+	}
+	done, busy := 0, 0.0
+	for _, t := range ticks[from : to+1] {
+		done += t.Completions - t.Errors
+		busy += t.End.Sub(t.Start).Seconds()
+	}
+	if busy <= 0 || arriving <= 0 {
 		return 0, 0
 	}
-	return float64(done) / secs, float64(arrived) / secs
+	return float64(done) / busy, float64(arrived) / arriving
 }
 
 // perS words a rate per second: whole above 10, one decimal below.
