@@ -20,9 +20,9 @@ import (
 // processes on loopback, and checks the verdict: a quiet host is clean
 // whatever the service's own load (saturation is reported beside it), a
 // neighbour pollutes and is named, a quota pollutes by throttling. A
-// scenario runs once, or again (three attempts at most) when the
+// scenario runs once, or again (five attempts at most) when the
 // hypervisor stole CPU during it by the test's own reading of /proc/stat;
-// stolen in all three, it fails. A scenario judged by its tail
+// stolen in all five, it skips, saying so. A scenario judged by its tail
 // (scenario.TailRule) measures its service quiet first, in the same
 // attempt.
 //
