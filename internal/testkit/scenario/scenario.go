@@ -441,20 +441,19 @@ func Check(sc Scenario, o Outcome) []string {
 	}
 	if sc.Tail != nil && o.Quiet != nil {
 		if q := o.Quiet.Verdict.Level; q != tare.Clean {
-			wrong = append(wrong, fmt.Sprintf("the quiet run before it was %s, want clean", q))
+			wrong = append(wrong, fmt.Sprintf("the quiet run before it was %s, want clean; fired: %q", q, firedText(o.Quiet)))
 		}
 	}
 	fired := map[string]tare.Signal{}
-	var details, firedText []string
+	var details []string
 	for _, sig := range s.Verdict.Signals {
 		if sig.Fired {
 			fired[sig.Name] = sig
 			details = append(details, sig.Detail)
-			firedText = append(firedText, sig.Name+": "+sig.Detail)
 		}
 	}
 	if !slices.Contains(want, s.Verdict.Level) {
-		wrong = append(wrong, fmt.Sprintf("level %s, want %s; fired: %q", s.Verdict.Level, wantText(want, o), firedText))
+		wrong = append(wrong, fmt.Sprintf("level %s, want %s; fired: %q", s.Verdict.Level, wantText(want, o), firedText(&s)))
 	}
 	for _, name := range sc.Fired {
 		if _, ok := fired[name]; !ok {
@@ -493,6 +492,18 @@ func Check(sc Scenario, o Outcome) []string {
 		wrong = append(wrong, fmt.Sprintf("the failed SLO is not blamed on the code: %q", s.Verdict.Advice))
 	}
 	return wrong
+}
+
+// firedText is each signal that fired on s, with its detail: what a
+// wrong level is read by, without a rerun.
+func firedText(s *tare.Summary) []string {
+	var out []string
+	for _, sig := range s.Verdict.Signals {
+		if sig.Fired {
+			out = append(out, sig.Name+": "+sig.Detail)
+		}
+	}
+	return out
 }
 
 // wantText words the levels wanted, with the p99s that chose them.
