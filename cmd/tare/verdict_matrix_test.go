@@ -90,6 +90,11 @@ func TestVerdictMatrix(t *testing.T) {
 				var text bytes.Buffer
 				report.Text(&text, &o.Summary)
 				t.Logf("%s", text.String())
+				if o.QuietAfter != nil {
+					var text bytes.Buffer
+					report.Text(&text, o.QuietAfter)
+					t.Logf("the quiet run after:\n%s", text.String())
+				}
 				if r := o.TailRatio(); r > 0 {
 					t.Logf("p99 %.2f× the quiet run's", r)
 				}

@@ -132,6 +132,12 @@ func TestCheck(t *testing.T) {
 		{"between, suspect", batch, Outcome{Summary: *summary(tare.Suspect, 1.3), Quiet: quiet}, []string{"level suspect, want clean or polluted"}},
 		{"the quiet run was not", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
 		{"no quiet run", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
+		// Quiet runs before and after: judged against each.
+		{"quiet runs apart, moved the tail past one only, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.6), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.4)}, nil},
+		{"quiet runs apart, moved the tail past both, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.4)},
+			[]string{"level clean, want polluted (p99 2.40 ms, 2.40× and 1.71× the quiet runs' before and after 1.00 and 1.40 ms)"}},
+		{"quiet runs apart, below both, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.1, named), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.05)}, []string{"level polluted, want clean"}},
+		{"the quiet run after was not", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: quiet, QuietAfter: summary(tare.Polluted, 1)}, []string{"the quiet run after it was polluted"}},
 		// A hog started mid-run: the run's own requests before it are the
 		// yardstick, and there is no quiet run to be clean.
 		{"mid-run, moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Before: tare.Float(1.2)},
