@@ -74,10 +74,10 @@ type marked struct {
 }
 
 // markedMoved is how many times the slice's percentile over every
-// request is the same percentile over the requests of the unmarked
-// ticks, unmarked, when the slowest lived in marked ticks more than
-// requests drawn at random do (p below th.TailChance) and that moved it
-// th.TailFactor or more; 0 otherwise.
+// request (all) is the same percentile over the requests of the unmarked
+// ticks (other, from unmarked), when the slowest lived in marked ticks
+// more than requests drawn at random do (p below th.TailChance) and that
+// moved it th.TailFactor or more; all zero otherwise.
 func markedMoved(s *tare.Summary, sl tare.TailSlice, unmarked tare.PercentilesMS, p float64, th Thresholds) (moved float64, all, other float64) {
 	a, o := s.Latency.At(sl), unmarked.At(sl)
 	if p >= th.TailChance || a == nil || o == nil || *o <= 0 || *a / *o < th.TailFactor {
