@@ -168,13 +168,13 @@ func Matrix() []Scenario {
 		// tail is measured, against the same service quiet just before.
 		{Name: "light service beside two nice-19 batch jobs", Deploy: Plain(), Args: tailLoad, Hogs: 2, HogName: "nightly-batch", HogNice: 19,
 			Want: tare.Polluted, Named: "nightly-batch", Tail: &TailRule{Polluted: 1.5, Clean: 1.2},
-			Pending: "8 of 10 right against quiet runs before and after (2026-12-06, 22:40-22:55): one miss was a quiet run rightly polluted by a build beside it, one clean with no signal fired at 3.39× and 3.00× the quiet runs' p99. Its like, by hand: 7 of the 17 slowest overlapped the jobs' waits where 16 % of all requests did, p 0.012 against the threshold 0.01, those requests' p99 4.4 ms against 2.0 ms for the rest. Against one quiet run, 7 of 10 earlier the same evening: two quiet runs of one service process back to back gave p99s 0.92 to 1.38× apart"},
+			Pending: "8 of 10 right against quiet runs before and after (2026-12-06, 22:35-22:45): one miss was a quiet run rightly polluted by a build beside it, one clean with no signal fired at 3.39× and 3.00× the quiet runs' p99. Its like, by hand: 7 of the 17 slowest overlapped the jobs' waits where 16 % of all requests did, p 0.012 against the threshold 0.01, those requests' p99 4.4 ms against 2.0 ms for the rest. Against one quiet run, 7 of 10 earlier the same evening: two quiet runs of one service process back to back gave p99s 0.92 to 1.38× apart"},
 		// A hog that arrives mid-run, on a light service: until the
 		// scheduler moves the two apart, requests wait behind it.
 		{Name: "light service, a CPU hog starting 4 s in", Deploy: Plain(), Args: []string{"--rate", "300/s", "--duration", "12s"},
 			Hogs: 1, HogsAfter: 4 * time.Second, HogName: "image-resize",
 			Want: tare.Polluted, Named: "image-resize", Tail: &TailRule{Polluted: 1.5, Clean: 1.2},
-			Pending: "14 of 15 right with the probe on (2026-12-06: 4 of 5 at 20:20, 5 of 5 at 22:00 and at 22:35; probe off 5 of 5), against the run's own requests before the hog: the miss was clean with the p99 at 1.62× theirs and the tail signal quiet. Left out of the gate until a day of runs shows no miss: one in fifteen would fail CI one run in fifteen"},
+			Pending: "14 of 15 right with the probe on (2026-12-06: 4 of 5 at 20:20, 5 of 5 at 21:53 and at 21:59; probe off 5 of 5), against the run's own requests before the hog: the miss was clean with the p99 at 1.62× theirs and the tail signal quiet. Left out of the gate until a day of runs shows no miss: one in fifteen would fail CI one run in fifteen"},
 	}
 }
 
