@@ -89,7 +89,7 @@ func TestUnixSocket(t *testing.T) {
 			if got != n {
 				t.Errorf("the server got %v; want %d requests with Host %q", hosts, n, tt.host)
 			}
-			accepted, _ := w.Counts()
+			accepted, _ := w.Settled(func() int { return int(tg.Conns().Stats().Opened) })
 			if st := tg.Conns().Stats(); int(st.Opened) != accepted || !sentOn(st, n, tt.netHTTP || tt.tls) {
 				t.Errorf("counted %+v; the server accepted %d connections for %d requests", st, accepted, n)
 			}
@@ -121,7 +121,7 @@ func TestConnectionLimit(t *testing.T) {
 					t.Errorf("seq %d: dropped %v, err %q", res.Seq, res.Dropped, res.Err)
 				}
 			}
-			accepted, peak := w.Counts()
+			accepted, peak := w.Settled(func() int { return int(tg.Conns().Stats().Opened) })
 			st := tg.Conns().Stats()
 			if peak > 2 || accepted != int(st.Opened) {
 				t.Errorf("the server saw %d connections at once, %d in all (counted %d); want 2 at most", peak, accepted, st.Opened)
@@ -164,7 +164,8 @@ func TestConnectionsClosedCounted(t *testing.T) {
 					break
 				}
 			}
-			accepted, _ := w.Counts()
+			accepted, _ := w.Settled(func() int { return int(tg.Conns().Stats().Opened) })
+			st = tg.Conns().Stats()
 			if st.Closed != closes.Load() || int(st.Opened) != accepted || !sentOn(st, 40, client.netHTTP) {
 				t.Errorf("counted %+v; the server closed %d and accepted %d, for 40 requests", st, closes.Load(), accepted)
 			}
@@ -193,7 +194,7 @@ func TestMixSharesConnections(t *testing.T) {
 					t.Errorf("seq %d: dropped %v, err %q", res.Seq, res.Dropped, res.Err)
 				}
 			}
-			accepted, peak := w.Counts()
+			accepted, peak := w.Settled(func() int { return int(m.Conns().Stats().Opened) })
 			if st := m.Conns().Stats(); peak > 2 || int(st.Opened) != accepted || !sentOn(st, 90, client.netHTTP) {
 				t.Errorf("the server saw %d at once, %d in all; counted %+v: want 2 at most for the three requests together", peak, accepted, st)
 			}

@@ -71,7 +71,7 @@ func TestLoopUnixSocket(t *testing.T) {
 	if _, ok := hosts.Load("test"); !ok {
 		t.Error("the server never saw the request's Host header")
 	}
-	accepted, _ := w.Counts()
+	accepted, _ := w.Settled(func() int { return int(tg.conns.Stats().Opened) })
 	st := tg.conns.Stats()
 	if int(st.Opened) != accepted || st.Opened+st.Reused != 200 || st.Closed != 0 || st.Open != 0 {
 		t.Errorf("counted %+v; the server accepted %d connections and answered 200 requests", st, accepted)
@@ -144,7 +144,7 @@ func TestLoopConnectionLimit(t *testing.T) {
 					t.Errorf("seq %d: err %q", res.Seq, res.Err)
 				}
 			}
-			accepted, peak := w.Counts()
+			accepted, peak := w.Settled(func() int { return int(tg.conns.Stats().Opened) })
 			st := tg.conns.Stats()
 			if peak > tt.limit || u.Workers > tt.limit || accepted != int(st.Opened) {
 				t.Errorf("the server saw %d connections at once (%d in all), the engine %d; want %d at most, and %d opened counted", peak, accepted, u.Workers, tt.limit, st.Opened)
@@ -256,7 +256,7 @@ func TestLoopClosedCounted(t *testing.T) {
 			t.Errorf("seq %d: %q", res.Seq, res.Err)
 		}
 	}
-	accepted, _ := w.Counts()
+	accepted, _ := w.Settled(func() int { return int(tg.conns.Stats().Opened) })
 	st := tg.conns.Stats()
 	if st.Closed != closes.Load() || int(st.Opened) != accepted || st.Opened+st.Reused != 100 {
 		t.Errorf("counted %+v; the server closed %d and accepted %d, for 100 requests", st, closes.Load(), accepted)

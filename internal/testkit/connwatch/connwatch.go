@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Watch counts a server's connections: accepted, and open at once at
@@ -34,4 +35,18 @@ func (w *Watch) Counts() (accepted, peak int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.accepted, w.peak
+}
+
+// Settled is Counts once the server has accepted as many connections as
+// opened returns (the client's count), or after 5 s: a client counts a
+// connection when its connect returns, which the kernel completes before
+// the server's Accept takes it off the backlog, and net/http may still be
+// dialing one for a request another connection served.
+func (w *Watch) Settled(opened func() int) (accepted, peak int) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if accepted, peak = w.Counts(); accepted == opened() {
+			break
+		}
+	}
+	return w.Counts()
 }
