@@ -179,7 +179,7 @@ func (c *column) runs(ctx context.Context, sc scenario.Scenario, n int, verbose 
 		if len(wrong) == 0 {
 			got.right++
 		} else if verbose {
-			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s\n", sc.Name, c.probe, i+1, strings.Join(wrong, "; "))
+			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s%s\n", sc.Name, c.probe, i+1, strings.Join(wrong, "; "), tailFigures(s))
 		}
 	}
 	if sc.Pending != "" {
@@ -254,4 +254,27 @@ func latencyRule(s tare.Summary) string {
 		return "requests"
 	}
 	return "-"
+}
+
+// tailFigures is what the tail signal weighed in s, for a miss's line:
+// each slice's overlapped requests and their chance, and how many times
+// the outside waits moved its percentile; "" where the probe did not run.
+func tailFigures(s tare.Summary) string {
+	t := s.Tail
+	if t == nil {
+		return ""
+	}
+	var out []string
+	for _, sl := range t.Slowest {
+		all, without := s.Latency.At(sl), t.Unwaited.At(sl)
+		if all == nil || without == nil || *without <= 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %d/%d overlapped (of all %d/%d) p %.3g, ×%.2f without the waits",
+			sl.Quantile(), sl.Overlapped, sl.Requests, t.Overlapped, t.Requests, sl.P, *all / *without))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " [tail: " + strings.Join(out, "; ") + "]"
 }
