@@ -48,7 +48,7 @@ func saturation(s *tare.Summary, ticks []tare.Tick) tare.Signal {
 		return sig
 	}
 	sig.Fired = true
-	served, offered := sustainedRate(ticks, first, depth)
+	served, offered := sustainedRate(ticks, first, bar, depth)
 	sig.Detail = fmt.Sprintf("the system under test fell behind, sustaining about %s/s against %s arrivals/s once work piled up: work outstanding grew from %.0f to %.0f during the arrivals", perS(served), perS(offered), first, depth(window[len(window)-1]))
 	if a := s.Rate.Achieved; a != nil && s.Rate.Offered != nil {
 		sig.Detail += fmt.Sprintf(", achieved %.1f/s of %.1f/s offered over the run", *a, *s.Rate.Offered)
@@ -79,15 +79,16 @@ func cpuOfService(s *tare.Summary) string {
 
 // sustainedRate is what the service completed without failing, and what
 // arrived, per second, while it was behind: from the tick with arrivals
-// where work outstanding first passed twice its early level (the first
-// tick with arrivals when none did), or its first completion after, to
+// where work outstanding first passed bar, the mark of piling up (the
+// first tick with arrivals when none did), or its first completion after, to
 // the last tick with arrivals or with more outstanding than that early
-// level. The drain after the last arrival counts: a model server's requests of many seconds finish
-// after the arrivals end, at the rate it serves. The arrival rate alone
+// level (first). The drain after the last arrival counts: a model
+// server's requests of many seconds finish after the arrivals end, at
+// the rate it serves. The arrival rate alone
 // would name a rate it never served (a server that served 2.1/s "fell
 // behind from about 4 arrivals/s"); requests that failed (timed out)
 // were not served.
-func sustainedRate(ticks []tare.Tick, first float64, depth func(tare.Tick) float64) (served, offered float64) {
+func sustainedRate(ticks []tare.Tick, first, bar float64, depth func(tare.Tick) float64) (served, offered float64) {
 	firstArrival, lastArrival := -1, -1
 	for i, t := range ticks {
 		if t.Arrivals > 0 {
@@ -102,7 +103,7 @@ func sustainedRate(ticks []tare.Tick, first float64, depth func(tare.Tick) float
 	}
 	from := firstArrival
 	for i := firstArrival; i <= lastArrival; i++ {
-		if ticks[i].Arrivals > 0 && depth(ticks[i]) > max(2*first, first+5) {
+		if ticks[i].Arrivals > 0 && depth(ticks[i]) > bar {
 			from = i
 			break
 		}

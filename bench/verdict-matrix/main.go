@@ -14,7 +14,7 @@
 // neighbour, and the right verdict on that is polluted.
 //
 //	go run ./bench/verdict-matrix              # every scenario 5 times, probe on and off
-//	go run ./bench/verdict-matrix -n 1 -v      # once, with every miss explained
+//	go run ./bench/verdict-matrix -n 1 -v      # once, each run explained
 //	go run ./bench/verdict-matrix -run vCPU    # only the scenarios whose name matches
 //	go run ./bench/verdict-matrix -probe off   # the probe-off column only
 package main
@@ -41,7 +41,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 5, "runs of every scenario, in each column")
-	verbose := flag.Bool("v", false, "print what was wrong with every miss")
+	verbose := flag.Bool("v", false, "print each run: what was wrong with a miss, and the tail signal's figures")
 	only := flag.String("run", "", "run only the scenarios whose name matches this regular expression")
 	probe := flag.String("probe", "both", "the columns: auto (tare's --sched-probe auto: blame measured where the scheduler probe runs, as root on a kernel with BTF), off (estimated), or both")
 	flag.Parse()
@@ -178,8 +178,13 @@ func (c *column) runs(ctx context.Context, sc scenario.Scenario, n int, verbose 
 		wrong := scenario.Check(sc, o)
 		if len(wrong) == 0 {
 			got.right++
-		} else if verbose {
-			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s%s\n", sc.Name, c.probe, i+1, strings.Join(wrong, "; "), tailFigures(s))
+		}
+		if verbose {
+			said := "right"
+			if len(wrong) > 0 {
+				said = strings.Join(wrong, "; ")
+			}
+			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s%s\n", sc.Name, c.probe, i+1, said, tailFigures(s))
 		}
 	}
 	if sc.Pending != "" {
@@ -256,7 +261,7 @@ func latencyRule(s tare.Summary) string {
 	return "-"
 }
 
-// tailFigures is what the tail signal weighed in s, for a miss's line:
+// tailFigures is what the tail signal weighed in s, for a run's line:
 // each slice's overlapped requests and their chance, and how many times
 // the outside waits moved its percentile; "" where the probe did not run.
 func tailFigures(s tare.Summary) string {
