@@ -100,7 +100,7 @@ func TestVerdictMatrix(t *testing.T) {
 				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)
-				if stole(sc, steal, th) || stoleTail(sc, o.Summary, steal, th) {
+				if stole(sc, steal, th) || stoleTail(sc, o, steal, th) {
 					stolen = append(stolen, steal.String())
 					continue
 				}
@@ -114,14 +114,16 @@ func TestVerdictMatrix(t *testing.T) {
 	}
 }
 
-// stoleTail says whether the attempt at a scenario of a quiet host was
-// judged polluted by the tail signal on the hypervisor's bursts of steal
-// (judge's stolen ticks) while the test's own reading of /proc/stat saw
-// one CPU stolen for nine tenths of a burst (tare.StolenShare) in some
-// second: right on that attempt, and nothing of the scenario's. A tail
-// blamed on steal the test did not see is no excuse: it fails.
-func stoleTail(sc scenario.Scenario, s tare.Summary, steal cpuTaken, th judge.Thresholds) bool {
-	return sc.Want == tare.Clean && steal.MaxCPUSecond >= 0.9*100*tare.StolenShare && judge.StealMovedTail(&s, th)
+// stoleTail says whether a run of the attempt that had to be clean (a
+// scenario of a quiet host, or a quiet run beside a scenario judged by
+// its tail) was judged polluted by the tail signal on the hypervisor's
+// bursts of steal (scenario.Outcome.StealMoved) while the test's own
+// reading of /proc/stat saw one CPU stolen for nine tenths of a burst
+// (tare.StolenShare) in some second: right on that attempt, and nothing
+// of the scenario's. A tail blamed on steal the test did not see is no
+// excuse: it fails.
+func stoleTail(sc scenario.Scenario, o scenario.Outcome, steal cpuTaken, th judge.Thresholds) bool {
+	return steal.MaxCPUSecond >= 0.9*100*tare.StolenShare && o.StealMoved(sc, th)
 }
 
 // stole says whether the hypervisor stole CPU during an attempt at sc,

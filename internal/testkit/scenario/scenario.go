@@ -31,6 +31,7 @@ import (
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/internal/testkit/testservice"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/modelsim"
 	"github.com/tare-dev/tare/records"
 )
@@ -295,6 +296,19 @@ func (o Outcome) quiet() []*tare.Summary {
 		}
 	}
 	return out
+}
+
+// StealMoved says whether the hypervisor's bursts of steal moved the tail
+// of a run in o that had to be clean, as tare's tail signal judges it by
+// th (judge.StealMovedTail): the run itself in a scenario of a quiet
+// host, and the quiet runs measured beside any. Polluted is then right
+// on that attempt, and says nothing of the scenario's.
+func (o Outcome) StealMoved(sc Scenario, th judge.Thresholds) bool {
+	runs := o.quiet()
+	if sc.Want == tare.Clean {
+		runs = append(runs, &o.Summary)
+	}
+	return slices.ContainsFunc(runs, func(s *tare.Summary) bool { return judge.StealMovedTail(s, th) })
 }
 
 // Run runs one scenario and returns what tare said of it: for a scenario

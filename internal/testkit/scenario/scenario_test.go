@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/internal/testkit/testservice"
 )
@@ -285,5 +286,43 @@ func TestPlainBacklog(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d connections to the stopped service were not taken into its backlog within 500 ms", lost, burst)
+	}
+}
+
+// TestStealMoved: an attempt is the hypervisor's when its bursts of steal
+// moved the tail of a run that had to be clean: a quiet run beside any
+// scenario, the run itself only in a scenario of a quiet host.
+func TestStealMoved(t *testing.T) {
+	stolen := func() *tare.Summary {
+		return &tare.Summary{
+			Latency: tare.LatencyMS{P95: tare.Float(0.85), P99: tare.Float(2.8)},
+			Tail: &tare.Tail{Requests: 3600, Sampled: 3600, Stolen: 360,
+				Unstolen: tare.PercentilesMS{P95: tare.Float(0.8), P99: tare.Float(1.4)},
+				Slowest: []tare.TailSlice{
+					{Pct: 1, Requests: 36, P: 1, Stolen: 21, StolenP: 1e-12, StealMS: tare.Float(87)},
+					{Pct: 5, Requests: 180, P: 1, StolenP: 1},
+				}},
+		}
+	}
+	unmoved := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)}}
+	quietHost := Scenario{Want: tare.Clean}
+	batch := Scenario{Want: tare.Polluted, Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
+	for _, tt := range []struct {
+		name string
+		sc   Scenario
+		o    Outcome
+		want bool
+	}{
+		{"a quiet host's run", quietHost, Outcome{Summary: *stolen()}, true},
+		{"a quiet host's run, not moved", quietHost, Outcome{Summary: *unmoved}, false},
+		{"a neighbour's run: polluted is its due", batch, Outcome{Summary: *stolen(), Quiet: unmoved, QuietAfter: unmoved}, false},
+		{"the quiet run before", batch, Outcome{Summary: *unmoved, Quiet: stolen(), QuietAfter: unmoved}, true},
+		{"the quiet run after", batch, Outcome{Summary: *unmoved, Quiet: unmoved, QuietAfter: stolen()}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.o.StealMoved(tt.sc, judge.DefaultThresholds()); got != tt.want {
+				t.Errorf("StealMoved = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
