@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
-	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/internal/testkit/interfere"
 	"github.com/tare-dev/tare/internal/testkit/testservice"
+	"github.com/tare-dev/tare/judge"
 )
 
 // TestSkipUnableHelper is not a test: TestSkipUnable runs it in a process
