@@ -382,8 +382,19 @@ func (c *Conn) Publish(ctx context.Context, exchange, key string, m Message) err
 	switch {
 	case err != nil:
 		return err
+	case !acked && pub.IsClosed():
+		// amqp091 reads every confirm still awaited as a nack when the
+		// channel closes: say so, with why the connection went if it did.
+		c.mu.Lock()
+		down := c.down
+		c.mu.Unlock()
+		why := "its channel closed before the broker confirmed it"
+		if down != nil {
+			why += " (" + down.Error() + ")"
+		}
+		return fmt.Errorf("publish to %q: %w: %s", key, ErrUnconfirmed, why)
 	case !acked:
-		return fmt.Errorf("publish to %q: %w", key, ErrUnconfirmed)
+		return fmt.Errorf("publish to %q: %w: the broker refused it (a nack: a queue at its length limit that rejects publishes, or the broker's own error)", key, ErrUnconfirmed)
 	}
 	return nil
 }

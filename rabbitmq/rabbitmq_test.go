@@ -92,7 +92,7 @@ func TestPublishReturned(t *testing.T) {
 }
 
 // TestPublishNacked: a message the broker refuses (a full queue that
-// rejects publishes) is ErrUnconfirmed.
+// rejects publishes) is ErrUnconfirmed, saying the broker refused it.
 func TestPublishNacked(t *testing.T) {
 	broker := testservice.RabbitMQ(t)
 	q := uniqueName(t)
@@ -102,8 +102,8 @@ func TestPublishNacked(t *testing.T) {
 	if err := c.Publish(ctx, "", q, rabbitmq.Message{Body: []byte("1")}); err != nil {
 		t.Fatalf("first publish: %v", err)
 	}
-	if err := c.Publish(ctx, "", q, rabbitmq.Message{Body: []byte("2")}); !errors.Is(err, rabbitmq.ErrUnconfirmed) {
-		t.Errorf("second publish onto a full queue: %v, want ErrUnconfirmed", err)
+	if err := c.Publish(ctx, "", q, rabbitmq.Message{Body: []byte("2")}); !errors.Is(err, rabbitmq.ErrUnconfirmed) || !strings.Contains(err.Error(), "the broker refused it") {
+		t.Errorf("second publish onto a full queue: %v, want ErrUnconfirmed, the broker refused it", err)
 	}
 }
 

@@ -296,8 +296,8 @@ type rates struct {
 	reps                                 int
 	abFalse, compareFalse, compareMetric float64 // shares of repetitions, identical services
 	abDetected, abCovered                float64 // shares, B with the added cost
-	spreadInterleaved, spreadBackToBack  float64 // sd of log B/A on the percentile over the repetitions, identical services
-	widthInterleaved, widthBackToBack    float64 // median interval widths as reported
+	spreadAB, spreadBackToBack           float64 // sd of log B/A on the percentile over the repetitions, identical services
+	widthAB, widthBackToBack             float64 // median interval widths as reported
 }
 
 func (res *results) rates() rates {
@@ -335,8 +335,8 @@ func (res *results) rates() rates {
 	n := float64(max(out.reps, 1))
 	out.abFalse, out.compareFalse, out.compareMetric = out.abFalse/n, out.compareFalse/n, out.compareMetric/n
 	out.abDetected, out.abCovered = out.abDetected/n, out.abCovered/n
-	out.spreadInterleaved, out.spreadBackToBack = sd(logsAB), sd(logsB2B)
-	out.widthInterleaved, out.widthBackToBack = median(widthsAB), median(widthsB2B)
+	out.spreadAB, out.spreadBackToBack = sd(logsAB), sd(logsB2B)
+	out.widthAB, out.widthBackToBack = median(widthsAB), median(widthsB2B)
 	return out
 }
 
@@ -389,8 +389,9 @@ func (res *results) print(w *os.File, c config) {
 	fmt.Fprintf(w, "  tare ab finds B slower                        %5.1f %%\n", 100*r.abDetected)
 	fmt.Fprintf(w, "  its %s interval covers %.2f                  %5.1f %%\n", res.metric, res.trueCost, 100*r.abCovered)
 	fmt.Fprintf(w, "spread of the %s estimate of B/A over repetitions (sd of log), identical A and B:\n", res.metric)
-	fmt.Fprintf(w, "  interleaved %.4f, back-to-back %.4f: back-to-back %.1fx wider\n",
-		r.spreadInterleaved, r.spreadBackToBack, r.spreadBackToBack/r.spreadInterleaved)
-	fmt.Fprintf(w, "median width of the reported %s interval of B/A: interleaved %.3f, back-to-back (on requests) %.3f\n",
-		res.metric, r.widthInterleaved, r.widthBackToBack)
+	mode := cmp.Or(c.mode, "interleaved")
+	fmt.Fprintf(w, "  tare ab %s %.4f, back-to-back %.4f: back-to-back %.1fx wider\n",
+		mode, r.spreadAB, r.spreadBackToBack, r.spreadBackToBack/r.spreadAB)
+	fmt.Fprintf(w, "median width of the reported %s interval of B/A: tare ab %s %.3f, back-to-back (on requests) %.3f\n",
+		res.metric, mode, r.widthAB, r.widthBackToBack)
 }
