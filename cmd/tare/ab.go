@@ -31,7 +31,10 @@ arrival schedule. A neighbour that slows both trials of a pair leaves
 their ratio alone: pairing cancels the noise that falls on both alike.
 --mode duet runs A and B at once, each at half the rate, so that they
 share every second of the host's noise (the other variant's service is
-then part of the system under test, not a neighbour).
+then part of the system under test, not a neighbour). Reach for it when
+the noise comes and goes faster than a pair: beside a CPU hog switched at
+random every 0.2-3 s, 12 duet pairs on the p50 found a 10 % cost 9 times
+in 10, where 36 interleaved pairs found it once in 4 (docs/verdict.md).
 
 Each trial is a run of --trial (by default long enough for 300 requests
 at --rate, at least 2s), measured and judged like tare run, and stored
