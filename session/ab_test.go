@@ -35,7 +35,8 @@ func abDrivers(t *testing.T, a, b string, rate float64, trial time.Duration) (*D
 // every answer costs CPU, B with five times A's work (a difference far
 // beyond a busy shared host's noise) is found slower on p50, its
 // interval clear of 1, interleaved and in duet; A against
-// itself shows no difference (or none beyond 10 %), and a --precision
+// itself shows no difference (or none beyond 10 %; measured once more
+// when it does, since six pairs say so by chance 3 % of the time), and a --precision
 // of ±1000 % stops it at the fewest pairs; each pair runs one side first,
 // in turns balanced over every two pairs.
 func TestABTellsTheSlowerVariant(t *testing.T) {
@@ -55,22 +56,32 @@ func TestABTellsTheSlowerVariant(t *testing.T) {
 		prec  float64 // --precision
 		pairs int     // the pairs run
 		want  func(ab *tare.AB) bool
+		// chance: want can fail by chance alone (A against itself: all
+		// six pairs lean one way in 2 of 64 sign patterns, 3 %), so a
+		// miss is measured once more, with another seed, and fails only
+		// if that misses too.
+		chance bool
 	}{
 		{"B slower", b.URL, tare.ABInterleaved, 1, 0, 8, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
-		}},
+		}, false},
 		{"A against itself, stopped at the precision", a.URL, tare.ABInterleaved, 1, 1000, 6, func(ab *tare.AB) bool {
 			r := ab.Ratios[0]
 			return ab.Result != tare.ABSlower && ab.Result != tare.ABFaster || *r.RatioLow > 0.9 && *r.RatioHigh < 1.1
-		}},
+		}, true},
 		{"B slower, duet", b.URL, tare.ABDuet, 2, 0, 8, func(ab *tare.AB) bool {
 			return ab.Result == tare.ABSlower
-		}},
+		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			da, db := abDrivers(t, a.URL, tt.b, 100, time.Second)
 			ab := AB{A: da, B: db, Mode: tt.mode, Pairs: 8, Precision: tt.prec, On: "p50", Seed: 3, Run: tare.Run{Label: "ab-test"}}
 			got, err := ab.Measure(t.Context())
+			if err == nil && tt.chance && !tt.want(&got) {
+				t.Logf("%s: %s; measured once more, with another seed", got.Result, got.Verdict)
+				ab.Seed = 4
+				got, err = ab.Measure(t.Context())
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
