@@ -42,8 +42,11 @@ func busyHost(t *testing.T, db, name string, days int) {
 	t.Helper()
 	st := openStore(t, db)
 	rng := rand.New(rand.NewPCG(uint64(days), 3))
-	now := time.Now()
-	for at := now.AddDate(0, 0, -days); at.Before(now); at = at.Add(15 * time.Minute) {
+	// From an hour's start, for whole days: each hour of the day on days
+	// days exactly, whatever hour the test runs in (from now back, the
+	// hour under way held parts of days+1 days).
+	end := time.Now().Truncate(time.Hour)
+	for at := end.AddDate(0, 0, -days); at.Before(end); at = at.Add(15 * time.Minute) {
 		v, who := 8.0, "cron"
 		switch at.UTC().Hour() {
 		case 3:
