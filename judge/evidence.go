@@ -40,12 +40,22 @@ type evidence struct {
 // host's I/O pressure rose meanwhile; and whether the CPU itself ran
 // slower. Only what those leave unexplained stays suspect. usualP95 is
 // the median tick's p95, which the slow ticks exceed.
-func evidenceOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) evidence {
-	if w := outsideOf(slow, usual, vcpus, usualP95); w.explains {
-		return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), enough to explain them: it points at the host (the tail signal names whom)",
-			w.slow, w.usual)}
-	}
+//
+// Where the probe measured enough whole requests, what the slowest of
+// them overlapped outranks the ticks' means (tailCleared): steal spread
+// over every CPU, or a neighbour's waits that fell on fast requests,
+// raise a tick's outside wait without holding up its slow requests.
+func evidenceOf(s *tare.Summary, slow, usual []tare.Tick, usualP95 time.Duration, th Thresholds) evidence {
+	vcpus := s.Env.VCPUs
 	clear := "the outside waits that overlapped those ticks, if any, were too few to explain them (the probe saw every wait of the service's threads)"
+	if w := outsideOf(slow, usual, vcpus, usualP95); w.explains {
+		cleared, ok := tailCleared(s, th)
+		if !ok {
+			return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), enough to explain them: it points at the host (the tail signal names whom)",
+				w.slow, w.usual)}
+		}
+		clear = fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), but %s", w.slow, w.usual, cleared)
+	}
 	if f := ratio(fixedWork(slow), fixedWork(usual)); f >= slowerFactor {
 		return evidence{text: fmt.Sprintf("%s, but tare's fixed work took %.1f× its usual time in them: the CPU itself ran slower (a shared physical core, memory bandwidth, or a hypervisor that reports no steal), which no counter shows", clear, f)}
 	}
@@ -57,6 +67,30 @@ func evidenceOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) evid
 		return evidence{text: fmt.Sprintf("%s, but the service was off CPU while the host's I/O pressure rose to %.0f%% of the tick (from %.0f%%)%s: held up by the host's I/O", clear, slowIO, usualIO, ioNames(slow))}
 	}
 	return evidence{codes: true, text: fmt.Sprintf("%s, and the service was off CPU in them, not doing more: the code's own (blocked on a lock, a sleep, a pause, or a call it made)", clear)}
+}
+
+// tailCleared says, in words, why the run's slowest requests clear the
+// host, where the probe measured enough of them whole: none of the
+// slowest slices overlapped outside waits more than requests drawn at
+// random do, and neither bursts of steal nor a crowd moved them
+// (stolenTail, crowdedTail). ok is false where per-request blame was not
+// measured, or did not clear the host.
+func tailCleared(s *tare.Summary, th Thresholds) (text string, ok bool) {
+	t := s.Tail
+	if t == nil || t.Requests < minTailRequests {
+		return "", false
+	}
+	if best, _ := bestSlice(s, t, th); best >= 0 {
+		return "", false
+	}
+	if _, stolen := stolenTail(s, t, th); stolen {
+		return "", false
+	}
+	if _, crowded := crowdedTail(s, t, th); crowded {
+		return "", false
+	}
+	return fmt.Sprintf("the run's slowest requests overlapped them no more than requests drawn at random (%d of all %d requests measured overlapped outside waits; per-request blame, which outranks a tick's mean: steal spread over every CPU, or waits that fell on fast requests, hold up no slow one)",
+		t.Overlapped, t.Requests), true
 }
 
 // outside compares the outside waits of the slow ticks with the others'.
@@ -78,8 +112,11 @@ func outsideOf(slow, usual []tare.Tick, vcpus int, usualP95 time.Duration) outsi
 		w := outsideWait(t.Host, vcpus)
 		o.slow += w / float64(len(slow))
 		rise = append(rise, float64(t.P95-usualP95))
-		if t.Host != nil {
-			held = append(held, w/100*float64(t.Host.End.Sub(t.Host.Start)))
+		if h := t.Host; h != nil {
+			// A request runs on one CPU at a time: the steal that can
+			// hold it up is one CPU's, not the sum over every CPU.
+			one := w - h.CPU.Steal*float64(max(vcpus, 1)) + h.MaxCPUSteal()
+			held = append(held, one/100*float64(h.End.Sub(h.Start)))
 		}
 	}
 	for _, t := range usual {

@@ -91,7 +91,7 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 			sig.Detail += ", which points at the host (the tick-level rule: the scheduler probe did not run, so whether outside waits overlapped the slow ticks is not known)"
 			return sig
 		}
-		e := evidenceOf(slow, usual, s.Env.VCPUs, time.Duration(medLatency))
+		e := evidenceOf(s, slow, usual, time.Duration(medLatency), th)
 		sig.Detail += "; " + e.text
 		sig.Finding = e.codes
 		return sig

@@ -181,53 +181,80 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 	}
 	slowTick := func(i int) bool { return i >= 12 && i < 16 }
 	hog := tare.Wait{Owner: tare.OwnerOther, Name: "hog", PID: 7, Group: tare.OwnerSUT, Waited: 300 * time.Millisecond}
+	steal := func(i int, h *tare.HostSample) {
+		if slowTick(i) {
+			h.CPU.Steal = 20
+		}
+	}
+	// What per-request blame measured of the slowest requests: nothing
+	// more than random requests (quiet), or bursts of steal in the ticks
+	// they lived in, which moved their p99 from 40 ms to 200 ms (stolen).
+	quiet := &tare.Tail{Requests: 300, Slowest: []tare.TailSlice{
+		{Pct: 1, Requests: 3, P: 1, StolenP: 0.4, CrowdedP: 1},
+		{Pct: 5, Requests: 15, P: 1, StolenP: 0.4, CrowdedP: 1},
+	}}
+	stolen := &tare.Tail{Requests: 300, Stolen: 40, Unstolen: tare.PercentilesMS{P99: tare.Float(40)}, Slowest: []tare.TailSlice{
+		{Pct: 1, Requests: 3, P: 1, Stolen: 3, StolenP: 0.001, StealMS: tare.Float(200), CrowdedP: 1},
+	}}
 	for _, tt := range []struct {
 		name    string
 		host    func(i int, h *tare.HostSample)
+		tail    *tare.Tail
 		finding bool
 		want    string
 	}{
-		{"off CPU, nothing outside", func(i int, h *tare.HostSample) {}, true, "off CPU in them"},
+		{"off CPU, nothing outside", func(i int, h *tare.HostSample) {}, nil, true, "off CPU in them"},
 		{"more CPU per request", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.CPUBy.SystemUnderTest = 40
 			}
-		}, true, "usual CPU per request"},
+		}, nil, true, "usual CPU per request"},
 		{"a hog overlapped", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				w := hog
 				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
 				h.Blame.Waits = []tare.Wait{w}
 			}
-		}, false, "outside waits overlapped those ticks"},
+		}, nil, false, "outside waits overlapped those ticks"},
 		{"a busy host's background, in every tick alike", func(i int, h *tare.HostSample) {
 			w := hog
 			w.Start, w.End, w.Waited = h.Start, h.Start.Add(100*time.Millisecond), 30*time.Millisecond
 			h.Blame.Waits = []tare.Wait{w}
-		}, true, "too few to explain them"},
+		}, nil, true, "too few to explain them"},
 		{"a neighbour's 20 ms against a 200 ms stall", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				w := hog
 				w.Start, w.End, w.Waited = h.Start, h.Start.Add(100*time.Millisecond), 20*time.Millisecond
 				h.Blame.Waits = []tare.Wait{w}
 			}
-		}, true, "too few to explain them"},
-		{"steal", func(i int, h *tare.HostSample) {
+		}, nil, true, "too few to explain them"},
+		{"steal", steal, nil, false, "outside waits overlapped those ticks"},
+		{"steal spread over both CPUs, 40 ms of each against a 200 ms stall", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
-				h.CPU.Steal = 20
+				h.CPU.Steal = 4
+				h.PerCPU = []tare.CPUShares{{Steal: 4}, {Steal: 4}}
 			}
-		}, false, "outside waits overlapped those ticks"},
+		}, nil, true, "too few to explain them"},
+		{"steal, which held up no slow request", steal, quiet, true, "slowest requests overlapped them no more than requests drawn at random"},
+		{"steal in bursts the slowest requests lived in", steal, stolen, false, "enough to explain them"},
+		{"a hog the slowest requests did not overlap", func(i int, h *tare.HostSample) {
+			if slowTick(i) {
+				w := hog
+				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
+				h.Blame.Waits = []tare.Wait{w}
+			}
+		}, quiet, true, "off CPU in them"},
 		{"the CPU ran slower", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.FixedWorkUS = tare.Float(90)
 			}
-		}, false, "CPU itself ran slower"},
+		}, nil, false, "CPU itself ran slower"},
 		{"the host's I/O", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.PSIIOSome = tare.Float(60)
 				h.IOBy = []tare.ProcessIO{{Name: "backup", PID: 99, Bytes: 5e8}}
 			}
-		}, false, "`backup` (pid 99) did the most I/O"},
+		}, nil, false, "`backup` (pid 99) did the most I/O"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ticks := timeline(requests)
@@ -237,7 +264,8 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 				tt.host(i, h)
 				ticks[i].Host = h
 			}
-			s := &tare.Summary{Blame: &tare.Blame{Source: tare.BlameMeasured}, Env: tare.Env{VCPUs: 2}}
+			s := &tare.Summary{Blame: &tare.Blame{Source: tare.BlameMeasured}, Env: tare.Env{VCPUs: 2}, Tail: tt.tail,
+				Latency: tare.LatencyMS{P99: tare.Float(200)}}
 			sig := latencyAlone(s, ticks, DefaultThresholds())
 			if !sig.Fired || sig.Finding != tt.finding || !strings.Contains(sig.Detail, tt.want) {
 				t.Errorf("fired %v, finding %v (want %v), detail %q; want it to say %q", sig.Fired, sig.Finding, tt.finding, sig.Detail, tt.want)

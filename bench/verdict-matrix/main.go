@@ -204,7 +204,7 @@ func (c *column) runs(ctx context.Context, sc scenario.Scenario, n int, verbose 
 			if len(wrong) > 0 {
 				said = strings.Join(wrong, "; ")
 			}
-			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s%s\n", sc.Name, c.probe, i+1, said, tailFigures(s))
+			fmt.Fprintf(os.Stderr, "%s, --sched-probe %s, run %d: %s, %s%s%s\n", sc.Name, c.probe, i+1, s.Verdict.Level, said, fired(s), tailFigures(s))
 		}
 	}
 	if sc.Pending != "" {
@@ -284,6 +284,24 @@ func latencyRule(s tare.Summary) string {
 // tailFigures is what the tail signal weighed in s, for a run's line:
 // each slice's overlapped requests and their chance, and how many times
 // the outside waits moved its percentile; "" where the probe did not run.
+// fired names the signals that fired on s, findings marked: " (fired:
+// tail finding, latency_without_queue)".
+func fired(s tare.Summary) string {
+	var names []string
+	for _, sig := range s.Verdict.Signals {
+		switch {
+		case sig.Fired && sig.Finding:
+			names = append(names, sig.Name+" finding")
+		case sig.Fired:
+			names = append(names, sig.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (fired: " + strings.Join(names, ", ") + ")"
+}
+
 func tailFigures(s tare.Summary) string {
 	t := s.Tail
 	if t == nil {
