@@ -160,12 +160,17 @@ func tailAdvice(s *tare.Summary, th Thresholds) string {
 	// ticks instead (judge's tail), the hypervisor or the neighbour busy
 	// in them.
 	owners := func(sl tare.TailSlice) []tare.TailOwner { return sl.Behind }
+	also := "" // the steal's advice, beside a neighbour's
 	if _, moved := bestSlice(s, s.Tail, th); moved < th.TailFactor {
-		if _, bySteal := stolenTail(s, s.Tail, th); bySteal {
+		marks := tickMarks(s, s.Tail, th)
+		if len(marks) == 1 && marks[0].stolen {
 			return stealTailAdvice
 		}
-		if _, crowded := crowdedTail(s, s.Tail, th); crowded {
+		if len(marks) > 0 {
 			owners = func(sl tare.TailSlice) []tare.TailOwner { return sl.CrowdedBy }
+		}
+		if len(marks) == 2 {
+			also = " " + stealTailAdvice
 		}
 	}
 	var top *tare.TailOwner
@@ -179,9 +184,9 @@ func tailAdvice(s *tare.Summary, th Thresholds) string {
 	case top.Owner == tare.OwnerSteal:
 		return stealTailAdvice
 	case top.Owner == tare.OwnerOther && top.Name != "":
-		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun. Even a job niced to 19 holds a CPU for milliseconds at a time, and the slowest requests are the ones that waited.", top.Who(), pin)
+		return fmt.Sprintf("Stop %s or move it elsewhere during the test, or %s; then rerun. Even a job niced to 19 holds a CPU for milliseconds at a time, and the slowest requests are the ones that waited.%s", top.Who(), pin, also)
 	}
-	return fmt.Sprintf("Something outside the test held the CPU while the slowest requests waited: %s, or run on a dedicated host; then rerun.", pin)
+	return fmt.Sprintf("Something outside the test held the CPU while the slowest requests waited: %s, or run on a dedicated host; then rerun.%s", pin, also)
 }
 
 // stealTailAdvice is the advice when the hypervisor held up the slowest requests.

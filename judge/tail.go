@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/stats"
@@ -30,12 +31,14 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	}
 	best, moved := bestSlice(s, t, th)
 	if best < 0 || moved < th.TailFactor {
-		if st, ok := stolenTail(s, t, th); ok {
-			sig.Fired, sig.Value, sig.Detail = true, roundTo(st.moved, 2), st.text
-			return sig
-		}
-		if st, ok := crowdedTail(s, t, th); ok {
-			sig.Fired, sig.Value, sig.Detail = true, roundTo(st.moved, 2), st.text
+		if marks := tickMarks(s, t, th); len(marks) > 0 {
+			var texts []string
+			most := 0.0
+			for _, m := range marks {
+				most = max(most, m.moved)
+				texts = append(texts, m.text)
+			}
+			sig.Fired, sig.Value, sig.Detail = true, roundTo(most, 2), strings.Join(texts, "; and, in the same run, ")
 			return sig
 		}
 	}
@@ -66,11 +69,28 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	return sig
 }
 
+// tickMarks is what the ticks the slowest requests lived in say moved
+// the tail, where the outside waits they overlapped did not: bursts of
+// steal (stolenTail), a crowd (crowdedTail), or both. Both is common: a
+// hog that keeps every vCPU of a VM busy draws the hypervisor's steal
+// too, and naming only the steal hides the neighbour a user can stop.
+func tickMarks(s *tare.Summary, t *tare.Tail, th Thresholds) []marked {
+	var marks []marked
+	if m, ok := stolenTail(s, t, th); ok {
+		marks = append(marks, m)
+	}
+	if m, ok := crowdedTail(s, t, th); ok {
+		marks = append(marks, m)
+	}
+	return marks
+}
+
 // marked is what stolenTail or crowdedTail found: how many times the
 // ticks they mark (stolen, crowded) moved a percentile, in words.
 type marked struct {
-	moved float64
-	text  string
+	moved  float64
+	text   string
+	stolen bool // by bursts of steal; by a crowd otherwise
 }
 
 // markedMoved is how many times the slice's percentile over every
@@ -102,7 +122,7 @@ func stolenTail(s *tare.Summary, t *tare.Tail, th Thresholds) (marked, bool) {
 			continue
 		}
 		q := sl.Quantile()
-		return marked{moved: moved, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which the hypervisor took a CPU away for %g%% of the tick or more (up to %s from one CPU; of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): the hypervisor's steal, in bursts that stall whatever ran on that CPU; over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
+		return marked{moved: moved, stolen: true, text: fmt.Sprintf("the %s tail: %d of %d requests lived in ticks in which the hypervisor took a CPU away for %g%% of the tick or more (up to %s from one CPU; of all %d requests measured, %d did), more than chance gives requests drawn at random (p %s, threshold %g): the hypervisor's steal, in bursts that stall whatever ran on that CPU; over the requests of the other ticks the %s was %s rather than %s (×%.2f, threshold ×%g)",
 			q, sl.Stolen, sl.Requests, 100*tare.StolenShare, tare.MSText(*sl.StealMS), t.Requests, t.Stolen, stats.PText(sl.StolenP, leastTailP), th.TailChance, q, tare.MSText(other), tare.MSText(all), moved, th.TailFactor)}, true
 	}
 	return marked{}, false

@@ -72,6 +72,16 @@ func TestTail(t *testing.T) {
 		{"a hog that started mid-run moved the p99", crowded(1e-6), true,
 			[]string{"the p99 tail: 30 of 36 requests lived in ticks in which other processes used 25% of a CPU or more, busiest `image-resize` (pid 901)", "the p99 was 1.20ms rather than 2.80ms (×2.33"}, "Stop `image-resize` (pid 901)"},
 		{"crowded ticks no slower than chance makes them", crowded(0.2), true, []string{"the code's own spikes"}, ""},
+		// A hog keeping both vCPUs busy drew the hypervisor's steal: the
+		// tail names the hog, not only the steal.
+		{"a hog and the steal it drew", func() *tare.Tail {
+			tl := crowded(1e-6)
+			st := stolen(87)
+			tl.Stolen, tl.Unstolen = st.Stolen, st.Unstolen
+			tl.Slowest[0].Stolen, tl.Slowest[0].StolenP, tl.Slowest[0].StealMS = 21, 1e-12, tare.Float(87)
+			return tl
+		}(), true, []string{"the hypervisor took a CPU away", "; and, in the same run, the p99 tail: 30 of 36 requests lived in ticks in which other processes used 25% of a CPU or more, busiest `image-resize` (pid 901)"},
+			"Stop `image-resize` (pid 901)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := summary(tt.tail)

@@ -65,8 +65,8 @@ type TargetConfig struct {
 // measurements' round trips. A shift within the generator's round trip
 // (and under a millisecond) is not applied: it is the measurements' own
 // error, as for a worker on this host, whose clock is this one. Stats().Skewed counts results whose stamps
-// still fall outside the job's [enqueue, receipt] interval, which only
-// disagreeing clocks produce.
+// still fall outside the job's [enqueue, receipt] interval by more than
+// that error, which only disagreeing clocks produce.
 type Target struct {
 	b         Source
 	prompt    string
@@ -420,12 +420,9 @@ func fill(res *tare.Result, o outcome) {
 	res.FirstByte = r.FirstToken
 	res.Done = r.Done
 	// worker clock → broker clock → generator clock, unless the shift is
-	// no larger than the measurements' error: each offset is off by up to
-	// its round trip, and the worker's round trip is not reported, so it
-	// is taken as ours (both sides of a worker on this host measured a
-	// loaded machine's ms-long round trips, and a 1.1 ms shift made a
-	// job start before it was enqueued).
-	if shift := r.ClockOffset - o.localOffset; r.ClockOffset != 0 && shift.Abs() > max(2*o.localRTT, 2*time.Millisecond) {
+	// no larger than the measurements' error (clockError: a 1.1 ms shift
+	// made a job of a worker on this host start before it was enqueued).
+	if shift := r.ClockOffset - o.localOffset; r.ClockOffset != 0 && shift.Abs() > clockError(o.localRTT) {
 		res.Started = r.Start.Add(shift)
 		if !r.FirstToken.IsZero() {
 			res.FirstByte = r.FirstToken.Add(shift)
@@ -445,6 +442,15 @@ func fill(res *tare.Result, o outcome) {
 			res.Err = StatusError
 		}
 	}
+}
+
+// clockError is how far a worker's stamps moved onto this clock can be
+// off: each side's offset is off by up to its round trip, and the
+// worker's round trip is not reported, so it is taken as ours (rtt), and
+// never below 2 ms (both sides of a worker on this host measured a
+// loaded machine's ms-long round trips).
+func clockError(rtt time.Duration) time.Duration {
+	return max(2*rtt, 2*time.Millisecond)
 }
 
 // Backoff bounds of the reader after a failed read.
@@ -518,8 +524,11 @@ func (t *Target) dispatch(r Result, received time.Time) {
 		fill(&check, o)
 		// A framework that does not say when a job started leaves Started
 		// zero: no stamp to judge.
-		early := !check.Started.IsZero() && check.Started.Before(w.sent.Round(0))
-		if early || check.Done.After(received.Round(0)) {
+		// Within the offsets' own error of the interval, the clocks
+		// agree as well as they can be measured to.
+		tol := clockError(t.rtt)
+		early := !check.Started.IsZero() && check.Started.Before(w.sent.Round(0).Add(-tol))
+		if early || check.Done.After(received.Round(0).Add(tol)) {
 			t.stats.Skewed++
 		}
 		w.ch <- o

@@ -476,3 +476,32 @@ func TestFillMovesWorkerStamps(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetSkewed: a result counts skewed when its stamps fall outside
+// the job's [enqueue, receipt] by more than the clock offsets' own error
+// (clockError): a worker whose clock the correction could not move (it
+// reported no offset) a second behind is; one a millisecond off, the
+// error of two offsets measured on a loaded machine, is not.
+func TestTargetSkewed(t *testing.T) {
+	sent := time.Now()
+	received := sent.Add(50 * time.Millisecond)
+	for _, tt := range []struct {
+		name        string
+		start, done time.Time
+		skewed      int64
+	}{
+		{"inside", sent.Add(time.Millisecond), received.Add(-time.Millisecond), 0},
+		{"a millisecond early", sent.Add(-time.Millisecond), received.Add(-time.Millisecond), 0},
+		{"a millisecond late", sent.Add(time.Millisecond), received.Add(time.Millisecond), 0},
+		{"a second early", sent.Add(-time.Second), received.Add(-time.Second), 1},
+		{"a second late", sent.Add(time.Second), received.Add(time.Second), 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := &Target{runID: "run", waiters: map[uint64]*waiter{7: {ch: make(chan outcome, 1), sent: sent}}}
+			tg.dispatch(Result{ID: "7", RunID: "run", Start: tt.start, Done: tt.done}, received)
+			if got := tg.stats.Skewed; got != tt.skewed {
+				t.Errorf("skewed %d, want %d", got, tt.skewed)
+			}
+		})
+	}
+}
