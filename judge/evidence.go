@@ -73,20 +73,14 @@ func evidenceOf(s *tare.Summary, slow, usual []tare.Tick, usualP95 time.Duration
 // host, where the probe measured enough of them whole: none of the
 // slowest slices overlapped outside waits more than requests drawn at
 // random do, and neither bursts of steal nor a crowd moved them
-// (stolenTail, crowdedTail). ok is false where per-request blame was not
+// (tickMarks). ok is false where per-request blame was not
 // measured, or did not clear the host.
 func tailCleared(s *tare.Summary, th Thresholds) (text string, ok bool) {
 	t := s.Tail
 	if t == nil || t.Requests < minTailRequests {
 		return "", false
 	}
-	if best, _ := bestSlice(s, t, th); best >= 0 {
-		return "", false
-	}
-	if _, stolen := stolenTail(s, t, th); stolen {
-		return "", false
-	}
-	if _, crowded := crowdedTail(s, t, th); crowded {
+	if best, _ := bestSlice(s, t, th); best >= 0 || len(tickMarks(s, t, th)) > 0 {
 		return "", false
 	}
 	return fmt.Sprintf("the run's slowest requests overlapped them no more than requests drawn at random (%d of all %d requests measured overlapped outside waits; per-request blame, which outranks a tick's mean: steal spread over every CPU, or waits that fell on fast requests, hold up no slow one)",
