@@ -39,13 +39,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testkit/abservice"
+	"github.com/tare-dev/tare/stats"
+	"gonum.org/v1/gonum/stat"
 )
 
 // config is one benchmark's settings.
@@ -336,7 +337,7 @@ func (res *results) rates() rates {
 	out.abFalse, out.compareFalse, out.compareMetric = out.abFalse/n, out.compareFalse/n, out.compareMetric/n
 	out.abDetected, out.abCovered = out.abDetected/n, out.abCovered/n
 	out.spreadAB, out.spreadBackToBack = sd(logsAB), sd(logsB2B)
-	out.widthAB, out.widthBackToBack = median(widthsAB), median(widthsB2B)
+	out.widthAB, out.widthBackToBack = stats.Median(widthsAB), stats.Median(widthsB2B)
 	return out
 }
 
@@ -355,24 +356,7 @@ func sd(v []float64) float64 {
 	if len(v) < 2 {
 		return math.NaN()
 	}
-	mean := 0.0
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	ss := 0.0
-	for _, x := range v {
-		ss += (x - mean) * (x - mean)
-	}
-	return math.Sqrt(ss / float64(len(v)-1))
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Sorted(slices.Values(v))
-	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+	return stat.StdDev(v, nil)
 }
 
 // print writes the rates.

@@ -301,11 +301,13 @@ func (o Outcome) quiet() []*tare.Summary {
 // StealMoved says whether the hypervisor's bursts of steal moved the tail
 // of a run in o that had to be clean, as tare's tail signal judges it by
 // th (judge.StealMovedTail): the run itself in a scenario of a quiet
-// host, and the quiet runs measured beside any. Polluted is then right
-// on that attempt, and says nothing of the scenario's.
+// host or, judged by its tail, where its p99 wants it clean (the hogs
+// moved it less than the scenario counts as moved), and the quiet runs
+// measured beside any. Polluted is then right on that attempt, and says
+// nothing of the scenario's.
 func (o Outcome) StealMoved(sc Scenario, th judge.Thresholds) bool {
 	runs := o.quiet()
-	if sc.Want == tare.Clean {
+	if sc.Want == tare.Clean || sc.Tail != nil && slices.Equal(sc.Levels(o), []tare.Level{tare.Clean}) {
 		runs = append(runs, &o.Summary)
 	}
 	return slices.ContainsFunc(runs, func(s *tare.Summary) bool { return judge.StealMovedTail(s, th) })

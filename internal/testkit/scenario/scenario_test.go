@@ -305,6 +305,7 @@ func TestStealMoved(t *testing.T) {
 		}
 	}
 	unmoved := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)}}
+	slowQuiet := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(2.7)}}
 	quietHost := Scenario{Want: tare.Clean}
 	batch := Scenario{Want: tare.Polluted, Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
 	for _, tt := range []struct {
@@ -318,6 +319,9 @@ func TestStealMoved(t *testing.T) {
 		{"a neighbour's run: polluted is its due", batch, Outcome{Summary: *stolen(), Quiet: unmoved, QuietAfter: unmoved}, false},
 		{"the quiet run before", batch, Outcome{Summary: *unmoved, Quiet: stolen(), QuietAfter: unmoved}, true},
 		{"the quiet run after", batch, Outcome{Summary: *unmoved, Quiet: unmoved, QuietAfter: stolen()}, true},
+		// The neighbour moved the p99 1.04× the quiet runs': clean is
+		// wanted, and the steal made it polluted.
+		{"a neighbour's run its p99 wants clean", batch, Outcome{Summary: *stolen(), Quiet: slowQuiet, QuietAfter: slowQuiet}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.o.StealMoved(tt.sc, judge.DefaultThresholds()); got != tt.want {
