@@ -169,13 +169,13 @@ func Matrix() []Scenario {
 		// tail is measured, against the same service quiet just before.
 		{Name: "light service beside two nice-19 batch jobs", Deploy: Plain(), Args: tailLoad, Hogs: 2, HogName: "nightly-batch", HogNice: 19,
 			Want: tare.Polluted, Named: "nightly-batch", Tail: &TailRule{Polluted: 1.5, Clean: 1.2},
-			Pending: "7 of 10 right on 2026-12-07 (3 of 5 at 04:05, the hypervisor stealing up to 144 ms a second; 4 of 5 at 05:20, three attempts whose quiet runs steal moved run again), against quiet runs before and after; the night before 11 of 12. Each miss the same: clean with no signal at 1.7-2.7× both quiet runs' p99, its slowest requests having overlapped the jobs' waits far more than chance gives (p 0.04 to 6e-6) while those waits, taken off, moved the p99 only ×1.10-1.19: the jobs slow the service more than its threads wait behind them (the service and tare wait behind each other on the CPUs the jobs leave, which the probe counts as their own). Left out of the gate until tare measures that"},
+			Pending: "7 of 10 right on 2026-12-07 (3 of 5 in the matrix run of 03:58-04:07, the hypervisor stealing up to 144 ms a second; 4 of 5 in that of 05:11-05:20, three attempts whose quiet runs steal moved run again), against quiet runs before and after; the night before 11 of 12. Each miss the same: clean with no signal at 1.7-2.7× both quiet runs' p99, its slowest requests having overlapped the jobs' waits far more than chance gives (p 0.04 to 6e-6) while those waits, taken off, moved the p99 only ×1.10-1.19: the jobs slow the service more than its threads wait behind them (the service and tare wait behind each other on the CPUs the jobs leave, which the probe counts as their own). Left out of the gate until tare measures that"},
 		// A hog that arrives mid-run, on a light service: until the
 		// scheduler moves the two apart, requests wait behind it.
 		{Name: "light service, a CPU hog starting 4 s in", Deploy: Plain(), Args: []string{"--rate", "300/s", "--duration", "12s"},
 			Hogs: 1, HogsAfter: 4 * time.Second, HogName: "image-resize",
 			Want: tare.Polluted, Named: "image-resize", Tail: &TailRule{Polluted: 1.5, Clean: 1.2},
-			Pending: "7 of 10 right with the probe on on 2026-12-07 (2 of 5 at 04:10 and 5 of 5 at 05:25), 14 of 15 the day before: of today's misses, two named only the hypervisor's steal that the hog drew (the tail names both since), and one was polluted by steal bursts at 0.86× the p99 before the hog (such an attempt is run again since, as a quiet host's). Left out of the gate until a day of runs shows no miss: one in fifteen would fail CI one run in fifteen"},
+			Pending: "7 of 10 right with the probe on on 2026-12-07 (2 of 5 in the matrix run of 03:58-04:07, 5 of 5 in that of 05:11-05:20), 14 of 15 the day before: of today's misses, two named only the hypervisor's steal that the hog drew (the tail names both since), and one was polluted by steal bursts at 0.86× the p99 before the hog (such an attempt is run again since, as a quiet host's). Left out of the gate until a day of runs shows no miss: one in fifteen would fail CI one run in fifteen"},
 	}
 }
 
