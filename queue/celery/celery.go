@@ -460,8 +460,12 @@ type taskAsker interface {
 	registered(ctx context.Context, want int, wait time.Duration) (map[string][]string, error)
 }
 
-// askWait bounds how long CheckTask waits for the workers' answers.
-const askWait = 2 * time.Second
+// askWait bounds how long CheckTask waits for the workers' answers,
+// when one does not answer (all that answer end the wait): a worker just
+// started on a loaded machine took over 2 s (CI, the whole suite
+// running), and the run then went on to fail every job as an unknown
+// task.
+const askWait = 5 * time.Second
 
 // CheckTask asks the workers which tasks they register (Celery's remote
 // control, as `celery inspect registered`) and returns a *tare.Error with
