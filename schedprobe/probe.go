@@ -4,8 +4,10 @@
 // (from becoming runnable, or being preempted, to running) and who held
 // that CPU meanwhile: which process (its tgid and command, short-lived ones
 // included), a watched process, a kernel thread, or nobody (the idle task:
-// wake-up latency). It is how tare measures blame rather than estimate it
-// (docs/verdict.md).
+// wake-up latency). A wait behind a watched thread while a process nobody
+// watches held another CPU the waiter may run on is charged to that
+// process, for that part: it crowded the waiter off the CPU it held. It
+// is how tare measures blame rather than estimate it (docs/verdict.md).
 //
 // It needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF
 // (/sys/kernel/btf/vmlinux) and BPF atomics (5.12 or later); Open says
@@ -37,6 +39,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // Groups is how many groups of waiters the probe keeps apart: a watched
@@ -78,8 +81,9 @@ type Charge struct {
 // Counts are what the probe counted between two Reads.
 type Counts struct {
 	Charges []Charge
-	// OthersByCPU is the wait behind Other holders on each CPU, indexed by
-	// CPU number: where the neighbours were in the way.
+	// OthersByCPU is the wait charged to Other holders on each CPU, indexed
+	// by CPU number: where the neighbours were in the way (a crowd's, on
+	// the CPU the neighbour held).
 	OthersByCPU []time.Duration
 	// Waited is the waits that ended (the thread ran), by group, in full,
 	// timed by the clock the kernel times run delay by (its run queue's,
@@ -142,6 +146,8 @@ type Probe struct {
 	misses   uint64
 	runtime  time.Duration
 	watching map[uint32]probeWatch // what Watch put in the watched map
+	ncpu     int
+	cpus     [Groups]uint64 // what Watch put in the group_cpus map
 
 	stretches *stretchReader // nil unless Options.Stretches
 	refused   uint64         // the ring buffer's refusals at the last Stretches
@@ -224,6 +230,9 @@ func OpenWith(o Options) (*Probe, error) {
 		}
 		groups |= 1 << g
 	}
+	if err := spec.Variables[probeVarNrCpus].Set(uint32(ncpu)); err != nil {
+		return nil, fmt.Errorf("%w: set the number of CPUs: %w", ErrUnavailable, err)
+	}
 	if err := spec.Variables[probeVarStretchGroups].Set(groups); err != nil {
 		return nil, fmt.Errorf("%w: set the stretches' groups: %w", ErrUnavailable, err)
 	}
@@ -237,6 +246,7 @@ func OpenWith(o Options) (*Probe, error) {
 		others:   make([]uint64, ncpu),
 		switches: make([]uint64, ncpu),
 		watching: map[uint32]probeWatch{},
+		ncpu:     ncpu,
 	}
 	if err := spec.LoadAndAssign(&p.objs, o.KernelTypes.options()); err != nil {
 		return nil, fmt.Errorf("%w: load the eBPF program: %w", ErrUnavailable, explain(err))
@@ -328,6 +338,7 @@ func (p *Probe) Watch(procs map[int]Watch) error {
 			delete(p.watching, key)
 		}
 	}
+	errs = append(errs, p.allow(procs))
 	// Children the program watched at their fork: kept while they live.
 	var (
 		key   uint32
@@ -347,6 +358,52 @@ func (p *Probe) Watch(procs map[int]Watch) error {
 		if err := p.objs.Watched.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			errs = append(errs, fmt.Errorf("stop watching process %d: %w", key, err))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// allow tells the program the CPUs each group's threads may run on: the
+// union of its processes' affinities (the main thread's, which its
+// threads inherit unless they were set apart), or any where one cannot
+// be read. A wait behind the group's own threads is a neighbour's only
+// where the neighbour held a CPU the waiter could have run on.
+func (p *Probe) allow(procs map[int]Watch) error {
+	var (
+		cpus    [Groups]uint64
+		unbound [Groups]bool
+		set     unix.CPUSet
+	)
+	for tgid, w := range procs {
+		if unbound[w.Group] {
+			continue
+		}
+		if err := unix.SchedGetaffinity(tgid, &set); err != nil {
+			unbound[w.Group] = true // gone, or not ours to read: no bound
+			continue
+		}
+		for c := range min(p.ncpu, 64) {
+			if set.IsSet(c) {
+				cpus[w.Group] |= 1 << c
+			}
+		}
+	}
+	all := uint64(1)<<min(p.ncpu, 64) - 1
+	if p.ncpu >= 64 {
+		all = ^uint64(0)
+	}
+	var errs []error
+	for g := range Groups {
+		if unbound[g] || cpus[g] == all {
+			cpus[g] = 0 // the program's "any"
+		}
+		if cpus[g] == p.cpus[g] {
+			continue
+		}
+		if err := p.objs.GroupCpus.Put(uint32(g), cpus[g]); err != nil {
+			errs = append(errs, fmt.Errorf("set the CPUs of group %d: %w", g, err))
+			continue
+		}
+		p.cpus[g] = cpus[g]
 	}
 	return errors.Join(errs...)
 }

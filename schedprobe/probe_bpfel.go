@@ -30,15 +30,16 @@ type probeChargeKey struct {
 }
 
 type probeCpuState struct {
-	_        structs.HostLayout
-	Last     uint64
-	Curr     uint64
-	K        [8]int64
-	S        [8]int64
-	InK      [8]int64
-	InS      [8]int64
-	OtherNs  uint64
-	Switches uint64
+	_          structs.HostLayout
+	Last       uint64
+	Curr       uint64
+	K          [8]int64
+	S          [8]int64
+	InK        [8]int64
+	InS        [8]int64
+	OtherNs    uint64
+	OtherSince uint64
+	Switches   uint64
 }
 
 type probeExit struct {
@@ -79,6 +80,7 @@ const (
 	probeMapCounters      = "counters"
 	probeMapCpus          = "cpus"
 	probeMapExited        = "exited"
+	probeMapGroupCpus     = "group_cpus"
 	probeMapStretches     = "stretches"
 	probeMapWaited        = "waited"
 	probeMapWaiters       = "waiters"
@@ -88,6 +90,7 @@ const (
 	probeProgOnSwitch     = "on_switch"
 	probeProgOnWakeup     = "on_wakeup"
 	probeProgOnWakeupNew  = "on_wakeup_new"
+	probeVarNrCpus        = "nr_cpus"
 	probeVarStretchGroups = "stretch_groups"
 	probeVarWaitFloorNs   = "wait_floor_ns"
 )
@@ -149,6 +152,7 @@ type probeMapSpecs struct {
 	Counters  *ebpf.MapSpec `ebpf:"counters"`
 	Cpus      *ebpf.MapSpec `ebpf:"cpus"`
 	Exited    *ebpf.MapSpec `ebpf:"exited"`
+	GroupCpus *ebpf.MapSpec `ebpf:"group_cpus"`
 	Stretches *ebpf.MapSpec `ebpf:"stretches"`
 	Waited    *ebpf.MapSpec `ebpf:"waited"`
 	Waiters   *ebpf.MapSpec `ebpf:"waiters"`
@@ -159,6 +163,7 @@ type probeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type probeVariableSpecs struct {
+	NrCpus        *ebpf.VariableSpec `ebpf:"nr_cpus"`
 	StretchGroups *ebpf.VariableSpec `ebpf:"stretch_groups"`
 	WaitFloorNs   *ebpf.VariableSpec `ebpf:"wait_floor_ns"`
 }
@@ -187,6 +192,7 @@ type probeMaps struct {
 	Counters  *ebpf.Map `ebpf:"counters"`
 	Cpus      *ebpf.Map `ebpf:"cpus"`
 	Exited    *ebpf.Map `ebpf:"exited"`
+	GroupCpus *ebpf.Map `ebpf:"group_cpus"`
 	Stretches *ebpf.Map `ebpf:"stretches"`
 	Waited    *ebpf.Map `ebpf:"waited"`
 	Waiters   *ebpf.Map `ebpf:"waiters"`
@@ -199,6 +205,7 @@ func (m *probeMaps) Close() error {
 		m.Counters,
 		m.Cpus,
 		m.Exited,
+		m.GroupCpus,
 		m.Stretches,
 		m.Waited,
 		m.Waiters,
@@ -210,6 +217,7 @@ func (m *probeMaps) Close() error {
 //
 // It can be passed to loadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type probeVariables struct {
+	NrCpus        *ebpf.Variable `ebpf:"nr_cpus"`
 	StretchGroups *ebpf.Variable `ebpf:"stretch_groups"`
 	WaitFloorNs   *ebpf.Variable `ebpf:"wait_floor_ns"`
 }

@@ -124,6 +124,55 @@ func TestPinnedHog(t *testing.T) {
 	}
 }
 
+// TestCrowd: two busy loops of the watched service, free to run on
+// either CPU, beside a real-time hog (SCHED_FIFO) pinned to CPU 0: the
+// balancer keeps ordinary tasks off a CPU that real-time work holds, so
+// the loops share CPU 1 and wait behind each other there. Those waits are
+// the hog's (it holds the CPU they could have run on), not the service's
+// own; with the loops pinned to CPU 1 themselves, they are the loops' own,
+// the hog's CPU never theirs to run on. (A hog at nice -20 does not show
+// it: one loop stays on its CPU and waits behind it directly.) The kernel
+// still gives ordinary tasks 5 % of the hog's CPU (sched_rt_runtime_us).
+func TestCrowd(t *testing.T) {
+	p := open(t)
+	interfere.Exclusive(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a real-time hog needs root") // open skipped already
+	}
+	hog := interfere.Busy(t, "chrt", "-f", "1", "taskset", "-c", "0")
+	for _, tt := range []struct {
+		name   string
+		prefix []string
+		crowd  bool
+	}{
+		{"free to run on the hog's CPU", nil, true},
+		{"pinned off it", []string{"taskset", "-c", "1"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := interfere.Busy(t, tt.prefix...), interfere.Busy(t, tt.prefix...)
+			defer a.Process.Kill()
+			defer b.Process.Kill()
+			time.Sleep(300 * time.Millisecond) // settled where the balancer puts them
+			c := measure(t, p, map[int]Watch{a.Process.Pid: {}, b.Process.Pid: {}}, 2*time.Second)
+			by := behind(c)
+			own := by[a.Process.Pid] + by[b.Process.Pid]
+			t.Logf("waited %v: %v behind the hog (pid %d), %v behind each other; charged to others on CPU 0 %v, on CPU 1 %v",
+				total(c), by[hog.Process.Pid], hog.Process.Pid, own, c.OthersByCPU[0], c.OthersByCPU[1])
+			if tt.crowd {
+				// Each loop waits about half of what CPU 1 gives them.
+				if by[hog.Process.Pid] < 500*time.Millisecond || by[hog.Process.Pid] < 4*own {
+					t.Errorf("waited %v behind the hog and %v behind each other, want 500ms or more behind the hog and 4× what they waited behind each other", by[hog.Process.Pid], own)
+				}
+				if c.OthersByCPU[0] < by[hog.Process.Pid]*3/4 {
+					t.Errorf("charged %v to others on CPU 0, the hog's, want most of the %v behind it", c.OthersByCPU[0], by[hog.Process.Pid])
+				}
+			} else if own < 500*time.Millisecond || by[hog.Process.Pid] > own/10 {
+				t.Errorf("waited %v behind each other and %v behind the hog, want 500ms or more behind each other and a tenth of that or less behind the hog", own, by[hog.Process.Pid])
+			}
+		})
+	}
+}
+
 // holderNames are the commands of the holders, by process.
 func holderNames(c Counts) map[int]string {
 	names := map[int]string{}

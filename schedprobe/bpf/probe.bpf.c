@@ -24,6 +24,14 @@
 //
 // The idle task as the holder is wake-up latency: nobody was in the way.
 //
+// A wait behind a watched thread (the service's own, or tare's) while a
+// process nobody watches held another CPU the waiters may run on is that
+// process's, for as long as it held that CPU: the scheduler puts a woken
+// thread on an idle CPU at once, but moves it off a busy queue only at
+// the next balance, so a neighbour that keeps one CPU busy, at nice 19
+// too, crowds the service onto the rest and its threads queue behind each
+// other (crowder).
+//
 // Each wait that ends is also counted in full (waited), for the truth
 // check against schedstat's run delay, twice: on the probe's clock, from
 // the wake-up or preemption to the switch, and on the clock the kernel
@@ -85,6 +93,7 @@ struct cpu_state {
 	__s64 in_k[GROUPS]; // waiters moved here since the last switch (other CPUs add, atomically)
 	__s64 in_s[GROUPS]; // the sum of the times they were moved
 	__u64 other_ns;     // wait charged to other processes on this CPU
+	__u64 other_since;  // when a process nobody watches took this CPU; 0 while another kind holds it
 	__u64 switches;     // switches seen on this CPU
 };
 
@@ -200,11 +209,25 @@ struct {
 	__uint(max_entries, 4 << 20);
 } stretches SEC(".maps");
 
+// The CPUs each group's threads may run on (bit c: CPU c), the union of
+// its processes' affinities, which the loader keeps; 0: any. A CPU past
+// 63 counts as allowed.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GROUPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} group_cpus SEC(".maps");
+
+// MAX_CPUS bounds the CPUs crowder looks at, for the verifier.
+#define MAX_CPUS 256
+
 // The loader's settings: the shortest charge passed on as a stretch
-// (tare.WaitFloor), and the waiters' groups whose are (bit g: group g;
-// none by default).
+// (tare.WaitFloor), the waiters' groups whose are (bit g: group g;
+// none by default), and the number of possible CPUs.
 const volatile __u64 wait_floor_ns = 20000;
 const volatile __u8 stretch_groups = 0;
+const volatile __u32 nr_cpus = 1;
 
 static __always_inline void count(__u32 c)
 {
@@ -303,9 +326,71 @@ static __always_inline void stretch(struct charge_key *key, __s64 ns, __u64 star
 	bpf_ringbuf_submit(r, flags);
 }
 
+// book adds ns of wait of key's waiters on cpu, from start to now, to its
+// holder (holder): in the charges map, and as a stretch.
+static __always_inline void book(struct charge_key *key, struct task_struct *holder, __s64 ns, __u64 start, __u64 now, __u32 cpu)
+{
+	stretch(key, ns, start, now, cpu);
+	struct charge *c = bpf_map_lookup_elem(&charges, key);
+	if (!c) {
+		struct charge fresh = {.wait_ns = ns};
+		BPF_CORE_READ_STR_INTO(&fresh.comm, holder, group_leader, comm);
+		if (key->kind == HOLDER_OTHER)
+			ancestors_of(holder, fresh.ancestors);
+		if (bpf_map_update_elem(&charges, key, &fresh, BPF_NOEXIST) == 0)
+			return;
+		c = bpf_map_lookup_elem(&charges, key); // made meanwhile on another CPU
+		if (!c) {
+			count(LOST_CHARGES);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&c->wait_ns, ns);
+	// The command as of the latest charge: a child forked as `sh` that
+	// then exec'd `awk` is named `awk`, what it ran most of its life.
+	BPF_CORE_READ_STR_INTO(&c->comm, holder, group_leader, comm);
+}
+
+// crowder returns the process nobody watches that held another CPU than
+// cpu, one that group's threads may run on, for the longest part of start
+// to now, and sets *from to when that part began and *at to its CPU; NULL
+// if none did at now. One that held such a CPU and left it before now is
+// not seen: the charge is a switch's, and a crowd that matters lasts.
+static __always_inline struct task_struct *crowder(__u32 group, __u32 cpu, __u64 start, __u64 now, __u64 *from, __u32 *at)
+{
+	__u32 g = group & (GROUPS - 1);
+	__u64 *mask = bpf_map_lookup_elem(&group_cpus, &g);
+	__u64 allowed = mask && *mask ? *mask : ~0ULL;
+	struct task_struct *by = 0;
+	for (__u32 c = 0; c < MAX_CPUS; c++) {
+		if (c >= nr_cpus)
+			break;
+		if (c == cpu || (c < 64 && !(allowed & (1ULL << c))))
+			continue;
+		struct cpu_state *o = cpu_of(c);
+		if (!o)
+			continue;
+		// Another CPU's, read without its lock: a switch there under
+		// way may pair the new holder with the old one's time, once.
+		__u64 since = o->other_since;
+		if (!since || since >= now)
+			continue;
+		if (since < start)
+			since = start;
+		if (!by || since < *from) {
+			by = (void *)o->curr;
+			*from = since;
+			*at = c;
+		}
+	}
+	return by;
+}
+
 // charge adds ns of wait of group's threads on the CPU of st (cpu) to
 // holder, thread pid of process tgid, and passes it on as a stretch from
-// start to now.
+// start to now. Behind a watched holder, the part while a process nobody
+// watches held another CPU the waiters may run on is that process's
+// (crowder).
 static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, __u64 start, __u64 now, __u32 cpu, struct cpu_state *st)
 {
 	if (ns <= 0)
@@ -326,25 +411,25 @@ static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 
 			__sync_fetch_and_add(&st->other_ns, ns);
 		}
 	}
-	stretch(&key, ns, start, now, cpu);
-	struct charge *c = bpf_map_lookup_elem(&charges, &key);
-	if (!c) {
-		struct charge fresh = {.wait_ns = ns};
-		BPF_CORE_READ_STR_INTO(&fresh.comm, holder, group_leader, comm);
-		if (key.kind == HOLDER_OTHER)
-			ancestors_of(holder, fresh.ancestors);
-		if (bpf_map_update_elem(&charges, &key, &fresh, BPF_NOEXIST) == 0)
-			return;
-		c = bpf_map_lookup_elem(&charges, &key); // made meanwhile on another CPU
-		if (!c) {
-			count(LOST_CHARGES);
-			return;
+	if (key.kind == HOLDER_WATCHED && now > start) {
+		__u64 from = 0;
+		__u32 at = 0;
+		struct task_struct *by = crowder(group, cpu, start, now, &from, &at);
+		if (by) {
+			__s64 part = (__s64)((__u64)ns * (now - from) / (now - start)); // ns > 0
+			if (part > ns)
+				part = ns;
+			struct charge_key other = {.group = group, .kind = HOLDER_OTHER, .tgid = BPF_CORE_READ(by, tgid)};
+			struct cpu_state *o = cpu_of(at);
+			if (o)
+				__sync_fetch_and_add(&o->other_ns, part);
+			book(&other, by, part, from, now, cpu);
+			ns -= part;
+			if (ns <= 0)
+				return;
 		}
 	}
-	__sync_fetch_and_add(&c->wait_ns, ns);
-	// The command as of the latest charge: a child forked as `sh` that
-	// then exec'd `awk` is named `awk`, what it ran most of its life.
-	BPF_CORE_READ_STR_INTO(&c->comm, holder, group_leader, comm);
+	book(&key, holder, ns, start, now, cpu);
 }
 
 // forget takes a waiter out of the counts of a CPU whose run queue this
@@ -453,6 +538,14 @@ int on_switch(__u64 *ctx)
 	}
 	st->last = now;
 	st->curr = (__u64)next;
+	// Whether next is a process nobody watches, for the waits on other
+	// CPUs meanwhile (crowder).
+	st->other_since = 0;
+	if (BPF_CORE_READ(next, pid) != 0 && !(BPF_CORE_READ(next, flags) & PF_KTHREAD)) {
+		__u32 ntgid = BPF_CORE_READ(next, tgid);
+		if (!bpf_map_lookup_elem(&watched, &ntgid))
+			st->other_since = now;
+	}
 
 	// The thread that runs now stops waiting. The run queue's clock is
 	// where the kernel left it for this switch: the kernel's end of the

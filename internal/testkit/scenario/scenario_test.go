@@ -306,6 +306,9 @@ func TestStealMoved(t *testing.T) {
 	}
 	unmoved := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)}}
 	slowQuiet := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(2.7)}}
+	stealSignal := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)},
+		Verdict: tare.Verdict{Level: tare.Polluted, Signals: []tare.Signal{{Name: "steal", Fired: true}}}}
+	movedSteal := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(2)}, Verdict: stealSignal.Verdict}
 	quietHost := Scenario{Want: tare.Clean}
 	batch := Scenario{Want: tare.Polluted, Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
 	for _, tt := range []struct {
@@ -322,6 +325,10 @@ func TestStealMoved(t *testing.T) {
 		// The neighbour moved the p99 1.04× the quiet runs': clean is
 		// wanted, and the steal made it polluted.
 		{"a neighbour's run its p99 wants clean", batch, Outcome{Summary: *stolen(), Quiet: slowQuiet, QuietAfter: slowQuiet}, true},
+		// The steal signal on a quiet run: its p99 is the hypervisor's,
+		// no yardstick for the neighbour's.
+		{"the steal signal on the quiet run after", batch, Outcome{Summary: *unmoved, Quiet: unmoved, QuietAfter: stealSignal}, true},
+		{"the steal signal on a neighbour's run", batch, Outcome{Summary: *movedSteal, Quiet: unmoved, QuietAfter: unmoved}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.o.StealMoved(tt.sc, judge.DefaultThresholds()); got != tt.want {

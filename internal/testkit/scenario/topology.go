@@ -90,6 +90,37 @@ func NginxGunicorn(overUnix bool, maxRequests int) Deployment {
 	}
 }
 
+// lightAppPy is a WSGI app whose requests cost well under a millisecond
+// of CPU: a pool that mostly waits, whose tail a neighbour can move.
+const lightAppPy = `
+def app(environ, start_response):
+    s = 0
+    for i in range(3000):
+        s += i
+    start_response('200 OK', [('Content-Type', 'text/plain'), ('Content-Length', '3')])
+    return [b'ok\n']
+`
+
+// Pool is a pool of 2 gunicorn sync workers serving lightAppPy over
+// loopback TCP, nothing in front: the shape of a small Python service.
+func Pool() Deployment {
+	return func(ctx context.Context, dir string) (string, func(), error) {
+		if err := need("gunicorn"); err != nil {
+			return "", nil, err
+		}
+		port, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		bind := "127.0.0.1:" + strconv.Itoa(port)
+		stop, err := gunicorn(ctx, dir, lightAppPy, bind)
+		if err != nil {
+			return "", nil, err
+		}
+		return "http://" + bind + "/", stop, nil
+	}
+}
+
 // GunicornPostgres is a pool of 2 gunicorn workers, each request a query
 // to the local PostgreSQL over its Unix socket. The workers run as the
 // postgres user, so that the socket's peer authentication lets them in.
