@@ -30,16 +30,15 @@ type probeChargeKey struct {
 }
 
 type probeCpuState struct {
-	_          structs.HostLayout
-	Last       uint64
-	Curr       uint64
-	K          [8]int64
-	S          [8]int64
-	InK        [8]int64
-	InS        [8]int64
-	OtherNs    uint64
-	OtherSince uint64
-	Switches   uint64
+	_        structs.HostLayout
+	Last     uint64
+	Curr     uint64
+	K        [8]int64
+	S        [8]int64
+	InK      [8]int64
+	InS      [8]int64
+	OtherNs  uint64
+	Switches uint64
 }
 
 type probeExit struct {

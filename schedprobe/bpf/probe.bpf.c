@@ -93,7 +93,6 @@ struct cpu_state {
 	__s64 in_k[GROUPS]; // waiters moved here since the last switch (other CPUs add, atomically)
 	__s64 in_s[GROUPS]; // the sum of the times they were moved
 	__u64 other_ns;     // wait charged to other processes on this CPU
-	__u64 other_since;  // when a process nobody watches took this CPU; 0 while another kind holds it
 	__u64 switches;     // switches seen on this CPU
 };
 
@@ -372,16 +371,24 @@ static __always_inline struct task_struct *crowder(__u32 group, __u32 cpu, __u64
 			continue;
 		// Another CPU's, read without its lock: a switch there under
 		// way may pair the new holder with the old one's time, once.
-		__u64 since = o->other_since;
-		if (!since || since >= now)
+		// Its holder since its last switch, looked at only here, not at
+		// every switch: charges behind watched threads are the rarer.
+		struct task_struct *t = (void *)o->curr;
+		__u64 since = o->last;
+		if (!t || !since || since >= now)
 			continue;
 		if (since < start)
 			since = start;
-		if (!by || since < *from) {
-			by = (void *)o->curr;
-			*from = since;
-			*at = c;
-		}
+		if (by && since >= *from)
+			continue;
+		if (BPF_CORE_READ(t, pid) == 0 || BPF_CORE_READ(t, flags) & PF_KTHREAD)
+			continue;
+		__u32 tgid = BPF_CORE_READ(t, tgid);
+		if (bpf_map_lookup_elem(&watched, &tgid))
+			continue;
+		by = t;
+		*from = since;
+		*at = c;
 	}
 	return by;
 }
@@ -538,14 +545,6 @@ int on_switch(__u64 *ctx)
 	}
 	st->last = now;
 	st->curr = (__u64)next;
-	// Whether next is a process nobody watches, for the waits on other
-	// CPUs meanwhile (crowder).
-	st->other_since = 0;
-	if (BPF_CORE_READ(next, pid) != 0 && !(BPF_CORE_READ(next, flags) & PF_KTHREAD)) {
-		__u32 ntgid = BPF_CORE_READ(next, tgid);
-		if (!bpf_map_lookup_elem(&watched, &ntgid))
-			st->other_since = now;
-	}
 
 	// The thread that runs now stops waiting. The run queue's clock is
 	// where the kernel left it for this switch: the kernel's end of the
