@@ -11,7 +11,9 @@ import (
 // tail judges the slowest requests by what each of them overlapped
 // (tare.Tail, where the scheduler probe measured the waits). It fires
 // when the slowest 1 % (or 5 %) overlapped outside waits more often than
-// requests drawn at random from the run do (p below th.TailChance), and
+// requests drawn at random from the run do (p below th.TailChance), or,
+// where most requests overlapped some, for a larger share of their
+// lives than the rest (beyondChance), and
 // those waits moved the percentile users read by th.TailFactor or more:
 // the p99 (p95) of every request, against the p99 (p95) of the requests'
 // latencies less the outside wait each overlapped. A neighbour that moved
@@ -45,8 +47,8 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	if best < 0 {
 		sig.Value = tare.Float(0)
 		sl := t.Slowest[0]
-		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s, threshold %g): no outside wait moved the tail",
-			t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance)
+		sig.Detail = fmt.Sprintf("%s; no more than chance gives requests drawn at random (p %s%s, threshold %g): no outside wait moved the tail",
+			t.Sentence(sl), stats.PText(sl.P, leastTailP), shareText(sl), th.TailChance)
 		if p50, p99 := s.Latency.P50, s.Latency.P99; 2*sl.Overlapped <= sl.Requests && p50 != nil && p99 != nil && *p99 >= spikeFactor**p50 {
 			// The tail users read, and nothing outside in it: the code's.
 			sig.Fired, sig.Finding = true, true
@@ -58,8 +60,8 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	sl := t.Slowest[best]
 	sig.Value = roundTo(moved, 2)
 	q := sl.Quantile()
-	text := fmt.Sprintf("%s, more than chance gives requests drawn at random (p %s, threshold %g); without the outside wait each overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g)",
-		t.Sentence(sl), stats.PText(sl.P, leastTailP), th.TailChance, q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
+	text := fmt.Sprintf("%s, %s; without the outside wait each overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g)",
+		t.Sentence(sl), chanceText(sl, th), q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
 	if moved >= th.TailFactor {
 		sig.Fired = true
 		sig.Detail = text
@@ -161,14 +163,41 @@ func StealMovedTail(s *tare.Summary, th Thresholds) bool {
 	return ok
 }
 
+// beyondChance reports whether the slice's requests overlapped outside
+// waits more than chance gives: more of them did than of requests drawn
+// at random (P), or, where most requests overlapped some, they waited
+// for more of their lives than the rest (ShareP).
+func beyondChance(sl tare.TailSlice, th Thresholds) bool {
+	return sl.P < th.TailChance || sl.ShareP != nil && *sl.ShareP < th.TailChance
+}
+
+// chanceText says how the slice's requests overlapped outside waits
+// beyond chance (beyondChance).
+func chanceText(sl tare.TailSlice, th Thresholds) string {
+	if sl.P < th.TailChance {
+		return fmt.Sprintf("more than chance gives requests drawn at random (p %s, threshold %g)", stats.PText(sl.P, leastTailP), th.TailChance)
+	}
+	return fmt.Sprintf("not more often than chance gives requests drawn at random (p %s), but for more of their lives: their outside wait, as a share of their latency, ranked above the other requests' (Mann-Whitney, p %s, threshold %g)",
+		stats.PText(sl.P, leastTailP), stats.PText(*sl.ShareP, leastTailP), th.TailChance)
+}
+
+// shareText is the slice's ShareP, for a sentence that gives its P: ""
+// where it was not worked out.
+func shareText(sl tare.TailSlice) string {
+	if sl.ShareP == nil {
+		return ""
+	}
+	return fmt.Sprintf("; by the share of their latency they waited, p %s", stats.PText(*sl.ShareP, leastTailP))
+}
+
 // bestSlice is the slowest slice that overlapped outside waits more than
-// chance gives and whose waits moved its percentile most, and how many
-// times; -1 when none did more than chance.
+// chance gives (beyondChance) and whose waits moved its percentile most,
+// and how many times; -1 when none did more than chance.
 func bestSlice(s *tare.Summary, t *tare.Tail, th Thresholds) (best int, moved float64) {
 	best = -1
 	for i, sl := range t.Slowest {
 		m := movedBy(s, t, sl)
-		if sl.P < th.TailChance && m > moved {
+		if beyondChance(sl, th) && m > moved {
 			best, moved = i, m
 		}
 	}

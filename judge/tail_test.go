@@ -57,6 +57,19 @@ func TestTail(t *testing.T) {
 		{"a niced batch job moved the p99", newTail(1e-6, 0.95), true,
 			[]string{"the p99 tail: 31 of 36 requests overlapped waits behind `nightly-batch` (pids 812, 813), 2.10ms each on average", "requests with no outside wait: p99 0.90ms", "would have been 0.95ms rather than 2.80ms"}, stopBatch},
 		{"overlapped no more than chance", newTail(0.3, 0.95), false, []string{"no outside wait moved the tail"}, ""},
+		// A neighbour crowding the service all run long: most requests
+		// overlapped some wait, the slowest no more often, but for more
+		// of their lives.
+		{"overlapped as often, for more of their lives", func() *tare.Tail {
+			tl := newTail(0.3, 0.95)
+			tl.Slowest[0].ShareP = tare.Float(1e-5)
+			return tl
+		}(), true, []string{"not more often than chance gives requests drawn at random (p = 0.3), but for more of their lives", "Mann-Whitney, p < 0.0001", "would have been 0.95ms rather than 2.80ms"}, stopBatch},
+		{"overlapped as often, for no more of their lives", func() *tare.Tail {
+			tl := newTail(0.3, 0.95)
+			tl.Slowest[0].ShareP = tare.Float(0.4)
+			return tl
+		}(), false, []string{"(p = 0.3; by the share of their latency they waited, p = 0.4, threshold 0.01): no outside wait moved the tail"}, ""},
 		{"moved the p99 too little", newTail(1e-6, 2.5), false, []string{"too little to change"}, ""},
 		{"no probe", nil, false, []string{"the scheduler probe did not measure the waits"}, ""},
 		{"the code's own spikes", func() *tare.Tail { tl := newTail(0.9, 2.7); tl.Slowest[0].Overlapped = 1; return tl }(), true,

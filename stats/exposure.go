@@ -333,6 +333,7 @@ func (r *Recorder) tail() *tare.Tail {
 		n := int(math.Ceil(pct / 100 * float64(len(items))))
 		slowest := items[:n]
 		sl := r.slice(pct, slowest, len(items), all)
+		sl.ShareP = shareP(slowest, items[n:])
 		sl.Stolen, sl.StolenP = markedOf(slowest, len(items), allStolen, stolen)
 		sl.StealMS = mostStolen(slowest)
 		sl.Crowded, sl.CrowdedP = markedOf(slowest, len(items), allCrowded, crowded)
@@ -379,6 +380,31 @@ func (r *Recorder) slice(pct float64, slowest []exposed, n, all int) tare.TailSl
 	})
 	s.P = HypergeometricTail(s.Overlapped, n, all, len(slowest))
 	return s
+}
+
+// shareP is the chance that the slowest requests' measured outside wait,
+// as a share of each one's latency, ranks as high against the rest's as
+// it does (tare.TailSlice.ShareP); nil when either is empty. A share, not
+// the wait itself: a request slow for its own reasons lives longer and
+// so overlaps more of any wait, but not a larger share of its life. And
+// a share below tare.OverlapShare counts as none, as it does not make a
+// request overlapped: where most requests overlapped nothing, a long one
+// that overlapped a blip would rank above them all.
+func shareP(slowest, rest []exposed) *float64 {
+	if len(slowest) == 0 || len(rest) == 0 {
+		return nil
+	}
+	shares := func(es []exposed) []float64 {
+		out := make([]float64, len(es))
+		for i, e := range es {
+			if e.overlapped() {
+				out[i] = float64(e.waits) / float64(e.latency)
+			}
+		}
+		return out
+	}
+	p := MannWhitneyGreaterP(shares(slowest), shares(rest))
+	return &p
 }
 
 // markedOf is how many of the slowest requests, of a sample of n of which

@@ -302,3 +302,51 @@ func BenchmarkExposure(b *testing.B) {
 		b.Fatal("no tail")
 	}
 }
+
+// TestShareP: the slowest requests' outside wait as a share of their
+// latency, ranked against the rest's. A neighbour that every request
+// overlapped a little, and the slowest a lot, shows; a spike of the
+// code's own, which overlaps as much wait in absolute terms only because
+// it lives longer, does not.
+func TestShareP(t *testing.T) {
+	rest := make([]exposed, 200)
+	for i := range rest {
+		rest[i] = exposed{latency: time.Millisecond, waits: time.Duration(i%10) * 10 * time.Microsecond}
+	}
+	quiet := make([]exposed, 200) // none overlapped anything
+	for i := range quiet {
+		quiet[i] = exposed{latency: time.Millisecond}
+	}
+	slowest := func(latency, waits time.Duration) []exposed {
+		out := make([]exposed, 10)
+		for i := range out {
+			out[i] = exposed{latency: latency + time.Duration(i)*time.Microsecond, waits: waits}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name          string
+		slowest, rest []exposed
+		small         bool
+	}{
+		{"waited most of their lives", slowest(3*time.Millisecond, 2*time.Millisecond), rest, true},
+		{"the code's own spikes", slowest(30*time.Millisecond, 90*time.Microsecond), rest, false},
+		// Most requests overlapped nothing; the long ones overlapped a
+		// blip each, a sliver of their lives.
+		{"spikes beside requests that overlapped nothing", slowest(30*time.Millisecond, 20*time.Microsecond), quiet, false},
+		{"waited most of their lives beside requests that overlapped nothing", slowest(3*time.Millisecond, 2*time.Millisecond), quiet, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := shareP(tt.slowest, tt.rest)
+			if p == nil {
+				t.Fatal("shareP = nil")
+			}
+			if small := *p < 0.01; small != tt.small {
+				t.Errorf("shareP = %g, want below 0.01: %v", *p, tt.small)
+			}
+		})
+	}
+	if p := shareP(nil, rest); p != nil {
+		t.Errorf("shareP of no slowest = %g, want nil", *p)
+	}
+}
