@@ -365,7 +365,7 @@ func (p *Probe) Watch(procs map[int]Watch) error {
 // allow tells the program the CPUs each group's threads may run on: the
 // union of its processes' affinities (the main thread's, which its
 // threads inherit unless they were set apart), or any where one cannot
-// be read. A wait behind the group's own threads is a neighbour's only
+// be read (a process gone since counts for none). A wait behind the group's own threads is a neighbour's only
 // where the neighbour held a CPU the waiter could have run on.
 func (p *Probe) allow(procs map[int]Watch) error {
 	var (
@@ -377,8 +377,11 @@ func (p *Probe) allow(procs map[int]Watch) error {
 		if unbound[w.Group] {
 			continue
 		}
-		if err := unix.SchedGetaffinity(tgid, &set); err != nil {
-			unbound[w.Group] = true // gone, or not ours to read: no bound
+		switch err := unix.SchedGetaffinity(tgid, &set); {
+		case errors.Is(err, unix.ESRCH):
+			continue // gone since: it runs nowhere
+		case err != nil:
+			unbound[w.Group] = true // not ours to read: no bound
 			continue
 		}
 		for c := range min(p.ncpu, 64) {
