@@ -1,33 +1,12 @@
 package scenario
 
-import (
-	"context"
-	"fmt"
-)
-
 // Pausing is a Python service of one gunicorn sync worker whose handler
 // pauses now and then: every 200–600 ms (at random) one request holds
 // the worker 30–100 ms, half the time spinning on the CPU (a collection,
 // a cache rebuilt) and half the time asleep (a lock, a flush), and the
 // requests behind it wait their turn. Nothing else runs: every slow
 // request is the code's own.
-func Pausing() Deployment {
-	return func(ctx context.Context, dir string) (string, func(), error) {
-		if err := need("gunicorn"); err != nil {
-			return "", nil, err
-		}
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
-		bind := fmt.Sprintf("127.0.0.1:%d", port)
-		stop, err := gunicorn(ctx, dir, pausingApp, bind, "-w", "1")
-		if err != nil {
-			return "", nil, err
-		}
-		return "http://" + bind + "/", stop, nil
-	}
-}
+func Pausing() Deployment { return gunicornTCP(pausingApp, "-w", "1") }
 
 // pausingApp is the WSGI app of Pausing: about 0.5 ms of CPU a request,
 // and the pauses. The draws are seeded, so every run pauses alike.

@@ -103,7 +103,12 @@ def app(environ, start_response):
 
 // Pool is a pool of 2 gunicorn sync workers serving lightAppPy over
 // loopback TCP, nothing in front: the shape of a small Python service.
-func Pool() Deployment {
+func Pool() Deployment { return gunicornTCP(lightAppPy) }
+
+// gunicornTCP is gunicorn serving app on a free loopback port, with
+// extra flags (2 sync workers unless they say otherwise), nothing in
+// front.
+func gunicornTCP(app string, extra ...string) Deployment {
 	return func(ctx context.Context, dir string) (string, func(), error) {
 		if err := need("gunicorn"); err != nil {
 			return "", nil, err
@@ -113,7 +118,7 @@ func Pool() Deployment {
 			return "", nil, err
 		}
 		bind := "127.0.0.1:" + strconv.Itoa(port)
-		stop, err := gunicorn(ctx, dir, lightAppPy, bind)
+		stop, err := gunicorn(ctx, dir, app, bind, extra...)
 		if err != nil {
 			return "", nil, err
 		}
