@@ -15,8 +15,10 @@ import (
 // which request): on a pool, one worker's wait also overlaps the requests
 // of the others, so a request's exposure is an upper bound, each wait
 // counted at most for the wall time it overlapped and the whole at most
-// the request's latency. The comparison of the slowest with the rest,
-// not the overlap alone, is what the verdict judges.
+// the request's latency. tare's own threads' waits count only where they
+// held up its send or the read of its answer. The comparison of the
+// slowest with the rest, not the overlap alone, is what the verdict
+// judges.
 type Tail struct {
 	// Requests are the finished requests whose ticks the probe all
 	// measured; Overlapped are those whose outside wait was at least

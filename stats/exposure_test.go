@@ -261,6 +261,49 @@ func TestOverlapsOfStoredTicks(t *testing.T) {
 	}
 }
 
+// A wait of tare's threads holds a request up only where tare had
+// something to do for it: its send, due while tare waited, or its answer,
+// read as the wait ended. While the service works on the request, tare
+// waiting delays nothing of it; the service's own threads waiting does.
+func TestTareWaitsHoldUpSendAndRead(t *testing.T) {
+	// Scheduled at 1.000 s, sent at 1.005, first byte at 1.030, done at
+	// 1.031: 31 ms.
+	req := &tare.Result{Scheduled: sec(1), Sent: sec(1.005), FirstByte: sec(1.030), Done: sec(1.031), Status: 200}
+	wait := func(group string, from, to float64) tare.Wait {
+		w := hogWait(from, to, (to-from)*1000)
+		w.Group = group
+		return w
+	}
+	for _, c := range []struct {
+		name string
+		res  *tare.Result
+		wait tare.Wait
+		want time.Duration
+	}{
+		{"tare waiting while the service worked", req, wait(tare.OwnerTare, 1.010, 1.020), 0},
+		{"the service waiting while it worked", req, wait(tare.OwnerSUT, 1.010, 1.020), msd(10)},
+		{"tare waiting when the send was due", req, wait(tare.OwnerTare, 0.998, 1.004), msd(4)},
+		{"tare waiting as the answer came", req, wait(tare.OwnerTare, 1.020, 1.0299), msd(9.9)},
+		{"tare waiting over the send and the answer", req, wait(tare.OwnerTare, 0.990, 1.040), msd(31)},
+		{"tare waiting, the send not known", &tare.Result{Scheduled: sec(1), Done: sec(1.031), Status: 200}, wait(tare.OwnerTare, 1.010, 1.020), msd(10)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRecorder(t, Config{Start: t0})
+			r.AddResult(c.res)
+			r.AddHost(measuredSample(0, 1))
+			r.AddHost(measuredSample(1, 2, c.wait))
+			o, err := NewOverlaps(r.Ticks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, known := o.Of(c.res)
+			if !known || (e.Wait-c.want).Abs() > 10*time.Microsecond {
+				t.Errorf("Of = %v (known %v), want %v of outside wait", e.Wait, known, c.want)
+			}
+		})
+	}
+}
+
 // A result that comes after its ticks' waits were let go (later than
 // Grace) did not escape them: its exposure is unknown, not nil.
 func TestTailLateResultIsUnknown(t *testing.T) {

@@ -132,8 +132,25 @@ type Recorder struct {
 type pendingReq struct {
 	latency     time.Duration
 	from, to    time.Duration // Scheduled and Done, from the run's start
+	sent, read  time.Duration // Sent and FirstByte, within from..to: to when not known
 	first, last int32         // ticks of Scheduled and Done
 	ok          bool          // it succeeded: only those have an exposure
+}
+
+// pendingOf is res as a pendingReq, its life in ticks first to last.
+// Without a Sent (or a FirstByte) the whole life counts as before it.
+func (r *Recorder) pendingOf(res *tare.Result, first, last int, ok bool) pendingReq {
+	p := pendingReq{latency: res.Latency(), from: res.Scheduled.Sub(r.cfg.Start), first: int32(first), last: int32(max(first, last)), ok: ok}
+	p.to = max(res.Done.Sub(r.cfg.Start), p.from)
+	at := func(t time.Time, from time.Duration) time.Duration {
+		if t.IsZero() {
+			return p.to
+		}
+		return min(max(t.Sub(r.cfg.Start), from), p.to)
+	}
+	p.sent = at(res.Sent, p.from)
+	p.read = at(res.FirstByte, p.sent)
+	return p
 }
 
 // statusKind is a status and the error kind that followed it.
@@ -275,7 +292,7 @@ func (r *Recorder) AddResult(res *tare.Result) {
 	} else {
 		r.lateResults++
 	}
-	r.pending = append(r.pending, pendingReq{latency: lat, from: from, to: max(res.Done.Sub(r.cfg.Start), from), first: int32(si), last: int32(di), ok: !failed})
+	r.pending = append(r.pending, r.pendingOf(res, si, di, !failed))
 	r.advance(res.Done)
 }
 
