@@ -29,8 +29,9 @@ const (
 // evidence is what the slow ticks' host readings say of latency that
 // moved without more work.
 type evidence struct {
-	codes bool   // the code's own: a finding, not the host
-	text  string // why, in words
+	codes   bool   // the code's own: a finding, not the host
+	unmoved bool   // the host's, but it moved the run's tail too little to matter
+	text    string // why, in words
 }
 
 // evidenceOf weighs the slow ticks against the usual ones: whether
@@ -44,11 +45,17 @@ type evidence struct {
 // Where the probe measured enough whole requests, what the slowest of
 // them overlapped outranks the ticks' means (tailCleared): steal spread
 // over every CPU, or a neighbour's waits that fell on fast requests,
-// raise a tick's outside wait without holding up its slow requests.
+// raise a tick's outside wait without holding up its slow requests; and
+// waits they did overlap, that moved the run's tail too little to matter
+// (tailUnmoved), leave the figures the code's.
 func evidenceOf(s *tare.Summary, slow, usual []tare.Tick, usualP95 time.Duration, th Thresholds) evidence {
 	vcpus := s.Env.VCPUs
 	clear := "the outside waits that overlapped those ticks, if any, were too few to explain them (the probe saw every wait of the service's threads)"
 	if w := outsideOf(slow, usual, vcpus, usualP95); w.explains {
+		if moved := tailUnmoved(s, th); moved != "" {
+			return evidence{unmoved: true, text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), enough to explain them, but %s",
+				w.slow, w.usual, moved)}
+		}
 		cleared, ok := tailCleared(s, th)
 		if !ok {
 			return evidence{text: fmt.Sprintf("outside waits overlapped those ticks, %.1f%% of a CPU on average against %.1f%% in the others (other processes or steal), enough to explain them: it points at the host (the tail signal names whom)",
@@ -85,6 +92,28 @@ func tailCleared(s *tare.Summary, th Thresholds) (text string, ok bool) {
 	}
 	return fmt.Sprintf("the run's slowest requests overlapped them no more than requests drawn at random (%d of all %d requests measured overlapped outside waits; per-request blame, which outranks a tick's mean: steal spread over every CPU, or waits that fell on fast requests, hold up no slow one)",
 		t.Overlapped, t.Requests), true
+}
+
+// tailUnmoved says, in words, why the outside waits the run's slowest
+// requests overlapped beyond chance changed too little to matter, where
+// the probe measured enough of them whole: without them no slice's
+// percentile would have been th.TailFactor lower, and neither bursts of
+// steal nor a crowd moved it (the tail signal's own measure). A
+// neighbour's blip that doubled one tick's p95 yet moved the p99 ×1.1
+// does not make the run's figures the host's. Empty where the tail was
+// not measured, did not overlap beyond chance (tailCleared's), or moved.
+func tailUnmoved(s *tare.Summary, th Thresholds) string {
+	t := s.Tail
+	if t == nil || t.Requests < minTailRequests || len(tickMarks(s, t, th)) > 0 {
+		return ""
+	}
+	best, moved := bestSlice(s, t, th)
+	if best < 0 || moved >= th.TailFactor {
+		return ""
+	}
+	sl := t.Slowest[best]
+	return fmt.Sprintf("without the outside wait each request overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g): too little to change what the figures say",
+		sl.Quantile(), tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
 }
 
 // outside compares the outside waits of the slow ticks with the others'.

@@ -93,7 +93,7 @@ func latencyAlone(s *tare.Summary, ticks []tare.Tick, th Thresholds) tare.Signal
 		}
 		e := evidenceOf(s, slow, usual, time.Duration(medLatency), th)
 		sig.Detail += "; " + e.text
-		sig.Finding = e.codes
+		sig.Fired, sig.Finding = !e.unmoved, e.codes
 		return sig
 	}
 	sig.Detail += fmt.Sprintf("; but the same %d requests shuffled into ticks of the same sizes %s (p %s, threshold %g): with few requests a tick, chance makes such ticks",
