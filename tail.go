@@ -30,6 +30,12 @@ type Tail struct {
 	// this run. Exposed are those of the ones that did.
 	Quiet   PercentilesMS `json:"quiet_ms"`
 	Exposed PercentilesMS `json:"exposed_ms"`
+	// Measured are the latency percentiles of the Requests, what
+	// Unwaited, Unstolen and Uncrowded are compared with: the run's own
+	// also count the requests of ticks the probe did not measure whole,
+	// which none of those holds. Nil (JSON null) in runs stored before
+	// it was kept: the run's own stand in (Latency).
+	Measured *PercentilesMS `json:"measured_ms"`
 	// Unwaited are the percentiles of every request's latency less the
 	// outside wait it overlapped: the run as it would have been without
 	// it, at most (the wait is an upper bound).
@@ -137,6 +143,16 @@ func (p PercentilesMS) At(sl TailSlice) *float64 {
 		return p.P99
 	}
 	return p.P95
+}
+
+// Latency is the percentile the slowest sl begin at, over the requests
+// the tail measured (Measured), or, in a run stored before those were
+// kept, over all of s's.
+func (t *Tail) Latency(s *Summary, sl TailSlice) *float64 {
+	if t.Measured != nil {
+		return t.Measured.At(sl)
+	}
+	return s.Latency.At(sl)
 }
 
 // At is the latency percentile the slowest sl begin at.

@@ -113,7 +113,7 @@ func tailUnmoved(s *tare.Summary, th Thresholds) string {
 	}
 	sl := t.Slowest[best]
 	return fmt.Sprintf("without the outside wait each request overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g): too little to change what the figures say",
-		sl.Quantile(), tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
+		sl.Quantile(), tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*t.Latency(s, sl)), moved, th.TailFactor)
 }
 
 // outside compares the outside waits of the slow ticks with the others'.

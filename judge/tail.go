@@ -15,9 +15,9 @@ import (
 // where most requests overlapped some, for a larger share of their
 // lives than the rest (beyondChance), and
 // those waits moved the percentile users read by th.TailFactor or more:
-// the p99 (p95) of every request, against the p99 (p95) of the requests'
-// latencies less the outside wait each overlapped. A neighbour that moved
-// the tail is pollution even when its mean share is small; one whose
+// the p99 (p95) of every request the probe measured whole, against the
+// p99 (p95) of their latencies less the outside wait each overlapped. A
+// neighbour that moved the tail is pollution even when its mean share is small; one whose
 // waits fell on fast and slow requests alike moved nothing.
 func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	sig := tare.Signal{Name: SignalTail, Threshold: th.TailFactor}
@@ -61,7 +61,7 @@ func tail(s *tare.Summary, th Thresholds) tare.Signal {
 	sig.Value = roundTo(moved, 2)
 	q := sl.Quantile()
 	text := fmt.Sprintf("%s, %s; without the outside wait each overlapped, the %s would have been %s rather than %s (×%.2f, threshold ×%g)",
-		t.Sentence(sl), chanceText(sl, th), q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*s.Latency.At(sl)), moved, th.TailFactor)
+		t.Sentence(sl), chanceText(sl, th), q, tare.MSText(*t.Unwaited.At(sl)), tare.MSText(*t.Latency(s, sl)), moved, th.TailFactor)
 	if moved >= th.TailFactor {
 		sig.Fired = true
 		sig.Detail = text
@@ -101,7 +101,7 @@ type marked struct {
 // more than requests drawn at random do (p below th.TailChance) and that
 // moved it th.TailFactor or more; all zero otherwise.
 func markedMoved(s *tare.Summary, sl tare.TailSlice, unmarked tare.PercentilesMS, p float64, th Thresholds) (moved float64, all, other float64) {
-	a, o := s.Latency.At(sl), unmarked.At(sl)
+	a, o := s.Tail.Latency(s, sl), unmarked.At(sl)
 	if p >= th.TailChance || a == nil || o == nil || *o <= 0 || *a / *o < th.TailFactor {
 		return 0, 0, 0
 	}
@@ -216,7 +216,7 @@ const minTailRequests = 200
 // pct % is the same percentile without the outside waits; 0 when either
 // is missing.
 func movedBy(s *tare.Summary, t *tare.Tail, sl tare.TailSlice) float64 {
-	all, without := s.Latency.At(sl), t.Unwaited.At(sl)
+	all, without := t.Latency(s, sl), t.Unwaited.At(sl)
 	if all == nil || without == nil || *without <= 0 {
 		return 0
 	}

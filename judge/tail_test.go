@@ -71,6 +71,14 @@ func TestTail(t *testing.T) {
 			return tl
 		}(), false, []string{"(p = 0.3; by the share of their latency they waited, p = 0.4, threshold 0.01): no outside wait moved the tail"}, ""},
 		{"moved the p99 too little", newTail(1e-6, 2.5), false, []string{"too little to change"}, ""},
+		// The run's p99 (2.8 ms) counts the slow requests of a tick the
+		// probe did not measure whole; those it did, slowest 1.1 ms,
+		// were moved too little by their waits.
+		{"the slow requests were of a tick not measured", func() *tare.Tail {
+			tl := newTail(1e-6, 0.95)
+			tl.Measured = &tare.PercentilesMS{P50: tare.Float(0.5), P95: tare.Float(0.8), P99: tare.Float(1.1)}
+			return tl
+		}(), false, []string{"would have been 0.95ms rather than 1.10ms (×1.16", "too little to change"}, ""},
 		{"no probe", nil, false, []string{"the scheduler probe did not measure the waits"}, ""},
 		{"the code's own spikes", func() *tare.Tail { tl := newTail(0.9, 2.7); tl.Slowest[0].Overlapped = 1; return tl }(), true,
 			[]string{"the p99 (2.80ms) is", "the code's own spikes"}, ""},

@@ -63,6 +63,7 @@ type exposures struct {
 	freed   int           // ticks before it have dropped their waits
 
 	requests, overlapped, stolen, crowded int
+	measured                              dist // latencies of the requests settled
 	quiet, exposed                        dist // latencies of requests that overlapped no outside wait, and of those that did
 	unwaited                              dist // latency less the outside wait overlapped
 	unstolen, uncrowded                   dist // latencies of requests that lived in no stolen tick, and in no crowded one
@@ -274,6 +275,7 @@ func crowdIn(h *tare.HostSample) (float64, tare.BehindKey) {
 // settle adds a settled request's exposure to the figures.
 func (x *exposures) settle(e exposed) {
 	x.requests++
+	x.measured.add(e.latency)
 	if e.overlapped() {
 		x.overlapped++
 		x.exposed.add(e.latency)
@@ -314,7 +316,7 @@ func (r *Recorder) freeWaits() {
 // measured no request's life.
 func (r *Recorder) tail() *tare.Tail {
 	x := r.exp
-	x.quiet, x.exposed, x.unwaited = r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone()
+	x.measured, x.quiet, x.exposed, x.unwaited = r.exp.measured.clone(), r.exp.quiet.clone(), r.exp.exposed.clone(), r.exp.unwaited.clone()
 	x.unstolen, x.uncrowded = r.exp.unstolen.clone(), r.exp.uncrowded.clone()
 	// A sample of its own: the pending requests replace items in a copy,
 	// drawn by a generator of its own, so a summary taken mid-run leaves
@@ -335,6 +337,7 @@ func (r *Recorder) tail() *tare.Tail {
 	t := &tare.Tail{
 		Requests:   x.requests,
 		Overlapped: x.overlapped,
+		Measured:   new(percentilesMS(&x.measured)),
 		Quiet:      percentilesMS(&x.quiet),
 		Exposed:    percentilesMS(&x.exposed),
 		Unwaited:   percentilesMS(&x.unwaited),

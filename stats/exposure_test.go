@@ -261,6 +261,28 @@ func TestOverlapsOfStoredTicks(t *testing.T) {
 	}
 }
 
+// The tail's percentiles are of the requests it measured: those of a
+// tick the probe did not measure whole are in the run's own, not in the
+// figures (Unwaited) the tail compares with.
+func TestTailMeasuredLeavesOutUnmeasuredTicks(t *testing.T) {
+	r := newRecorder(t, Config{Start: t0})
+	for i := range 20 {
+		r.AddResult(result(0.1+float64(i)*0.04, 0, 50)) // tick 0: slow, not measured
+	}
+	for i := range 200 {
+		r.AddResult(result(1.01+float64(i)*0.009, 0, 1))
+	}
+	r.AddHost(sample(0, 1, 0))
+	r.AddHost(measuredSample(1, 2))
+	r.AddHost(measuredSample(2, 3))
+	s := r.Summary(sec(3), 3*1e9)
+	if s.Tail == nil || s.Tail.Requests != 200 || s.Tail.Measured == nil {
+		t.Fatalf("tail = %+v, want the 200 requests of the measured ticks", s.Tail)
+	}
+	near(t, "measured p99", s.Tail.Measured.P99, 1, 0.01)
+	near(t, "run's p99", s.Latency.P99, 50, 0.01)
+}
+
 // A wait of tare's threads holds a request up only where tare had
 // something to do for it: its send, due while tare waited, or its answer,
 // read as the wait ended. While the service works on the request, tare
