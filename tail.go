@@ -105,11 +105,12 @@ type TailSlice struct {
 	P float64 `json:"p"`
 	// ShareP is the chance that the slice's measured outside wait, as a
 	// share of each request's latency, ranks as high against the rest of
-	// the sample's as it does (Mann-Whitney U, one-sided): small when the
-	// slowest waited for more of their lives than the rest, which P
-	// cannot show where most requests overlapped some wait (a neighbour
-	// that crowds the service all run long). Nil where not worked out
-	// (runs stored before it).
+	// the sample's as it does (Mann-Whitney U, one-sided, by permutation:
+	// most shares tie at 0, where its normal approximation fails): small
+	// when the slowest waited for more of their lives than the rest,
+	// which P cannot show where most requests overlapped some wait (a
+	// neighbour that crowds the service all run long). Nil where not
+	// worked out (runs stored before it).
 	ShareP *float64 `json:"share_p"`
 	// Stolen are the slice's requests that lived in a stolen tick
 	// (Tail.Stolen), StolenP the chance that as many drawn at random

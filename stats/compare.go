@@ -326,18 +326,6 @@ func MannWhitneyU(x, y []float64) (MannWhitney, error) {
 	return r, nil
 }
 
-// MannWhitneyGreaterP is the one-sided p-value of the Mann-Whitney U
-// test that values of x tend to be larger than values of y, computed as
-// MannWhitneyU computes its two-sided one; 1 where there is no evidence
-// (every value ties, or either sample is empty).
-func MannWhitneyGreaterP(x, y []float64) float64 {
-	res, err := moremath.MannWhitneyUTest(x, y, moremath.LocationGreater)
-	if err != nil {
-		return 1
-	}
-	return res.P
-}
-
 // standardU is z of U, as MannWhitneyU gives it.
 func standardU(x, y []float64, u float64) float64 {
 	all := append(slices.Clone(x), y...)

@@ -400,6 +400,24 @@ func TestShareP(t *testing.T) {
 		// blip each, a sliver of their lives.
 		{"spikes beside requests that overlapped nothing", slowest(30*time.Millisecond, 20*time.Microsecond), quiet, false},
 		{"waited most of their lives beside requests that overlapped nothing", slowest(3*time.Millisecond, 2*time.Millisecond), quiet, true},
+		// The gate's recycled pool, once: one of its three slowest
+		// overlapped 8 ms behind the sandbox's init, 5 of the other 256
+		// overlapped some wait. Three drawn at random hold one of 6 in
+		// 7 % of draws.
+		{"one of three, beside 5 of 256", func() []exposed {
+			out := slowest(13*time.Millisecond, 0)[:3]
+			out[0].waits = 8 * time.Millisecond
+			return out
+		}(), func() []exposed {
+			out := make([]exposed, 256)
+			for i := range out {
+				out[i] = exposed{latency: time.Millisecond}
+			}
+			for i := range 5 {
+				out[i].waits = 100 * time.Microsecond
+			}
+			return out
+		}(), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := shareP(tt.slowest, tt.rest)
