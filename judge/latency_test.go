@@ -181,6 +181,13 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 	}
 	slowTick := func(i int) bool { return i >= 12 && i < 16 }
 	hog := tare.Wait{Owner: tare.OwnerOther, Name: "hog", PID: 7, Group: tare.OwnerSUT, Waited: 300 * time.Millisecond}
+	hogInSlowTicks := func(i int, h *tare.HostSample) {
+		if slowTick(i) {
+			w := hog
+			w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
+			h.Blame.Waits = []tare.Wait{w}
+		}
+	}
 	steal := func(i int, h *tare.HostSample) {
 		if slowTick(i) {
 			h.CPU.Steal = 20
@@ -214,13 +221,7 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 				h.CPUBy.SystemUnderTest = 40
 			}
 		}, nil, true, "usual CPU per request", false},
-		{"a hog overlapped", func(i int, h *tare.HostSample) {
-			if slowTick(i) {
-				w := hog
-				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
-				h.Blame.Waits = []tare.Wait{w}
-			}
-		}, nil, false, "outside waits overlapped those ticks", false},
+		{"a hog overlapped", hogInSlowTicks, nil, false, "outside waits overlapped those ticks", false},
 		{"a busy host's background, in every tick alike", func(i int, h *tare.HostSample) {
 			w := hog
 			w.Start, w.End, w.Waited = h.Start, h.Start.Add(100*time.Millisecond), 30*time.Millisecond
@@ -242,23 +243,11 @@ func TestLatencyAloneByEvidence(t *testing.T) {
 		}, nil, true, "too few to explain them", false},
 		{"steal, which held up no slow request", steal, quiet, true, "slowest requests overlapped them no more than requests drawn at random", false},
 		{"steal in bursts the slowest requests lived in", steal, stolen, false, "enough to explain them", false},
-		{"a hog the slowest requests did not overlap", func(i int, h *tare.HostSample) {
-			if slowTick(i) {
-				w := hog
-				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
-				h.Blame.Waits = []tare.Wait{w}
-			}
-		}, quiet, true, "off CPU in them", false},
+		{"a hog the slowest requests did not overlap", hogInSlowTicks, quiet, true, "off CPU in them", false},
 		// A neighbour's blip a user would not call a moved run: the
 		// slowest overlapped its waits beyond chance, yet without them
 		// the p99 would have been 182 ms, not 200 (×1.10).
-		{"a hog that moved the p99 too little to matter", func(i int, h *tare.HostSample) {
-			if slowTick(i) {
-				w := hog
-				w.Start, w.End = h.Start, h.Start.Add(400*time.Millisecond)
-				h.Blame.Waits = []tare.Wait{w}
-			}
-		}, slight, false, "too little to change what the figures say", true},
+		{"a hog that moved the p99 too little to matter", hogInSlowTicks, slight, false, "too little to change what the figures say", true},
 		{"the CPU ran slower", func(i int, h *tare.HostSample) {
 			if slowTick(i) {
 				h.FixedWorkUS = tare.Float(90)

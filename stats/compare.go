@@ -518,7 +518,7 @@ func shuffle(v []float64, rng *rand.PCG) {
 
 // midRanks returns the ranks of values, 1 for the smallest, ties sharing
 // the mean of their ranks.
-func midRanks(values []time.Duration) []float64 {
+func midRanks[T cmp.Ordered](values []T) []float64 {
 	order := make([]int, len(values))
 	for i := range order {
 		order[i] = i

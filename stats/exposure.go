@@ -453,29 +453,13 @@ const rankSumDraws = 4000
 // p 0.0002 where the chance of it is 0.07. Seeded by the sizes, so a
 // run's summary is the same every time it is made.
 func rankSumGreaterP(x, y []float64) float64 {
-	all := slices.Concat(x, y)
-	order := make([]int, len(all))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(all[a], all[b]) })
-	ranks := make([]float64, len(all))
-	for i := 0; i < len(order); {
-		j := i + 1
-		for j < len(order) && all[order[j]] == all[order[i]] {
-			j++
-		}
-		for _, k := range order[i:j] {
-			ranks[k] = float64(i+j+1) / 2 // the mean of ranks i+1 … j
-		}
-		i = j
-	}
+	ranks := midRanks(slices.Concat(x, y))
 	own := 0.0
 	for _, r := range ranks[:len(x)] {
 		own += r
 	}
 	own -= 1e-9 * own // a draw that ties counts as high
-	rng := rand.New(rand.NewPCG(uint64(len(x)), uint64(len(all))))
+	rng := rand.New(rand.NewPCG(uint64(len(x)), uint64(len(ranks))))
 	as := 0
 	for range rankSumDraws {
 		sum := 0.0
