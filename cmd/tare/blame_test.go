@@ -107,22 +107,22 @@ func pinnedWatch(t *testing.T, cpu int, args ...string) tare.Summary {
 // TestCheckBusiestBlame: tare check, with the scheduler probe, says for
 // the busiest processes whom each waited behind: a hog (`sh`) and a hog
 // busy half the time (`perl`) sharing CPU 0 each waited behind the other.
+// tare check watches the three busiest processes: where others were
+// busier (CI's go test compiling the next packages, three `compile`s at
+// 80-130 % of a CPU), the hogs are not among them, which says nothing of
+// the feature, and it checks again, up to three times.
 func TestCheckBusiestBlame(t *testing.T) {
 	probeHere(t)
 	interfere.Exclusive(t)
 	hog := interfere.Busy(t, interfere.Pinned(0)...)
 	duty := interfere.Duty(t, 50*time.Millisecond, 50*time.Millisecond, interfere.Pinned(0)...)
-	code, stdout, stderr := tareCmd(t, "check", "--for", "3s", "--tick", "500ms", "--json")
-	if code != 0 && code != 3 {
-		t.Fatalf("tare check: exit %d; %s", code, stderr)
-	}
+	hogs := []struct {
+		name string
+		pid  int
+	}{{"sh", hog.Process.Pid}, {"perl", duty.Process.Pid}}
 	var s tare.Summary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatalf("summary: %v\n%s", err, stdout)
-	}
-	if s.Blame == nil || s.Blame.Source != tare.BlameMeasured {
-		t.Fatalf("blame %+v, want it measured", s.Blame)
-	}
+	// behind is how much of a CPU name (pid) waited behind the other hog,
+	// and whom it waited behind; -1 when it is not among the waiters.
 	behind := func(name string, pid int) (float64, []tare.Behind) {
 		for _, w := range s.Blame.Waiters {
 			if w.Name == name && slices.Contains(w.PIDs, pid) {
@@ -136,14 +136,34 @@ func TestCheckBusiestBlame(t *testing.T) {
 		}
 		return -1, nil
 	}
-	for _, w := range []struct {
-		name string
-		pid  int
-	}{{"sh", hog.Process.Pid}, {"perl", duty.Process.Pid}} {
-		pct, all := behind(w.name, w.pid)
-		t.Logf("`%s` (pid %d): %.1f%% of a CPU behind the other hog; behind %+v", w.name, w.pid, pct, all)
+	for try := 1; ; try++ {
+		code, stdout, stderr := tareCmd(t, "check", "--for", "3s", "--tick", "500ms", "--json")
+		if code != 0 && code != 3 {
+			t.Fatalf("tare check: exit %d; %s", code, stderr)
+		}
+		s = tare.Summary{}
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+			t.Fatalf("summary: %v\n%s", err, stdout)
+		}
+		if s.Blame == nil || s.Blame.Source != tare.BlameMeasured {
+			t.Fatalf("blame %+v, want it measured", s.Blame)
+		}
+		watched := true
+		for _, h := range hogs {
+			if pct, _ := behind(h.name, h.pid); pct < 0 {
+				watched = false
+			}
+		}
+		if watched || try == 3 {
+			break
+		}
+		t.Logf("check %d: the hogs were not the busiest processes, watched %+v; again", try, s.Blame.Waiters)
+	}
+	for _, h := range hogs {
+		pct, all := behind(h.name, h.pid)
+		t.Logf("`%s` (pid %d): %.1f%% of a CPU behind the other hog; behind %+v", h.name, h.pid, pct, all)
 		if pct < 1 {
-			t.Errorf("`%s` (pid %d) not shown waiting behind the other hog: %+v", w.name, w.pid, s.Blame.Waiters)
+			t.Errorf("`%s` (pid %d) not shown waiting behind the other hog: %+v", h.name, h.pid, s.Blame.Waiters)
 		}
 	}
 }
