@@ -196,7 +196,7 @@ func shareText(sl tare.TailSlice) string {
 func bestSlice(s *tare.Summary, t *tare.Tail, th Thresholds) (best int, moved float64) {
 	best = -1
 	for i, sl := range t.Slowest {
-		m := movedBy(s, t, sl)
+		m := MovedBy(s, t, sl)
 		if beyondChance(sl, th) && m > moved {
 			best, moved = i, m
 		}
@@ -212,10 +212,10 @@ const spikeFactor = 2
 // the slowest 1 % of fewer is one or two requests.
 const minTailRequests = 200
 
-// movedBy is how many times the run's latency percentile of the slowest
+// MovedBy is how many times the run's latency percentile of the slowest
 // pct % is the same percentile without the outside waits; 0 when either
 // is missing.
-func movedBy(s *tare.Summary, t *tare.Tail, sl tare.TailSlice) float64 {
+func MovedBy(s *tare.Summary, t *tare.Tail, sl tare.TailSlice) float64 {
 	all, without := t.Latency(s, sl), t.Unwaited.At(sl)
 	if all == nil || without == nil || *without <= 0 {
 		return 0

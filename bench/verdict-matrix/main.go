@@ -4,8 +4,8 @@
 // and off (blame estimated from the CPU shares, the latency signal on
 // its tick rule), and prints a table of both columns: each scenario's
 // score, the levels given, which rule the latency signal used, where the
-// blame came from and, for a scenario judged by its tail, the p99 over
-// the quiet run's; then the confusion matrix of the level each was
+// blame came from and, for a scenario judged by its tail, the run's p99
+// over that of its own requests without the hogs; then the confusion matrix of the level each was
 // expected to get against the level tare gave, and the accuracy, per
 // column. The goal is every run right. A run the hypervisor's steal
 // moved where it had to be clean is run again, as CI's gate does (five
@@ -99,7 +99,7 @@ func run(ctx context.Context, n int, verbose bool, match *regexp.Regexp, probes 
 	heads := []string{"scenario", "want"}
 	for _, c := range columns {
 		p := "probe " + map[string]string{"auto": "on", "off": "off"}[c.probe]
-		heads = append(heads, p+": right", "given", "latency rule", "blame", "p99×quiet")
+		heads = append(heads, p+": right", "given", "latency rule", "blame", "p99×without")
 	}
 	fmt.Fprintln(score, strings.Join(heads, "\t"))
 	var pending []string
@@ -193,7 +193,7 @@ func (c *column) runs(ctx context.Context, sc scenario.Scenario, n int, verbose 
 		got.rules = append(got.rules, latencyRule(s))
 		got.blame = append(got.blame, blameOf(s))
 		if r := o.TailRatio(); r > 0 {
-			got.tails = append(got.tails, fmt.Sprintf("%.1f", r))
+			got.tails = append(got.tails, fmt.Sprintf("%.1f(%.1f-%.1f)", r, o.Own.Lo, o.Own.Hi))
 		}
 		wrong := scenario.Check(sc, o)
 		if len(wrong) == 0 {
@@ -309,12 +309,12 @@ func tailFigures(s tare.Summary) string {
 	}
 	var out []string
 	for _, sl := range t.Slowest {
-		all, without := s.Latency.At(sl), t.Unwaited.At(sl)
-		if all == nil || without == nil || *without <= 0 {
+		moved := judge.MovedBy(&s, t, sl)
+		if moved == 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s %d/%d overlapped (of all %d/%d) p %.3g, ×%.2f without the waits",
-			sl.Quantile(), sl.Overlapped, sl.Requests, t.Overlapped, t.Requests, sl.P, *all / *without))
+			sl.Quantile(), sl.Overlapped, sl.Requests, t.Overlapped, t.Requests, sl.P, moved))
 	}
 	if len(out) == 0 {
 		return ""

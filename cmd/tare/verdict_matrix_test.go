@@ -82,21 +82,11 @@ func TestVerdictMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if o.Quiet != nil {
-					var text bytes.Buffer
-					report.Text(&text, o.Quiet)
-					t.Logf("the quiet run first:\n%s", text.String())
-				}
 				var text bytes.Buffer
 				report.Text(&text, &o.Summary)
 				t.Logf("%s", text.String())
-				if o.QuietAfter != nil {
-					var text bytes.Buffer
-					report.Text(&text, o.QuietAfter)
-					t.Logf("the quiet run after:\n%s", text.String())
-				}
-				if r := o.TailRatio(); r > 0 {
-					t.Logf("p99 %.2f× the quiet run's", r)
+				if own := o.Own; own != nil {
+					t.Logf("p99 %.2f× (%.2f-%.2f×) that of the run's own requests without the hogs", own.Ratio(), own.Lo, own.Hi)
 				}
 				steal := watch.taken("cpu", false, th.Steal)
 				t.Logf("steal by the test's own reading of /proc/stat: %s", steal)

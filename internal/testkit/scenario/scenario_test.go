@@ -114,8 +114,19 @@ func TestCheck(t *testing.T) {
 		}
 		return s
 	}
+	// measured gives s per-request blame that moved its p99 by moved.
+	measured := func(s *tare.Summary, moved float64) *tare.Summary {
+		s.Tail = &tare.Tail{Measured: &tare.PercentilesMS{P99: s.Latency.P99}, Unwaited: tare.PercentilesMS{P99: tare.Float(*s.Latency.P99 / moved)},
+			Slowest: []tare.TailSlice{{Pct: 1}}}
+		return s
+	}
 	batch := Scenario{Want: tare.Polluted, Named: "nightly-batch", Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
-	quiet := summary(tare.Clean, 1)
+	// own is the hogs' effect on the p99 (over 1 ms without them), with
+	// the interval the bootstrap gave it.
+	own := func(ratio, lo, hi float64) *OwnTail {
+		return &OwnTail{P99: ratio, Without: 1, Lo: lo, Hi: hi}
+	}
+	moved, left, between := own(2.4, 2, 2.8), own(1.1, 1, 1.15), own(1.3, 1.25, 1.4)
 	named := "the p99 tail: 31 of 36 requests waited behind `nightly-batch` (pids 12, 13)"
 	for _, tt := range []struct {
 		name  string
@@ -123,27 +134,26 @@ func TestCheck(t *testing.T) {
 		o     Outcome
 		wrong []string // what the errors must say, one each; none: right
 	}{
-		{"moved the tail, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, named), Quiet: quiet}, nil},
-		{"moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Quiet: quiet}, []string{"level clean, want polluted (p99 2.40 ms, 2.40× the quiet run's 1.00 ms)"}},
-		{"moved the tail, polluted by someone else", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, "behind `sh`"), Quiet: quiet}, []string{"no signal that fired names `nightly-batch`"}},
-		{"left the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: quiet}, nil},
-		{"left the tail, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.1, named), Quiet: quiet}, []string{"level polluted, want clean"}},
-		{"between, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.3), Quiet: quiet}, nil},
-		{"between, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 1.3, named), Quiet: quiet}, nil},
-		{"between, suspect", batch, Outcome{Summary: *summary(tare.Suspect, 1.3), Quiet: quiet}, []string{"level suspect, want clean or polluted"}},
-		{"the quiet run was not", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: summary(tare.Polluted, 1)}, []string{"the quiet run before it was polluted"}},
-		{"no quiet run", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
-		// Quiet runs before and after: judged against each.
-		{"quiet runs apart, moved the tail past one only, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.6), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.4)}, nil},
-		{"quiet runs apart, moved the tail past both, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.4)},
-			[]string{"level clean, want polluted (p99 2.40 ms, 2.40× and 1.71× the quiet runs' before and after 1.00 and 1.40 ms)"}},
-		{"quiet runs apart, below both, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.1, named), Quiet: quiet, QuietAfter: summary(tare.Clean, 1.05)}, []string{"level polluted, want clean"}},
-		{"the quiet run after was not", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Quiet: quiet, QuietAfter: summary(tare.Polluted, 1)}, []string{"the quiet run after it was polluted"}},
-		// A hog started mid-run: the run's own requests before it are the
-		// yardstick, and there is no quiet run to be clean.
-		{"mid-run, moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Before: tare.Float(1.2)},
-			[]string{"level clean, want polluted (p99 2.40 ms, 2.00× the run's own before the hogs started 1.20 ms)"}},
-		{"mid-run, left the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.3), Before: tare.Float(1.2)}, nil},
+		{"moved the tail, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, named), Own: moved}, nil},
+		{"moved the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 2.4), Own: moved},
+			[]string{"level clean, want polluted (p99 2.40 ms, 2.40× (95 %: 2.00-2.80×) that of the run's own requests without the hogs, 1.00 ms)"}},
+		{"moved the tail, polluted by someone else", batch, Outcome{Summary: *summary(tare.Polluted, 2.4, "behind `sh`"), Own: moved}, []string{"no signal that fired names `nightly-batch`"}},
+		{"left the tail, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.1), Own: left}, nil},
+		{"left the tail, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.1, named), Own: left}, []string{"level polluted, want clean"}},
+		{"between, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.3), Own: between}, nil},
+		{"between, polluted and named", batch, Outcome{Summary: *summary(tare.Polluted, 1.3, named), Own: between}, nil},
+		{"between, suspect", batch, Outcome{Summary: *summary(tare.Suspect, 1.3), Own: between}, []string{"level suspect, want clean or polluted"}},
+		{"no measure without the hogs", batch, Outcome{Summary: *summary(tare.Clean, 1.1)}, []string{"no p99"}},
+		// Judged at both ends of the interval: what one end wants and
+		// the other does not is not wanted for sure.
+		{"moved past the edge, not surely, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.6), Own: own(1.6, 1.4, 1.9)}, nil},
+		{"left below the edge, not surely, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.15, named), Own: own(1.15, 1.05, 1.25)}, nil},
+		{"moved, surely, at its low end", batch, Outcome{Summary: *summary(tare.Clean, 1.7), Own: own(1.7, 1.5, 1.9)}, []string{"level clean, want polluted"}},
+		// tare's own measure of the move, against the run's.
+		{"the tail's move within the run's", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 2.2), Own: moved}, nil},
+		{"the tail's move beyond the run's", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 3.4), Own: moved},
+			[]string{"tare's tail says the outside waits moved the p99 ×3.40; the run's own requests without the hogs say ×2.40 (95 %: 2.00-2.80×)"}},
+		{"the tail's move short of the run's", batch, Outcome{Summary: *measured(summary(tare.Clean, 1.3), 1.05), Own: between}, []string{"moved the p99 ×1.05"}},
 		{"a finding said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9, "the slow ticks 4, 7 overlapped nothing outside: the code's own pauses")}, nil},
 		{"a finding not said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9)}, []string{`the verdict does not say "code's own"`}},
 	} {
@@ -167,31 +177,72 @@ func TestCheck(t *testing.T) {
 func TestHogsNamed(t *testing.T) {
 	interfere.Exclusive(t)
 	const name = "tare-test-hog"
-	stop, started, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
+	stop, spans, err := hogs(t.Context(), Scenario{Hogs: 2, HogName: name, HogNice: 19})
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := niceOf(t, name)
-	if started().IsZero() {
+	var found []string
+	for _, f := range procsNamed(t, name) {
+		found = append(found, f[16]) // nice, field 19 of stat
+	}
+	if spans.startedAt().IsZero() {
 		t.Error("the hogs run, and say they never started")
 	}
 	stop()
 	if len(found) != 2 || found[0] != "19" || found[1] != "19" {
 		t.Errorf("processes named %s at nice %v, want two at 19", name, found)
 	}
-	if left := niceOf(t, name); len(left) > 0 {
+	if left := procsNamed(t, name); len(left) > 0 {
 		t.Errorf("%d processes named %s left after stop", len(left), name)
 	}
 }
 
-// niceOf is the nice level of each process whose command name is name.
-func niceOf(t *testing.T, name string) []string {
+// TestHogsStopAndContinue: hogs that run every other period are stopped
+// and continued, and the record of when they ran says so.
+func TestHogsStopAndContinue(t *testing.T) {
+	interfere.Exclusive(t)
+	const name, every = "tare-test-hog", 200 * time.Millisecond
+	stop, spans, err := hogs(t.Context(), Scenario{Hogs: 1, HogName: name, HogsEvery: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	states := map[string]bool{}
+	for end := time.Now().Add(10 * every); time.Now().Before(end); time.Sleep(every / 10) {
+		for _, f := range procsNamed(t, name) {
+			states[f[0]] = true // state, field 3 of stat
+		}
+	}
+	if !states["T"] || !states["R"] {
+		t.Errorf("the hog's states seen %v, want it stopped (T) and running (R)", states)
+	}
+	spans.mu.Lock()
+	stopped := slices.Clone(spans.stopped)
+	spans.mu.Unlock()
+	if len(stopped) < 3 {
+		t.Fatalf("stopped periods %v, want one every other %v", stopped, every)
+	}
+	for i, p := range stopped[:len(stopped)-1] {
+		mid := p[0].Add(p[1].Sub(p[0]) / 2)
+		if !spans.without(mid) || spans.without(p[0].Add(hogSettle/2)) || spans.without(p[1]) {
+			t.Errorf("stopped period %d, %v to %v: without(mid) %v, without(just stopped) %v, without(continued) %v; want true, false, false",
+				i, p[0], p[1], spans.without(mid), spans.without(p[0].Add(hogSettle/2)), spans.without(p[1]))
+		}
+	}
+	if !spans.without(spans.startedAt().Add(-time.Second)) {
+		t.Error("before the hogs started: not without them")
+	}
+}
+
+// procsNamed is the fields of /proc/PID/stat after the command name of
+// each process whose command name is name: state first.
+func procsNamed(t *testing.T, name string) [][]string {
 	t.Helper()
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nice []string
+	var procs [][]string
 	for _, path := range stats {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -201,12 +252,11 @@ func niceOf(t *testing.T, name string) []string {
 		if !ok || !strings.HasSuffix(comm, "("+name) {
 			continue
 		}
-		// After the command: state is field 3, nice field 19.
 		if f := strings.Fields(rest); len(f) > 16 {
-			nice = append(nice, f[16])
+			procs = append(procs, f)
 		}
 	}
-	return nice
+	return procs
 }
 
 // TestPlainAnswersAtOnce: the plain Python service answers a request on
@@ -305,12 +355,11 @@ func TestStealMoved(t *testing.T) {
 		}
 	}
 	unmoved := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)}}
-	slowQuiet := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(2.7)}}
 	stealSignal := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(1)},
 		Verdict: tare.Verdict{Level: tare.Polluted, Signals: []tare.Signal{{Name: "steal", Fired: true}}}}
-	movedSteal := &tare.Summary{Latency: tare.LatencyMS{P99: tare.Float(2)}, Verdict: stealSignal.Verdict}
 	quietHost := Scenario{Want: tare.Clean}
 	batch := Scenario{Want: tare.Polluted, Tail: &TailRule{Polluted: 1.5, Clean: 1.2}}
+	moved, left := &OwnTail{P99: 2.8, Without: 1.4, Lo: 1.8, Hi: 2.2}, &OwnTail{P99: 2.8, Without: 2.7, Lo: 1, Hi: 1.1}
 	for _, tt := range []struct {
 		name string
 		sc   Scenario
@@ -319,16 +368,13 @@ func TestStealMoved(t *testing.T) {
 	}{
 		{"a quiet host's run", quietHost, Outcome{Summary: *stolen()}, true},
 		{"a quiet host's run, not moved", quietHost, Outcome{Summary: *unmoved}, false},
-		{"a neighbour's run: polluted is its due", batch, Outcome{Summary: *stolen(), Quiet: unmoved, QuietAfter: unmoved}, false},
-		{"the quiet run before", batch, Outcome{Summary: *unmoved, Quiet: stolen(), QuietAfter: unmoved}, true},
-		{"the quiet run after", batch, Outcome{Summary: *unmoved, Quiet: unmoved, QuietAfter: stolen()}, true},
-		// The neighbour moved the p99 1.04× the quiet runs': clean is
+		{"a neighbour's run: polluted is its due", batch, Outcome{Summary: *stolen(), Own: moved}, false},
+		// The neighbour moved the p99 1.04× its own without it: clean is
 		// wanted, and the steal made it polluted.
-		{"a neighbour's run its p99 wants clean", batch, Outcome{Summary: *stolen(), Quiet: slowQuiet, QuietAfter: slowQuiet}, true},
-		// The steal signal on a quiet run: its p99 is the hypervisor's,
-		// no yardstick for the neighbour's.
-		{"the steal signal on the quiet run after", batch, Outcome{Summary: *unmoved, Quiet: unmoved, QuietAfter: stealSignal}, true},
-		{"the steal signal on a neighbour's run", batch, Outcome{Summary: *movedSteal, Quiet: unmoved, QuietAfter: unmoved}, false},
+		{"a neighbour's run its p99 wants clean", batch, Outcome{Summary: *stolen(), Own: left}, true},
+		{"the steal signal on a run that wants clean", batch, Outcome{Summary: *stealSignal, Own: left}, true},
+		{"the steal signal on a neighbour's run", batch, Outcome{Summary: *stealSignal, Own: moved}, false},
+		{"no measure of the neighbour's effect", batch, Outcome{Summary: *stolen()}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.o.StealMoved(tt.sc, judge.DefaultThresholds()); got != tt.want {
