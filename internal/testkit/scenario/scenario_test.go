@@ -149,11 +149,14 @@ func TestCheck(t *testing.T) {
 		{"moved past the edge, not surely, clean", batch, Outcome{Summary: *summary(tare.Clean, 1.6), Own: own(1.6, 1.4, 1.9)}, nil},
 		{"left below the edge, not surely, polluted", batch, Outcome{Summary: *summary(tare.Polluted, 1.15, named), Own: own(1.15, 1.05, 1.25)}, nil},
 		{"moved, surely, at its low end", batch, Outcome{Summary: *summary(tare.Clean, 1.7), Own: own(1.7, 1.5, 1.9)}, []string{"level clean, want polluted"}},
-		// tare's own measure of the move, against the run's.
+		// tare's own measure of the move, against the run's, at the tail
+		// signal's factor (×1.3).
 		{"the tail's move within the run's", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 2.2), Own: moved}, nil},
-		{"the tail's move beyond the run's", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 3.4), Own: moved},
-			[]string{"tare's tail says the outside waits moved the p99 ×3.40; the run's own requests without the hogs say ×2.40 (95 %: 2.00-2.80×)"}},
-		{"the tail's move short of the run's", batch, Outcome{Summary: *measured(summary(tare.Clean, 1.3), 1.05), Own: between}, []string{"moved the p99 ×1.05"}},
+		{"the tail's move beyond the run's, both past the factor", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 3.4), Own: moved}, nil},
+		{"the tail's move past the factor, the run's surely not", batch, Outcome{Summary: *measured(summary(tare.Clean, 1.1), 1.35), Own: left},
+			[]string{"tare's tail says the outside waits moved the p99 ×1.35, against its factor ×1.30; the run's own requests without the hogs say ×1.10 (95 %: 1.00-1.15×)"}},
+		{"the tail's move short of the factor, the run's surely past it", batch, Outcome{Summary: *measured(summary(tare.Polluted, 2.4, named), 1.2), Own: moved}, []string{"moved the p99 ×1.20"}},
+		{"the tail's move short of the factor, the run's maybe past it", batch, Outcome{Summary: *measured(summary(tare.Clean, 1.3), 1.05), Own: between}, nil},
 		{"a finding said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9, "the slow ticks 4, 7 overlapped nothing outside: the code's own pauses")}, nil},
 		{"a finding not said", Scenario{Want: tare.Clean, Finding: "code's own"}, Outcome{Summary: *summary(tare.Clean, 9)}, []string{`the verdict does not say "code's own"`}},
 	} {
