@@ -3,6 +3,7 @@ package schedprobe
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"runtime"
 	"syscall"
 	"testing"
@@ -14,87 +15,120 @@ import (
 
 // TestStretches: a busy loop on CPU 0 made to wait behind a hog started
 // on the same CPU after the probe's first reading, and killed before its
-// last, is passed on as stretches behind the hog's process: each of the
-// floor or more, within the test's window, on CPU 0, in the loop's group;
-// together they hold the wait the charges map gave the hog, but for the
-// charges under the floor (a few, of microseconds); and none was lost.
-// The other group, not asked for, has none.
+// last, is passed on as stretches behind the hog's process: each within
+// the test's window, on CPU 0, in the loop's group, and none lost. Two
+// probes watch the same seconds: one with a floor of a nanosecond, whose
+// stretches behind the hog hold exactly the wait its charges map gave the
+// hog, and one with the default floor, whose stretches are those of the
+// first at the floor or more. The other group, not asked for, has none.
 func TestStretches(t *testing.T) {
-	p := openWith(t, Options{Stretches: []int{1}})
+	all := openWith(t, Options{Stretches: []int{1}, WaitFloor: time.Nanosecond})
+	floored := openWith(t, Options{Stretches: []int{1}})
 	interfere.Exclusive(t)
 	svc := interfere.Busy(t, interfere.Pinned(0)...)
 	other := interfere.Busy(t, interfere.Pinned(1)...)
-	if err := p.Watch(map[int]Watch{svc.Process.Pid: {Group: 1}, other.Process.Pid: {Group: 2}}); err != nil {
-		t.Fatal(err)
+	for _, p := range []*Probe{all, floored} {
+		if err := p.Watch(map[int]Watch{svc.Process.Pid: {Group: 1}, other.Process.Pid: {Group: 2}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := p.Read(); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := p.Stretches(); err != nil {
-		t.Fatal(err)
+	for _, p := range []*Probe{all, floored} {
+		if _, err := p.Read(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := p.Stretches(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	from := Monotonic()
 	hog := interfere.Busy(t, interfere.Pinned(0)...)
 	busy := interfere.Busy(t, interfere.Pinned(1)...) // for the group not asked for
 	time.Sleep(2 * time.Second)
-	for _, cmd := range []interface{ Kill() error }{hog.Process, busy.Process} {
-		if err := cmd.Kill(); err != nil {
+	// The loops go too, so that nothing keeps the probes' readers off
+	// their CPUs when they drain the ring buffers.
+	for _, cmd := range []*exec.Cmd{hog, busy, svc, other} {
+		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
+		_ = cmd.Wait()
 	}
-	_ = hog.Wait()
-	_ = busy.Wait()
 	time.Sleep(100 * time.Millisecond)
-	c, err := p.Read()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, lost, err := p.Stretches()
-	if err != nil {
-		t.Fatal(err)
+	var charged time.Duration // to the hog by the first probe
+	got := map[*Probe][]Stretch{}
+	for _, p := range []*Probe{all, floored} {
+		c, err := p.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The loop's group only: the other loop may wait behind the hog's
+		// process before it is pinned (as the test's fork, on CPU 1).
+		for _, ch := range c.Charges {
+			if p == all && ch.Group == 1 && ch.Holder.TGID == hog.Process.Pid {
+				charged += ch.Wait
+			}
+		}
+		s, lost, err := p.Stretches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lost != 0 {
+			t.Errorf("%d stretches lost", lost)
+		}
+		got[p] = s
 	}
 	to := Monotonic()
 
-	charged := behind(c)[hog.Process.Pid]
-	var passed time.Duration
-	n := 0
-	for _, s := range got {
-		if s.Group != 1 {
-			t.Errorf("a stretch of group %d, not asked for: %+v", s.Group, s)
-			continue
+	// behindHog checks the stretches behind the hog, and sums those of
+	// floor or more.
+	behindHog := func(stretches []Stretch, floor time.Duration) (n int, sum time.Duration) {
+		for _, s := range stretches {
+			if s.Group != 1 {
+				t.Errorf("a stretch of group %d, not asked for: %+v", s.Group, s)
+				continue
+			}
+			if s.Holder.TGID != hog.Process.Pid || s.Waited < floor {
+				continue
+			}
+			n++
+			sum += s.Waited
+			switch {
+			case s.Holder.Kind != Other || s.CPU != 0:
+				t.Errorf("a stretch behind the hog: %+v, want an Other holder on CPU 0", s)
+			case s.Start > s.End || s.End-s.Start > s.Waited:
+				// One waiter: it waited the whole stretch.
+				t.Errorf("a stretch from %v to %v of %v waited: want it to hold its one waiter's wait", s.Start, s.End, s.Waited)
+			case s.Start < from || s.End > to:
+				t.Errorf("a stretch from %v to %v, outside the test's window %v to %v", s.Start, s.End, from, to)
+			}
 		}
-		if s.Holder.TGID != hog.Process.Pid {
-			continue
-		}
-		n++
-		passed += s.Waited
-		switch {
-		case s.Holder.Kind != Other || s.CPU != 0:
-			t.Errorf("a stretch behind the hog: %+v, want an Other holder on CPU 0", s)
-		case s.Waited < tare.WaitFloor:
-			t.Errorf("a stretch of %v, under the floor %v", s.Waited, tare.WaitFloor)
-		case s.Start > s.End || s.End-s.Start > s.Waited:
-			// One waiter: it waited the whole stretch.
-			t.Errorf("a stretch from %v to %v of %v waited: want it to hold its one waiter's wait", s.Start, s.End, s.Waited)
-		case s.Start < from || s.End > to:
-			t.Errorf("a stretch from %v to %v, outside the test's window %v to %v", s.Start, s.End, from, to)
-		}
+		return n, sum
 	}
-	t.Logf("%d stretches behind the hog (pid %d), %v; charged %v; %d stretches in all, %d lost", n, hog.Process.Pid, passed, charged, len(got), lost)
-	if lost != 0 {
-		t.Errorf("%d stretches lost", lost)
-	}
+	n, sum := behindHog(got[all], 0)
+	t.Logf("%d stretches behind the hog (pid %d), %v; charged %v", n, hog.Process.Pid, sum, charged)
 	// The loop waits behind the hog about half of what the rest of the
 	// machine leaves of CPU 0: on a machine as busy as a load of 20 (the
 	// shared one this is developed on), still 70 ms or more.
 	if charged < 20*time.Millisecond {
 		t.Fatalf("charged %v to the hog in 2 s on the loop's CPU, want 20ms or more", charged)
 	}
-	// The charges under the floor are the difference: a few at most, the
-	// hog's slices being milliseconds long.
-	if passed > charged || charged-passed > charged/100 {
-		t.Errorf("the stretches behind the hog hold %v, the charges %v: want the charges, less at most 1 %%", passed, charged)
+	if sum != charged {
+		t.Errorf("the stretches behind the hog hold %v, the charges %v: want them equal, every charge passed on", sum, charged)
+	}
+
+	// The floored probe saw the same switches, each timed on its own read
+	// of the clock: its stretches are the first probe's at the floor or
+	// more, give or take a microsecond each.
+	wantN, want := behindHog(got[all], tare.WaitFloor)
+	n, sum = behindHog(got[floored], 0)
+	t.Logf("with the floor %v: %d stretches behind the hog, %v; want about %d, %v", tare.WaitFloor, n, sum, wantN, want)
+	for _, s := range got[floored] {
+		if s.Waited < tare.WaitFloor {
+			t.Errorf("a stretch of %v, under the floor %v", s.Waited, tare.WaitFloor)
+		}
+	}
+	if d := sum - want; d.Abs() > time.Duration(n)*time.Microsecond {
+		t.Errorf("with the floor, the stretches behind the hog hold %v, want %v (those of the floor or more without it), give or take %v", sum, want, time.Duration(n)*time.Microsecond)
 	}
 }
 
