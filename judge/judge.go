@@ -341,8 +341,10 @@ func generator(s *tare.Summary, late lateSends, th Thresholds) tare.Signal {
 	}
 	sig.Value = tare.Float(*lag)
 	// Late sends change the figures only where they are a visible part of
-	// the latency: 14 ms of lag inside 8 s latencies does not.
-	material := s.Latency.P50 == nil || *lag > 0.1**s.Latency.P50
+	// the latency they could move: 14 ms of lag inside 8 s latencies does
+	// not, nor one late send of 48 (their p99 is the latest) in a run
+	// whose p99 a 200 ms stall of the service's own makes.
+	material := visible(lag, s.Latency.P99) || visible(s.SendLag.P50, s.Latency.P50)
 	switch {
 	case *lag > ms(th.SendLagP99) && material && late.byTheHypervisor():
 		sig.Fired = true
@@ -356,7 +358,7 @@ func generator(s *tare.Summary, late lateSends, th Thresholds) tare.Signal {
 		sig.Fired = true
 		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms): tare itself could not send on time, so it invented latency", *lag, ms(th.SendLagP99))
 	case *lag > ms(th.SendLagP99):
-		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms), under a tenth of the median latency (%.0f ms), so it did not change the figures", *lag, ms(th.SendLagP99), *s.Latency.P50)
+		sig.Detail = fmt.Sprintf("send lag p99 was %.1f ms (threshold %g ms), under a tenth of the latency p99 (%.0f ms), and its median under a tenth of the latency's, so it did not change the figures", *lag, ms(th.SendLagP99), *s.Latency.P99)
 	default:
 		sig.Detail = fmt.Sprintf("send lag p99 was %.2f ms (threshold %g ms): tare sent on time", *lag, ms(th.SendLagP99))
 	}
@@ -367,6 +369,12 @@ func generator(s *tare.Summary, late lateSends, th Thresholds) tare.Signal {
 		sig.Detail += fmt.Sprintf(", and waited for a CPU %.1f%% of the time", *d)
 	}
 	return sig
+}
+
+// visible says a lag is over a tenth of the latency figure it adds to, or
+// that figure is not known.
+func visible(lag, latency *float64) bool {
+	return latency == nil || lag != nil && *lag > 0.1**latency
 }
 
 // neighbours fires when the measured processes waited for CPUs that other

@@ -242,9 +242,9 @@ func SkipUnable(t testing.TB, err error) {
 // TailRule is the level wanted of a scenario whose neighbours may or may
 // not reach the service's tail (batch jobs at nice 19 yield the CPU, and
 // delay only the requests that wake behind them), by the ratio of its
-// p99 to that of its requests without them: polluted, naming Scenario.Named, at Polluted or
-// more; clean below Clean; either between the two, where a few delayed
-// requests and chance move a p99 alike.
+// p99 to that of its requests without them: polluted, naming
+// Scenario.Named, at Polluted or more; clean below Clean; either between
+// the two, where a few delayed requests and chance move a p99 alike.
 type TailRule struct {
 	Polluted, Clean float64
 }
@@ -597,7 +597,10 @@ func hogs(ctx context.Context, sc Scenario) (stop func(), spans *hogSpans, err e
 			case <-ctx.Done():
 				return
 			}
-			sig := map[bool]syscall.Signal{true: syscall.SIGSTOP, false: syscall.SIGCONT}[stopped]
+			sig := syscall.SIGCONT
+			if stopped {
+				sig = syscall.SIGSTOP
+			}
 			for _, h := range running {
 				h.Process.Signal(sig)
 			}
