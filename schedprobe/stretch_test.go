@@ -54,57 +54,55 @@ func TestStretches(t *testing.T) {
 		_ = cmd.Wait()
 	}
 	time.Sleep(100 * time.Millisecond)
-	var charged time.Duration // to the hog by the first probe
-	got := map[*Probe][]Stretch{}
+	var charged time.Duration        // to the hog by the first probe
+	behind := map[*Probe][]Stretch{} // each probe's stretches behind the hog
 	for _, p := range []*Probe{all, floored} {
 		c, err := p.Read()
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The loop's group only: the other loop may wait behind the hog's
-		// process before it is pinned (as the test's fork, on CPU 1).
-		for _, ch := range c.Charges {
-			if p == all && ch.Group == 1 && ch.Holder.TGID == hog.Process.Pid {
-				charged += ch.Wait
+		if p == all {
+			// The loop's group only: the other loop may wait behind the
+			// hog's process before it is pinned (as the test's fork, on
+			// CPU 1).
+			for _, ch := range c.Charges {
+				if ch.Group == 1 && ch.Holder.TGID == hog.Process.Pid {
+					charged += ch.Wait
+				}
 			}
 		}
-		s, lost, err := p.Stretches()
+		got, lost, err := p.Stretches()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if lost != 0 {
 			t.Errorf("%d stretches lost", lost)
 		}
-		got[p] = s
-	}
-	to := Monotonic()
-
-	// behindHog checks the stretches behind the hog, and sums those of
-	// floor or more.
-	behindHog := func(stretches []Stretch, floor time.Duration) (n int, sum time.Duration) {
-		for _, s := range stretches {
+		for _, s := range got {
+			if p == floored && s.Waited < tare.WaitFloor {
+				t.Errorf("a stretch of %v, under the floor %v", s.Waited, tare.WaitFloor)
+			}
 			if s.Group != 1 {
 				t.Errorf("a stretch of group %d, not asked for: %+v", s.Group, s)
-				continue
-			}
-			if s.Holder.TGID != hog.Process.Pid || s.Waited < floor {
-				continue
-			}
-			n++
-			sum += s.Waited
-			switch {
-			case s.Holder.Kind != Other || s.CPU != 0:
-				t.Errorf("a stretch behind the hog: %+v, want an Other holder on CPU 0", s)
-			case s.Start > s.End || s.End-s.Start > s.Waited:
-				// One waiter: it waited the whole stretch.
-				t.Errorf("a stretch from %v to %v of %v waited: want it to hold its one waiter's wait", s.Start, s.End, s.Waited)
-			case s.Start < from || s.End > to:
-				t.Errorf("a stretch from %v to %v, outside the test's window %v to %v", s.Start, s.End, from, to)
+			} else if s.Holder.TGID == hog.Process.Pid {
+				behind[p] = append(behind[p], s)
 			}
 		}
-		return n, sum
 	}
-	n, sum := behindHog(got[all], 0)
+	to := Monotonic()
+	for _, s := range append(behind[all], behind[floored]...) {
+		switch {
+		case s.Holder.Kind != Other || s.CPU != 0:
+			t.Errorf("a stretch behind the hog: %+v, want an Other holder on CPU 0", s)
+		case s.Start > s.End || s.End-s.Start > s.Waited:
+			// One waiter: it waited the whole stretch.
+			t.Errorf("a stretch from %v to %v of %v waited: want it to hold its one waiter's wait", s.Start, s.End, s.Waited)
+		case s.Start < from || s.End > to:
+			t.Errorf("a stretch from %v to %v, outside the test's window %v to %v", s.Start, s.End, from, to)
+		}
+	}
+
+	n, sum := waited(behind[all], 0)
 	t.Logf("%d stretches behind the hog (pid %d), %v; charged %v", n, hog.Process.Pid, sum, charged)
 	// The loop waits behind the hog about half of what the rest of the
 	// machine leaves of CPU 0: on a machine as busy as a load of 20 (the
@@ -119,17 +117,23 @@ func TestStretches(t *testing.T) {
 	// The floored probe saw the same switches, each timed on its own read
 	// of the clock: its stretches are the first probe's at the floor or
 	// more, give or take a microsecond each.
-	wantN, want := behindHog(got[all], tare.WaitFloor)
-	n, sum = behindHog(got[floored], 0)
+	wantN, want := waited(behind[all], tare.WaitFloor)
+	n, sum = waited(behind[floored], 0)
 	t.Logf("with the floor %v: %d stretches behind the hog, %v; want about %d, %v", tare.WaitFloor, n, sum, wantN, want)
-	for _, s := range got[floored] {
-		if s.Waited < tare.WaitFloor {
-			t.Errorf("a stretch of %v, under the floor %v", s.Waited, tare.WaitFloor)
-		}
-	}
 	if d := sum - want; d.Abs() > time.Duration(n)*time.Microsecond {
 		t.Errorf("with the floor, the stretches behind the hog hold %v, want %v (those of the floor or more without it), give or take %v", sum, want, time.Duration(n)*time.Microsecond)
 	}
+}
+
+// waited counts the stretches of floor or more, and sums their wait.
+func waited(stretches []Stretch, floor time.Duration) (n int, sum time.Duration) {
+	for _, s := range stretches {
+		if s.Waited >= floor {
+			n++
+			sum += s.Waited
+		}
+	}
+	return n, sum
 }
 
 // TestStretchDefaults: the program's floor is tare.WaitFloor, and it
