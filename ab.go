@@ -132,6 +132,11 @@ type ABTrial struct {
 	// where the probe did not run.
 	Overlapped *int `json:"overlapped"`
 	Probed     *int `json:"probed"`
+	// Unwaited are the latency percentiles of the Probed requests, each
+	// less the outside wait it overlapped (Tail.Unwaited): the trial as
+	// it would have been without the neighbours' share; nil where the
+	// probe did not run.
+	Unwaited *PercentilesMS `json:"unwaited_ms"`
 }
 
 // ABRatio is B against A on one metric, over the pairs: the geometric
@@ -165,8 +170,10 @@ type ABNoise struct {
 }
 
 // ABMetrics are the metrics an A/B run compares, in order: the
-// latency's p50, p95 and p99, and a model target's TTFT and TPOT p95.
-var ABMetrics = []string{"p50", "p95", "p99", "ttft_p95", "tpot_p95"}
+// latency's p50, p95 and p99, a model target's TTFT and TPOT p95, and
+// the latency's percentiles less each request's outside wait
+// (ABTrial.Unwaited).
+var ABMetrics = []string{"p50", "p95", "p99", "ttft_p95", "tpot_p95", "unwaited_p50", "unwaited_p95", "unwaited_p99"}
 
 // Value is the trial's figure for one of ABMetrics; nil when it has none.
 func (t *ABTrial) Value(metric string) *float64 {
@@ -181,6 +188,16 @@ func (t *ABTrial) Value(metric string) *float64 {
 		return t.TTFTP95MS
 	case "tpot_p95":
 		return t.TPOTP95MS
+	}
+	if u := t.Unwaited; u != nil {
+		switch metric {
+		case "unwaited_p50":
+			return u.P50
+		case "unwaited_p95":
+			return u.P95
+		case "unwaited_p99":
+			return u.P99
+		}
 	}
 	return nil
 }

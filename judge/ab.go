@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tare-dev/tare"
 )
@@ -43,6 +44,9 @@ func AB(ab *tare.AB) {
 			n = r.Pairs
 		}
 		ab.Verdict = fmt.Sprintf("inconclusive: %d trial %s with a %s on both sides, at least 2 are needed", n, plural(n, "pair", "pairs"), ab.On)
+		if n == 0 && strings.HasPrefix(ab.On, "unwaited_") {
+			ab.Verdict += " (the unwaited figures need the scheduler probe, which measured no trial whole: see --sched-probe)"
+		}
 		return
 	}
 	tol := ab.TolerancePct / 100

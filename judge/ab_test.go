@@ -42,6 +42,8 @@ func TestAB(t *testing.T) {
 			result: tare.ABInconclusive, words: "inconclusive: p95 +100.0 % over 5 trial pairs, too few to bound at 95 %", unsure: true},
 		{name: "too few pairs", on: "p95", ratios: []tare.ABRatio{{Metric: "p95", Pairs: 1}},
 			result: tare.ABInconclusive, words: "1 trial pair with a p95 on both sides, at least 2", unsure: true},
+		{name: "unwaited without the probe", on: "unwaited_p95", ratios: []tare.ABRatio{ratio("p95", 20, 1.2, 1.1, 1.3)},
+			result: tare.ABInconclusive, words: "0 trial pairs with a unwaited_p95 on both sides, at least 2 are needed (the unwaited figures need the scheduler probe", unsure: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

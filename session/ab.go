@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare"
+	"github.com/tare-dev/tare/arrival"
 	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/settings"
 	"github.com/tare-dev/tare/stats"
@@ -219,13 +220,35 @@ func (ab *AB) pair(ctx context.Context, n int, first, mode string) (tare.ABPair,
 	return p, nil
 }
 
-// trial runs variant's trial of pair n through d: both variants of a
+// trial runs variant's trial of pair n through d, in the window
+// trialWindow makes.
+func (ab *AB) trial(ctx context.Context, d, duet *Driver, variant string, n int) (tare.ABTrial, error) {
+	cfg, err := ab.trialWindow(d, duet, variant, n)
+	if err != nil {
+		return tare.ABTrial{}, err
+	}
+	s, _, storeErr, err := Measure(ctx, cfg)
+	if err != nil {
+		return tare.ABTrial{}, fmt.Errorf("trial %s of pair %d: %w", variant, n, err)
+	}
+	if storeErr != nil {
+		return tare.ABTrial{}, fmt.Errorf("store trial %s of pair %d: %w", variant, n, storeErr)
+	}
+	return stats.ABTrialOf(&s), nil
+}
+
+// trialWindow is variant's trial of pair n through d: both variants of a
 // pair draw the same arrival schedule, seeded by pair, so that the
 // schedule's own chance falls on both alike. In duet mode, duet is the
-// other variant's driver, which runs at the same time: each at half the
-// rate, and the other's system under test is part of this one's, never a
-// neighbour (they are the two sides of one measurement).
-func (ab *AB) trial(ctx context.Context, d, duet *Driver, variant string, n int) (tare.ABTrial, error) {
+// other variant's driver, which runs at the same time, and the pair's
+// schedule is split between the two as between two generators: each half
+// the rate, neither in step with the other. The same schedule on both
+// sent A's and B's requests at the same instants, and whichever of the
+// two the CPU took second waited behind the other: on a busy CPU that
+// fell on one side of a pair more than the other, and made identical
+// services differ. The other's system under test is part of this one's,
+// never a neighbour (they are the two sides of one measurement).
+func (ab *AB) trialWindow(d, duet *Driver, variant string, n int) (Config, error) {
 	run := ab.Run
 	run.Config = maps.Clone(ab.Run.Config)
 	if run.Config == nil {
@@ -235,14 +258,18 @@ func (ab *AB) trial(ctx context.Context, d, duet *Driver, variant string, n int)
 	run.Label = fmt.Sprintf("%s%s%d", labelPrefix(ab.Run.Label), variant, n)
 	l := d.Prepared.Spec.Load
 	l.Seed = ab.Seed + uint64(n)
-	if duet != nil {
-		l.Rate /= 2
-	}
 	cfg, err := d.Prepared.WindowOf(d.Store, run, l, d.Version)
 	if err != nil {
-		return tare.ABTrial{}, err
+		return cfg, err
 	}
 	if duet != nil {
+		half := arrival.Shard{Index: 1, Count: 2}
+		if variant == "b" {
+			half.Index = 2
+		}
+		if err := ShardOf(&cfg, l, half); err != nil {
+			return cfg, err
+		}
 		cfg.Host.SUT, cfg.Host.Parts = slices.Clone(cfg.Host.SUT), slices.Clone(cfg.Host.Parts)
 		for _, part := range duet.Prepared.Sampling.Parts {
 			if !slices.ContainsFunc(part.PIDs, func(pid int) bool { return !slices.Contains(cfg.Host.SUT, pid) }) {
@@ -259,14 +286,7 @@ func (ab *AB) trial(ctx context.Context, d, duet *Driver, variant string, n int)
 	if d.Hook != nil {
 		d.Hook(&cfg)
 	}
-	s, _, storeErr, err := Measure(ctx, cfg)
-	if err != nil {
-		return tare.ABTrial{}, fmt.Errorf("trial %s of pair %d: %w", variant, n, err)
-	}
-	if storeErr != nil {
-		return tare.ABTrial{}, fmt.Errorf("store trial %s of pair %d: %w", variant, n, storeErr)
-	}
-	return stats.ABTrialOf(&s), nil
+	return cfg, nil
 }
 
 // labelPrefix is what a trial's label starts with: the run's label and a

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -108,6 +109,58 @@ func TestABTellsTheSlowerVariant(t *testing.T) {
 			}
 			if len(firsts) != len(want) || firsts["a"] != want["a"] || firsts["b"] != want["b"] {
 				t.Errorf("first sides %v, want %v", firsts, want)
+			}
+		})
+	}
+}
+
+// TestABTrialSchedules: interleaved, both trials of a pair draw one
+// schedule, so that its chance falls on both alike; in duet, the pair's
+// schedule at the full rate is split between them, each at half the
+// rate, never in step (the same schedule on both sent A's and B's
+// requests at the same instants, to wait behind each other).
+func TestABTrialSchedules(t *testing.T) {
+	da, db := abDrivers(t, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b", 100, 10*time.Second)
+	arrivals := func(cfg Config) []time.Duration {
+		var at []time.Duration
+		for d, ok := cfg.Schedule.Next(); ok; d, ok = cfg.Schedule.Next() {
+			at = append(at, d)
+		}
+		return at
+	}
+	for _, mode := range []string{tare.ABInterleaved, tare.ABDuet} {
+		t.Run(mode, func(t *testing.T) {
+			ab := AB{A: da, B: db, Mode: mode, Seed: 7}
+			var duetA, duetB *Driver
+			if mode == tare.ABDuet {
+				duetA, duetB = db, da
+			}
+			cfgA, err := ab.trialWindow(da, duetA, "a", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgB, err := ab.trialWindow(db, duetB, "b", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := arrivals(cfgA), arrivals(cfgB)
+			shared := 0
+			for _, at := range a {
+				if _, found := slices.BinarySearch(b, at); found {
+					shared++
+				}
+			}
+			switch mode {
+			case tare.ABInterleaved:
+				if !slices.Equal(a, b) || cfgA.Rate != 100 || cfgB.Rate != 100 {
+					t.Errorf("A's %d arrivals at %g/s, B's %d at %g/s: want one schedule at 100/s", len(a), cfgA.Rate, len(b), cfgB.Rate)
+				}
+			case tare.ABDuet:
+				// Ten seconds at 50/s: 500 each, give or take a few sd.
+				if shared > 0 || cfgA.Rate != 50 || cfgB.Rate != 50 || len(a) < 400 || len(a) > 600 || len(b) < 400 || len(b) > 600 {
+					t.Errorf("A's %d arrivals at %g/s, B's %d at %g/s, %d at the same instants: want about 500 each at 50/s, none shared",
+						len(a), cfgA.Rate, len(b), cfgB.Rate, shared)
+				}
 			}
 		})
 	}

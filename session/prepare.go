@@ -354,10 +354,15 @@ func (p *Prepared) WindowOf(st tare.Store, run tare.Run, l LoadSpec, version str
 	return cfg, err
 }
 
-// Shard makes cfg, a window of p, this shard's part of it: its share of
-// the arrivals, at its share of the rate (of every stage's).
+// Shard makes cfg, a window of p's load, this shard's part of it: its
+// share of the arrivals, at its share of the rate (of every stage's).
 func (p *Prepared) Shard(cfg *Config, sh arrival.Shard) error {
-	sched, err := p.Spec.Load.Split(sh)
+	return ShardOf(cfg, p.Spec.Load, sh)
+}
+
+// ShardOf makes cfg, a window of load l, shard sh's part of it.
+func ShardOf(cfg *Config, l LoadSpec, sh arrival.Shard) error {
+	sched, err := l.Split(sh)
 	if err != nil {
 		return err
 	}

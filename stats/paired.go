@@ -206,7 +206,7 @@ func ABTrialOf(s *tare.Summary) tare.ABTrial {
 		t.TTFTP95MS, t.TPOTP95MS = m.TTFT.P95, m.TPOT.P95
 	}
 	if tl := s.Tail; tl != nil {
-		t.Overlapped, t.Probed = &tl.Overlapped, &tl.Requests
+		t.Overlapped, t.Probed, t.Unwaited = &tl.Overlapped, &tl.Requests, &tl.Unwaited
 	}
 	return t
 }

@@ -108,8 +108,18 @@ func TestABRatiosAndNoise(t *testing.T) {
 		{N: 2, A: trial(20, 40, true), B: trial(24, 44, false)},
 		{N: 3, A: trial(10, 20, true), B: trial(12, 22, true)},
 	}
+	// Only pair 3 had the scheduler probe: its latencies less each
+	// request's outside wait.
+	pairs[2].A.Unwaited = &tare.PercentilesMS{P50: f(8), P95: f(16)}
+	pairs[2].B.Unwaited = &tare.PercentilesMS{P50: f(10), P95: f(16)}
 	for i := range pairs {
 		pairs[i].Ratios = PairRatios(&pairs[i])
+	}
+	if r := pairs[2].Ratios["unwaited_p50"]; r == nil || *r != 1.25 {
+		t.Errorf("pair 3's unwaited_p50 ratio %v, want 1.25", r)
+	}
+	if _, ok := pairs[0].Ratios["unwaited_p50"]; ok {
+		t.Error("an unwaited_p50 ratio for trials without the probe")
 	}
 	if r := pairs[1].Ratios["p95"]; r == nil || *r != 1.1 {
 		t.Errorf("pair 2's p95 ratio %v, want 1.1", r)
@@ -123,6 +133,9 @@ func TestABRatiosAndNoise(t *testing.T) {
 	}
 	if r := got["p50"]; r.Ratio == nil || *r.Ratio != 1.2 || *r.DiffPct != 20 || r.Pairs != 3 {
 		t.Errorf("p50: %+v, want ratio 1.2 (+20%%) over 3 pairs", r)
+	}
+	if r := got["unwaited_p50"]; r.Pairs != 1 || r.Ratio != nil {
+		t.Errorf("unwaited_p50: %+v, want 1 pair with it, too few for a ratio", r)
 	}
 	if r, ok := got["p99"]; ok {
 		t.Errorf("p99, which no trial has: %+v, want none", r)

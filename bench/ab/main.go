@@ -326,7 +326,9 @@ func (res *results) rates() rates {
 		}
 		if r := ratioOn(&o.abSame, res.metric); r != nil && r.Ratio != nil {
 			logsAB = append(logsAB, math.Log(*r.Ratio))
-			widthsAB = append(widthsAB, *r.RatioHigh-*r.RatioLow)
+			if r.RatioLow != nil {
+				widthsAB = append(widthsAB, *r.RatioHigh-*r.RatioLow)
+			}
 		}
 		if o.compareRatio != nil {
 			logsB2B = append(logsB2B, math.Log(*o.compareRatio))
@@ -378,4 +380,55 @@ func (res *results) print(w *os.File, c config) {
 		mode, r.spreadAB, r.spreadBackToBack, r.spreadBackToBack/r.spreadAB)
 	fmt.Fprintf(w, "median width of the reported %s interval of B/A: tare ab %s %.3f, back-to-back (on requests) %.3f\n",
 		res.metric, mode, r.widthAB, r.widthBackToBack)
+	fmt.Fprintf(w, "\ntare ab on each metric, as if decided on it (--on):\n")
+	fmt.Fprintf(w, "  %-13s %6s %13s %9s %8s %14s %14s\n", "metric", "reps", "identical:", "added:", "covers", "median B/A,", "median width,")
+	fmt.Fprintf(w, "  %-13s %6s %13s %9s %8s %14s %14s\n", "", "", "differs", "slower", fmt.Sprintf("%.2f", res.trueCost), "added", "identical")
+	for _, m := range res.metrics() {
+		fmt.Fprintf(w, "  %-13s %6d %11.1f %% %7.1f %% %6.1f %% %14.3f %14.3f\n",
+			m.metric, m.reps, 100*m.differs, 100*m.slower, 100*m.covers, m.ratioAdded, m.widthSame)
+	}
+}
+
+// metricRates are the rates of tare ab on one metric, as if it had been
+// decided on it: the result is the interval's side of 1.
+type metricRates struct {
+	metric                  string
+	reps                    int     // repetitions with the metric's interval on both runs
+	differs, slower, covers float64 // shares of them
+	ratioAdded, widthSame   float64 // medians
+}
+
+// metrics are the rates of every metric the runs of tare ab gave an
+// interval for.
+func (res *results) metrics() []metricRates {
+	var out []metricRates
+	for _, m := range tare.ABMetrics {
+		mr := metricRates{metric: m}
+		var ratios, widths []float64
+		for _, o := range res.outcomes {
+			same, added := ratioOn(&o.abSame, m), ratioOn(&o.abAdded, m)
+			if same == nil || added == nil || same.RatioLow == nil || added.RatioLow == nil {
+				continue
+			}
+			mr.reps++
+			if *same.RatioLow > 1 || *same.RatioHigh < 1 {
+				mr.differs++
+			}
+			if *added.RatioLow > 1 {
+				mr.slower++
+			}
+			if *added.RatioLow <= res.trueCost && res.trueCost <= *added.RatioHigh {
+				mr.covers++
+			}
+			ratios, widths = append(ratios, *added.Ratio), append(widths, *same.RatioHigh-*same.RatioLow)
+		}
+		if mr.reps == 0 {
+			continue
+		}
+		n := float64(mr.reps)
+		mr.differs, mr.slower, mr.covers = mr.differs/n, mr.slower/n, mr.covers/n
+		mr.ratioAdded, mr.widthSame = stats.Median(ratios), stats.Median(widths)
+		out = append(out, mr)
+	}
+	return out
 }

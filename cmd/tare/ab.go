@@ -121,7 +121,7 @@ func newABCmd() *cobra.Command {
 	fs.StringVar(&f.bUnix, "b-unix-socket", "", "the Unix socket B's connections go to, instead of --unix-socket")
 	fs.StringVar(&f.as, "as", "url", "what --a and --b are: url (HTTP targets) or model (OpenAI-compatible endpoints, like http://127.0.0.1:8089/v1: TTFT and TPOT compared too)")
 	fs.StringVar(&f.mode, "mode", tare.ABInterleaved, "interleaved (A and B in turn, in short trials) or duet (both at once, each at half the rate)")
-	fs.StringVar(&f.on, "on", "p95", "the metric that decides the result: p50, p95, p99, ttft_p95 or tpot_p95")
+	fs.StringVar(&f.on, "on", "p95", "the metric that decides the result: p50, p95, p99, ttft_p95, tpot_p95, or unwaited_p50, unwaited_p95, unwaited_p99 (each request's latency less the waits behind other processes it overlapped, by the scheduler probe)")
 	fs.IntVar(&f.trials, "trials", session.DefaultABPairs, "pairs of trials to run, at most")
 	fs.DurationVar(&f.trial, "trial", 0, "each trial's arrival window (default: long enough for 300 requests at --rate, at least 2s)")
 	fs.Float64Var(&f.precision, "precision", 0, "stop once the interval of B/A on --on is within ±this %, like 3 (0: run every pair of --trials)")

@@ -34,7 +34,7 @@ func TestABBadInput(t *testing.T) {
 		{"no B", []string{"--a", url}, "tare ab needs both variants: --a URL and --b URL"},
 		{"fail-on slo", []string{"--a", url, "--b", url, "--fail-on", "slo"}, `--fail-on must be regression (tare ab fails on B slower than A); got "slo"`},
 		{"mode", []string{"--a", url, "--b", url, "--mode", "sequential"}, `--mode must be interleaved or duet; got "sequential"`},
-		{"on", []string{"--a", url, "--b", url, "--on", "p90"}, `--on must be one of p50, p95, p99, ttft_p95, tpot_p95; got "p90"`},
+		{"on", []string{"--a", url, "--b", url, "--on", "p90"}, `--on must be one of p50, p95, p99, ttft_p95, tpot_p95, unwaited_p50, unwaited_p95, unwaited_p99; got "p90"`},
 		{"one pair", []string{"--a", url, "--b", url, "--trials", "1"}, "--trials must be at least 2"},
 		{"tolerance", []string{"--a", url, "--b", url, "--tolerance", "0"}, "--tolerance must be a percentage above 0"},
 		{"precision", []string{"--a", url, "--b", url, "--precision", "-1"}, "--precision must be 0 (run every pair)"},
