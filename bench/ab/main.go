@@ -45,6 +45,7 @@ import (
 
 	"github.com/tare-dev/tare"
 	"github.com/tare-dev/tare/internal/testkit/abservice"
+	"github.com/tare-dev/tare/judge"
 	"github.com/tare-dev/tare/stats"
 	"gonum.org/v1/gonum/stat"
 )
@@ -321,10 +322,10 @@ func (res *results) rates() rates {
 		// The true cost is what B adds to a request's work; the latency
 		// holds a little more than the work (the HTTP round trip), so the
 		// latencies' ratio is a little under it.
-		if r := ratioOn(&o.abAdded, res.metric); r != nil && r.RatioLow != nil && *r.RatioLow <= res.trueCost && res.trueCost <= *r.RatioHigh {
+		if r := judge.ABRatioOn(&o.abAdded, res.metric); r != nil && r.RatioLow != nil && *r.RatioLow <= res.trueCost && res.trueCost <= *r.RatioHigh {
 			out.abCovered++
 		}
-		if r := ratioOn(&o.abSame, res.metric); r != nil && r.Ratio != nil {
+		if r := judge.ABRatioOn(&o.abSame, res.metric); r != nil && r.Ratio != nil {
 			logsAB = append(logsAB, math.Log(*r.Ratio))
 			if r.RatioLow != nil {
 				widthsAB = append(widthsAB, *r.RatioHigh-*r.RatioLow)
@@ -341,16 +342,6 @@ func (res *results) rates() rates {
 	out.spreadAB, out.spreadBackToBack = sd(logsAB), sd(logsB2B)
 	out.widthAB, out.widthBackToBack = stats.Median(widthsAB), stats.Median(widthsB2B)
 	return out
-}
-
-// ratioOn is ab's ratio of B/A on metric; nil without it.
-func ratioOn(ab *tare.AB, metric string) *tare.ABRatio {
-	for i := range ab.Ratios {
-		if ab.Ratios[i].Metric == metric {
-			return &ab.Ratios[i]
-		}
-	}
-	return nil
 }
 
 // sd is the sample standard deviation of v; NaN with fewer than 2.
@@ -406,7 +397,7 @@ func (res *results) metrics() []metricRates {
 		mr := metricRates{metric: m}
 		var ratios, widths []float64
 		for _, o := range res.outcomes {
-			same, added := ratioOn(&o.abSame, m), ratioOn(&o.abAdded, m)
+			same, added := judge.ABRatioOn(&o.abSame, m), judge.ABRatioOn(&o.abAdded, m)
 			if same == nil || added == nil || same.RatioLow == nil || added.RatioLow == nil {
 				continue
 			}
