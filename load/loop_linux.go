@@ -293,7 +293,7 @@ func (e *engine) run() {
 		}
 	}
 	if e.armedFor.After(time.Now()) {
-		rawio.SetTimer(e.tfd, 0)
+		rawio.SetTimerAt(e.tfd, time.Time{})
 	}
 	e.flush()
 }
@@ -326,8 +326,10 @@ func (e *engine) arrivals(now time.Time) {
 	}
 }
 
-// armTimer sets the timerfd for the next arrival when it is still to
-// come. One already due needs none: the loop does not wait then (waitFor
+// armTimer sets the timerfd for the next arrival's instant when it is
+// still to come (an absolute instant: the write just made for the arrival
+// before would have made a relative timer late by as long). One already
+// due needs none: the loop does not wait then (waitFor
 // is 0). While every slot is taken, or no arrival is left, a timer armed
 // before is left to fire once for nothing rather than disarmed: at the
 // highest rates disarming cost a system call a request, and on a
@@ -341,7 +343,7 @@ func (e *engine) armTimer(now time.Time) {
 	if !want.After(now) || want == e.armedFor {
 		return
 	}
-	rawio.SetTimer(e.tfd, want.Sub(now))
+	rawio.SetTimerAt(e.tfd, want)
 	e.armedFor = want
 }
 

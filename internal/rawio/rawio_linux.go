@@ -5,6 +5,7 @@ package rawio
 
 import (
 	"io"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -208,17 +209,37 @@ func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
 	return 0, e
 }
 
-// SetTimer arms the timerfd fd to expire once after d, or disarms it when
-// d is 0 or less. Either clears an expiry not yet read: a timer re-armed
-// needs no read(2) to stop being ready.
-func SetTimer(fd int, d time.Duration) error {
+// SetTimerAt arms the timerfd fd to expire once at the instant at, or
+// disarms it when at is the zero Time. Either clears an expiry not yet
+// read: a timer re-armed needs no read(2) to stop being ready. The
+// instant is absolute: a timer armed for an arrival fires at the
+// arrival, however long the caller took since it read the clock (a
+// relative timer fired that much late).
+func SetTimerAt(fd int, at time.Time) error {
 	var spec unix.ItimerSpec
-	if d > 0 {
-		spec.Value = unix.NsecToTimespec(int64(d))
+	if !at.IsZero() {
+		base := monotonicBase()
+		// A past instant fires at once; the zero Timespec would disarm.
+		spec.Value = unix.NsecToTimespec(max(base.ns+int64(at.Sub(base.at)), 1))
 	}
-	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(fd), unix.TFD_TIMER_ABSTIME, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 	if e != 0 {
 		return e
 	}
 	return nil
 }
+
+// monotonicBase is one instant both as a time.Time and on the kernel's
+// CLOCK_MONOTONIC, in nanoseconds: Go's monotonic readings count on that
+// clock, from an origin of their own, so the two differ by a constant.
+var monotonicBase = sync.OnceValue(func() (b struct {
+	at time.Time
+	ns int64
+}) {
+	var ts unix.Timespec
+	before := time.Now()
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	after := time.Now()
+	b.at, b.ns = before.Add(after.Sub(before)/2), ts.Nano()
+	return b
+})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // echoServer answers each connection: it reads until it has want bytes,
@@ -105,4 +107,47 @@ func TestHeldReadDeadline(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestSetTimerAt: a timer armed for an instant fires then, never before;
+// one armed for an instant past fires at once; the zero Time disarms.
+func TestSetTimerAt(t *testing.T) {
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(tfd)
+	fired := func(msec int) bool {
+		t.Helper()
+		fds := []unix.PollFd{{Fd: int32(tfd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, msec)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		}
+	}
+	at := time.Now().Add(3 * time.Millisecond)
+	if err := SetTimerAt(tfd, at); err != nil {
+		t.Fatal(err)
+	}
+	if !fired(10_000) {
+		t.Fatal("a timer armed 3 ms ahead had not fired after 10 s")
+	}
+	if early := time.Until(at); early > 0 {
+		t.Fatalf("the timer fired %v before its instant", early)
+	}
+	SetTimerAt(tfd, time.Now().Add(-time.Second))
+	if !fired(10_000) {
+		t.Fatal("a timer armed for an instant past had not fired after 10 s")
+	}
+	SetTimerAt(tfd, time.Now().Add(20*time.Millisecond))
+	SetTimerAt(tfd, time.Time{})
+	if fired(100) {
+		t.Fatal("a disarmed timer fired")
+	}
 }
