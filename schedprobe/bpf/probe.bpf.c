@@ -393,15 +393,36 @@ static __always_inline struct task_struct *crowder(__u32 group, __u32 cpu, __u64
 	return by;
 }
 
-// charge adds ns of wait of group's threads on the CPU of st (cpu) to
-// holder, thread pid of process tgid, and passes it on as a stretch from
-// start to now. Behind a watched holder, the part while a process nobody
-// watches held another CPU the waiters may run on is that process's
-// (crowder).
-static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 tgid, __u32 group, __s64 ns, __u64 start, __u64 now, __u32 cpu, struct cpu_state *st)
+// owing is one charge: ns of wait of group's threads on cpu, from start
+// to now, owed to holder, thread pid of process tgid.
+struct owing {
+	__u64 holder;
+	__s64 ns;
+	__u64 start;
+	__u64 now;
+	__u32 pid;
+	__u32 tgid;
+	__u32 group;
+	__u32 cpu;
+};
+
+// settle adds a charge (o) to its holder, and passes it on as a stretch.
+// Behind a watched holder, the part while a process nobody watches held
+// another CPU the waiters may run on is that process's (crowder). A
+// global function: the verifier checks it once, not once for each group
+// on_switch charges in each of its paths, which made loading the probe
+// take tens of milliseconds.
+__noinline int settle(struct owing *o)
 {
-	if (ns <= 0)
-		return;
+	if (!o || o->ns <= 0)
+		return 0;
+	struct task_struct *holder = (void *)o->holder;
+	__u32 pid = o->pid, tgid = o->tgid, group = o->group, cpu = o->cpu;
+	__s64 ns = o->ns;
+	__u64 start = o->start, now = o->now;
+	struct cpu_state *st = cpu_of(cpu);
+	if (!st)
+		return 0;
 	struct charge_key key = {.group = group};
 	if (pid == 0) {
 		key.kind = HOLDER_IDLE;
@@ -427,16 +448,17 @@ static __always_inline void charge(struct task_struct *holder, __u32 pid, __u32 
 			if (part > ns)
 				part = ns;
 			struct charge_key other = {.group = group, .kind = HOLDER_OTHER, .tgid = BPF_CORE_READ(by, tgid)};
-			struct cpu_state *o = cpu_of(at);
-			if (o)
-				__sync_fetch_and_add(&o->other_ns, part);
+			struct cpu_state *there = cpu_of(at);
+			if (there)
+				__sync_fetch_and_add(&there->other_ns, part);
 			book(&other, by, part, from, now, cpu);
 			ns -= part;
 			if (ns <= 0)
-				return;
+				return 0;
 		}
 	}
 	book(&key, holder, ns, start, now, cpu);
+	return 0;
 }
 
 // forget takes a waiter out of the counts of a CPU whose run queue this
@@ -540,7 +562,9 @@ int on_switch(__u64 *ctx)
 		__u64 start = owed > 0 ? now - (__u64)owed / (__u64)k : now;
 		if (start < st->last)
 			start = st->last;
-		charge(prev, prev_pid, prev_tgid, g, owed, start, now, cpu, st);
+		struct owing o = {.holder = (__u64)prev, .ns = owed, .start = start, .now = now,
+				  .pid = prev_pid, .tgid = prev_tgid, .group = g, .cpu = cpu};
+		settle(&o);
 		st->s[g] = k * (__s64)now;
 	}
 	st->last = now;
@@ -636,7 +660,9 @@ int on_migrate(__u64 *ctx)
 	if (src && task_cpu(p) == w->cpu) {
 		__u64 from = w->since > src->last ? w->since : src->last;
 		struct task_struct *holder = (void *)src->curr;
-		charge(holder, BPF_CORE_READ(holder, pid), BPF_CORE_READ(holder, tgid), g, (__s64)(now - from), from, now, w->cpu, src);
+		struct owing o = {.holder = (__u64)holder, .ns = (__s64)(now - from), .start = from, .now = now,
+				  .pid = BPF_CORE_READ(holder, pid), .tgid = BPF_CORE_READ(holder, tgid), .group = g, .cpu = w->cpu};
+		settle(&o);
 		src->k[g]--;
 		src->s[g] -= from;
 	} else {
