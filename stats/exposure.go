@@ -454,6 +454,11 @@ const rankSumDraws = 4000
 // p 0.0002 where the chance of it is 0.07. Seeded by the sizes, so a
 // run's summary is the same every time it is made.
 func rankSumGreaterP(x, y []float64) float64 {
+	if least := slices.Min(y); !slices.ContainsFunc(x, func(v float64) bool { return v > least }) {
+		// No draw ranks lower than x, which holds only the least values:
+		// every draw counts, and p is 1 without them.
+		return 1
+	}
 	ranks := midRanks(slices.Concat(x, y))
 	own := 0.0
 	for _, r := range ranks[:len(x)] {

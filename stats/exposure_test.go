@@ -432,4 +432,31 @@ func TestShareP(t *testing.T) {
 	if p := shareP(nil, rest); p != nil {
 		t.Errorf("shareP of no slowest = %g, want nil", *p)
 	}
+	// Slowest that overlapped nothing rank below or tied with every other:
+	// every draw ranks as high, so p is 1, whether the rest overlapped
+	// nothing or some did.
+	for _, others := range [][]exposed{quiet, rest} {
+		if p := shareP(slowest(30*time.Millisecond, 0), others); p == nil || *p != 1 {
+			t.Errorf("shareP of slowest that overlapped nothing = %v, want 1", p)
+		}
+	}
+}
+
+// TestRankSumGreaterPAtTheLeast: x holding only the least values, below
+// y's or tied with them, is p 1 exactly; one value above y's least is not.
+func TestRankSumGreaterPAtTheLeast(t *testing.T) {
+	for _, tt := range []struct {
+		x, y []float64
+		one  bool
+	}{
+		{[]float64{0, 0}, []float64{0, 0, 1, 2}, true},
+		{[]float64{0, 0}, []float64{1, 2, 3}, true},
+		{[]float64{0}, []float64{0}, true},
+		{[]float64{0, 0.5}, []float64{0, 0, 1, 2}, false},
+		{[]float64{3, 3}, []float64{0, 0, 1, 2}, false},
+	} {
+		if p := rankSumGreaterP(tt.x, tt.y); (p == 1) != tt.one {
+			t.Errorf("rankSumGreaterP(%v, %v) = %g, want 1: %v", tt.x, tt.y, p, tt.one)
+		}
+	}
 }
