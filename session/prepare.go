@@ -202,7 +202,7 @@ func buildModel(ctx context.Context, t *TargetSpec, l *LoadSpec, ps tare.Prompts
 func buildHTTP(t *TargetSpec, l *LoadSpec, header http.Header, tlsConfig *tls.Config) (*Prepared, error) {
 	cfg := httptarget.Config{Method: t.Method, URL: t.URL, Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l),
 		UnixSocket: t.UnixSocket, NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost,
-		TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
+		TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.h2Loop()}
 	if t.Redirects == 0 {
 		cfg.Redirects = httptarget.NoRedirects
 	}
@@ -234,7 +234,7 @@ func buildMix(t *TargetSpec, header http.Header, l *LoadSpec, tlsConfig *tls.Con
 		return nil, Flagged(err, "targets")
 	}
 	base := httptarget.Config{Header: header, Timeout: t.Timeout, Insecure: t.Insecure, MaxConns: t.maxConns(l), UnixSocket: t.UnixSocket,
-		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost, TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.H2Engine == H2EngineLoop}
+		NetHTTP: t.NetHTTP, Redirects: t.Redirects, CrossHost: t.CrossHost, TLS: tlsConfig, HTTP2: t.HTTP2, H2C: t.H2C, MaxStreams: t.MaxStreams, H2Loop: t.h2Loop()}
 	if t.Redirects == 0 {
 		base.Redirects = httptarget.NoRedirects
 	}

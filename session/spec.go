@@ -65,8 +65,9 @@ type TargetSpec struct {
 	// each connection (0: the server's limit).
 	HTTP2, H2C bool
 	MaxStreams int
-	// H2Engine is what serves HTTP/2: "" or "goroutines" (net/http's
-	// client), or "loop" (load's event loop, tare's own framing).
+	// H2Engine is what serves HTTP/2: "" or "loop" (load's event loop,
+	// tare's own framing; "" with NetHTTP is goroutines), or "goroutines"
+	// (net/http's client).
 	H2Engine string
 	// Redirects followed per request (0: none), and whether one may lead
 	// to another host.
@@ -139,7 +140,7 @@ func (t *TargetSpec) Fields() []settings.Field {
 		{Flag: "http2", Key: "http2", Value: settings.Bool(&t.HTTP2), Usage: "speak HTTP/2 to an https:// --url or --targets, chosen by ALPN, requests multiplexed on each connection; a server that chooses http/1.1 is refused at start, and a connection it answers so later carries nothing (error \"no h2\"); the summary counts connections by protocol. Without it https:// is HTTP/1.1"},
 		{Flag: "h2c", Key: "h2c", Value: settings.Bool(&t.H2C), Usage: "speak HTTP/2 in cleartext to an http:// --url or --targets, by prior knowledge (no upgrade, no proxy); checked at start"},
 		{Flag: "max-streams", Key: "max-streams", Value: settings.Int(&t.MaxStreams), Usage: "with --http2 or --h2c, streams in flight on one connection at most: another connection opens only when every open one is full, the one a stream last ended on taken first (0: the server's limit)"},
-		{Flag: "h2-engine", Key: "h2-engine", Value: settings.String(&t.H2Engine), Usage: "with --http2 or --h2c, what sends HTTP/2: goroutines (the default: Go's HTTP/2 client) or loop (tare's event loop and its own HTTP/2 framing, the frames of many streams in one write: less CPU per request; experimental)"},
+		{Flag: "h2-engine", Key: "h2-engine", Value: settings.String(&t.H2Engine), Usage: "with --http2 or --h2c, what sends HTTP/2: loop (the default: tare's event loop and its own HTTP/2 framing, the frames of many streams in one write) or goroutines (Go's HTTP/2 client: twice the CPU a request; the default with --net-http, and through a proxy)"},
 		{Flag: "redirects", Key: "redirects", Value: settings.Int(&t.Redirects), Usage: "with --url, how many redirects one request follows at most, each counted (requests.redirects); 0 follows none and the 3xx is the response"},
 		{Flag: "redirects-cross-host", Key: "redirects-cross-host", Value: settings.Bool(&t.CrossHost), Usage: "with --url, follow a redirect to another host or port than the URL's too (by default such a redirect is not followed, and counts as an error of kind \"cross-host redirect\")"},
 		{Flag: "unix-socket", Key: "unix-socket", Value: settings.String(&t.UnixSocket), Usage: "with --url, --targets or --model, connect to this Unix-domain socket instead of the URL's host and port, as curl --unix-socket does: the URL's host is sent as the Host header (http://localhost/ sends Host: localhost), and the processes listening on the socket are the system under test, like /run/gunicorn.sock"},

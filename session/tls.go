@@ -56,6 +56,12 @@ const (
 	H2EngineLoop       = "loop"
 )
 
+// h2Loop is whether HTTP/2 goes through load's event loop: by default,
+// unless --net-http asks for Go's clients.
+func (t *TargetSpec) h2Loop() bool {
+	return t.H2Engine == H2EngineLoop || t.H2Engine == "" && !t.NetHTTP
+}
+
 // checkSecure refuses TLS and HTTP/2 options the target cannot use, and
 // then probes, before any load, every server the load will connect to
 // directly (or through --unix-socket): its certificate against the CAs, the client certificate

@@ -135,9 +135,11 @@ func TestRunHTTP2(t *testing.T) {
 		{"http2", true, true, []string{"--http2", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
 		{"http2 max streams", true, true, []string{"--http2", "--cacert", p.caFile, "--max-streams", "1"}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, true},
 		{"h2c", false, true, []string{"--h2c"}, "HTTP/2.0", map[string]int{"h2c": 1}, false},
-		{"http2 on the loop", true, true, []string{"--http2", "--h2-engine", "loop", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
-		{"http2 max streams on the loop", true, true, []string{"--http2", "--h2-engine", "loop", "--cacert", p.caFile, "--max-streams", "1"}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, true},
-		{"h2c on the loop", false, true, []string{"--h2c", "--h2-engine", "loop"}, "HTTP/2.0", map[string]int{"h2c": 1}, false},
+		{"http2 on goroutines", true, true, []string{"--http2", "--h2-engine", "goroutines", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
+		{"http2 max streams on goroutines", true, true, []string{"--http2", "--h2-engine", "goroutines", "--cacert", p.caFile, "--max-streams", "1"}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, true},
+		{"h2c on goroutines", false, true, []string{"--h2c", "--h2-engine", "goroutines"}, "HTTP/2.0", map[string]int{"h2c": 1}, false},
+		{"http2 on the loop, named", true, true, []string{"--http2", "--h2-engine", "loop", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
+		{"http2 with --net-http", true, true, []string{"--http2", "--net-http", "--cacert", p.caFile}, "HTTP/2.0 alpn=h2", map[string]int{"h2": 1}, false},
 		{"https is HTTP/1.1 without --http2", true, true, []string{"--cacert", p.caFile}, "HTTP/1.1 alpn=", nil, false},
 	}
 	for _, tt := range tests {
@@ -164,9 +166,12 @@ func TestRunHTTP2(t *testing.T) {
 			if !ok {
 				t.Errorf("generator.protocols %v; want %v (at least: %v; requests one after another share a connection)", got, tt.protocols, tt.atLeast)
 			}
-			engine := "goroutines"
-			if slices.Contains(tt.flags, "loop") {
-				engine = "event loop"
+			// HTTP/2 is on the event loop unless --h2-engine goroutines
+			// or --net-http asks for Go's client; HTTP/1.1 over TLS is on
+			// goroutines.
+			engine := "event loop"
+			if slices.Contains(tt.flags, "goroutines") || slices.Contains(tt.flags, "--net-http") || tt.protocols == nil {
+				engine = "goroutines"
 			}
 			if s.Generator.Engine != engine {
 				t.Errorf("engine %q; want %q", s.Generator.Engine, engine)
@@ -202,7 +207,7 @@ func TestRunHTTP2(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
 		srv, _ := protoServer(t, p, true, true, false)
 		code, stdout, stderr := tareCmd(t, "run", "--url", srv.URL+"/", "--http2", "--cacert", p.caFile, "--rate", "100/s", "--jobs", "10", "--quiet", "--no-store")
-		if code != 0 || !strings.Contains(stdout, "goroutines   connections h2 1") {
+		if code != 0 || !strings.Contains(stdout, "event loop ×1, 1 connections at most   connections h2 1") {
 			t.Errorf("exit %d; the text summary does not say the one connection spoke h2:\n%s%s", code, stdout, stderr)
 		}
 	})

@@ -101,8 +101,9 @@ by the protocol they spoke. --cacert, --cert, --key and --servername set TLS
 for every https:// target, a model's too. Before any load, one handshake
 with each server checks its certificate, the client certificate and, with
 --http2, that the server chose h2: a mismatch exits 2, naming the file or
-flag to change. --h2-engine loop sends HTTP/2 from tare's event loop, with
-its own framing, instead of Go's HTTP/2 client (experimental: no proxy).
+flag to change. HTTP/2 goes out from tare's event loop, with its own
+framing; --h2-engine goroutines (or --net-http) sends it through Go's HTTP/2
+client instead, as a proxy always does.
 
 Ctrl-C stops the arrivals, lets requests in flight finish for --drain, and
 prints the partial summary marked interrupted; a second Ctrl-C exits at once.`,
