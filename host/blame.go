@@ -70,6 +70,7 @@ type blamer struct {
 	// last tick's end (cut), the ones lost since, the clock that dates
 	// them, and the holders' commands of the last tick's charges.
 	stretches []schedprobe.Stretch
+	mine      []schedprobe.Stretch // takeWaits' of a tick, its array reused
 	cut       time.Duration
 	waitsLost int64
 	clock     waitClock

@@ -60,6 +60,7 @@ func waitsOf(stretches []schedprobe.Stretch, names func(chargeKey) string, clock
 		root        int
 	}
 	owners := map[chargeKey]owner{}
+	waits = make([]tare.Wait, 0, len(stretches))
 	for _, s := range stretches {
 		group, ok := waitGroups[s.Group]
 		if !ok {
@@ -121,7 +122,7 @@ func (b *blamer) takeWaits(blame *tare.Blame, end time.Time, procs map[int]procS
 	// at the boundary would fall in neither tick.
 	from, to := b.cut, b.clock.mono(end)
 	b.cut = to
-	var mine []schedprobe.Stretch
+	mine := b.mine[:0] // the tick's, made into Waits below and not kept
 	later := b.stretches[:0]
 	for _, s := range b.stretches {
 		switch {
@@ -134,7 +135,7 @@ func (b *blamer) takeWaits(blame *tare.Blame, end time.Time, procs map[int]procS
 		}
 	}
 	clear(b.stretches[len(later):])
-	b.stretches = later
+	b.stretches, b.mine = later, mine
 	// The holder's command from its charge, this tick's or the last
 	// one's: a stretch that ended just after the last tick's end was
 	// charged before the probe was read for it.

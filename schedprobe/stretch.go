@@ -60,10 +60,11 @@ type stretchReader struct {
 
 	mu       sync.Mutex
 	got      []Stretch
-	dropped  uint64 // past maxStretches
-	asked    uint64 // flushes asked for
-	answered uint64 // the last flush answered
-	err      error  // why run stopped early
+	spare    []Stretch // what take handed over the time before: got's next array
+	dropped  uint64    // past maxStretches
+	asked    uint64    // flushes asked for
+	answered uint64    // the last flush answered
+	err      error     // why run stopped early
 }
 
 func startStretches(rd *ringbuf.Reader) *stretchReader {
@@ -164,7 +165,10 @@ wait:
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	got, dropped, err := s.got, s.dropped, s.err
-	s.got, s.dropped, s.err = nil, 0, nil
+	// Two arrays in turn: the caller is done with what it took the time
+	// before, and a tick's stretches are appended without growing one
+	// anew (at 2,000 requests/s, most of what tare allocated).
+	s.got, s.spare, s.dropped, s.err = s.spare[:0], got, 0, nil
 	return got, dropped, err
 }
 
@@ -181,7 +185,8 @@ func (s *stretchReader) stop() error {
 // meanwhile: refused by the full ring buffer, or past what is kept for a
 // caller that does not call (about 65,000). It drains the ring buffer
 // first, so every stretch that ended before the call is there, unless the
-// reader was kept off its CPU for flushWait (250 ms).
+// reader was kept off its CPU for flushWait (250 ms). The slice is the
+// caller's until the next call, which reuses its array.
 func (p *Probe) Stretches() ([]Stretch, uint64, error) {
 	if p.stretches == nil {
 		return nil, 0, nil
