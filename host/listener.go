@@ -29,10 +29,10 @@ func readlinkat(dir int, name, buf []byte) (int, error) {
 }
 
 // ListenerPIDs returns the processes that hold a listening TCP socket on
-// port, on any local address, IPv4 or IPv6: the socket inodes of
-// procRoot/net/tcp and procRoot/net/tcp6 in state 0A (LISTEN) whose local
-// port is port, matched against the socket:[inode] links in
-// procRoot/<pid>/fd. Sorted, unique; empty (nil error) when no process is
+// port, on any local address, IPv4 or IPv6: the inodes of the listening
+// sockets (listeningTCP: sock_diag's, or procRoot/net/tcp and tcp6's in
+// state 0A) whose local port is port, matched against the socket:[inode]
+// links in procRoot/<pid>/fd. Sorted, unique; empty (nil error) when no process is
 // found. It returns an error only when neither net/tcp nor net/tcp6 can be read.
 //
 // It is how tare finds the system under test of a loopback target by
@@ -51,7 +51,7 @@ func readlinkat(dir int, name, buf []byte) (int, error) {
 // https://man7.org/linux/man-pages/man5/proc_pid_net_tcp.5.html and
 // https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html.
 func ListenerPIDs(procRoot string, port int) ([]int, error) {
-	socks, err := readNetTCP(procRoot)
+	socks, err := listeningTCP(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("listening sockets on port %d: %w", port, err)
 	}

@@ -20,15 +20,26 @@ func unixSockets() ([]unixSocket, error) { return listUnix(udiagShowName | udiag
 // listUnix is a sock_diag dump of the Unix sockets with the attributes
 // show asks for (UDIAG_SHOW_*).
 func listUnix(show uint32) ([]unixSocket, error) {
+	var out []unixSocket
+	err := sockDiag("unix sockets", unixDiagRequest(show), func(b []byte) (done bool, err error) {
+		out, done, err = parseUnixDiag(b, out)
+		return done, err
+	})
+	return out, err
+}
+
+// sockDiag sends a sock_diag request (req: its netlink header and body)
+// and hands each read of the answer to parse until parse says the dump is
+// done; what names the sockets listed, in errors.
+func sockDiag(what string, req []byte, parse func([]byte) (done bool, err error)) error {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return nil, fmt.Errorf("list unix sockets: sock_diag socket: %w", err)
+		return fmt.Errorf("list %s: sock_diag socket: %w", what, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Sendto(fd, unixDiagRequest(show), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, fmt.Errorf("list unix sockets: send the sock_diag request: %w", err)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("list %s: send the sock_diag request: %w", what, err)
 	}
-	var out []unixSocket
 	buf := make([]byte, 64<<10)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
@@ -36,11 +47,10 @@ func listUnix(show uint32) ([]unixSocket, error) {
 			continue
 		}
 		if err != nil {
-			return out, fmt.Errorf("list unix sockets: read the sock_diag answer: %w", err)
+			return fmt.Errorf("list %s: read the sock_diag answer: %w", what, err)
 		}
-		var done bool
-		if out, done, err = parseUnixDiag(buf[:n], out); err != nil || done {
-			return out, err
+		if done, err := parse(buf[:n]); err != nil || done {
+			return err
 		}
 	}
 }
