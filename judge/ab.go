@@ -69,7 +69,38 @@ func AB(ab *tare.AB) {
 			ab.MorePairs = &more
 			ab.Verdict += fmt.Sprintf("; about %d more trial %s would resolve %g %%", more, plural(more, "pair", "pairs"), ab.TolerancePct)
 		}
+		ab.Verdict += noisyHint(ab, tol)
 	}
+}
+
+// noisyHint says, of a result inconclusive on another metric, what the
+// pairs' p50 shows when its interval resolves, since on a noisy host the
+// median's interval is the narrower by far (docs/verdict.md); and, of
+// interleaved trials a neighbour hit on one side only, that duet runs
+// both sides through the same moments. "" when neither applies.
+func noisyHint(ab *tare.AB, tol float64) string {
+	var hint string
+	if r := ABRatioOn(ab, "p50"); ab.On != "p50" && r != nil && r.RatioLow != nil {
+		lo, hi := *r.RatioLow, *r.RatioHigh
+		says := ""
+		switch {
+		case lo > 1:
+			says = "B is slower"
+		case hi < 1:
+			says = "B is faster"
+		case lo >= 1-tol && hi <= 1+tol:
+			says = "no difference"
+		}
+		if says != "" {
+			hint += fmt.Sprintf("; the p50 resolves (%s: %s %%, %g %% CI %s to %s %%), and --on p50 decides on it",
+				says, signed(*r.DiffPct), ab.ConfidencePct, signed(*r.DiffLowPct), signed(*r.DiffHighPct))
+		}
+	}
+	if ab.Mode == tare.ABInterleaved && ab.Interference.OneSided > 0 {
+		hint += fmt.Sprintf("; a neighbour hit one side only in %d %s: --mode duet runs A and B at once, through the same moments",
+			ab.Interference.OneSided, plural(ab.Interference.OneSided, "pair", "pairs"))
+	}
+	return hint
 }
 
 // ABRegression says what --fail-on regression makes of ab on ab.On with

@@ -18,10 +18,13 @@ func TestAB(t *testing.T) {
 	tests := []struct {
 		name      string
 		on        string
+		mode      string
+		oneSided  int // pairs a neighbour hit on one side only
 		ratios    []tare.ABRatio
 		result    tare.ABResult
 		words     string
-		more      int // 0: none
+		not       string // a phrase the verdict must not hold; "": none
+		more      int    // 0: none
 		regressed bool
 		unsure    bool
 	}{
@@ -36,8 +39,14 @@ func TestAB(t *testing.T) {
 		{name: "decided on p99, p95 slower", on: "p99",
 			ratios: []tare.ABRatio{ratio("p95", 20, 1.2, 1.1, 1.3), ratio("p99", 20, 1.0, 0.98, 1.02)},
 			result: tare.ABSame, words: "no difference larger than 2 % at this noise: p99"},
-		{name: "inconclusive", on: "p95", ratios: []tare.ABRatio{ratio("p95", 10, 1.01, 0.95, 1.08)},
-			result: tare.ABInconclusive, words: "inconclusive: p95 +1.0 %", more: 18, unsure: true},
+		{name: "inconclusive", on: "p95", mode: tare.ABDuet, oneSided: 2, ratios: []tare.ABRatio{ratio("p95", 10, 1.01, 0.95, 1.08), ratio("p50", 10, 1.02, 0.97, 1.07)},
+			result: tare.ABInconclusive, words: "inconclusive: p95 +1.0 %", not: "--", more: 18, unsure: true},
+		// On a noisy host the p50's interval is the narrower: a result a
+		// tail leaves open, the p50 may decide.
+		{name: "inconclusive, the p50 resolves", on: "p95", ratios: []tare.ABRatio{ratio("p95", 10, 1.01, 0.95, 1.08), ratio("p50", 10, 1.096, 1.04, 1.15)},
+			result: tare.ABInconclusive, words: "would resolve 5 %; the p50 resolves (B is slower: +9.6 %, 95 % CI +4.0 to +15.0 %), and --on p50 decides on it", more: 18, unsure: true},
+		{name: "inconclusive, interleaved trials hit on one side", on: "p95", mode: tare.ABInterleaved, oneSided: 3, ratios: []tare.ABRatio{ratio("p95", 10, 1.01, 0.95, 1.08)},
+			result: tare.ABInconclusive, words: "; a neighbour hit one side only in 3 pairs: --mode duet runs A and B at once", more: 18, unsure: true},
 		{name: "too few pairs to bound", on: "p95", ratios: []tare.ABRatio{{Metric: "p95", Pairs: 5, Ratio: f(2), DiffPct: f(100)}},
 			result: tare.ABInconclusive, words: "inconclusive: p95 +100.0 % over 5 trial pairs, too few to bound at 95 %", unsure: true},
 		{name: "too few pairs", on: "p95", ratios: []tare.ABRatio{{Metric: "p95", Pairs: 1}},
@@ -47,10 +56,14 @@ func TestAB(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ab := &tare.AB{On: tt.on, TolerancePct: 5, ConfidencePct: 95, Ratios: tt.ratios}
+			ab := &tare.AB{On: tt.on, Mode: tt.mode, TolerancePct: 5, ConfidencePct: 95, Ratios: tt.ratios,
+				Interference: tare.ABNoise{OneSided: tt.oneSided}}
 			AB(ab)
 			if ab.Result != tt.result || !strings.Contains(ab.Verdict, tt.words) {
 				t.Errorf("result %s, %q; want %s, with %q", ab.Result, ab.Verdict, tt.result, tt.words)
+			}
+			if tt.not != "" && strings.Contains(ab.Verdict, tt.not) {
+				t.Errorf("%q; want no %q in it", ab.Verdict, tt.not)
 			}
 			switch {
 			case tt.more == 0 && ab.MorePairs != nil:
