@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,22 +47,15 @@ func tcpListeners() ([]tcpSocket, error) {
 	return out, nil
 }
 
-// inetDiagRequest is a netlink header and a struct inet_diag_req_v2
-// asking for the TCP sockets of family in the states of the bit mask
-// states (bit n: state n):
+// inetDiagRequest is a struct inet_diag_req_v2 asking for the TCP
+// sockets of family in the states of the bit mask states (bit n: state
+// n):
 //
-//	nlmsghdr   len u32 | type u16 | flags u16 | seq u32 | pid u32
 //	inet_diag_req_v2  family u8 | protocol u8 | ext u8 | pad u8 | states u32 | id (inet_diag_sockid, 48 bytes)
 func inetDiagRequest(family uint8, states uint32) []byte {
-	b := make([]byte, unix.NLMSG_HDRLEN+56)
-	ne := binary.NativeEndian
-	ne.PutUint32(b[0:], uint32(len(b)))
-	ne.PutUint16(b[4:], unix.SOCK_DIAG_BY_FAMILY)
-	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	ne.PutUint32(b[8:], 1)
-	r := b[unix.NLMSG_HDRLEN:]
+	b, r := diagRequest(56)
 	r[0], r[1] = family, unix.IPPROTO_TCP
-	ne.PutUint32(r[4:], states)
+	binary.NativeEndian.PutUint32(r[4:], states)
 	return b
 }
 
@@ -77,26 +69,9 @@ const inetDiagMsgLen = 72
 // dst and reports whether the dump is done. An IPv4 socket's addresses
 // take the first 4 bytes of their 16.
 func parseInetDiag(b []byte, dst []tcpSocket) ([]tcpSocket, bool, error) {
-	msgs, err := syscall.ParseNetlinkMessage(b)
-	if err != nil {
-		return dst, false, fmt.Errorf("%w: sock_diag answer: %w", ErrParse, err)
-	}
-	ne := binary.NativeEndian
-	for _, m := range msgs {
-		switch m.Header.Type {
-		case unix.NLMSG_DONE:
-			return dst, true, nil
-		case unix.NLMSG_ERROR:
-			if len(m.Data) >= 4 {
-				if errno := -int32(ne.Uint32(m.Data)); errno != 0 {
-					return dst, true, fmt.Errorf("list TCP sockets: sock_diag: %w", syscall.Errno(errno))
-				}
-			}
-			return dst, true, nil
-		}
-		d := m.Data
+	done, err := diagMessages(b, "TCP sockets", func(d []byte) error {
 		if len(d) < inetDiagMsgLen {
-			return dst, false, fmt.Errorf("%w: inet_diag message of %d bytes, want %d at least", ErrParse, len(d), inetDiagMsgLen)
+			return fmt.Errorf("%w: inet_diag message of %d bytes, want %d at least", ErrParse, len(d), inetDiagMsgLen)
 		}
 		var local, remote netip.Addr
 		switch d[0] {
@@ -105,15 +80,16 @@ func parseInetDiag(b []byte, dst []tcpSocket) ([]tcpSocket, bool, error) {
 		case unix.AF_INET6:
 			local, remote = netip.AddrFrom16([16]byte(d[8:24])), netip.AddrFrom16([16]byte(d[24:40]))
 		default:
-			continue
+			return nil
 		}
 		be := binary.BigEndian
 		dst = append(dst, tcpSocket{
 			Local:  netip.AddrPortFrom(local, be.Uint16(d[4:])),
 			Remote: netip.AddrPortFrom(remote, be.Uint16(d[6:])),
 			State:  d[1],
-			Inode:  uint64(ne.Uint32(d[68:])),
+			Inode:  uint64(binary.NativeEndian.Uint32(d[68:])),
 		})
-	}
-	return dst, false, nil
+		return nil
+	})
+	return dst, done, err
 }

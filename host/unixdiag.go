@@ -65,23 +65,30 @@ const (
 	unixDiagPeer  = 2    // UNIX_DIAG_PEER attribute
 )
 
-// unixDiagRequest is a netlink header and a struct unix_diag_req asking
-// for every Unix socket in every state, with what show asks for (its
-// name, its peer, its file):
+// diagRequest is a sock_diag dump request of size bytes after its
+// netlink header, and that part of it, for the caller to fill:
 //
 //	nlmsghdr   len u32 | type u16 | flags u16 | seq u32 | pid u32
-//	unix_diag_req  family u8 | protocol u8 | pad u16 | states u32 | ino u32 | show u32 | cookie [2]u32
-func unixDiagRequest(show uint32) []byte {
-	b := make([]byte, unix.NLMSG_HDRLEN+24)
+func diagRequest(size int) (b, r []byte) {
+	b = make([]byte, unix.NLMSG_HDRLEN+size)
 	ne := binary.NativeEndian
 	ne.PutUint32(b[0:], uint32(len(b)))
 	ne.PutUint16(b[4:], unix.SOCK_DIAG_BY_FAMILY)
 	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	ne.PutUint32(b[8:], 1)
-	r := b[unix.NLMSG_HDRLEN:]
+	return b, b[unix.NLMSG_HDRLEN:]
+}
+
+// unixDiagRequest is a struct unix_diag_req asking for every Unix socket
+// in every state, with what show asks for (its name, its peer, its
+// file):
+//
+//	unix_diag_req  family u8 | protocol u8 | pad u16 | states u32 | ino u32 | show u32 | cookie [2]u32
+func unixDiagRequest(show uint32) []byte {
+	b, r := diagRequest(24)
 	r[0] = unix.AF_UNIX
-	ne.PutUint32(r[4:], ^uint32(0)) // every state
-	ne.PutUint32(r[12:], show)
+	binary.NativeEndian.PutUint32(r[4:], ^uint32(0)) // every state
+	binary.NativeEndian.PutUint32(r[12:], show)
 	return b
 }
 
@@ -92,26 +99,10 @@ func unixDiagRequest(show uint32) []byte {
 // padded to 4 bytes); UNIX_DIAG_VFS's value is the bound file's inode and
 // device (ino u32 | dev u32, the kernel's own dev_t: major << 20 | minor).
 func parseUnixDiag(b []byte, dst []unixSocket) ([]unixSocket, bool, error) {
-	msgs, err := syscall.ParseNetlinkMessage(b)
-	if err != nil {
-		return dst, false, fmt.Errorf("%w: sock_diag answer: %w", ErrParse, err)
-	}
 	ne := binary.NativeEndian
-	for _, m := range msgs {
-		switch m.Header.Type {
-		case unix.NLMSG_DONE:
-			return dst, true, nil
-		case unix.NLMSG_ERROR:
-			if len(m.Data) >= 4 {
-				if errno := -int32(ne.Uint32(m.Data)); errno != 0 {
-					return dst, true, fmt.Errorf("list unix sockets: sock_diag: %w", syscall.Errno(errno))
-				}
-			}
-			return dst, true, nil
-		}
-		d := m.Data
+	done, err := diagMessages(b, "unix sockets", func(d []byte) error {
 		if len(d) < 16 {
-			return dst, false, fmt.Errorf("%w: sock_diag message of %d bytes, want 16 at least", ErrParse, len(d))
+			return fmt.Errorf("%w: sock_diag message of %d bytes, want 16 at least", ErrParse, len(d))
 		}
 		u := unixSocket{Type: d[1], State: d[2], Inode: uint64(ne.Uint32(d[4:]))}
 		for a := d[16:]; len(a) >= 4; {
@@ -131,8 +122,37 @@ func parseUnixDiag(b []byte, dst []unixSocket) ([]unixSocket, bool, error) {
 			a = a[min((n+3)&^3, len(a)):]
 		}
 		dst = append(dst, u)
+		return nil
+	})
+	return dst, done, err
+}
+
+// diagMessages walks one read of a sock_diag dump, handing each socket's
+// message to each, and reports whether the dump is done: at NLMSG_DONE,
+// or at NLMSG_ERROR, with its errno when there is one. what names the
+// sockets listed, in errors.
+func diagMessages(b []byte, what string, each func(msg []byte) error) (done bool, err error) {
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return false, fmt.Errorf("%w: sock_diag answer: %w", ErrParse, err)
 	}
-	return dst, false, nil
+	for _, m := range msgs {
+		switch m.Header.Type {
+		case unix.NLMSG_DONE:
+			return true, nil
+		case unix.NLMSG_ERROR:
+			if len(m.Data) >= 4 {
+				if errno := -int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
+					return true, fmt.Errorf("list %s: sock_diag: %w", what, syscall.Errno(errno))
+				}
+			}
+			return true, nil
+		}
+		if err := each(m.Data); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // unixName writes a socket's bound name as ss does: a path as it is, an
