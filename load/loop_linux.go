@@ -329,8 +329,8 @@ func (e *engine) arrivals(now time.Time) {
 // armTimer sets the timerfd for the next arrival's instant when it is
 // still to come (an absolute instant: the write just made for the arrival
 // before would have made a relative timer late by as long). One already
-// due needs none: the loop does not wait then (waitFor
-// is 0). While every slot is taken, or no arrival is left, a timer armed
+// due needs none: the loop does not wait then (waitFor is 0). While
+// every slot is taken, or no arrival is left, a timer armed
 // before is left to fire once for nothing rather than disarmed: at the
 // highest rates disarming cost a system call a request, and on a
 // paravirtualised guest each one pays for enabling interrupts again. The
